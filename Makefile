@@ -1,0 +1,59 @@
+# codeact — `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTEST_ARGS ?=
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: help install test demo bench lint typecheck format services-up services-down sandbox-image clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: pyproject.toml
+	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(VENV)/.installed ## Create .venv with the package (editable) and dev tools; apt-get bubblewrap
+
+services-up: ## Install and start Docker + Redis (writes .services/env)
+	@scripts/services.sh up
+
+services-down: ## Stop the services that services-up started
+	@scripts/services.sh down
+
+sandbox-image: ## Build the Docker sandbox image from Debian packages (cached by recipe hash)
+	@sandbox/image/build.sh >/dev/null
+
+test: install ## Install everything, start real Redis + Docker, build the image, run every test
+	@set -o pipefail; rc=0; \
+	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
+	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	scripts/services.sh down; exit $$rc
+
+demo: install ## Run the bundled DevOps example agent end to end, offline
+	@scripts/demo.sh
+
+bench: install ## Run the benchmarks, write bench/results.json
+	@set -o pipefail; rc=0; \
+	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
+	$(PY) -m bench || rc=$$?; \
+	scripts/services.sh down; exit $$rc
+
+lint: install ## ruff check + format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install ## mypy --strict over engine, segments, sandbox, toolkits, prompts
+	$(VENV)/bin/mypy
+
+format: install ## Apply ruff fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean: ## Remove the venv and caches
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .services

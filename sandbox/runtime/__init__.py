@@ -1,0 +1,1 @@
+"""Code that runs INSIDE the sandbox. Standard library only: this folder is copied into containers."""

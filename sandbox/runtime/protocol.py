@@ -1,0 +1,120 @@
+"""The bridge wire protocol: newline-delimited JSON-RPC 2.0 over one Unix socket per session.
+
+Standard library only: both the host (``sandbox.channel``, ``toolkits.bridge``) and the runtime
+inside the sandbox import this module. The full protocol is documented in ``docs/protocol.md``.
+
+Frames are one JSON object per line (UTF-8, newline-terminated), at most ``MAX_FRAME`` bytes
+including the newline, on both sides. Both peers send requests:
+
+* runtime -> host: ``auth`` (first frame, carries the session token), ``call`` (a toolkit
+  operation: ``{"toolkit", "operation", "arguments"}``), ``finish``-style signals are ordinary
+  calls of the ``system`` toolkit.
+* host -> runtime: ``execute`` (run one round), ``shutdown``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+PROTOCOL_VERSION: Final = "codeact-bridge/1"
+MAX_FRAME: Final = 8 * 1024 * 1024
+
+# JSON-RPC 2.0 standard codes.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+# Engine codes (implementation-defined server-error range).
+UNAUTHORIZED: Final = -32001
+NOT_FOUND: Final = -32002
+TOOL_ERROR: Final = -32003
+DEADLINE_EXCEEDED: Final = -32004
+PAYLOAD_TOO_LARGE: Final = -32005
+RATE_LIMITED: Final = -32006
+CANCELLED: Final = -32007
+APPROVAL_DENIED: Final = -32008
+
+ERROR_NAMES: Final[dict[int, str]] = {
+    PARSE_ERROR: "parse_error",
+    INVALID_REQUEST: "invalid_request",
+    METHOD_NOT_FOUND: "method_not_found",
+    INVALID_PARAMS: "invalid_params",
+    INTERNAL_ERROR: "internal_error",
+    UNAUTHORIZED: "unauthorized",
+    NOT_FOUND: "not_found",
+    TOOL_ERROR: "tool_error",
+    DEADLINE_EXCEEDED: "deadline_exceeded",
+    PAYLOAD_TOO_LARGE: "payload_too_large",
+    RATE_LIMITED: "rate_limited",
+    CANCELLED: "cancelled",
+    APPROVAL_DENIED: "approval_denied",
+}
+
+
+class RpcError(Exception):
+    """A JSON-RPC error, raised by handlers and re-raised on the calling side.
+
+    Args:
+        code: A JSON-RPC error code (see ``ERROR_NAMES``).
+        message: Human-readable; shown to the model, so no host paths or tracebacks.
+        data: Optional JSON-able details (for example field errors of ``invalid_params``).
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @property
+    def name(self) -> str:
+        """The symbolic name of ``code`` (``"unauthorized"``, ...)."""
+        return ERROR_NAMES.get(self.code, "error")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member."""
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+def encode_frame(message: dict[str, Any]) -> bytes:
+    """Serialize one message as a frame; raises ``RpcError(PAYLOAD_TOO_LARGE)`` over ``MAX_FRAME``."""
+    data = _dumps(message).encode("utf-8") + b"\n"
+    if len(data) > MAX_FRAME:
+        raise RpcError(PAYLOAD_TOO_LARGE, f"frame of {len(data)} bytes exceeds the {MAX_FRAME}-byte limit")
+    return data
+
+
+def decode_frame(line: bytes) -> dict[str, Any]:
+    """Parse one frame; raises ``RpcError`` (parse_error / invalid_request / payload_too_large)."""
+    if len(line) > MAX_FRAME:
+        raise RpcError(PAYLOAD_TOO_LARGE, f"frame of {len(line)} bytes exceeds the {MAX_FRAME}-byte limit")
+    try:
+        message = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RpcError(PARSE_ERROR, f"frame is not valid JSON: {exc}") from None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        raise RpcError(INVALID_REQUEST, "frame is not a JSON-RPC 2.0 object")
+    return message
+
+
+def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A request message."""
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def response(id_: int | str | None, result: Any) -> dict[str, Any]:
+    """A success response."""
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def error_response(id_: int | str | None, error: RpcError) -> dict[str, Any]:
+    """An error response."""
+    return {"jsonrpc": "2.0", "id": id_, "error": error.to_json()}
