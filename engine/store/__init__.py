@@ -1,0 +1,37 @@
+"""Session stores: where sessions, rounds, segments and variables are persisted.
+
+``open_store(url)`` picks the backend: the embedded SQLite file by default, Redis for
+``redis://`` URLs. ``RedisStore`` is not re-exported here so that ``import engine.store`` never
+loads ``redis``; import it from ``engine.store.redis_store``.
+"""
+
+from __future__ import annotations
+
+from engine.store._factory import default_store_url, open_store
+from engine.store.base import (
+    ROUND_STATUSES,
+    SESSION_STATUSES,
+    RoundRecord,
+    SessionBusyError,
+    SessionLock,
+    SessionMeta,
+    SessionStatus,
+    Store,
+    check_session_id,
+)
+from engine.store.sqlite import SQLiteStore
+
+__all__ = [
+    "ROUND_STATUSES",
+    "RoundRecord",
+    "SESSION_STATUSES",
+    "SQLiteStore",
+    "SessionBusyError",
+    "SessionLock",
+    "SessionMeta",
+    "SessionStatus",
+    "Store",
+    "check_session_id",
+    "default_store_url",
+    "open_store",
+]

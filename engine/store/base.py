@@ -1,0 +1,416 @@
+"""The session store interface: ``Store`` and the records it keeps (``SessionMeta``, ``RoundRecord``).
+
+A store holds, per session: its metadata, the ordered prompt segments, the captured variables
+(codec-ENCODED JSON, one entry per name) and one ``RoundRecord`` per round. ``append_round`` is the
+single write a round makes and it is atomic: the round record, the round's new segments and the
+session's variables land together or not at all, so a crash mid-round leaves the previous round
+intact. Backends: ``engine.store.sqlite.SQLiteStore`` (the zero set-up default) and
+``engine.store.redis_store.RedisStore``; ``engine.store.open_store`` picks one from a URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import asdict, dataclass, field, fields, replace
+from types import TracebackType
+from typing import Any, Literal, get_args
+
+from engine.errors import StoreError
+
+__all__ = [
+    "ROUND_STATUSES",
+    "SESSION_STATUSES",
+    "RoundRecord",
+    "SessionBusyError",
+    "SessionLock",
+    "SessionMeta",
+    "SessionStatus",
+    "Store",
+    "check_session_id",
+    "dumps",
+]
+
+SessionStatus = Literal["active", "completed", "failed", "paused"]
+SESSION_STATUSES: tuple[str, ...] = get_args(SessionStatus)
+ROUND_STATUSES: tuple[str, ...] = ("ok", "error", "no_code", "parse_error", "deadline_exceeded", "crashed")
+"""Usual ``RoundRecord.status`` values (the sandbox's ``ExecutionStatus`` plus the parser's outcomes).
+The store does not enforce them: the loop owns the vocabulary."""
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
+# Fields of SessionMeta that update_session may change (session_id/created_at are fixed, rounds and
+# updated_at are maintained by the store itself).
+_UPDATABLE = frozenset({"blueprint_id", "blueprint_hash", "model", "status", "title", "input", "extra"})
+
+
+class SessionBusyError(StoreError):
+    """Another run holds the session's lock; the message says until when and what to do.
+
+    Attributes:
+        session_id: The session that is in use.
+        held_until: Unix time at which the other run's lock expires unless it is refreshed.
+    """
+
+    code = "store.session_busy"
+
+    def __init__(self, message: str, *, session_id: str, held_until: float) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.held_until = held_until
+
+
+def check_session_id(session_id: str) -> str:
+    """Return ``session_id`` if it is a valid store key, else raise ``StoreError``.
+
+    Ids are 1-128 characters of letters, digits, ``_``, ``-`` and ``.``, starting with a letter or
+    digit, so they can be embedded in Redis keys and file names without escaping.
+    """
+    if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
+        raise StoreError(
+            f"invalid session id {session_id!r}: use 1-128 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit",
+            code="store.invalid_session_id",
+        )
+    return session_id
+
+
+def dumps(value: Any, *, what: str) -> str:
+    """Serialize ``value`` to compact JSON, raising ``StoreError`` naming ``what`` when it cannot.
+
+    Args:
+        value: A JSON-able value (variables must already be codec-encoded).
+        what: What is being written, for the message (``"variable 'df'"``, ``"round 3"``).
+    """
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(
+            f"cannot store {what}: it is not JSON-serializable ({exc}); encode values with the sandbox codec first",
+            code="store.not_serializable",
+        ) from exc
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionMeta:
+    """What the store knows about a session besides its rounds.
+
+    Attributes:
+        session_id: The session id (see ``check_session_id``).
+        blueprint_id: The blueprint's id (``metadata.id`` or the file stem).
+        blueprint_hash: A hash of the blueprint the session was started with.
+        model: The model name used for code (litellm name).
+        created_at: Unix time of creation.
+        updated_at: Unix time of the last write (maintained by the store).
+        status: ``active`` while a run goes on, then ``completed``, ``failed`` or ``paused``.
+        rounds: Number of recorded rounds (maintained by the store).
+        title: A short human title, if any.
+        input: The first user input, if any.
+        extra: Open JSON data (run ids, reasons, answer, ...).
+    """
+
+    session_id: str
+    blueprint_id: str
+    blueprint_hash: str
+    model: str
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = 0.0
+    status: SessionStatus = "active"
+    rounds: int = 0
+    title: str | None = None
+    input: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.updated_at == 0.0:
+            object.__setattr__(self, "updated_at", self.created_at)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of every field."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SessionMeta:
+        """Build from ``to_json()`` output; unknown keys are ignored (forward compatibility)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def with_updates(self, **changes: Any) -> SessionMeta:
+        """Return a copy with ``changes`` applied, validated as ``Store.update_session`` does."""
+        unknown = sorted(set(changes) - _UPDATABLE)
+        if unknown:
+            raise StoreError(
+                f"cannot update session field(s) {unknown} of session {self.session_id!r}; "
+                f"updatable fields: {sorted(_UPDATABLE)}",
+                code="store.invalid_field",
+            )
+        if "status" in changes and changes["status"] not in SESSION_STATUSES:
+            raise StoreError(
+                f"invalid status {changes['status']!r} for session {self.session_id!r}; "
+                f"use one of {list(SESSION_STATUSES)}",
+                code="store.invalid_field",
+            )
+        return replace(self, **changes, updated_at=time.time())
+
+
+_TUPLE_FIELDS = ("segment_ids", "calls", "uncaptured")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundRecord:
+    """Everything one round did: what replay and resume read back.
+
+    Attributes:
+        session_id: The session.
+        index: 1-based round number; ``append_round`` requires last + 1.
+        started_at: Unix time the round started.
+        duration_s: Wall time of the whole round.
+        prompt_hash: Hash of the prompt sent to the model.
+        prompt: The full prompt text, or None when only the hash and ``segment_ids`` are kept.
+        segment_ids: Ids of the segments the prompt was built from, in order.
+        reply: The raw model reply.
+        code: The code that ran (the FIM middle), or None when the reply held none.
+        parse_error: Why no code could be parsed, or None.
+        calls: Bridge call records, in call order: ``{"toolkit", "operation", "arguments",
+            "result" | "error", "started_at", "duration_s"}``.
+        stdout: Captured standard output (already truncated by the sandbox).
+        stderr: Captured standard error.
+        error: ``ExecutionError.to_json()`` of what the code raised, or None.
+        status: The round outcome (see ``ROUND_STATUSES``).
+        control: A control signal the code raised (``{"kind": "finish", "answer": ...}``), or None.
+        variables: The full codec-encoded state after the round.
+        uncaptured: ``{"name", "type", "reason"}`` for values the codec could not carry.
+        usage: Tokens and cost per model call (``{"calls": [...], "total_tokens": ..., "cost": ...}``).
+        timings: Named phases in seconds (``model``, ``sandbox``, ``store``, ...).
+    """
+
+    session_id: str
+    index: int
+    started_at: float
+    duration_s: float
+    prompt_hash: str
+    reply: str
+    prompt: str | None = None
+    segment_ids: tuple[str, ...] = ()
+    code: str | None = None
+    parse_error: str | None = None
+    calls: tuple[dict[str, Any], ...] = ()
+    stdout: str = ""
+    stderr: str = ""
+    error: dict[str, Any] | None = None
+    status: str = "ok"
+    control: dict[str, Any] | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    uncaptured: tuple[dict[str, str], ...] = ()
+    usage: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of every field (tuples become lists)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in _TUPLE_FIELDS:
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RoundRecord:
+        """Build from ``to_json()`` output; unknown keys are ignored (forward compatibility)."""
+        names = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for name in _TUPLE_FIELDS:
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+class SessionLock(AbstractAsyncContextManager["SessionLock"]):
+    """A held (or about to be acquired) session lock; created by ``Store.lock``.
+
+    Entering acquires the lock (waiting up to ``wait`` seconds, then ``SessionBusyError``) and starts
+    a background task that refreshes it every ``ttl / 3`` seconds, so a long run keeps it while a
+    crashed holder's lock expires after ``ttl``. Exiting releases it (only if still ours).
+    """
+
+    def __init__(self, store: Store, session_id: str, *, ttl: float, wait: float) -> None:
+        if ttl <= 0:
+            raise StoreError(f"lock ttl must be positive, got {ttl!r}", code="store.invalid_argument")
+        self.store = store
+        self.session_id = check_session_id(session_id)
+        self.ttl = ttl
+        self.wait = max(0.0, wait)
+        self.token = secrets.token_hex(16)
+        self._refresher: asyncio.Task[None] | None = None
+        self.held = False
+
+    async def __aenter__(self) -> SessionLock:
+        deadline = time.monotonic() + self.wait
+        delay = 0.02
+        while True:
+            held_until = await self.store._acquire_lock(self.session_id, self.token, self.ttl)
+            if held_until is None:
+                break
+            if time.monotonic() >= deadline:
+                when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(held_until))
+                raise SessionBusyError(
+                    f"session {self.session_id!r} is in use by another run (lock held until {when}); "
+                    "wait or use another --session",
+                    session_id=self.session_id,
+                    held_until=held_until,
+                )
+            await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.5)
+        self.held = True
+        self._refresher = asyncio.get_running_loop().create_task(self._refresh_forever())
+        return self
+
+    async def refresh(self) -> None:
+        """Extend the lock to ``ttl`` seconds from now; ``SessionBusyError`` if it was lost (expired and taken)."""
+        if not await self.store._refresh_lock(self.session_id, self.token, self.ttl):
+            self.held = False
+            raise SessionBusyError(
+                f"lost the lock on session {self.session_id!r}: it expired and another run took it; "
+                "use a longer lock ttl",
+                session_id=self.session_id,
+                held_until=time.time(),
+            )
+
+    async def _refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                await self.refresh()
+            except StoreError:
+                # A transient store outage: keep trying; the run's own writes will fail loudly.
+                continue
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            # asyncio.wait does not re-raise the refresher's CancelledError, but a cancellation of
+            # the current task still propagates.
+            await asyncio.wait({self._refresher})
+            self._refresher = None
+        if self.held:
+            self.held = False
+            try:
+                await self.store._release_lock(self.session_id, self.token)
+            except StoreError:
+                if exc is None:
+                    raise
+                # The body already failed (often because the store went away): keep that error; the
+                # lock expires on its own after ttl.
+
+
+class Store(ABC):
+    """A session store backend (async; one instance may serve many sessions concurrently).
+
+    Attributes:
+        url: Where the data lives, with credentials removed (safe to print).
+    """
+
+    url: str
+
+    @abstractmethod
+    async def create_session(self, meta: SessionMeta) -> None:
+        """Record a new session; ``StoreError`` if one with that id exists."""
+
+    @abstractmethod
+    async def get_session(self, session_id: str) -> SessionMeta | None:
+        """The session's metadata, or None when it does not exist."""
+
+    @abstractmethod
+    async def list_sessions(self, *, limit: int = 50) -> list[SessionMeta]:
+        """Up to ``limit`` sessions, most recently updated first."""
+
+    @abstractmethod
+    async def update_session(self, session_id: str, **fields: Any) -> SessionMeta:
+        """Change metadata fields (status, title, input, extra, model, blueprint_*); returns the new meta.
+
+        ``updated_at`` is set to now. ``StoreError`` for an unknown session or field.
+        """
+
+    @abstractmethod
+    async def append_round(
+        self, record: RoundRecord, *, segments: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+    ) -> None:
+        """Atomically record a round, its new segments and the session's current variables.
+
+        Args:
+            record: The round; ``record.index`` must be the last recorded index + 1, otherwise
+                ``StoreError`` (another writer got there first).
+            segments: The segments this round added, as JSON dicts each with an ``"id"``.
+            variables: The complete codec-encoded state after the round (replaces the stored set).
+        """
+
+    @abstractmethod
+    async def rounds(self, session_id: str) -> list[RoundRecord]:
+        """Every recorded round of the session, in order (empty for an unknown session)."""
+
+    @abstractmethod
+    async def round(self, session_id: str, index: int) -> RoundRecord | None:
+        """Round ``index`` (1-based), or None."""
+
+    @abstractmethod
+    async def segments(self, session_id: str) -> list[dict[str, Any]]:
+        """All segments of the session, in the order they were appended."""
+
+    @abstractmethod
+    async def variables(self, session_id: str) -> dict[str, Any]:
+        """The session's current codec-encoded variables by name."""
+
+    @abstractmethod
+    async def delete_session(self, session_id: str) -> None:
+        """Remove the session and everything recorded for it (no error if it does not exist)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections; the store must not be used afterwards."""
+
+    def lock(self, session_id: str, *, ttl: float = 300.0, wait: float = 0.0) -> SessionLock:
+        """An async context manager holding the session's run lock.
+
+        Args:
+            session_id: The session to lock.
+            ttl: Seconds the lock survives without refresh (a crashed holder blocks at most this long).
+                It is refreshed automatically every ``ttl / 3`` while held.
+            wait: Seconds to wait for another run to release it before ``SessionBusyError``.
+        """
+        return SessionLock(self, session_id, ttl=ttl, wait=wait)
+
+    # Lock primitives the backends implement (used by SessionLock).
+    @abstractmethod
+    async def _acquire_lock(self, session_id: str, token: str, ttl: float) -> float | None:
+        """Take the lock if free or expired: None on success, else the holder's expiry (unix time)."""
+
+    @abstractmethod
+    async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
+        """Extend our lock; False if it is no longer ours."""
+
+    @abstractmethod
+    async def _release_lock(self, session_id: str, token: str) -> None:
+        """Drop the lock if it is still ours."""
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def _not_found(self, session_id: str) -> StoreError:
+        return StoreError(f"session {session_id!r} not found in {self.url}", code="store.not_found")
+
+    def _conflict(self, record: RoundRecord, last: int) -> StoreError:
+        return StoreError(
+            f"cannot append round {record.index} to session {record.session_id!r} in {self.url}: the last recorded "
+            f"round is {last}, expected round {last + 1}; another run is writing this session (use store.lock())",
+            code="store.conflict",
+        )

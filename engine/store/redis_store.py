@@ -1,0 +1,388 @@
+"""The Redis store (``redis.asyncio``): the ONLY module of codeact that imports ``redis``.
+
+Key layout (docs/store.md): ``{prefix}:sessions`` (zset of ids by updated_at) and, per session,
+``{prefix}:session:{id}`` (meta hash), ``:rounds`` (list of round JSON), ``:segments`` (list of
+segment JSON), ``:vars`` (hash name -> encoded JSON), ``:lock`` (string token with expiry).
+``append_round`` is one Lua script, so a round is written atomically. Every ``redis.*`` exception
+is translated into ``StoreError`` by ``map_redis_errors`` (the message names the URL without
+credentials).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis
+import redis.asyncio
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+from engine.errors import StoreError
+from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+
+__all__ = ["RedisStore", "map_redis_errors", "redact_url"]
+
+# Query parameters of a store URL that are ours, not redis-py's.
+_OWN_PARAMS = ("prefix", "ttl")
+_SECRET_PARAMS = ("password", "username")
+
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 1
+"""
+
+# KEYS: meta, index. ARGV: session_id, updated_at, ttl_ms, n_delete, fields to delete..., field/value pairs...
+_UPDATE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n_delete = tonumber(ARGV[4])
+if n_delete > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, 5, 4 + n_delete)) end
+redis.call('HSET', KEYS[1], unpack(ARGV, 5 + n_delete))
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 1
+"""
+
+# KEYS: meta, rounds, segments, vars, index.
+# ARGV: session_id, index, record, updated_at, ttl_ms, n_segments, segments..., name/value pairs...
+# Returns {0, index} on success, {1, 0} for an unknown session, {2, last} for a wrong index. Every
+# check runs before the first write, and a script runs atomically, so a round is all or nothing.
+_APPEND = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {1, 0} end
+local last = tonumber(redis.call('HGET', KEYS[1], 'rounds') or '0')
+if last + 1 ~= tonumber(ARGV[2]) then return {2, last} end
+redis.call('RPUSH', KEYS[2], ARGV[3])
+local n_segments = tonumber(ARGV[6])
+local first = 7
+local stop = first + n_segments - 1
+while first <= stop do
+  local upto = math.min(first + 199, stop)
+  redis.call('RPUSH', KEYS[3], unpack(ARGV, first, upto))
+  first = upto + 1
+end
+redis.call('DEL', KEYS[4])
+stop = #ARGV
+while first <= stop do
+  local upto = math.min(first + 399, stop)
+  redis.call('HSET', KEYS[4], unpack(ARGV, first, upto))
+  first = upto + 1
+end
+redis.call('HSET', KEYS[1], 'rounds', ARGV[2], 'updated_at', ARGV[4])
+redis.call('ZADD', KEYS[5], ARGV[4], ARGV[1])
+local ttl = tonumber(ARGV[5])
+if ttl > 0 then
+  for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return {0, tonumber(ARGV[2])}
+"""
+
+# KEYS: lock. ARGV: token, ttl_ms. Returns {1, 0} when acquired (or already ours), else {0, holder's PTTL}.
+_ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0} end
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, 0}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+"""
+
+_REFRESH = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user name, password or secret query parameters (safe to print)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k not in _SECRET_PARAMS])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+@contextmanager
+def map_redis_errors(url: str) -> Iterator[None]:
+    """Translate ``redis.*`` exceptions raised inside the block into ``StoreError`` naming ``url``.
+
+    Args:
+        url: The REDACTED store URL to put in messages.
+    """
+    try:
+        yield
+    except redis.exceptions.AuthenticationError as exc:
+        raise StoreError(
+            f"Redis at {url} refused the credentials: {exc}; check the user and password in CODEACT_STORE / --store",
+            code="store.auth",
+        ) from exc
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        raise StoreError(
+            f"Redis at {url} is unreachable: {exc}; check that the server is running and that "
+            "CODEACT_STORE / --store points to it",
+            code="store.unavailable",
+        ) from exc
+    except redis.exceptions.RedisError as exc:
+        raise StoreError(f"Redis at {url} failed: {exc}", code="store.redis") from exc
+
+
+def _split_url(url: str) -> tuple[str, dict[str, str]]:
+    """Remove codeact's own query parameters from ``url``; returns (redis url, own params)."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    own = {k: v for k, v in params if k in _OWN_PARAMS}
+    rest = urlencode([(k, v) for k, v in params if k not in _OWN_PARAMS])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, rest, parts.fragment)), own
+
+
+def _meta_to_hash(meta: SessionMeta) -> dict[str, str]:
+    data = meta.to_json()
+    out = {k: v if isinstance(v, str) else repr(v) for k, v in data.items() if v is not None and k != "extra"}
+    out["extra"] = dumps(meta.extra, what=f"the extra data of session {meta.session_id!r}")
+    return out
+
+
+def _meta_from_hash(data: Mapping[str, str]) -> SessionMeta:
+    values: dict[str, Any] = dict(data)
+    values["created_at"] = float(values["created_at"])
+    values["updated_at"] = float(values["updated_at"])
+    values["rounds"] = int(values["rounds"])
+    values["extra"] = json.loads(values.get("extra", "{}"))
+    return SessionMeta.from_json(values)
+
+
+class RedisStore(Store):
+    """Sessions in Redis.
+
+    Args:
+        url: ``redis://[user:password@]host:port/db`` (also ``rediss://``, ``unix://``); the query
+            parameters ``prefix`` and ``ttl`` set the options below, the rest go to redis-py.
+        prefix: Prefix of every key (lets several deployments or test runs share a server).
+        ttl: Seconds after its last write at which a session expires; None keeps sessions forever.
+        socket_timeout: Seconds before a silent server counts as gone (StoreError).
+        retries: Reconnect attempts (short exponential backoff) before an outage is reported.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str | None = None,
+        ttl: float | None = None,
+        socket_timeout: float = 5.0,
+        retries: int = 2,
+    ) -> None:
+        redis_url, own = _split_url(url)
+        self.url = redact_url(url)
+        self.prefix = prefix if prefix is not None else own.get("prefix", "codeact")
+        raw_ttl: float | None = ttl
+        try:
+            if raw_ttl is None and own.get("ttl"):
+                raw_ttl = float(own["ttl"])
+        except ValueError:
+            raw_ttl = -1.0
+        if raw_ttl is not None and not raw_ttl > 0:
+            raise StoreError(
+                f"invalid ttl {own.get('ttl', ttl)!r} for {self.url}: use a positive number of seconds",
+                code="store.invalid_url",
+            )
+        self.ttl = raw_ttl
+        self._ttl_ms = str(int(raw_ttl * 1000)) if raw_ttl else "0"
+        with map_redis_errors(self.url):
+            try:
+                self._client: redis.asyncio.Redis[str] = redis.asyncio.Redis.from_url(
+                    redis_url,
+                    decode_responses=True,
+                    socket_timeout=socket_timeout,
+                    socket_connect_timeout=socket_timeout,
+                    retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries),
+                    health_check_interval=30,
+                )
+            except ValueError as exc:
+                raise StoreError(f"invalid Redis store URL {self.url}: {exc}", code="store.invalid_url") from exc
+        self._create = self._client.register_script(_CREATE)
+        self._update = self._client.register_script(_UPDATE)
+        self._append = self._client.register_script(_APPEND)
+        self._acquire = self._client.register_script(_ACQUIRE)
+        self._refresh = self._client.register_script(_REFRESH)
+        self._release = self._client.register_script(_RELEASE)
+
+    # ---- keys (docs/store.md) --------------------------------------------------------------------
+
+    def _index_key(self) -> str:
+        return f"{self.prefix}:sessions"
+
+    def _key(self, session_id: str, part: str = "") -> str:
+        base = f"{self.prefix}:session:{check_session_id(session_id)}"
+        return f"{base}:{part}" if part else base
+
+    # ---- sessions -------------------------------------------------------------------------------
+
+    async def create_session(self, meta: SessionMeta) -> None:
+        """Record a new session; ``StoreError`` if one with that id exists."""
+        fields = _meta_to_hash(meta)
+        args: list[str] = [meta.session_id, repr(meta.updated_at), self._ttl_ms]
+        for name, value in fields.items():
+            args += [name, value]
+        with map_redis_errors(self.url):
+            created = await self._create(keys=[self._key(meta.session_id), self._index_key()], args=args)
+        if not created:
+            raise StoreError(
+                f"session {meta.session_id!r} already exists in {self.url}; resume it or choose another id",
+                code="store.exists",
+            )
+
+    async def get_session(self, session_id: str) -> SessionMeta | None:
+        """The session's metadata, or None when it does not exist."""
+        key = self._key(session_id)
+        with map_redis_errors(self.url):
+            data = await self._client.hgetall(key)
+        return _meta_from_hash(data) if data else None
+
+    async def list_sessions(self, *, limit: int = 50) -> list[SessionMeta]:
+        """Up to ``limit`` sessions, most recently updated first (expired ones are dropped from the index)."""
+        if limit <= 0:
+            return []
+        with map_redis_errors(self.url):
+            ids: list[str] = await self._client.zrevrange(self._index_key(), 0, limit - 1)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for session_id in ids:
+                    pipe.hgetall(self._key(session_id))
+                found = await pipe.execute()
+            expired = [session_id for session_id, data in zip(ids, found, strict=True) if not data]
+            if expired:
+                await self._client.zrem(self._index_key(), *expired)
+        return [_meta_from_hash(data) for data in found if data]
+
+    async def update_session(self, session_id: str, **fields: Any) -> SessionMeta:
+        """Change metadata fields; returns the new meta (see ``Store.update_session``)."""
+        current = await self.get_session(session_id)
+        if current is None:
+            raise self._not_found(session_id)
+        new = current.with_updates(**fields)
+        encoded = _meta_to_hash(new)
+        names = (*fields, "updated_at")
+        to_delete = [name for name in names if name not in encoded]
+        args: list[str] = [session_id, repr(new.updated_at), self._ttl_ms, str(len(to_delete)), *to_delete]
+        for name in names:
+            if name in encoded:
+                args += [name, encoded[name]]
+        with map_redis_errors(self.url):
+            updated = await self._update(keys=[self._key(session_id), self._index_key()], args=args)
+        if not updated:
+            raise self._not_found(session_id)
+        return new
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove the session and everything recorded for it."""
+        keys = [self._key(session_id, part) for part in ("", "rounds", "segments", "vars")]
+        with map_redis_errors(self.url):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.delete(*keys)
+                pipe.zrem(self._index_key(), session_id)
+                await pipe.execute()
+
+    # ---- rounds ---------------------------------------------------------------------------------
+
+    async def append_round(
+        self, record: RoundRecord, *, segments: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+    ) -> None:
+        """Atomically record a round, its new segments and the session's current variables (one Lua script)."""
+        session_id = record.session_id
+        keys = [self._key(session_id, part) for part in ("", "rounds", "segments", "vars")] + [self._index_key()]
+        # Everything is serialized before anything is sent: a value that fails leaves Redis untouched.
+        args: list[str] = [
+            session_id,
+            str(record.index),
+            dumps(record.to_json(), what=f"round {record.index}"),
+            repr(time.time()),
+            self._ttl_ms,
+            str(len(segments)),
+        ]
+        for offset, segment in enumerate(segments, start=1):
+            segment_id = segment.get("id")
+            if not isinstance(segment_id, str) or not segment_id:
+                raise StoreError(
+                    f"cannot store segment {offset} of round {record.index} of session {session_id!r}: "
+                    "it has no string 'id'",
+                    code="store.invalid_segment",
+                )
+            args.append(dumps(dict(segment), what=f"segment {segment_id!r} of session {session_id!r}"))
+        for name, value in variables.items():
+            args += [name, dumps(value, what=f"variable {name!r} of session {session_id!r}")]
+        with map_redis_errors(self.url):
+            status, last = await self._append(keys=keys, args=args)
+        if status == 1:
+            raise self._not_found(session_id)
+        if status == 2:
+            raise self._conflict(record, int(last))
+
+    async def rounds(self, session_id: str) -> list[RoundRecord]:
+        """Every recorded round of the session, in order."""
+        key = self._key(session_id, "rounds")
+        with map_redis_errors(self.url):
+            items: list[str] = await self._client.lrange(key, 0, -1)
+        return [RoundRecord.from_json(json.loads(item)) for item in items]
+
+    async def round(self, session_id: str, index: int) -> RoundRecord | None:
+        """Round ``index`` (1-based), or None."""
+        key = self._key(session_id, "rounds")
+        if index < 1:
+            return None
+        with map_redis_errors(self.url):
+            item: str | None = await self._client.lindex(key, index - 1)
+        return None if item is None else RoundRecord.from_json(json.loads(item))
+
+    async def segments(self, session_id: str) -> list[dict[str, Any]]:
+        """All segments of the session, in order."""
+        key = self._key(session_id, "segments")
+        with map_redis_errors(self.url):
+            items: list[str] = await self._client.lrange(key, 0, -1)
+        return [json.loads(item) for item in items]
+
+    async def variables(self, session_id: str) -> dict[str, Any]:
+        """The session's current codec-encoded variables by name."""
+        key = self._key(session_id, "vars")
+        with map_redis_errors(self.url):
+            data: dict[str, str] = await self._client.hgetall(key)
+        return {name: json.loads(data[name]) for name in sorted(data)}
+
+    # ---- locks ----------------------------------------------------------------------------------
+
+    async def _acquire_lock(self, session_id: str, token: str, ttl: float) -> float | None:
+        key = self._key(session_id, "lock")
+        with map_redis_errors(self.url):
+            acquired, pttl = await self._acquire(keys=[key], args=[token, str(max(1, int(ttl * 1000)))])
+        if acquired:
+            return None
+        # A negative PTTL cannot happen for our locks (always set with PX); report "now" so the caller retries.
+        return time.time() + max(int(pttl), 0) / 1000
+
+    async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
+        key = self._key(session_id, "lock")
+        with map_redis_errors(self.url):
+            return bool(await self._refresh(keys=[key], args=[token, str(max(1, int(ttl * 1000)))]))
+
+    async def _release_lock(self, session_id: str, token: str) -> None:
+        key = self._key(session_id, "lock")
+        with map_redis_errors(self.url):
+            await self._release(keys=[key], args=[token])
+
+    async def close(self) -> None:
+        """Close the connection pool."""
+        with map_redis_errors(self.url):
+            # aclose() is redis-py >= 5; the types-redis stubs predate it.
+            await self._client.aclose()  # type: ignore[attr-defined]

@@ -1,0 +1,394 @@
+"""The embedded default store: one SQLite file (stdlib ``sqlite3``, WAL mode, JSON columns).
+
+One connection per store, guarded by a thread lock; each operation runs in ``asyncio.to_thread``
+so a slow disk never stalls the event loop (the hop costs ~50 µs; see bench/bench_store.py).
+Several processes may share the file: writes use ``BEGIN IMMEDIATE`` and a busy timeout, and the
+session lock is a row in the ``locks`` table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from engine.errors import StoreError
+from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+
+__all__ = ["SQLiteStore"]
+
+_T = TypeVar("_T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    blueprint_id TEXT NOT NULL,
+    blueprint_hash TEXT NOT NULL,
+    model TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    status TEXT NOT NULL,
+    rounds INTEGER NOT NULL,
+    title TEXT,
+    input TEXT,
+    extra TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC);
+CREATE TABLE IF NOT EXISTS rounds (
+    session_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx)
+);
+CREATE TABLE IF NOT EXISTS segments (
+    session_id TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    segment_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (session_id, pos)
+);
+CREATE TABLE IF NOT EXISTS variables (
+    session_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, name)
+);
+CREATE TABLE IF NOT EXISTS locks (
+    session_id TEXT PRIMARY KEY,
+    token TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+PRAGMA user_version = 1;
+"""
+
+_META_COLUMNS = (
+    "session_id",
+    "blueprint_id",
+    "blueprint_hash",
+    "model",
+    "created_at",
+    "updated_at",
+    "status",
+    "rounds",
+    "title",
+    "input",
+    "extra",
+)
+_SELECT_META = f"SELECT {', '.join(_META_COLUMNS)} FROM sessions"
+
+
+def _meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
+    data = dict(zip(_META_COLUMNS, row, strict=True))
+    data["extra"] = json.loads(data["extra"])
+    return SessionMeta.from_json(data)
+
+
+def _path_from_url(url: str) -> str:
+    """``sqlite:///rel.db`` -> ``rel.db``, ``sqlite:////abs.db`` -> ``/abs.db`` (SQLAlchemy's convention)."""
+    if url.startswith("sqlite:///"):
+        return url[len("sqlite:///") :]
+    if url.startswith("sqlite://"):
+        raise StoreError(
+            f"invalid SQLite store URL {url!r}: use sqlite:///relative/path.db or sqlite:////absolute/path.db",
+            code="store.invalid_url",
+        )
+    return url
+
+
+class SQLiteStore(Store):
+    """The default store: a local SQLite file.
+
+    Args:
+        path: The database file (created with mode 0600, parent directories created), or ``:memory:``.
+        busy_timeout: Seconds to wait for another process's write transaction.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+        raw = os.fspath(path)
+        memory = raw == ":memory:"
+        resolved = raw if memory else str(Path(raw).expanduser().resolve())
+        self.path = resolved
+        self.url = "sqlite:///:memory:" if memory else f"sqlite:///{resolved}"
+        self._lock = threading.Lock()
+        self._closed = False
+        with self._errors("open"):
+            if not memory:
+                self._prepare_file(Path(resolved))
+            self._conn = sqlite3.connect(resolved, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        """Open ``sqlite:///PATH`` (or a bare file path)."""
+        return cls(_path_from_url(url))
+
+    @staticmethod
+    def _prepare_file(path: Path) -> None:
+        # Sessions hold prompts, replies and variables: keep them private to the user.
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.exists():
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"SQLite store at {self.url} failed to {action}: {exc}; check the file, its permissions and free "
+                "disk space, or point CODEACT_STORE / --store elsewhere",
+                code="store.sqlite",
+            ) from exc
+
+    async def _run(self, action: str, fn: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise StoreError(f"store {self.url} is closed", code="store.closed")
+
+        def locked() -> _T:
+            with self._lock, self._errors(action):
+                return fn(*args)
+
+        return await asyncio.to_thread(locked)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:  # SQLite may already have rolled back (disk full, I/O error)
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # ---- sessions -------------------------------------------------------------------------------
+
+    async def create_session(self, meta: SessionMeta) -> None:
+        """Record a new session; ``StoreError`` if one with that id exists."""
+        check_session_id(meta.session_id)
+        row = (
+            meta.session_id,
+            meta.blueprint_id,
+            meta.blueprint_hash,
+            meta.model,
+            meta.created_at,
+            meta.updated_at,
+            meta.status,
+            meta.rounds,
+            meta.title,
+            meta.input,
+            dumps(meta.extra, what=f"the extra data of session {meta.session_id!r}"),
+        )
+
+        def create() -> None:
+            with self._transaction() as conn:
+                if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (meta.session_id,)).fetchone():
+                    raise StoreError(
+                        f"session {meta.session_id!r} already exists in {self.url}; resume it or choose another id",
+                        code="store.exists",
+                    )
+                conn.execute(f"INSERT INTO sessions ({', '.join(_META_COLUMNS)}) VALUES ({', '.join('?' * 11)})", row)
+
+        await self._run("create a session", create)
+
+    def _get(self, session_id: str) -> SessionMeta | None:
+        row = self._conn.execute(f"{_SELECT_META} WHERE session_id = ?", (session_id,)).fetchone()
+        return None if row is None else _meta_from_row(row)
+
+    async def get_session(self, session_id: str) -> SessionMeta | None:
+        """The session's metadata, or None when it does not exist."""
+        return await self._run("read a session", self._get, check_session_id(session_id))
+
+    async def list_sessions(self, *, limit: int = 50) -> list[SessionMeta]:
+        """Up to ``limit`` sessions, most recently updated first."""
+
+        def list_() -> list[SessionMeta]:
+            rows = self._conn.execute(
+                f"{_SELECT_META} ORDER BY updated_at DESC, session_id LIMIT ?", (max(0, limit),)
+            ).fetchall()
+            return [_meta_from_row(row) for row in rows]
+
+        return await self._run("list sessions", list_)
+
+    async def update_session(self, session_id: str, **fields: Any) -> SessionMeta:
+        """Change metadata fields; returns the new meta (see ``Store.update_session``)."""
+        check_session_id(session_id)
+
+        def update() -> SessionMeta:
+            with self._transaction() as conn:
+                current = self._get(session_id)
+                if current is None:
+                    raise self._not_found(session_id)
+                new = current.with_updates(**fields)
+                changed = {name: getattr(new, name) for name in (*fields, "updated_at")}
+                if "extra" in changed:
+                    changed["extra"] = dumps(new.extra, what=f"the extra data of session {session_id!r}")
+                assignments = ", ".join(f"{name} = ?" for name in changed)
+                conn.execute(f"UPDATE sessions SET {assignments} WHERE session_id = ?", (*changed.values(), session_id))
+                return new
+
+        return await self._run("update a session", update)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove the session and everything recorded for it."""
+        check_session_id(session_id)
+
+        def delete() -> None:
+            with self._transaction() as conn:
+                for table in ("sessions", "rounds", "segments", "variables"):
+                    conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+
+        await self._run("delete a session", delete)
+
+    # ---- rounds ---------------------------------------------------------------------------------
+
+    async def append_round(
+        self, record: RoundRecord, *, segments: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+    ) -> None:
+        """Atomically record a round, its new segments and the session's current variables."""
+        session_id = check_session_id(record.session_id)
+        now = time.time()
+
+        def segment_rows(start: int) -> Iterator[tuple[Any, ...]]:
+            for offset, segment in enumerate(segments, start=1):
+                segment_id = segment.get("id")
+                if not isinstance(segment_id, str) or not segment_id:
+                    raise StoreError(
+                        f"cannot store segment {offset} of round {record.index} of session {session_id!r}: "
+                        "it has no string 'id'",
+                        code="store.invalid_segment",
+                    )
+                body = dumps(dict(segment), what=f"segment {segment_id!r} of session {session_id!r}")
+                yield session_id, start + offset, segment_id, body
+
+        def variable_rows() -> Iterator[tuple[str, str, str]]:
+            for name, value in variables.items():
+                yield session_id, name, dumps(value, what=f"variable {name!r} of session {session_id!r}")
+
+        def append() -> None:
+            # Every part is serialized INSIDE the transaction (lazily, by the generators), so a part
+            # that fails to serialize rolls back the parts written before it.
+            with self._transaction() as conn:
+                row = conn.execute("SELECT rounds FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+                if row is None:
+                    raise self._not_found(session_id)
+                if record.index != row[0] + 1:
+                    raise self._conflict(record, row[0])
+                conn.execute(
+                    "INSERT INTO rounds (session_id, idx, record) VALUES (?, ?, ?)",
+                    (session_id, record.index, dumps(record.to_json(), what=f"round {record.index}")),
+                )
+                (last_pos,) = conn.execute(
+                    "SELECT COALESCE(MAX(pos), 0) FROM segments WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                conn.executemany(
+                    "INSERT INTO segments (session_id, pos, segment_id, body) VALUES (?, ?, ?, ?)",
+                    segment_rows(last_pos),
+                )
+                conn.execute("DELETE FROM variables WHERE session_id = ?", (session_id,))
+                conn.executemany("INSERT INTO variables (session_id, name, value) VALUES (?, ?, ?)", variable_rows())
+                conn.execute(
+                    "UPDATE sessions SET rounds = ?, updated_at = ? WHERE session_id = ?",
+                    (record.index, now, session_id),
+                )
+
+        await self._run("record a round", append)
+
+    async def rounds(self, session_id: str) -> list[RoundRecord]:
+        """Every recorded round of the session, in order."""
+        check_session_id(session_id)
+
+        def read() -> list[str]:
+            rows = self._conn.execute(
+                "SELECT record FROM rounds WHERE session_id = ? ORDER BY idx", (session_id,)
+            ).fetchall()
+            return [row[0] for row in rows]
+
+        return [RoundRecord.from_json(json.loads(text)) for text in await self._run("read rounds", read)]
+
+    async def round(self, session_id: str, index: int) -> RoundRecord | None:
+        """Round ``index`` (1-based), or None."""
+        check_session_id(session_id)
+
+        def read() -> str | None:
+            row = self._conn.execute(
+                "SELECT record FROM rounds WHERE session_id = ? AND idx = ?", (session_id, index)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        text = await self._run("read a round", read)
+        return None if text is None else RoundRecord.from_json(json.loads(text))
+
+    async def segments(self, session_id: str) -> list[dict[str, Any]]:
+        """All segments of the session, in order."""
+        check_session_id(session_id)
+
+        def read() -> list[str]:
+            rows = self._conn.execute(
+                "SELECT body FROM segments WHERE session_id = ? ORDER BY pos", (session_id,)
+            ).fetchall()
+            return [row[0] for row in rows]
+
+        return [json.loads(text) for text in await self._run("read segments", read)]
+
+    async def variables(self, session_id: str) -> dict[str, Any]:
+        """The session's current codec-encoded variables by name."""
+        check_session_id(session_id)
+
+        def read() -> list[tuple[str, str]]:
+            return self._conn.execute(
+                "SELECT name, value FROM variables WHERE session_id = ? ORDER BY name", (session_id,)
+            ).fetchall()
+
+        return {name: json.loads(value) for name, value in await self._run("read variables", read)}
+
+    # ---- locks ----------------------------------------------------------------------------------
+
+    async def _acquire_lock(self, session_id: str, token: str, ttl: float) -> float | None:
+        def acquire() -> float | None:
+            now = time.time()
+            with self._transaction() as conn:
+                row = conn.execute("SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)).fetchone()
+                if row is not None and row[0] != token and row[1] > now:
+                    return float(row[1])
+                conn.execute(
+                    "INSERT OR REPLACE INTO locks (session_id, token, expires_at) VALUES (?, ?, ?)",
+                    (session_id, token, now + ttl),
+                )
+                return None
+
+        return await self._run("take a session lock", acquire)
+
+    async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
+        def refresh() -> bool:
+            cursor = self._conn.execute(
+                "UPDATE locks SET expires_at = ? WHERE session_id = ? AND token = ?",
+                (time.time() + ttl, session_id, token),
+            )
+            return cursor.rowcount == 1
+
+        return await self._run("refresh a session lock", refresh)
+
+    async def _release_lock(self, session_id: str, token: str) -> None:
+        def release() -> None:
+            self._conn.execute("DELETE FROM locks WHERE session_id = ? AND token = ?", (session_id, token))
+
+        await self._run("release a session lock", release)
+
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            self._conn.close()
