@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+from sandbox.base import Limits, RuntimeWorker, Sandbox
+from sandbox.channel import Channel, RpcHandler
 from sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
+from sandbox.result import ExecutionError, ExecutionResult, Uncaptured
+from sandbox.subprocess_sandbox import SubprocessSandbox
 
-__all__ = ["IsolationUnavailableError", "SandboxError", "SandboxImageMissingError"]
+__all__ = [
+    "Channel",
+    "ExecutionError",
+    "ExecutionResult",
+    "IsolationUnavailableError",
+    "Limits",
+    "RpcHandler",
+    "RuntimeWorker",
+    "Sandbox",
+    "SandboxError",
+    "SandboxImageMissingError",
+    "SubprocessSandbox",
+    "Uncaptured",
+]

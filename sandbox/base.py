@@ -1,0 +1,496 @@
+"""The ``Sandbox`` contract and the logic every backend shares.
+
+A backend subclasses :class:`Sandbox` and implements :meth:`Sandbox._spawn` (start one runtime,
+connected and authenticated on a :class:`~sandbox.channel.Channel`) returning a
+:class:`RuntimeWorker` (kill / wait / crash diagnostics). Everything else lives here: host-side
+compilation under the policy, restoring variables (data + a re-compiled prelude of the
+functions/classes earlier rounds defined), the warm worker, the pool of pre-started runtimes, the
+deadline (which KILLS the runtime), crash recovery, and building the :class:`ExecutionResult`.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import base64
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+
+from sandbox.channel import Channel, ChannelClosedError, RpcHandler
+from sandbox.errors import SandboxError
+from sandbox.result import ExecutionError, ExecutionResult, ExecutionStatus, Uncaptured, truncate_output
+from sandbox.runtime import protocol as _p
+
+if TYPE_CHECKING:
+    from sandbox.policy import Policy
+
+__all__ = ["Limits", "RuntimeWorker", "Sandbox"]
+
+_KiB: Final = 1024
+_MiB: Final = 1024 * 1024
+_GiB: Final = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """Resource limits of one sandbox (no looser defaults than the product's security floor).
+
+    Attributes:
+        wall_s: Default wall-clock deadline of a round (seconds); the runtime is KILLED past it.
+        cpu_s: CPU seconds a round may use (soft RLIMIT_CPU per round; subprocess backend).
+        memory_bytes: Address space of the runtime (RLIMIT_AS) / the container's memory limit.
+        output_bytes: Cap of stdout and of stderr per round (head + tail kept, middle cut).
+        file_bytes: Largest file the code may write (RLIMIT_FSIZE).
+        disk_bytes: Size of the writable work dir and of /tmp (each a size-limited tmpfs).
+        open_files: RLIMIT_NOFILE.
+        processes: RLIMIT_NPROC (where the kernel enforces it) / the container's pids limit.
+        max_var_bytes: Largest encoded variable that is captured.
+        max_total_bytes: Largest total of encoded variables that is captured.
+        start_timeout_s: How long a runtime may take to start and authenticate.
+    """
+
+    wall_s: float = 10.0
+    cpu_s: int = 10
+    memory_bytes: int = 1 * _GiB
+    output_bytes: int = 64 * _KiB
+    file_bytes: int = 64 * _MiB
+    disk_bytes: int = 256 * _MiB
+    open_files: int = 256
+    processes: int = 64
+    max_var_bytes: int = 1 * _MiB
+    max_total_bytes: int = 16 * _MiB
+    start_timeout_s: float = 15.0
+
+    def runtime_params(self) -> dict[str, Any]:
+        """The per-round ``limits`` object of the ``execute`` request."""
+        return {
+            "output_bytes": self.output_bytes,
+            "cpu_s": self.cpu_s,
+            "max_var_bytes": self.max_var_bytes,
+            "max_total_bytes": self.max_total_bytes,
+        }
+
+    def rlimits(self) -> dict[str, int]:
+        """Resource limits the runtime applies to itself before any user code runs."""
+        return {
+            "AS": self.memory_bytes,
+            "FSIZE": self.file_bytes,
+            "NOFILE": self.open_files,
+            "NPROC": self.processes,
+            "CORE": 0,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """All fields as a JSON object."""
+        return asdict(self)
+
+
+class RuntimeWorker(abc.ABC):
+    """One running runtime (a process or a container), connected on ``channel``.
+
+    Args:
+        channel: The authenticated bridge channel of this runtime.
+        isolation: What is in force, e.g. ``"bwrap+rlimits+restricted"``.
+    """
+
+    def __init__(self, *, channel: Channel, isolation: str) -> None:
+        self.channel = channel
+        self.isolation = isolation
+
+    @property
+    def alive(self) -> bool:
+        """True while the runtime is connected (and so can run a round)."""
+        return self.channel.connected and not self.exited
+
+    @property
+    @abc.abstractmethod
+    def exited(self) -> bool:
+        """True once the process/container has exited."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """Kill the runtime and everything it started, now (synchronous, idempotent)."""
+
+    @abc.abstractmethod
+    async def wait_exit(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) until the runtime has exited."""
+
+    def crash_detail(self) -> str:
+        """A short explanation of why the runtime died (exit status, signal, last stderr line)."""
+        return "the runtime exited"
+
+    async def aclose(self) -> None:
+        """Kill the runtime and release its resources (channel, directories)."""
+        self.kill()
+        with contextlib.suppress(Exception):
+            await self.wait_exit(5.0)
+        await self.channel.close()
+        self.cleanup()
+
+    def close_now(self) -> None:
+        """Synchronous best-effort ``aclose`` (outside the event loop)."""
+        self.kill()
+        self.channel.close_now()
+        self.cleanup()
+
+    def cleanup(self) -> None:  # noqa: B027 - optional hook
+        """Remove backend resources (work dirs, ...) after the runtime is gone."""
+
+
+class Sandbox(abc.ABC):
+    """Runs one session's rounds; warm between rounds; replaced transparently when it dies.
+
+    Args:
+        limits: Resource limits (``Limits()`` by default).
+        policy: Compilation policy: RestrictedPython on/off and the import allow-list
+            (``Policy()`` by default).
+        bridge: Serves the toolkits granted to this session (``toolkits.ToolkitBridge``), or None.
+        pool_size: Runtimes started ahead of need (``await sandbox.start()`` fills the pool), so
+            that the first round and a replacement after a crash do not wait for a start.
+    """
+
+    backend: ClassVar[Literal["subprocess", "docker"]]
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        policy: Policy | None = None,
+        bridge: RpcHandler | None = None,
+        pool_size: int = 0,
+    ) -> None:
+        if pool_size < 0:
+            raise ValueError(f"pool_size must be >= 0, got {pool_size}")
+        self.limits = limits if limits is not None else Limits()
+        self._policy = policy
+        self.bridge = bridge
+        self.pool_size = pool_size
+        self._worker: RuntimeWorker | None = None
+        self._pool: list[RuntimeWorker] = []
+        self._refill: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+
+    # -- backend hooks ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def _spawn(self) -> RuntimeWorker:
+        """Start one runtime and return it connected and authenticated.
+
+        Raises:
+            SandboxError: The runtime could not be started (IsolationUnavailableError, ...).
+        """
+
+    @property
+    @abc.abstractmethod
+    def isolation(self) -> str:
+        """The isolation this sandbox puts in force (reported in every result)."""
+
+    # -- policy ----------------------------------------------------------------------------------
+    @property
+    def policy(self) -> Policy:
+        """The compilation policy (created on first use: it loads RestrictedPython)."""
+        if self._policy is None:
+            from sandbox.policy import Policy
+
+            self._policy = Policy()
+        return self._policy
+
+    def _toolkit_names(self) -> list[str]:
+        if self.bridge is None:
+            return []
+        toolkits = self.bridge.manifest().get("toolkits")
+        return sorted(toolkits) if isinstance(toolkits, dict) else []
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _bind_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            # Asyncio objects belong to one loop: a new loop (another asyncio.run) gets new runtimes.
+            self._drop_all_now()
+            self._loop = loop
+            self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Start the warm runtime and fill the pool (optional: ``execute`` starts one on demand)."""
+        self._check_open()
+        self._bind_loop()
+        if self._worker is None or not self._worker.alive:
+            self._worker = await self._take()
+        await self._fill_pool()
+
+    async def _fill_pool(self) -> None:
+        while len(self._pool) < self.pool_size and not self._closed:
+            worker = await self._spawn()
+            if self._closed:
+                await worker.aclose()
+                return
+            self._pool.append(worker)
+
+    def _schedule_refill(self) -> None:
+        if self.pool_size and (self._refill is None or self._refill.done()):
+            self._refill = asyncio.get_running_loop().create_task(self._fill_pool())
+            self._refill.add_done_callback(_consume_exception)
+
+    async def _take(self) -> RuntimeWorker:
+        while self._pool:
+            worker = self._pool.pop(0)
+            if worker.alive:
+                self._schedule_refill()
+                return worker
+            await worker.aclose()
+        worker = await self._spawn()
+        self._schedule_refill()
+        return worker
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"this {type(self).__name__} is closed; create a new sandbox", code="sandbox.closed")
+
+    async def aclose(self) -> None:
+        """Kill every runtime and remove their directories (idempotent)."""
+        self._closed = True
+        if self._refill is not None and not self._refill.done():
+            self._refill.cancel()
+            with contextlib.suppress(BaseException):
+                await self._refill
+        workers = [w for w in [self._worker, *self._pool] if w is not None]
+        self._worker, self._pool = None, []
+        for worker in workers:
+            with contextlib.suppress(Exception):
+                await worker.aclose()
+
+    def close(self) -> None:
+        """Synchronous close: kill every runtime and remove their directories (idempotent)."""
+        self._closed = True
+        self._drop_all_now()
+
+    def _drop_all_now(self) -> None:
+        if self._refill is not None and not self._refill.done():
+            with contextlib.suppress(RuntimeError):
+                self._refill.cancel()
+        workers = [w for w in [self._worker, *self._pool] if w is not None]
+        self._worker, self._pool = None, []
+        for worker in workers:
+            with contextlib.suppress(Exception):
+                worker.close_now()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Sandbox:
+        self._check_open()
+        if self.pool_size:
+            await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            with contextlib.suppress(Exception):
+                self.close()
+
+    # -- one round -------------------------------------------------------------------------------
+    async def execute(
+        self, code: str, *, variables: Mapping[str, Any] | None = None, deadline: float | None = None
+    ) -> ExecutionResult:
+        """Run ``code`` as one round.
+
+        Args:
+            code: The Python source (top-level ``await`` allowed).
+            variables: The session state to restore, codec-ENCODED (a previous result's ``variables``).
+            deadline: Wall-clock seconds for this round (default ``limits.wall_s``); past it the
+                runtime is killed and the result says ``deadline_exceeded``.
+
+        Returns:
+            The round's result; the code raising is a normal result (``status="error"``).
+
+        Raises:
+            SandboxError: The sandbox could not run at all (closed, isolation unavailable, start failed).
+        """
+        self._check_open()
+        self._bind_loop()
+        assert self._lock is not None  # noqa: S101 - set by _bind_loop
+        async with self._lock:
+            return await self._execute(
+                code, dict(variables or {}), self.limits.wall_s if deadline is None else deadline
+            )
+
+    async def _execute(self, code: str, variables: dict[str, Any], deadline: float) -> ExecutionResult:
+        from sandbox.policy import CompileFailure, compile_code
+        from sandbox.runtime.capture import split_restorable
+
+        started = time.perf_counter()
+        policy = self.policy
+        names = self._toolkit_names()
+        try:
+            compiled = compile_code(code, policy=policy, toolkit_names=names)
+        except CompileFailure as failure:
+            return self._result(started, variables=variables, status="error", error=_compile_error(failure))
+        data_vars, prelude_source = split_restorable(variables)
+        prelude_b64: str | None = None
+        if prelude_source.strip():
+            try:
+                prelude = compile_code(prelude_source, policy=policy, toolkit_names=names, filename="<prelude>")
+            except CompileFailure as failure:
+                error = _compile_error(failure)
+                error = ExecutionError(
+                    type=error.type,
+                    message=f"a function or class restored from an earlier round does not compile: {error.message}",
+                    traceback=error.traceback,
+                )
+                return self._result(started, variables=variables, status="error", error=error)
+            prelude_b64 = base64.b64encode(prelude.code).decode("ascii")
+        params = {
+            "code": base64.b64encode(compiled.code).decode("ascii"),
+            "source": compiled.source,
+            "prelude": prelude_b64,
+            "prelude_source": prelude_source,
+            "variables": data_vars,
+            "restricted": compiled.restricted,
+            "allowed_imports": sorted(policy.allowed_imports),
+            "limits": self.limits.runtime_params(),
+        }
+
+        worker = self._worker
+        if worker is None or not worker.alive:
+            if worker is not None:
+                await worker.aclose()
+            self._worker = None
+            worker = self._worker = await self._take()
+        channel = worker.channel
+        channel.begin_round()
+        remaining = max(deadline - (time.perf_counter() - started), 0.001)
+        try:
+            answer = await asyncio.wait_for(channel.request("execute", params), timeout=remaining)
+        except TimeoutError:
+            worker.kill()
+            rpc_count = await channel.end_round()
+            await self._discard(worker)
+            error = ExecutionError(
+                type="DeadlineExceeded",
+                message=(
+                    f"the round ran past its {deadline:g} s deadline; the sandbox was killed and will be replaced "
+                    "(the variables from before the round are kept)"
+                ),
+            )
+            return self._result(
+                started,
+                variables=variables,
+                status="deadline_exceeded",
+                error=error,
+                rpc_count=rpc_count,
+                isolation=worker.isolation,
+            )
+        except (ChannelClosedError, _p.RpcError) as exc:
+            rpc_count = await channel.end_round()
+            worker.kill()
+            with contextlib.suppress(Exception):
+                await worker.wait_exit(2.0)
+            detail = worker.crash_detail() if isinstance(exc, ChannelClosedError) else f"bad answer: {exc}"
+            await self._discard(worker)
+            error = ExecutionError(
+                type="SandboxCrashed",
+                message=(
+                    f"the sandbox runtime died during the round ({detail}); the next round starts a fresh one "
+                    "(the variables from before the round are kept)"
+                ),
+            )
+            return self._result(
+                started,
+                variables=variables,
+                status="crashed",
+                error=error,
+                rpc_count=rpc_count,
+                isolation=worker.isolation,
+            )
+        rpc_count = await channel.end_round()
+        return self._from_answer(started, answer, variables=variables, rpc_count=rpc_count, isolation=worker.isolation)
+
+    async def _discard(self, worker: RuntimeWorker) -> None:
+        if self._worker is worker:
+            self._worker = None
+        with contextlib.suppress(Exception):
+            await worker.aclose()
+
+    def _result(
+        self,
+        started: float,
+        *,
+        variables: dict[str, Any],
+        status: ExecutionStatus,
+        error: ExecutionError | None,
+        rpc_count: int = 0,
+        isolation: str | None = None,
+    ) -> ExecutionResult:
+        return ExecutionResult(
+            variables=variables,
+            error=error,
+            status=status,
+            rpc_count=rpc_count,
+            duration_s=round(time.perf_counter() - started, 6),
+            backend=self.backend,
+            isolation=isolation or self.isolation,
+        )
+
+    def _from_answer(
+        self, started: float, answer: Any, *, variables: dict[str, Any], rpc_count: int, isolation: str
+    ) -> ExecutionResult:
+        """Build the result from the runtime's (untrusted) answer, checking every member's type."""
+        if not isinstance(answer, dict):
+            error = ExecutionError(type="SandboxCrashed", message="the sandbox runtime sent a malformed result")
+            return self._result(
+                started, variables=variables, status="crashed", error=error, rpc_count=rpc_count, isolation=isolation
+            )
+        limit = self.limits.output_bytes
+        stdout = answer.get("stdout")
+        stderr = answer.get("stderr")
+        raw_error = answer.get("error")
+        failure = None if raw_error is None else ExecutionError.from_json(raw_error)
+        captured = answer.get("variables")
+        control = answer.get("control")
+        uncaptured = tuple(
+            Uncaptured(name=str(u.get("name", "")), type=str(u.get("type", "")), reason=str(u.get("reason", "")))
+            for u in (answer.get("uncaptured") or [])
+            if isinstance(u, dict)
+        )
+        return ExecutionResult(
+            stdout=truncate_output(stdout, limit) if isinstance(stdout, str) else "",
+            stderr=truncate_output(stderr, limit) if isinstance(stderr, str) else "",
+            error=failure,
+            variables=captured if isinstance(captured, dict) else variables,
+            uncaptured=uncaptured,
+            rpc_count=rpc_count,
+            duration_s=round(time.perf_counter() - started, 6),
+            backend=self.backend,
+            isolation=isolation,
+            status="error" if failure is not None else "ok",
+            control=control if isinstance(control, dict) else None,
+        )
+
+
+def _compile_error(failure: Any) -> ExecutionError:
+    error = failure.to_error()
+    if isinstance(error, ExecutionError):
+        return error
+    if isinstance(error, dict):
+        return ExecutionError.from_json(error)
+    return ExecutionError(type="SyntaxError", message=str(failure))
+
+
+def _consume_exception(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,445 @@
+"""Host side of the bridge: one asyncio Unix-socket server per sandbox runtime.
+
+The runtime inside the sandbox CONNECTS, authenticates with the per-session token, and then both
+peers send newline-delimited JSON-RPC 2.0 frames (``sandbox.runtime.protocol``): the host sends
+``execute`` / ``shutdown``; the runtime sends ``call`` (toolkit operations), which are dispatched
+to an ``RpcHandler`` in tasks so that gathered calls overlap on the host.
+
+The server never raises on hostile input: garbage or truncated frames get a ``parse_error``
+answer, oversized frames a ``payload_too_large`` answer (the rest of the line is discarded and the
+stream resynchronises on the next newline), a wrong token or a second connection an
+``unauthorized`` answer and a closed connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Final, Protocol, cast, runtime_checkable
+
+from sandbox.errors import SandboxError
+from sandbox.runtime import protocol as _p
+
+__all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler"]
+
+AUTH_TIMEOUT_S: Final = 30.0
+"""An unauthenticated connection that has not sent ``auth`` within this time is closed."""
+
+_MAX_IN_FLIGHT: Final = 4096
+_SOCKET_NAME: Final = "bridge.sock"
+
+
+@runtime_checkable
+class RpcHandler(Protocol):
+    """What the channel dispatches runtime->host requests to (``toolkits.bridge.ToolkitBridge``)."""
+
+    def manifest(self) -> dict[str, Any]:
+        """The toolkits granted to this session, sent to the runtime in the ``auth`` result.
+
+        Returns:
+            ``{"toolkits": {name: {"description": str,
+            "operations": {op: {"params": [names in order], "required": [names]}}}}}``
+        """
+        ...
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Serve one request from the runtime.
+
+        Args:
+            method: ``"call"`` for toolkit operations.
+            params: For ``call``: ``{"toolkit", "operation", "arguments": {name: codec-encoded}}``.
+
+        Returns:
+            The codec-encoded result.
+
+        Raises:
+            sandbox.runtime.protocol.RpcError: Refusals and tool errors (sent back as JSON-RPC errors).
+        """
+        ...
+
+
+class ChannelClosedError(SandboxError):
+    """The runtime's connection is gone (the runtime exited, crashed or was killed)."""
+
+    code = "sandbox.channel.closed"
+
+
+class _Connection(asyncio.Protocol):
+    """One accepted connection; becomes the session's peer once authenticated."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self._transport: asyncio.Transport | None = None
+        self._buf = bytearray()
+        self._discarding = False  # inside an oversized frame: drop bytes up to the next newline
+        self.authenticated = False
+        self._closed = False
+        self._auth_timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        self._auth_timer = asyncio.get_running_loop().call_later(self._channel.auth_timeout_s, self._auth_expired)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+        if self.authenticated:
+            self._channel._peer_lost()
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        limit = _p.MAX_FRAME
+        while not self._closed:
+            nl = buf.find(b"\n")
+            if self._discarding:
+                if nl < 0:
+                    buf.clear()
+                    return
+                del buf[: nl + 1]
+                self._discarding = False
+                continue
+            if nl < 0:
+                if len(buf) >= limit:
+                    buf.clear()
+                    self._discarding = True
+                    self._reject(_p.RpcError(_p.PAYLOAD_TOO_LARGE, f"frame exceeds the {limit}-byte limit"))
+                return
+            if nl + 1 > limit:
+                del buf[: nl + 1]
+                self._reject(_p.RpcError(_p.PAYLOAD_TOO_LARGE, f"frame exceeds the {limit}-byte limit"))
+                continue
+            line = bytes(buf[:nl])
+            del buf[: nl + 1]
+            if line.strip():
+                self._frame(line)
+
+    def eof_received(self) -> bool | None:
+        if self._buf and not self._discarding and self.authenticated:
+            # A truncated last frame (no newline): answer it, then let the connection close.
+            self._send(_p.error_response(None, _p.RpcError(_p.PARSE_ERROR, "truncated frame: no newline before EOF")))
+        return None
+
+    # -- frames ----------------------------------------------------------------------------------
+    def _frame(self, line: bytes) -> None:
+        try:
+            message = _p.decode_frame(line)
+        except _p.RpcError as err:
+            self._reject(err)
+            return
+        if not self.authenticated:
+            self._authenticate(message)
+            return
+        channel = self._channel
+        if "method" in message:
+            method, id_, params = message.get("method"), message.get("id"), message.get("params", {})
+            if not isinstance(method, str) or not isinstance(params, dict) or not _valid_id(id_):
+                if _valid_id(id_):
+                    self._send(_p.error_response(id_, _p.RpcError(_p.INVALID_REQUEST, "malformed request")))
+                return
+            if id_ is None:
+                return  # notifications are not used by the protocol: ignored
+            channel._dispatch(self, id_, method, params)
+        elif "result" in message or "error" in message:
+            channel._response(message)
+        else:
+            self._reject(_p.RpcError(_p.INVALID_REQUEST, "frame is neither a request nor a response"))
+
+    def _authenticate(self, message: dict[str, Any]) -> None:
+        channel = self._channel
+        id_ = message.get("id")
+        params = message.get("params")
+        token = params.get("token") if isinstance(params, dict) else None
+        reply_id = id_ if _valid_id(id_) else None
+        if message.get("method") != "auth" or not isinstance(token, str):
+            self._refuse(reply_id, "the first frame must be an 'auth' request carrying the session token")
+        elif not secrets.compare_digest(token.encode("utf-8", "replace"), channel.token.encode()):
+            self._refuse(reply_id, "wrong session token")
+        elif channel._peer is not None or channel._closed:
+            self._refuse(reply_id, "this session already has a connected runtime")
+        else:
+            self.authenticated = True
+            if self._auth_timer is not None:
+                self._auth_timer.cancel()
+            channel._peer_connected(self)
+            manifest = channel.handler.manifest() if channel.handler is not None else {"toolkits": {}}
+            self._send(_p.response(reply_id, {"protocol": _p.PROTOCOL_VERSION, "manifest": manifest}))
+
+    def _refuse(self, id_: int | str | None, message: str) -> None:
+        self._send(_p.error_response(id_, _p.RpcError(_p.UNAUTHORIZED, message)))
+        self.close()
+
+    def _reject(self, err: _p.RpcError) -> None:
+        self._send(_p.error_response(None, err))
+        if not self.authenticated:
+            self.close()
+
+    def _auth_expired(self) -> None:
+        if not self.authenticated:
+            self._refuse(None, f"no 'auth' frame within {self._channel.auth_timeout_s} s")
+
+    # -- output ----------------------------------------------------------------------------------
+    def _send(self, message: dict[str, Any]) -> None:
+        if self._closed or self._transport is None or self._transport.is_closing():
+            return
+        try:
+            frame = _p.encode_frame(message)
+        except _p.RpcError as err:  # an oversized result: answer with the error instead
+            frame = _p.encode_frame(_p.error_response(message.get("id"), err))
+        except (TypeError, ValueError) as exc:  # a handler returned something that is not JSON
+            bad = _p.RpcError(_p.INTERNAL_ERROR, f"result is not JSON-serialisable: {type(exc).__name__}")
+            frame = _p.encode_frame(_p.error_response(message.get("id"), bad))
+        self._transport.write(frame)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._transport is not None and not self._closed:
+            self._closed = True
+            self._transport.close()
+            if self.authenticated:
+                self._channel._peer_lost()
+
+
+class Channel:
+    """The host end of one runtime's bridge connection.
+
+    Create with ``await Channel.open(handler)``; pass ``socket_path`` and ``token`` to the runtime.
+
+    Args:
+        handler: Serves the runtime's ``call`` requests (None: no toolkits are granted).
+        directory: The private (0700) directory holding the socket; removed by ``close()``.
+        socket_uid: Give the directory and socket to this uid (a container's non-root user).
+        auth_timeout_s: How long an unauthenticated connection may stay open.
+    """
+
+    def __init__(
+        self,
+        handler: RpcHandler | None,
+        *,
+        directory: Path,
+        socket_uid: int | None = None,
+        auth_timeout_s: float = AUTH_TIMEOUT_S,
+    ) -> None:
+        self.handler = handler
+        self.directory = directory
+        self.socket_path = directory / _SOCKET_NAME
+        self.token = secrets.token_urlsafe(32)
+        self.auth_timeout_s = auth_timeout_s
+        self._socket_uid = socket_uid
+        self._server: asyncio.AbstractServer | None = None
+        self._peer: _Connection | None = None
+        self._connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._next_id = 0
+        self._closed = False
+        self.rpc_count = 0
+        """Toolkit calls received since the last ``begin_round()``."""
+
+    @classmethod
+    async def open(
+        cls,
+        handler: RpcHandler | None = None,
+        *,
+        parent: str | Path | None = None,
+        socket_uid: int | None = None,
+        auth_timeout_s: float = AUTH_TIMEOUT_S,
+    ) -> Channel:
+        """Create the private directory and start listening.
+
+        Args:
+            handler: Serves the runtime's ``call`` requests (None: no toolkits are granted).
+            parent: Where to create the private directory (default: the system temp dir).
+            socket_uid: Give the directory and socket to this uid (a container's non-root user).
+            auth_timeout_s: How long an unauthenticated connection may stay open.
+
+        Returns:
+            The listening channel.
+        """
+        directory = Path(tempfile.mkdtemp(prefix="codeact-bridge-", dir=parent))
+        os.chmod(directory, 0o700)
+        channel = cls(handler, directory=directory, socket_uid=socket_uid, auth_timeout_s=auth_timeout_s)
+        try:
+            loop = asyncio.get_running_loop()
+            channel._server = await loop.create_unix_server(lambda: _Connection(channel), path=str(channel.socket_path))
+            os.chmod(channel.socket_path, 0o600)
+            if socket_uid is not None:
+                os.chown(directory, socket_uid, -1)
+                os.chown(channel.socket_path, socket_uid, -1)
+        except BaseException:
+            channel.close_now()
+            raise
+        return channel
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def connected(self) -> bool:
+        """True while an authenticated runtime is connected."""
+        return self._peer is not None and not self._lost.done()
+
+    @property
+    def lost(self) -> asyncio.Future[None]:
+        """Resolves when the authenticated runtime disconnects (or the channel closes)."""
+        return self._lost
+
+    async def wait_connected(self, timeout: float) -> None:
+        """Wait for the runtime to connect and authenticate.
+
+        Raises:
+            TimeoutError: Nobody authenticated in time.
+            ChannelClosedError: The channel was closed meanwhile.
+        """
+        await asyncio.wait_for(asyncio.shield(self._connected), timeout)
+
+    def _peer_connected(self, conn: _Connection) -> None:
+        self._peer = conn
+        if not self._connected.done():
+            self._connected.set_result(None)
+
+    def _peer_lost(self) -> None:
+        if not self._lost.done():
+            self._lost.set_result(None)
+        if not self._connected.done():
+            self._connected.set_exception(ChannelClosedError("the runtime disconnected before authenticating"))
+            self._connected.exception()  # mark retrieved
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ChannelClosedError("the sandbox runtime closed its bridge connection"))
+                fut.exception()
+        self._pending.clear()
+        for task in list(self._tasks):
+            task.cancel()
+
+    # -- host -> runtime -------------------------------------------------------------------------
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Send a request to the runtime and wait for its result.
+
+        Args:
+            method: ``"execute"`` or ``"shutdown"``.
+            params: The request's params.
+            timeout: Seconds to wait (None: forever).
+
+        Returns:
+            The ``result`` member of the answer.
+
+        Raises:
+            sandbox.runtime.protocol.RpcError: The runtime answered with an error.
+            ChannelClosedError: The runtime is not connected or went away.
+            TimeoutError: No answer within ``timeout``.
+        """
+        peer = self._peer
+        if peer is None or self._lost.done():
+            raise ChannelClosedError("the sandbox runtime is not connected")
+        self._next_id += 1
+        id_ = self._next_id
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[id_] = fut
+        try:
+            peer._send(_p.request(id_, method, params))
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            self._pending.pop(id_, None)
+
+    def _response(self, message: dict[str, Any]) -> None:
+        id_ = message.get("id")
+        fut = self._pending.pop(id_, None) if isinstance(id_, int) else None
+        if fut is None or fut.done():
+            return  # late or unknown answer: ignored
+        error = message.get("error")
+        if error is not None:
+            code = error.get("code") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            fut.set_exception(
+                _p.RpcError(
+                    code if isinstance(code, int) else _p.INTERNAL_ERROR,
+                    text if isinstance(text, str) else "malformed error",
+                    error.get("data") if isinstance(error, dict) else None,
+                )
+            )
+        else:
+            fut.set_result(message.get("result"))
+
+    # -- runtime -> host -------------------------------------------------------------------------
+    def begin_round(self) -> None:
+        """Start counting toolkit calls for a new round."""
+        self.rpc_count = 0
+
+    async def end_round(self) -> int:
+        """Cancel calls still in flight (they are answered ``cancelled``) and return the round's call count."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return self.rpc_count
+
+    def _dispatch(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
+        if method == "call":
+            self.rpc_count += 1
+        if self.handler is None:
+            conn._send(_p.error_response(id_, _p.RpcError(_p.NOT_FOUND, "no toolkits are granted to this session")))
+            return
+        if len(self._tasks) >= _MAX_IN_FLIGHT:
+            err = _p.RpcError(_p.RATE_LIMITED, f"more than {_MAX_IN_FLIGHT} calls in flight; await some first")
+            conn._send(_p.error_response(id_, err))
+            return
+        task = asyncio.get_running_loop().create_task(self._serve(conn, id_, method, params))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
+        handler = self.handler
+        try:
+            if handler is None:  # closed meanwhile
+                raise _p.RpcError(_p.NOT_FOUND, "no toolkits are granted to this session")
+            result = await handler.handle(method, params)
+        except _p.RpcError as err:
+            conn._send(_p.error_response(id_, err))
+        except asyncio.CancelledError:
+            conn._send(_p.error_response(id_, _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")))
+        except Exception as exc:  # a handler bug must not kill the server; no host traceback to the sandbox
+            failed = _p.RpcError(_p.INTERNAL_ERROR, f"the host failed to serve {method!r}: {type(exc).__name__}")
+            conn._send(_p.error_response(id_, failed))
+        else:
+            conn._send(_p.response(id_, result))
+
+    # -- shutdown --------------------------------------------------------------------------------
+    async def close(self) -> None:
+        """Cancel in-flight calls, close the connection and the server, remove the directory."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.close_now()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    def close_now(self) -> None:
+        """Synchronous best-effort close (usable outside the event loop)."""
+        self._closed = True
+        if self._peer is not None:
+            with contextlib.suppress(Exception):
+                self._peer.close()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                self._server.close()
+        with contextlib.suppress(RuntimeError):
+            if not self._lost.done():
+                self._lost.set_result(None)
+            if not self._connected.done():
+                self._connected.set_exception(ChannelClosedError("the bridge channel was closed"))
+                self._connected.exception()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _valid_id(id_: Any) -> bool:
+    return id_ is None or isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))

@@ -1,0 +1,458 @@
+"""The runtime that runs INSIDE the sandbox (standard library only).
+
+Launch: ``python3 -I -S <runtime_dir>/main.py [--config JSON]``; without ``--config`` the first
+line of stdin is the configuration::
+
+    {"socket": "/run/codeact/bridge.sock", "token": "...", "rlimits": {"AS": 1073741824, ...}}
+
+It connects to the bridge socket, authenticates with the token, builds one proxy per granted
+toolkit from the manifest, then serves ``execute`` requests until ``shutdown`` or until the host
+goes away. Each round: restore variables (codec), run the host-compiled prelude and code, capture
+stdout/stderr in capped buffers, capture variables, answer with the result frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import marshal
+import os
+import socket
+import sys
+import time
+import types
+from collections import deque
+from typing import Any, Final
+
+__all__ = ["CappedWriter", "Runtime", "format_error", "main"]
+
+_MAX_MESSAGE: Final = 16 * 1024
+_RLIMITS: Final = ("AS", "FSIZE", "NOFILE", "NPROC", "CORE", "DATA", "STACK")
+
+
+def _install_package_alias() -> None:
+    """Make ``sandbox.runtime.*`` importable when this file runs as a script (``python -I``)."""
+    if "sandbox.runtime" in sys.modules:
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = types.ModuleType("sandbox")
+    root.__path__ = []
+    pkg = types.ModuleType("sandbox.runtime")
+    pkg.__path__ = [here]
+    pkg.__package__ = "sandbox.runtime"
+    root.runtime = pkg  # type: ignore[attr-defined]
+    sys.modules.setdefault("sandbox", root)
+    sys.modules["sandbox.runtime"] = pkg
+
+
+class CappedWriter:
+    """A text stream keeping the head and the tail of what is written, within a byte budget.
+
+    Args:
+        limit: The byte budget (``Limits.output_bytes``); the middle is cut beyond it.
+    """
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(int(limit), 0)
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self._overflow = False
+        self._total = 0  # bytes written
+        self._kept = 0  # bytes in head + tail
+
+    def write(self, s: str) -> int:
+        """Append ``s`` (a str)."""
+        if type(s) is not str:
+            if not isinstance(s, str):
+                raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+            s = str(s)
+        n = len(s)
+        self._total += n if s.isascii() else len(s.encode("utf-8", "replace"))
+        if not self._overflow:
+            room = self.limit - self._head_len
+            if n <= room:
+                self._head.append(s)
+                self._head_len += n
+                return n
+            self._overflow = True
+            if room > 0:
+                self._head.append(s[:room])
+                self._head_len += room
+                s = s[room:]
+        tail = self._tail
+        tail.append(s)
+        self._tail_len += len(s)
+        while len(tail) > 1 and self._tail_len - len(tail[0]) >= self.limit:
+            self._tail_len -= len(tail.popleft())
+        return n
+
+    def writelines(self, lines: Any) -> None:
+        """Write each line."""
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+
+    def isatty(self) -> bool:
+        """Never a terminal."""
+        return False
+
+    def writable(self) -> bool:
+        """Always writable."""
+        return True
+
+    def readable(self) -> bool:
+        """Never readable."""
+        return False
+
+    def getvalue(self) -> str:
+        """The captured text; when over budget: head, a ``... [N bytes cut] ...`` marker, tail."""
+        head = "".join(self._head)
+        if not self._overflow:
+            text = head
+            if self._total <= self.limit:
+                return text
+            tail = ""
+        else:
+            tail = "".join(self._tail)
+        hb = head.encode("utf-8", "replace")
+        tb = tail.encode("utf-8", "replace")
+        if self._total <= self.limit:
+            return head + tail
+        half = self.limit // 2
+        t = tb[len(tb) - min(half, len(tb)) :].decode("utf-8", "ignore") if half else ""
+        h = hb[: self.limit - len(t.encode())].decode("utf-8", "ignore")
+        cut = self._total - len(h.encode()) - len(t.encode())
+        return f"{h}\n... [{cut} bytes cut] ...\n{t}"
+
+
+def format_error(
+    exc: BaseException, *, main_file: str, user_files: set[str], sources: dict[str, str]
+) -> dict[str, Any]:
+    """The result frame's ``error`` object, traceback trimmed to the user's frames.
+
+    Args:
+        exc: The exception the code raised.
+        main_file: The filename of the round's code object; ``line`` is its innermost frame.
+        user_files: Filenames that are user code (the code and the prelude).
+        sources: Source text per filename, to quote lines.
+
+    Returns:
+        ``{"type", "message", "line", "traceback"}``.
+    """
+    frames: list[tuple[str, int, str]] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in user_files:
+            frames.append((code.co_filename, tb.tb_lineno or 0, code.co_name))
+        tb = tb.tb_next
+    line: int | None = None
+    for filename, lineno, _ in reversed(frames):
+        if filename == main_file:
+            line = lineno
+            break
+    if isinstance(exc, SyntaxError) and exc.filename == main_file and exc.lineno:
+        line = exc.lineno
+    try:
+        message = str(exc)
+    except Exception:
+        message = f"<{type(exc).__name__}: str() failed>"
+    message = message[:_MAX_MESSAGE]
+    out = ["Traceback (most recent call last):"]
+    split: dict[str, list[str]] = {}
+    for filename, lineno, name in frames:
+        out.append(f'  File "{filename}", line {lineno}, in {name}')
+        lines = split.setdefault(filename, sources.get(filename, "").splitlines())
+        if 0 < lineno <= len(lines) and lines[lineno - 1].strip():
+            out.append(f"    {lines[lineno - 1].strip()}")
+    out.append(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
+    text = "\n".join(out)
+    return {"type": type(exc).__name__, "message": message, "line": line, "traceback": text[:_MAX_MESSAGE]}
+
+
+class Runtime:
+    """Serves ``execute`` requests over one bridge connection.
+
+    Args:
+        bridge: The connected, authenticated bridge.
+        manifest: The toolkits granted to this session (from the ``auth`` result).
+    """
+
+    def __init__(self, bridge: Any, manifest: Any) -> None:
+        from sandbox.runtime import capture, codec, guards, proxy
+
+        self._capture = capture
+        self._codec = codec
+        self._guards = guards
+        self._proxy = proxy
+        self.bridge = bridge
+        self.proxies = proxy.build_proxies(manifest, bridge, codec.encode)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def serve(self) -> None:
+        """Answer host requests until ``shutdown`` or until the host goes away."""
+        bridge = self.bridge
+        bridge.on_request = None
+        while True:
+            try:
+                request = bridge.next_request()
+            except self._proxy.HostGone:
+                return
+            method, id_ = request.get("method"), request.get("id")
+            if method == "shutdown":
+                self._reply(id_, {"ok": True})
+                return
+            if method != "execute":
+                self._reply_error(id_, -32601, f"unknown method {method!r}")
+                continue
+            params = request.get("params")
+            try:
+                result = self.execute(params if isinstance(params, dict) else {})
+            except self._proxy.HostGone:
+                return
+            except Exception as exc:  # a malformed request: answer, keep serving
+                self._reply_error(id_, -32602, f"bad execute request: {type(exc).__name__}: {exc}")
+                continue
+            self._reply(id_, result)
+
+    def _reply(self, id_: Any, result: Any) -> None:
+        from sandbox.runtime import protocol
+
+        try:
+            self.bridge.send(protocol.response(id_, result))
+        except protocol.RpcError as err:  # the result frame is too large: say so instead
+            self.bridge.send(protocol.error_response(id_, err))
+
+    def _reply_error(self, id_: Any, code: int, message: str) -> None:
+        from sandbox.runtime import protocol
+
+        self.bridge.send(protocol.error_response(id_, protocol.RpcError(code, message)))
+
+    def _on_request_during_round(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "shutdown":
+            os._exit(0)
+        self._reply_error(message.get("id"), -32600, "busy: a round is running")
+
+    def execute(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Run one round and build the result object."""
+        started = time.perf_counter()
+        limits = params.get("limits") or {}
+        output_bytes = int(limits.get("output_bytes", 64 * 1024))
+        code = marshal.loads(base64.b64decode(params["code"]))
+        prelude_b64 = params.get("prelude")
+        prelude = marshal.loads(base64.b64decode(prelude_b64)) if prelude_b64 else None
+        if not isinstance(code, types.CodeType) or (prelude is not None and not isinstance(prelude, types.CodeType)):
+            raise TypeError("code and prelude must be marshalled code objects")
+        source = str(params.get("source", ""))
+        prelude_source = str(params.get("prelude_source") or "")
+        allowed = list(params.get("allowed_imports") or [])
+        restricted = bool(params.get("restricted", True))
+        _set_cpu_limit(limits.get("cpu_s"))
+
+        guards = self._guards
+        g: dict[str, Any] = (
+            guards.restricted_globals(allowed_imports=allowed)
+            if restricted
+            else guards.plain_globals(allowed_imports=allowed)
+        )
+        g.update(self.proxies)
+        g["_codeact_sync_"] = self.bridge.sync
+        g["ToolError"] = self._proxy.ToolError
+        g.setdefault("__name__", "__main__")
+        baseline = dict(g)
+
+        uncaptured: list[dict[str, str]] = []
+        decode = self._codec.decode
+        for name, encoded in (params.get("variables") or {}).items():
+            try:
+                g[name] = decode(encoded)
+            except Exception as exc:
+                uncaptured.append({"name": name, "type": "?", "reason": f"could not be restored: {exc}"[:500]})
+
+        sources = {code.co_filename: source}
+        if prelude is not None:
+            sources[prelude.co_filename] = prelude_source
+        stdout, stderr = CappedWriter(output_bytes), CappedWriter(output_bytes)
+        real_out, real_err = sys.stdout, sys.stderr
+        bridge = self.bridge
+        bridge.on_request = self._on_request_during_round
+        error: dict[str, Any] | None = None
+        sys.stdout, sys.stderr = stdout, stderr
+        try:
+            if prelude is not None:
+                self._run(prelude, g)
+            self._run(code, g)
+        except self._proxy.ControlSignal:
+            pass
+        except self._proxy.HostGone:
+            raise
+        except BaseException as exc:  # the code's own failure, including SystemExit / KeyboardInterrupt
+            error = format_error(exc, main_file=code.co_filename, user_files=set(sources), sources=sources)
+        finally:
+            sys.stdout, sys.stderr = real_out, real_err
+            control = bridge.control
+            bridge.end_round()
+            bridge.on_request = None
+            self._cancel_leftover_tasks()
+
+        try:
+            defs = self._capture.definition_sources(prelude_source)
+            defs.update(self._capture.definition_sources(source))
+        except SyntaxError:
+            defs = self._capture.definition_sources(source)
+        variables, lost = self._capture.capture(
+            g,
+            source_defs=defs,
+            baseline=baseline,
+            max_var_bytes=int(limits.get("max_var_bytes", 1024 * 1024)),
+            max_total_bytes=int(limits.get("max_total_bytes", 16 * 1024 * 1024)),
+        )
+        uncaptured.extend(_uncaptured_json(lost))
+        return {
+            "stdout": stdout.getvalue(),
+            "stderr": stderr.getvalue(),
+            "error": error,
+            "variables": variables,
+            "uncaptured": uncaptured,
+            "control": control,
+            "duration_s": round(time.perf_counter() - started, 6),
+        }
+
+    def _run(self, code: types.CodeType, g: dict[str, Any]) -> None:
+        result = eval(code, g)  # host-compiled under the policy (top-level await allowed)
+        if asyncio.iscoroutine(result):
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                loop = self._loop = asyncio.new_event_loop()
+                loop.set_exception_handler(lambda _loop, _context: None)
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(result)
+            finally:
+                asyncio.set_event_loop(None)
+
+    def _cancel_leftover_tasks(self) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        try:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        except BaseException:  # a task that refuses to die: drop the loop
+            loop.close()
+            self._loop = None
+        self.bridge.unwatch()
+
+
+def _uncaptured_json(lost: Any) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for item in lost or ():
+        if isinstance(item, dict):
+            out.append({k: str(item.get(k, "")) for k in ("name", "type", "reason")})
+        else:
+            out.append({k: str(getattr(item, k, "")) for k in ("name", "type", "reason")})
+    return out
+
+
+def _set_cpu_limit(cpu_s: Any) -> None:
+    """Per-round CPU budget: the soft RLIMIT_CPU is this process's CPU time so far + ``cpu_s``."""
+    if not cpu_s:
+        return
+    try:
+        import resource
+
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        spent = int(used.ru_utime + used.ru_stime) + 1
+        _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = spent + int(cpu_s)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def _apply_rlimits(rlimits: dict[str, Any]) -> None:
+    """Lower this process's resource limits (soft and hard) before any user code runs."""
+    import resource
+
+    for name in _RLIMITS:
+        value = rlimits.get(name)
+        if value is None:
+            continue
+        which = getattr(resource, f"RLIMIT_{name}", None)
+        if which is None:
+            continue
+        _soft, hard = resource.getrlimit(which)
+        value = int(value)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def _read_config(argv: list[str]) -> dict[str, Any]:
+    if len(argv) >= 2 and argv[0] == "--config":
+        raw = argv[1]
+    else:
+        raw = os.environ.pop("CODEACT_RUNTIME_CONFIG", "") or sys.stdin.readline()
+    config = json.loads(raw)
+    if not isinstance(config, dict):
+        raise SystemExit("codeact runtime: the configuration must be a JSON object")
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Connect, authenticate, serve. Returns the process exit status."""
+    _install_package_alias()
+    config = _read_config(sys.argv[1:] if argv is None else argv)
+    from sandbox.runtime import protocol, proxy
+
+    if config.get("rlimits"):
+        _apply_rlimits(config["rlimits"])
+    if config.get("cwd"):
+        os.chdir(config["cwd"])
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(config["socket"]))
+    runtime_bridge = proxy.Bridge(sock)
+    # The auth answer is an ordinary response: wait for it like for a call (result not codec-decoded).
+    auth = proxy._Call(runtime_bridge, 0)
+    runtime_bridge._pending[0] = auth
+    runtime_bridge.send(
+        protocol.request(0, "auth", {"token": str(config.pop("token", "")), "protocol": protocol.PROTOCOL_VERSION})
+    )
+    try:
+        result = auth.result()
+    except proxy.ToolError as exc:
+        sys.stderr.write(f"codeact runtime: authentication refused: {exc.message}\n")
+        return 2
+    except proxy.HostGone:
+        sys.stderr.write("codeact runtime: the host closed the bridge during authentication\n")
+        return 2
+    manifest = result.get("manifest") if isinstance(result, dict) else None
+    runtime = Runtime(runtime_bridge, manifest or {})
+    runtime_bridge._decode = runtime._codec.decode
+    import gc
+
+    gc.collect()
+    gc.freeze()  # the runtime's own objects are never garbage: keep them out of every collection
+    runtime.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""Inside the sandbox: the bridge client and the toolkit proxies (standard library only).
+
+One blocking Unix socket carries everything. Toolkit calls send their ``call`` frame at once and
+return an awaitable; answers are read either by an event-loop reader callback (code that awaits,
+so ``asyncio.gather`` over many calls overlaps on the host) or by a blocking read while the loop
+is paused (``_codeact_sync_`` inside a plain ``def``). Both paths share one buffer in one thread:
+no reader thread, no cross-thread wake-ups, so a call costs one frame each way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import Any, Final
+
+from sandbox.runtime import protocol as _p
+
+__all__ = [
+    "Bridge",
+    "ControlSignal",
+    "HostGone",
+    "ToolError",
+    "ToolPermissionError",
+    "ToolTimeoutError",
+    "ToolkitProxy",
+    "build_proxies",
+]
+
+_RECV: Final = 1 << 20
+_loads = json.loads
+_get_running_loop = asyncio._get_running_loop
+
+
+class ToolError(Exception):
+    """A toolkit operation failed on the host; catch it like any exception.
+
+    Attributes:
+        code: The symbolic bridge error (``"tool_error"``, ``"invalid_params"``, ``"not_found"``, ...).
+        message: The tool's message.
+        data: Extra details (for example field errors), or None.
+    """
+
+    def __init__(self, message: str, *, code: str = "tool_error", data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ToolPermissionError(ToolError, PermissionError):
+    """The session may not call this operation (``unauthorized`` / ``approval_denied``)."""
+
+
+class ToolTimeoutError(ToolError, TimeoutError):
+    """The operation ran past its timeout or the round's deadline."""
+
+
+class ControlSignal(BaseException):
+    """A control signal from the host (``finish``, ``ask_user``): ends the round cleanly.
+
+    Derives from BaseException so that ``except Exception`` in generated code cannot swallow it.
+
+    Attributes:
+        control: The ``$control`` object, e.g. ``{"kind": "finish", "answer": ...}``.
+    """
+
+    def __init__(self, control: dict[str, Any]) -> None:
+        super().__init__(f"control signal {control.get('kind')!r}")
+        self.control = control
+
+
+class HostGone(BaseException):
+    """The host closed the bridge connection: the runtime exits."""
+
+
+def _tool_error(error: Any) -> ToolError:
+    if not isinstance(error, dict):
+        return ToolError("malformed error from the host")
+    code = error.get("code")
+    name = _p.ERROR_NAMES.get(code, "error") if isinstance(code, int) else "error"
+    message = error.get("message")
+    message = message if isinstance(message, str) else name
+    data = error.get("data")
+    if name in ("unauthorized", "approval_denied"):
+        return ToolPermissionError(message, code=name, data=data)
+    if name == "deadline_exceeded":
+        return ToolTimeoutError(message, code=name, data=data)
+    return ToolError(message, code=name, data=data)
+
+
+class _Call:
+    """A call made while no event loop runs; resolved by a blocking read or awaited later."""
+
+    __slots__ = ("_bridge", "_done", "_exc", "_fut", "_value", "id")
+
+    def __init__(self, bridge: Bridge, id_: int) -> None:
+        self._bridge = bridge
+        self.id = id_
+        self._done = False
+        self._value: Any = None
+        self._exc: BaseException | None = None
+        self._fut: asyncio.Future[Any] | None = None
+
+    def _resolve(self, value: Any, exc: BaseException | None) -> None:
+        self._done, self._value, self._exc = True, value, exc
+        fut = self._fut
+        if fut is not None and not fut.done():
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(value)
+
+    def result(self) -> Any:
+        if not self._done:
+            self._bridge.wait(self)
+        if self._exc is not None:
+            raise self._exc
+        return self._value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if not self._done:
+            loop = asyncio.get_running_loop()
+            self._fut = loop.create_future()
+            self._bridge._watch(loop)
+            yield from self._fut.__await__()
+        return self.result()
+
+    def __repr__(self) -> str:
+        return f"<pending toolkit call #{self.id}>"
+
+
+class Bridge:
+    """The runtime's end of the bridge connection.
+
+    Args:
+        sock: A connected, blocking Unix stream socket.
+        decode: Turns a codec-encoded result into a value (``codec.decode``).
+    """
+
+    def __init__(self, sock: socket.socket, decode: Callable[[Any], Any] = lambda v: v) -> None:
+        self.sock = sock
+        self._decode = decode
+        self._buf = b""
+        self._next_id = 0
+        self._pending: dict[int, _Call | asyncio.Future[Any]] = {}
+        self._requests: deque[dict[str, Any]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.control: dict[str, Any] | None = None
+        """The first control signal of the current round."""
+        self.on_request: Callable[[dict[str, Any]], None] | None = None
+        """Called for host requests that arrive while a round runs."""
+
+    # -- frames ----------------------------------------------------------------------------------
+    def send(self, message: dict[str, Any]) -> None:
+        """Send one frame (raises ``RpcError(PAYLOAD_TOO_LARGE)`` over the cap)."""
+        self.sock.sendall(_p.encode_frame(message))
+
+    def _feed(self, data: bytes) -> None:
+        if not data:
+            raise HostGone("the host closed the bridge connection")
+        buf = self._buf + data if self._buf else data
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = buf[start:nl]
+            start = nl + 1
+            if line:
+                self._frame(line)
+        self._buf = buf[start:]
+        if len(self._buf) > _p.MAX_FRAME:
+            raise HostGone("the host sent an oversized frame")
+
+    def _frame(self, line: bytes) -> None:
+        try:
+            message = _loads(line)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if "method" in message:
+            if self.on_request is not None:
+                self.on_request(message)
+            else:
+                self._requests.append(message)
+            return
+        target = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+        if target is None:
+            return  # an answer to a call of an earlier round
+        value: Any = None
+        exc: BaseException | None = None
+        if "error" in message:
+            exc = _tool_error(message["error"])
+        else:
+            result = message.get("result")
+            if type(result) is dict and "$control" in result:
+                control = result["$control"]
+                control = control if isinstance(control, dict) else {"kind": str(control)}
+                if self.control is None:
+                    self.control = control
+                exc = ControlSignal(control)
+            else:
+                try:
+                    value = self._decode(result)
+                except Exception as err:  # a malformed value: the code sees a ToolError
+                    exc = ToolError(f"the host sent a result the codec cannot decode: {err}")
+        if isinstance(target, _Call):
+            target._resolve(value, exc)
+        elif not target.done():
+            if exc is not None:
+                target.set_exception(exc)
+            else:
+                target.set_result(value)
+
+    def read_blocking(self) -> None:
+        """Block until some bytes arrive and process every complete frame."""
+        self._feed(self.sock.recv(_RECV))
+
+    def next_request(self) -> dict[str, Any]:
+        """Block until the host sends a request (``execute``, ``shutdown``)."""
+        while not self._requests:
+            self.read_blocking()
+        return self._requests.popleft()
+
+    # -- calls -----------------------------------------------------------------------------------
+    def call(self, toolkit: str, operation: str, arguments: dict[str, Any]) -> Any:
+        """Send a ``call`` frame now; return an awaitable of its result."""
+        if self.control is not None:
+            raise ControlSignal(self.control)  # the round is over: stop code that swallowed the signal
+        self._next_id += 1
+        id_ = self._next_id
+        loop = _get_running_loop()
+        target: _Call | asyncio.Future[Any]
+        if loop is None:
+            target = _Call(self, id_)
+        else:
+            target = loop.create_future()
+            if self._loop is not loop:
+                self._watch(loop)
+        self._pending[id_] = target
+        self.sock.sendall(
+            _p.encode_frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": id_,
+                    "method": "call",
+                    "params": {"toolkit": toolkit, "operation": operation, "arguments": arguments},
+                }
+            )
+        )
+        return target
+
+    def wait(self, target: Any) -> None:
+        """Block (the event loop, if any, is paused) until ``target`` is resolved."""
+        if isinstance(target, _Call):
+            while not target._done:
+                self.read_blocking()
+        else:
+            while not target.done():
+                self.read_blocking()
+
+    def sync(self, value: Any) -> Any:
+        """``_codeact_sync_``: the result of a toolkit call made inside a plain ``def``."""
+        if isinstance(value, _Call):
+            return value.result()
+        if isinstance(value, asyncio.Future):
+            if not value.done():
+                if not any(t is value for t in self._pending.values()):
+                    raise TypeError("cannot wait for this awaitable inside a plain 'def'; use 'async def' and await")
+                self.wait(value)
+            return value.result()
+        if asyncio.iscoroutine(value) or hasattr(value, "__await__"):
+            if _get_running_loop() is not None:
+                if asyncio.iscoroutine(value):
+                    value.close()
+                raise TypeError("cannot wait for a coroutine inside a plain 'def'; make the function 'async def'")
+            return asyncio.run(_await(value))
+        return value
+
+    # -- event loop reader -----------------------------------------------------------------------
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._loop is loop:
+            return
+        self.unwatch()
+        loop.add_reader(self.sock.fileno(), self._on_readable)
+        self._loop = loop
+
+    def unwatch(self) -> None:
+        """Stop reading from the event loop (end of a round)."""
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self.sock.fileno())
+
+    def _on_readable(self) -> None:
+        try:
+            data = self.sock.recv(_RECV, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        self._feed(data)
+
+    def end_round(self) -> None:
+        """Forget the round's unanswered calls and its control signal."""
+        self.unwatch()
+        self._pending.clear()
+        self.control = None
+
+
+async def _await(value: Any) -> Any:
+    return await value
+
+
+class _Operation:
+    """A callable toolkit operation: maps arguments to parameter names and sends the call."""
+
+    __slots__ = ("_bridge", "_encode", "_label", "_params", "_required", "_toolkit", "_name")
+
+    def __init__(
+        self,
+        bridge: Bridge,
+        encode: Callable[[Any], Any],
+        toolkit: str,
+        name: str,
+        params: list[str],
+        required: list[str],
+    ) -> None:
+        self._bridge = bridge
+        self._encode = encode
+        self._toolkit = toolkit
+        self._name = name
+        self._label = f"{toolkit}.{name}()"
+        self._params = tuple(params)
+        self._required = tuple(required)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        params = self._params
+        if len(args) > len(params):
+            raise TypeError(
+                f"{self._label} takes {len(params)} positional argument(s) ({', '.join(params) or 'none'}) "
+                f"but {len(args)} were given"
+            )
+        arguments: dict[str, Any] = {}
+        for name, value in zip(params, args, strict=False):
+            arguments[name] = value
+        for name, value in kwargs.items():
+            if name not in params:
+                raise TypeError(
+                    f"{self._label} got an unexpected keyword argument {name!r}; "
+                    f"parameters: {', '.join(params) or 'none'}"
+                )
+            if name in arguments:
+                raise TypeError(f"{self._label} got multiple values for argument {name!r}")
+            arguments[name] = value
+        missing = [name for name in self._required if name not in arguments]
+        if missing:
+            raise TypeError(f"{self._label} missing required argument(s): {', '.join(map(repr, missing))}")
+        encode = self._encode
+        encoded: dict[str, Any] = {}
+        for name, value in arguments.items():
+            try:
+                encoded[name] = encode(value)
+            except Exception as exc:
+                raise TypeError(f"argument {name!r} of {self._label} cannot be sent to the host: {exc}") from None
+        return self._bridge.call(self._toolkit, self._name, encoded)
+
+    def __repr__(self) -> str:
+        return f"<operation {self._toolkit}.{self._name}({', '.join(self._params)})>"
+
+
+class ToolkitProxy:
+    """Base class of the per-toolkit proxy classes; operations are class attributes."""
+
+    __slots__ = ()
+    _toolkit_name: str = ""
+    _operations: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        cls = type(self)
+        if name.startswith("_"):
+            raise AttributeError(f"private attribute {name!r} of toolkit {cls._toolkit_name!r} is not accessible")
+        granted = ", ".join(cls._operations) or "none"
+        raise AttributeError(
+            f"toolkit {cls._toolkit_name!r} has no operation {name!r} granted to this session; "
+            f"granted operations: {granted}"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"toolkit {type(self)._toolkit_name!r} is read-only")
+
+    def __dir__(self) -> list[str]:
+        return list(type(self)._operations)
+
+    def __repr__(self) -> str:
+        cls = type(self)
+        return f"<toolkit {cls._toolkit_name}: {', '.join(cls._operations)}>"
+
+
+def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -> dict[str, ToolkitProxy]:
+    """One proxy object per toolkit of the manifest (malformed entries are skipped).
+
+    Args:
+        manifest: ``{"toolkits": {name: {"operations": {op: {"params": [...], "required": [...]}}}}}``.
+        bridge: Where calls go.
+        encode: Encodes an argument value (``codec.encode``).
+
+    Returns:
+        ``{toolkit name: proxy}``.
+    """
+    proxies: dict[str, ToolkitProxy] = {}
+    toolkits = manifest.get("toolkits") if isinstance(manifest, dict) else None
+    if not isinstance(toolkits, dict):
+        return proxies
+    for name, spec in toolkits.items():
+        if not (isinstance(name, str) and name.isidentifier() and not name.startswith("_")):
+            continue
+        ops = spec.get("operations") if isinstance(spec, dict) else None
+        attrs: dict[str, Any] = {"__slots__": (), "_toolkit_name": name}
+        names: list[str] = []
+        for op, op_spec in (ops or {}).items():
+            if not (isinstance(op, str) and op.isidentifier() and not op.startswith("_")):
+                continue
+            raw_params = op_spec.get("params") if isinstance(op_spec, dict) else None
+            raw_required = op_spec.get("required", raw_params) if isinstance(op_spec, dict) else None
+            params = [p for p in raw_params or () if isinstance(p, str)]
+            required = [p for p in raw_required or () if isinstance(p, str)]
+            attrs[op] = _Operation(bridge, encode, name, op, params, required)
+            names.append(op)
+        attrs["_operations"] = tuple(sorted(names))
+        doc = spec.get("description") if isinstance(spec, dict) else None
+        attrs["__doc__"] = doc if isinstance(doc, str) else None
+        cls = type(f"{name}_toolkit", (ToolkitProxy,), attrs)
+        proxies[name] = cls()
+    return proxies

@@ -1,0 +1,364 @@
+"""The subprocess backend (the default): the runtime in a child process inside bubblewrap.
+
+Walls, from the inside out: the RestrictedPython policy (host-compiled code), resource limits the
+runtime sets on itself before any user code runs (address space, file size, open files,
+processes, no core dumps, CPU per round), and bubblewrap: new user/pid/net/mount/ipc/uts/cgroup
+namespaces, an unprivileged uid, all capabilities dropped, ``no_new_privs``, a read-only view of
+only the interpreter, the system libraries and the runtime, size-limited tmpfs for ``/work`` and
+``/tmp``, its own ``/proc`` and a minimal ``/dev``. The child runs ``python -I -S`` with an
+allow-listed environment, in its own session; the deadline kills the whole process group.
+
+``isolation="process"`` is the explicitly weaker mode (no bubblewrap: rlimits, the environment
+allow-list and a private work dir only); it is never chosen silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+
+from sandbox.base import Limits, RuntimeWorker, Sandbox
+from sandbox.channel import Channel, RpcHandler
+from sandbox.errors import IsolationUnavailableError, SandboxError
+
+if TYPE_CHECKING:
+    from sandbox.policy import Policy
+
+__all__ = ["SubprocessSandbox", "bwrap_command", "python_interpreter"]
+
+RUNTIME_DIR: Final = Path(__file__).resolve().parent / "runtime"
+_RUNTIME_MOUNT: Final = "/opt/codeact/runtime"
+_BRIDGE_MOUNT: Final = "/opt/codeact/bridge"
+_WORK: Final = "/work"
+_NOBODY: Final = 65534
+_STDERR_TAIL: Final = 4096
+_INSTALL_HINT: Final = (
+    'install it with `apt-get install bubblewrap` (`make install` does), or pass isolation="process" '
+    "to run with resource limits and an environment allow-list only (explicitly weaker)"
+)
+_bwrap_checked: dict[str, str | None] = {}  # bwrap path -> None (works) or the failure
+
+
+def python_interpreter() -> tuple[str, str]:
+    """The real interpreter running the host and its installation prefix (a venv resolves to its base).
+
+    Returns:
+        ``(executable, prefix)``, both real paths.
+    """
+    executable = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return executable, os.path.realpath(sys.base_prefix)
+
+
+def _env(home: str) -> dict[str, str]:
+    """The child's whole environment: nothing from the host beyond these basics."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONIOENCODING": "utf-8",
+        "HOME": home,
+    }
+
+
+def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[str]) -> list[str]:
+    """The bubblewrap command line that runs ``command`` isolated.
+
+    Args:
+        bwrap: Path of the ``bwrap`` binary.
+        bridge_dir: The host directory holding the bridge socket (bound at /opt/codeact/bridge).
+        limits: Sizes of the work dir and /tmp.
+        command: What to run inside (interpreter paths are the host's, bound read-only).
+
+    Returns:
+        The argv.
+    """
+    _, prefix = python_interpreter()
+    argv = [
+        bwrap,
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(_NOBODY),
+        "--gid",
+        str(_NOBODY),
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            argv += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            argv += ["--ro-bind", top, top]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        argv += ["--ro-bind-try", etc, etc]
+    if not prefix.startswith("/usr/"):
+        argv += ["--ro-bind", prefix, prefix]
+    argv += [
+        "--ro-bind",
+        str(RUNTIME_DIR),
+        _RUNTIME_MOUNT,
+        "--ro-bind",
+        bridge_dir,
+        _BRIDGE_MOUNT,
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.disk_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--perms",
+        "0700",
+        "--size",
+        str(limits.disk_bytes),
+        "--tmpfs",
+        _WORK,
+    ]
+    argv += ["--chdir", _WORK, "--", *command]
+    return argv
+
+
+async def _check_bwrap(bwrap: str, limits: Limits) -> None:
+    """Run a trivial command under the exact isolation flags once per process; raise when it fails."""
+    if bwrap in _bwrap_checked:
+        failure = _bwrap_checked[bwrap]
+    else:
+        executable, _ = python_interpreter()
+        with tempfile.TemporaryDirectory(prefix="codeact-bwrap-check-") as tmp:
+            argv = bwrap_command(
+                bwrap, bridge_dir=tmp, limits=limits, command=[executable, "-I", "-S", "-c", "import os; os.getuid()"]
+            )
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=_env(_WORK),
+                )
+                _, err = await asyncio.wait_for(proc.communicate(), 30)
+                failure = None if proc.returncode == 0 else err.decode("utf-8", "replace").strip()[-500:]
+            except (OSError, TimeoutError) as exc:
+                failure = str(exc)
+        _bwrap_checked[bwrap] = failure
+    if failure is not None:
+        raise IsolationUnavailableError(
+            f"bubblewrap ({bwrap}) failed its self-test: {failure or 'no output'}; the kernel may forbid "
+            f"unprivileged user namespaces. Fix that, or {_INSTALL_HINT}"
+        )
+
+
+class _ProcessWorker(RuntimeWorker):
+    """A runtime child process (bubblewrap's, or the interpreter itself in ``process`` mode)."""
+
+    def __init__(
+        self, *, channel: Channel, isolation: str, proc: asyncio.subprocess.Process, work_dir: str | None
+    ) -> None:
+        super().__init__(channel=channel, isolation=isolation)
+        self.proc = proc
+        self.work_dir = work_dir
+        self._stderr: deque[bytes] = deque()
+        self._stderr_len = 0
+        self._drain: asyncio.Task[None] | None = None
+        if proc.stderr is not None:
+            self._drain = asyncio.get_running_loop().create_task(self._read_stderr(proc.stderr))
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        with contextlib.suppress(Exception):
+            while chunk := await stream.read(65536):
+                self._stderr.append(chunk)
+                self._stderr_len += len(chunk)
+                while self._stderr_len > _STDERR_TAIL and len(self._stderr) > 1:
+                    self._stderr_len -= len(self._stderr.popleft())
+
+    @property
+    def exited(self) -> bool:
+        """True once the child has been reaped."""
+        return self.proc.returncode is not None
+
+    def kill(self) -> None:
+        """SIGKILL the child's whole process group (bubblewrap then tears down its pid namespace)."""
+        if self.proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
+    async def wait_exit(self, timeout: float) -> None:
+        """Wait until the child is reaped."""
+        await asyncio.wait_for(self.proc.wait(), timeout)
+
+    def stderr_tail(self) -> str:
+        """The last bytes the child wrote to its real stderr."""
+        return b"".join(self._stderr).decode("utf-8", "replace")[-_STDERR_TAIL:]
+
+    def crash_detail(self) -> str:
+        """Exit status or signal, and the last line the runtime wrote to stderr."""
+        code = self.proc.returncode
+        if code is None:
+            detail = "the bridge connection closed"
+        elif code < 0:
+            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+            detail = f"killed by signal {name}"
+        elif code == 137:
+            detail = "killed (SIGKILL: out of memory or a resource limit)"
+        else:
+            detail = f"exit status {code}"
+        last = [line for line in self.stderr_tail().splitlines() if line.strip()]
+        if last:
+            detail += f"; last stderr line: {last[-1][:300]}"
+        return detail
+
+    async def aclose(self) -> None:
+        """Kill, reap, close the channel, remove the work dir."""
+        await super().aclose()
+        if self._drain is not None:
+            self._drain.cancel()
+            with contextlib.suppress(BaseException):
+                await self._drain
+
+    def cleanup(self) -> None:
+        """Remove the private work dir (``process`` mode)."""
+        if self.work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+class SubprocessSandbox(Sandbox):
+    """The default backend: the runtime in a child process, inside bubblewrap.
+
+    Args:
+        limits: Resource limits (``Limits()`` by default).
+        policy: Compilation policy (``Policy()``: RestrictedPython on, the default import allow-list).
+        bridge: Serves the session's toolkits (``toolkits.ToolkitBridge``), or None.
+        isolation: ``"bwrap"`` (default) or ``"process"``: explicitly weaker, without namespaces.
+        pool_size: Runtimes started ahead of need.
+        bwrap: Path of the bubblewrap binary (default: found on PATH).
+
+    Raises:
+        IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test.
+    """
+
+    backend: ClassVar[Literal["subprocess", "docker"]] = "subprocess"
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        policy: Policy | None = None,
+        bridge: RpcHandler | None = None,
+        isolation: Literal["bwrap", "process"] = "bwrap",
+        pool_size: int = 0,
+        bwrap: str | None = None,
+    ) -> None:
+        if isolation not in ("bwrap", "process"):
+            raise ValueError(f"isolation must be 'bwrap' or 'process', got {isolation!r}")
+        super().__init__(limits=limits, policy=policy, bridge=bridge, pool_size=pool_size)
+        self._mode = isolation
+        self._bwrap = bwrap
+
+    @property
+    def isolation(self) -> str:
+        """``bwrap+rlimits[+restricted]`` or ``process+rlimits[+restricted]``."""
+        restricted = "+restricted" if self._policy is None or self._policy.restricted else ""
+        return f"{self._mode}+rlimits{restricted}"
+
+    def _find_bwrap(self) -> str:
+        found = self._bwrap or shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
+        if not found or not os.access(found, os.X_OK):
+            raise IsolationUnavailableError(f"bubblewrap (`bwrap`) is not installed; {_INSTALL_HINT}")
+        return found
+
+    async def _spawn(self) -> RuntimeWorker:
+        limits = self.limits
+        executable, _ = python_interpreter()
+        config: dict[str, Any] = {"rlimits": limits.rlimits()}
+        work_dir: str | None = None
+        if self._mode == "bwrap":
+            bwrap = self._find_bwrap()
+            await _check_bwrap(bwrap, limits)
+            channel = await Channel.open(self.bridge)
+            config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
+            command = [executable, "-I", "-S", f"{_RUNTIME_MOUNT}/main.py"]
+            argv = bwrap_command(bwrap, bridge_dir=str(channel.directory), limits=limits, command=command)
+            env, cwd = _env(_WORK), None
+        else:
+            channel = await Channel.open(self.bridge)
+            work_dir = tempfile.mkdtemp(prefix="codeact-work-")
+            os.chmod(work_dir, 0o700)
+            config["socket"] = str(channel.socket_path)
+            argv = [executable, "-I", "-S", str(RUNTIME_DIR / "main.py")]
+            env, cwd = _env(work_dir), work_dir
+        config["token"] = channel.token
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            await channel.close()
+            if work_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            raise SandboxError(f"cannot start the sandbox runtime ({argv[0]}): {exc}", code="sandbox.start") from None
+        worker = _ProcessWorker(channel=channel, isolation=self.isolation, proc=proc, work_dir=work_dir)
+        try:
+            assert proc.stdin is not None  # noqa: S101 - stdin=PIPE
+            proc.stdin.write(json.dumps(config).encode() + b"\n")
+            with contextlib.suppress(ConnectionError):
+                await proc.stdin.drain()
+            proc.stdin.close()
+            await self._wait_connected(worker)
+        except BaseException:
+            await worker.aclose()
+            raise
+        return worker
+
+    async def _wait_connected(self, worker: _ProcessWorker) -> None:
+        connected = asyncio.ensure_future(worker.channel.wait_connected(self.limits.start_timeout_s))
+        exited = asyncio.ensure_future(worker.proc.wait())
+        try:
+            done, _ = await asyncio.wait({connected, exited}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            exited.cancel()
+        if connected in done and connected.exception() is None:
+            return
+        connected.cancel()
+        with contextlib.suppress(BaseException):
+            await connected
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(worker._drain) if worker._drain else asyncio.sleep(0), 1.0)
+        if connected in done and isinstance(connected.exception(), TimeoutError):
+            why = f"it did not connect within {self.limits.start_timeout_s:g} s"
+        else:
+            why = worker.crash_detail()
+        raise SandboxError(f"the sandbox runtime failed to start: {why}", code="sandbox.start")
