@@ -1,0 +1,484 @@
+"""Read model replies: the code of a Code round, the segments of a Thought/Plan/NextGoal round.
+
+Real replies are messy. :func:`extract_code` accepts, in this order of preference:
+
+1. ``<think>...</think>`` reasoning is dropped first (code in it is not meant to run);
+   end-of-text tokens (``<|endoftext|>``, ``<|im_end|>``, ``<EOT>``, ...) end the reply.
+2. FIM markers echoed back: the text after the last *middle* marker of any family is the middle;
+   leftover markers are removed.
+3. A JSON object with a ``code`` (or ``python``) string field.
+4. ``<execute>``, ``<code>``, ``<python>`` or ``<tool_code>`` tags (an unclosed tag runs to the end).
+5. Fenced blocks (```` ``` ```` or ``~~~``, three or more): the blocks tagged Python (``python``,
+   ``py``, ``python3``, ``py3``, ``ipython``, ``pycon``) or, when none is tagged, the untagged ones,
+   **joined in order** (a block repeating an earlier one is skipped); if the join does not parse,
+   the last block that does. An unclosed fence runs to the end of the reply.
+6. Raw text: a ``Python:`` label line starts the code; prose lines before and after are dropped.
+
+Then the code is cleaned: CRLF to LF, tabs to spaces, ``>>>`` prompts removed, common indentation
+removed (and the FIM first-line shape repaired), the frame's prefix and suffix removed when the model
+repeated them, and a reply cut off mid-statement loses its incomplete tail until it parses.
+The result always passes ``ast.parse``; otherwise :class:`CodeParseError` says what to fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
+
+import prompts
+from segments._text import clean_code, fix_first_line, normalize_newlines, syntax_error
+from segments.errors import CodeParseError, ThoughtParseError
+from segments.fim import FIM_FAMILIES, CodeFrame
+from segments.model import CodeBlock, CodeSource, Segment, SegmentKind
+
+__all__ = ["extract_code", "parse_segments", "parse_thought"]
+
+_THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
+_END_TOKENS = (
+    "<|endoftext|>",
+    "<|im_end|>",
+    "<|file_sep|>",
+    "<|file_separator|>",
+    "<|EOT|>",
+    "<EOT>",
+    "</s>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",
+    "<|end|>",
+)
+_MIDDLE_MARKERS = tuple(sorted({t.middle.strip() for t in FIM_FAMILIES.values() if t.middle.strip()}))
+_ALL_MARKERS = tuple(
+    sorted(
+        {m for t in FIM_FAMILIES.values() for m in t.markers} | {"[MIDDLE]", "<|fim_pad|>", "<fim_pad>"},
+        key=len,
+        reverse=True,
+    )
+)
+_TAG = re.compile(r"<(execute|code|python|tool_code|execute_python)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n`]*$")
+_INLINE_FENCE = re.compile(r"^[ \t]*`{3}(?P<lang>python|py)?[ \t]+(?P<code>[^`\n]+?)[ \t]*`{3}[ \t]*$", re.IGNORECASE)
+_PYTHON_LANGS = frozenset({"python", "py", "python3", "py3", "ipython", "pycon", "python-repl", "sage"})
+_CODE_LABEL = re.compile(r"^[ \t]*(?:\*\*)?(?:python|code|py)(?:\*\*)?[ \t]*[:：][ \t]*(?P<rest>.*)$", re.IGNORECASE)
+_SEGMENT_LABEL = re.compile(
+    r"^[ \t]*(?:\*\*)?(?:thought|plan|evaluation|next ?goal|express|output|result)(?:\*\*)?[ \t]*[:：]", re.IGNORECASE
+)
+_REPL = re.compile(r"^(?:>>>|\.\.\.)(?: |$)")
+_KEYWORD_START = re.compile(
+    r"^(?:async|await|class|def|del|elif|else|except|finally|for|from|global|if|import|nonlocal|pass|raise|return|"
+    r"try|while|with|yield|print|assert|break|continue|match|case)\b"
+)
+_WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?")
+_EOF_ERRORS = ("never closed", "unterminated", "unexpected eof", "expected an indented block", "expected ':'")
+_ON_LINE = re.compile(r"on line (\d+)")
+
+
+def _error(reason: str, reply: str, **variables: object) -> CodeParseError:
+    message = prompts.render("reply_error.j2", reason=reason, **variables).strip()
+    return CodeParseError(message, reason=reason, reply=reply)
+
+
+def extract_code(reply: str, *, frame: CodeFrame | None = None) -> CodeBlock:
+    """The Python code in a model reply.
+
+    Args:
+        reply: The raw reply text.
+        frame: The FIM frame the reply fills; when given, a repeated prefix or suffix is removed.
+
+    Returns:
+        The code (top level, parses with ``ast.parse``) and how it was found.
+
+    Raises:
+        CodeParseError: the reply is empty, holds no Python, or its code does not parse; the message
+            is feedback for the model (``reason`` is ``empty``, ``no_code``, ``wrong_language`` or
+            ``syntax``).
+    """
+    text = _THINK.sub("", normalize_newlines(reply).replace("\ufeff", ""))
+    text = _cut_at_end_token(text)
+    if not text.strip():
+        raise _error("empty", reply)
+    notes: list[str] = []
+    source: CodeSource = "raw"
+    candidates: list[str]
+
+    fim = _after_fim_markers(text)
+    if fim is not None:
+        text, source = fim, "fim"
+    decoded = _json_code(text)
+    tags = [m.group(2) for m in _TAG.finditer(text)] if decoded is None else []
+    if decoded is not None:
+        text, source = decoded, "json"
+    elif any(t.strip() for t in tags):
+        text, source = "\n".join(t for t in tags if t.strip()), "tag"
+
+    blocks, other_langs = _fenced_blocks(text)
+    if blocks:
+        source = "fence" if source == "raw" else source
+        candidates = _join_candidates(blocks)
+    elif other_langs:
+        raise _error("wrong_language", reply, languages=sorted(set(other_langs)))
+    else:
+        candidates = [_after_code_label(text)]
+
+    last_problem: SyntaxError | None = None
+    for candidate in candidates:
+        result = _repair(candidate, frame=frame, raw=source == "raw", notes=list(notes))
+        if isinstance(result, CodeBlock):
+            return CodeBlock(code=result.code, source=source, truncated=result.truncated, notes=result.notes)
+        last_problem = result
+    if last_problem is None:
+        raise _error("no_code", reply)
+    line = (last_problem.text or "").strip()
+    raise _error("syntax", reply, message=last_problem.msg, line=last_problem.lineno or 0, text=line)
+
+
+def _cut_at_end_token(text: str) -> str:
+    for token in _END_TOKENS:
+        index = text.find(token)
+        if index > 0 and text[:index].strip():
+            text = text[:index]
+        elif index >= 0:
+            text = text.replace(token, "")
+    return text
+
+
+def _after_fim_markers(text: str) -> str | None:
+    if not any(m in text for m in _ALL_MARKERS):
+        return None
+    best = -1
+    for marker in _MIDDLE_MARKERS:
+        index = text.rfind(marker)
+        if index >= 0 and text[index + len(marker) :].strip():
+            best = max(best, index + len(marker))
+    if best >= 0:
+        text = text[best:]
+    for marker in _ALL_MARKERS:
+        text = text.replace(marker, "\n" if marker in ("<|fim_suffix|>", "<fim_suffix>", "[SUFFIX]") else "")
+    return text
+
+
+def _json_code(text: str) -> str | None:
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = re.sub(r"^```[\w-]*\n|\n?```\s*$", "", stripped)
+    if not stripped.startswith("{"):
+        return None
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        for key in ("code", "python", "source", "middle"):
+            value = data.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
+
+
+def _fenced_blocks(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """``([(language, code)], [other languages seen])``: the Python-ish blocks and the rest."""
+    blocks: list[tuple[str, str, bool]] = []  # (lang, code, closed)
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        inline = _INLINE_FENCE.match(lines[i])
+        if inline:
+            blocks.append(((inline.group("lang") or "").lower(), inline.group("code"), True))
+            i += 1
+            continue
+        opened = _FENCE_OPEN.match(lines[i])
+        if not opened:
+            i += 1
+            continue
+        fence, lang = opened.group("fence"), opened.group("lang").lower()
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and not closing.match(lines[i]):
+            body.append(lines[i])
+            i += 1
+        blocks.append((lang, "\n".join(body), i < len(lines)))
+        i += 1
+    tagged = [(lang, code) for lang, code, _ in blocks if lang in _PYTHON_LANGS and code.strip()]
+    untagged = [(lang, code) for lang, code, _ in blocks if not lang and code.strip()]
+    others = [lang for lang, code, _ in blocks if lang and lang not in _PYTHON_LANGS and code.strip()]
+    return (tagged or untagged), others
+
+
+def _join_candidates(blocks: list[tuple[str, str]]) -> list[str]:
+    unique: list[str] = []
+    for _, code in blocks:
+        if code.strip() and code.strip() not in (u.strip() for u in unique):
+            unique.append(code)
+    if len(unique) == 1:
+        return unique
+    joined = "\n".join(clean_code(u) for u in unique)
+    return [joined, *reversed(unique)]
+
+
+def _after_code_label(text: str) -> str:
+    lines = text.split("\n")
+    start = None
+    for index, line in enumerate(lines):
+        match = _CODE_LABEL.match(line)
+        if match:
+            start = index
+            rest = match.group("rest")
+            lines[index] = rest
+    if start is None:
+        return text
+    end = len(lines)
+    for index in range(start + 1, len(lines)):
+        if _SEGMENT_LABEL.match(lines[index]):
+            end = index
+            break
+    return "\n".join(lines[start:end])
+
+
+def _strip_repl(code: str) -> str:
+    lines = code.split("\n")
+    prompted = [line for line in lines if _REPL.match(line)]
+    if not prompted or not any(line.startswith(">>>") for line in prompted):
+        return code
+    # keep only the typed input; lines without a prompt are the interpreter's output
+    return "\n".join(line[4:] if len(line) > 3 else "" for line in lines if _REPL.match(line))
+
+
+def _strip_frame(code: str, frame: CodeFrame, notes: list[str]) -> str:
+    lines = code.split("\n")
+    suffix = [s.strip() for s in frame.suffix.split("\n") if s.strip()]
+    prefix = {p.strip() for p in frame.prefix.split("\n") if p.strip()} - {"try:"}
+    stripped_suffix = False
+    for index, line in enumerate(lines):
+        if suffix and line.strip() == suffix[0]:
+            rest = [r.strip() for r in lines[index:] if r.strip()]
+            if rest == suffix[: len(rest)]:
+                lines = lines[:index]
+                stripped_suffix = True
+                break
+    start = 0
+    while start < len(lines) and (not lines[start].strip() or lines[start].strip() in prefix):
+        start += 1
+    stripped_prefix = start > 0 and any(line.strip() for line in lines[:start])
+    lines = lines[start:]
+    if lines and lines[0].strip() == "try:":
+        without = textwrap.dedent("\n".join(lines[1:]))
+        with_try = "\n".join(lines)
+        if stripped_suffix or (syntax_error(with_try) is not None and syntax_error(without) is None):
+            lines = without.split("\n")
+            stripped_prefix = True
+    if stripped_prefix or stripped_suffix:
+        notes.append("the reply repeated the frame's prefix or suffix; only the middle was kept")
+    return "\n".join(lines)
+
+
+def _repair(code: str, *, frame: CodeFrame | None, raw: bool, notes: list[str]) -> CodeBlock | SyntaxError | None:
+    """Clean ``code``; a CodeBlock when it parses, else the SyntaxError (None: nothing code-like)."""
+    code = _strip_repl(normalize_newlines(code))
+    if frame is not None:
+        code = _strip_frame(code, frame, notes)
+    code = fix_first_line(clean_code(code))
+    if not code.strip():
+        return None
+    error = syntax_error(code)
+    if error is None:
+        return _block(code, notes) if _looks_like_code(code) else None
+    if raw:
+        trimmed = _trim_prose(code)
+        if trimmed != code and trimmed.strip():
+            code = fix_first_line(clean_code(trimmed))
+            notes.append("prose around the code was ignored")
+            error = syntax_error(code)
+            if error is None:
+                return _block(code, notes) if _looks_like_code(code) else None
+    truncated = _drop_incomplete_tail(code, error)
+    if truncated is not None:
+        notes.append("the reply was cut off: its incomplete last statement was dropped")
+        return _block(truncated, notes, truncated=True)
+    if raw:
+        span = _largest_code_span(code)
+        if span is not None:
+            notes.append("prose around the code was ignored")
+            return _block(span, notes)
+    return error
+
+
+def _block(code: str, notes: Sequence[str], *, truncated: bool = False) -> CodeBlock:
+    return CodeBlock(code=code, source="raw", truncated=truncated, notes=tuple(dict.fromkeys(notes)))
+
+
+def _looks_like_code(code: str) -> bool:
+    """False for "code" that is really a word or a number (``OK``, ``Done``, ``42``)."""
+    body = ast.parse(code).body
+    return bool(body) and not all(
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Name | ast.Constant | ast.Attribute) for s in body
+    )
+
+
+def _is_prose(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped or stripped.startswith("#") or line[:1] in (" ", "\t"):
+        return False
+    if _KEYWORD_START.match(stripped) or syntax_error(stripped) is None:
+        return False
+    words = _WORD.findall(stripped)
+    code_marks = sum(stripped.count(c) for c in "=()[]{}")
+    return len(words) >= 2 and code_marks <= 1 + len(words) // 6
+
+
+def _trim_prose(code: str) -> str:
+    lines = code.split("\n")
+    start, end = 0, len(lines)
+    while start < end and (not lines[start].strip() or _is_prose(lines[start])):
+        start += 1
+    while end > start and (not lines[end - 1].strip() or _is_prose(lines[end - 1])):
+        end -= 1
+    return "\n".join(lines[start:end])
+
+
+def _drop_incomplete_tail(code: str, error: SyntaxError) -> str | None:
+    """Drop trailing lines of a reply cut off mid-statement, until the rest parses."""
+    lines = code.split("\n")
+    last = len(lines)
+    lineno = error.lineno or last
+    message = (error.msg or "").lower()
+    if not (lineno >= last or any(marker in message for marker in _EOF_ERRORS)):
+        return None
+    referenced = [int(n) for n in _ON_LINE.findall(message)]
+    floor = max(min([lineno, *referenced]) - 1, 1)
+    for keep in range(last - 1, floor - 1, -1):
+        candidate = "\n".join(lines[:keep]).rstrip()
+        if candidate and syntax_error(candidate) is None and _looks_like_code(candidate):
+            return clean_code(candidate)
+    return None
+
+
+def _largest_code_span(code: str) -> str | None:
+    """The longest run of blank-line-separated paragraphs that parses (bounded work)."""
+    paragraphs = [p for p in re.split(r"\n[ \t]*\n", code) if p.strip()][:40]
+    best: str | None = None
+    for size in range(len(paragraphs), 0, -1):
+        for start in range(0, len(paragraphs) - size + 1):
+            candidate = clean_code("\n\n".join(paragraphs[start : start + size]))
+            if syntax_error(candidate) is None and _looks_like_code(candidate):
+                if best is None or len(candidate) > len(best):
+                    best = candidate
+        if best is not None:
+            return best
+    return None
+
+
+# --- Thought / Plan / NextGoal replies -------------------------------------------------------------
+
+_LABEL_NAMES = {
+    "thought": SegmentKind.THOUGHT,
+    "thoughts": SegmentKind.THOUGHT,
+    "thinking": SegmentKind.THOUGHT,
+    "plan": SegmentKind.PLAN,
+    "nextgoal": SegmentKind.NEXT_GOAL,
+    "next goal": SegmentKind.NEXT_GOAL,
+    "next_goal": SegmentKind.NEXT_GOAL,
+    "goal": SegmentKind.NEXT_GOAL,
+    "express": SegmentKind.EXPRESS,
+    "answer": SegmentKind.EXPRESS,
+    "evaluation": SegmentKind.EVALUATION,
+}
+_LABEL_LINE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:[-*][ \t]+)?(?:\*\*|__)?[ \t]*"
+    r"(?P<label>thoughts?|thinking|plan|next[ _]?goal|goal|express|answer|evaluation)"
+    r"(?:[ \t]*\d+)?[ \t]*(?:\*\*|__)?[ \t]*(?:(?P<colon>[:：])[ \t]*(?:\*\*|__)?|$)[ \t]*(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+_XML_LABEL = re.compile(r"<(thought|plan|next_?goal|express)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def parse_segments(
+    reply: str,
+    *,
+    kinds: Iterable[str] = (SegmentKind.THOUGHT, SegmentKind.PLAN, SegmentKind.NEXT_GOAL, SegmentKind.EXPRESS),
+    default: str = SegmentKind.THOUGHT,
+    round_index: int = 0,
+    exec_id: str = "",
+) -> list[Segment]:
+    """Split a labelled reply (``Thought: ... Plan: ...``) into segments, in reply order.
+
+    Labels are matched case-insensitively with or without markdown (``**Plan:**``, ``## Plan``,
+    ``- Plan:``, ``Thought 2:``), as XML tags (``<plan>...</plan>``) or as a JSON object's keys.
+    Text before the first label becomes a ``default`` segment; a label repeated is merged into one
+    segment; labels not in ``kinds`` stay part of the previous segment's text.
+
+    Raises:
+        ThoughtParseError: the reply is empty (after removing ``<think>`` blocks and markers).
+    """
+    wanted = {str(k) for k in kinds}
+    text = normalize_newlines(reply).replace("\ufeff", "")
+    thinking = " ".join(m.group(0) for m in _THINK.finditer(text))
+    text = _cut_at_end_token(_THINK.sub("", text)).strip()
+    if not text and thinking:
+        text = re.sub(r"</?think(?:ing)?>", "", thinking, flags=re.IGNORECASE).strip()
+    if not text:
+        message = prompts.render("reply_error.j2", reason="thought_empty", kinds=sorted(wanted)).strip()
+        raise ThoughtParseError(message, reason="empty", reply=reply)
+
+    parts = _json_parts(text, wanted) or _xml_parts(text, wanted) or _label_parts(text, wanted, default)
+    merged: dict[str, list[str]] = {}
+    for kind, content in parts:
+        if content.strip():
+            merged.setdefault(kind, []).append(content.strip())
+    if not merged:
+        merged[default] = [text]
+    return [
+        Segment(kind=kind, content="\n".join(contents), round_index=round_index, exec_id=exec_id)
+        for kind, contents in merged.items()
+    ]
+
+
+def parse_thought(reply: str, *, round_index: int = 0, exec_id: str = "") -> list[Segment]:
+    """A Thought-round reply as Thought, Plan, NextGoal and Express segments (see :func:`parse_segments`)."""
+    return parse_segments(reply, round_index=round_index, exec_id=exec_id)
+
+
+def _json_parts(text: str, wanted: set[str]) -> list[tuple[str, str]]:
+    stripped = re.sub(r"^```[\w-]*\n|\n?```\s*$", "", text.strip())
+    if not stripped.startswith("{"):
+        return []
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return []
+    parts: list[tuple[str, str]] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            kind = _LABEL_NAMES.get(str(key).lower().replace("-", "_"))
+            if kind is not None and kind in wanted and isinstance(value, str | list):
+                content = value if isinstance(value, str) else "\n".join(f"- {v}" for v in value)
+                parts.append((kind, content))
+    return parts
+
+
+def _xml_parts(text: str, wanted: set[str]) -> list[tuple[str, str]]:
+    parts = []
+    for match in _XML_LABEL.finditer(text):
+        kind = _LABEL_NAMES.get(match.group(1).lower())
+        if kind is not None and kind in wanted:
+            parts.append((str(kind), match.group(2)))
+    return parts
+
+
+def _label_parts(text: str, wanted: set[str], default: str) -> list[tuple[str, str]]:
+    parts: list[tuple[str, list[str]]] = [(default, [])]
+    in_fence = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        match = None if in_fence else _LABEL_LINE.match(line)
+        kind = _LABEL_NAMES.get(match.group("label").lower().replace("_", "")) if match else None
+        if kind is None and match:
+            kind = _LABEL_NAMES.get(match.group("label").lower())
+        is_heading = bool(match) and (match.group("colon") or line.lstrip().startswith("#") or "**" in line)
+        if match and kind is not None and kind in wanted and is_heading:
+            parts.append((str(kind), [match.group("rest")] if match.group("rest").strip() else []))
+        else:
+            parts[-1][1].append(line)
+    return [(kind, "\n".join(lines).strip()) for kind, lines in parts]
