@@ -1,7 +1,65 @@
-"""Host side of tools: decorators, registry, the JSON-RPC bridge dispatcher, stubs, built-ins."""
+"""Host side of tools: decorators, registry, the JSON-RPC bridge dispatcher, stubs, built-ins.
+
+::
+
+    @toolkit(name="devops", description="DevOps platform: projects, deployments")
+    class DevOps:
+        @operation
+        async def get_project_info(self, project_id: str) -> dict:
+            \"\"\"Basic info of a project.\"\"\"
+
+    registry = ToolkitRegistry.from_entry_points()      # built-ins (system) + installed packages
+    registry.register(DevOps)
+    bridge = ToolkitBridge(registry, grants={"devops": "*", "system": "*"}, session_id="s1")
+    prompt_section = bridge.stubs()                    # what the model reads
+"""
 
 from __future__ import annotations
 
-from toolkits.errors import ToolkitDefinitionError, ToolkitError, ToolkitNotFoundError
+from toolkits._grants import Grants
+from toolkits.bound import BoundToolkit, bind_toolkit
+from toolkits.bridge import ApprovalDecision, ApprovalRequest, Approver, CallRecord, ToolkitBridge
+from toolkits.context import Control, EventSink, ModelAccess, ToolkitContext
+from toolkits.decorators import operation, toolkit
+from toolkits.dynamic import DynamicToolkit
+from toolkits.errors import (
+    DuplicateToolkitError,
+    ToolkitDefinitionError,
+    ToolkitError,
+    ToolkitLoadError,
+    ToolkitNotFoundError,
+)
+from toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_toolkit_ref
+from toolkits.spec import Approval, OperationSpec, ParameterSpec
+from toolkits.stubs import openai_tools, render_stubs
 
-__all__ = ["ToolkitDefinitionError", "ToolkitError", "ToolkitNotFoundError"]
+__all__ = [
+    "Approval",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "BoundToolkit",
+    "CallRecord",
+    "Control",
+    "DuplicateToolkitError",
+    "DynamicToolkit",
+    "ENTRY_POINT_GROUP",
+    "EventSink",
+    "Grants",
+    "ModelAccess",
+    "OperationSpec",
+    "ParameterSpec",
+    "ToolkitBridge",
+    "ToolkitContext",
+    "ToolkitDefinitionError",
+    "ToolkitError",
+    "ToolkitLoadError",
+    "ToolkitNotFoundError",
+    "ToolkitRegistry",
+    "bind_toolkit",
+    "load_toolkit_ref",
+    "openai_tools",
+    "operation",
+    "render_stubs",
+    "toolkit",
+]

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from prompts.errors import CodeactError
 
-__all__ = ["ToolkitDefinitionError", "ToolkitError", "ToolkitNotFoundError"]
+__all__ = [
+    "DuplicateToolkitError",
+    "ToolkitDefinitionError",
+    "ToolkitError",
+    "ToolkitLoadError",
+    "ToolkitNotFoundError",
+]
 
 
 class ToolkitError(CodeactError):
@@ -23,3 +29,15 @@ class ToolkitNotFoundError(ToolkitError):
     """A toolkit name is not in the registry."""
 
     code = "toolkit.notFound"
+
+
+class DuplicateToolkitError(ToolkitError):
+    """Two toolkits claim the same name in one registry (the message names both)."""
+
+    code = "toolkit.duplicate"
+
+
+class ToolkitLoadError(ToolkitError):
+    """A ``MODULE:OBJECT`` reference or an entry point could not be loaded as a toolkit."""
+
+    code = "toolkit.load"

@@ -1,0 +1,185 @@
+"""One uniform view of a toolkit, whichever way it was declared (decorated class or dynamic)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from toolkits._schema import ArgumentsValidator, type_from_schema
+from toolkits.context import ToolkitContext
+from toolkits.decorators import MethodOperation, toolkit_spec
+from toolkits.dynamic import DynamicToolkit
+from toolkits.errors import ToolkitDefinitionError, ToolkitNotFoundError
+from toolkits.spec import OperationSpec
+
+__all__ = ["BoundToolkit", "bind_toolkit"]
+
+_Invoke = Callable[[dict[str, Any], ToolkitContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _BoundOperation:
+    spec: OperationSpec
+    validate: Callable[[Mapping[str, Any]], dict[str, Any]]
+    invoke: _Invoke
+
+
+class BoundToolkit:
+    """A toolkit ready to be called: its name, description, operation specs and the object behind them.
+
+    Built by :func:`bind_toolkit`; the registry and the bridge only deal with this type.
+    """
+
+    def __init__(
+        self, *, name: str, description: str, source: str, target: object, operations: Mapping[str, _BoundOperation]
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.source = source
+        self.target = target
+        self._ops = dict(operations)
+        self.operations: Mapping[str, OperationSpec] = MappingProxyType({k: v.spec for k, v in self._ops.items()})
+
+    def __repr__(self) -> str:
+        return f"<BoundToolkit {self.name!r} from {self.source} ({len(self._ops)} operations)>"
+
+    def _op(self, operation: str) -> _BoundOperation:
+        try:
+            return self._ops[operation]
+        except KeyError:
+            raise ToolkitNotFoundError(
+                f"toolkit {self.name!r} has no operation {operation!r}; it has: {', '.join(self._ops)}"
+            ) from None
+
+    def validate(self, operation: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate and convert ``arguments`` (decoded values) for ``operation``.
+
+        Raises:
+            ToolkitNotFoundError: no such operation.
+            pydantic.ValidationError: the arguments do not fit the schema.
+        """
+        return self._op(operation).validate(arguments)
+
+    async def invoke(self, operation: str, arguments: dict[str, Any], context: ToolkitContext) -> Any:
+        """Run ``operation`` with already validated ``arguments`` (no grants, approval or timeout here)."""
+        return await self._op(operation).invoke(arguments, context)
+
+    async def call(self, operation: str, arguments: Mapping[str, Any], context: ToolkitContext) -> Any:
+        """Validate and run: the in-process path, for tests and host code that calls tools directly."""
+        return await self.invoke(operation, self.validate(operation, arguments), context)
+
+
+def bind_toolkit(obj: object) -> BoundToolkit:
+    """Bind a toolkit object: the uniform view the registry and the bridge use.
+
+    ``obj`` may be a ``@toolkit`` class (instantiated with no arguments), an instance of one, a
+    ``DynamicToolkit`` (instance or class) or an already bound toolkit.
+
+    Raises:
+        ToolkitDefinitionError: ``obj`` is not a toolkit, cannot be instantiated without
+            arguments, or a dynamic toolkit describes itself wrongly.
+    """
+    if isinstance(obj, BoundToolkit):
+        return obj
+    if isinstance(obj, type):
+        if toolkit_spec(obj) is None and not issubclass(obj, DynamicToolkit):
+            raise _not_a_toolkit(obj)
+        cls = obj
+        try:
+            obj = cls()
+        except Exception as exc:
+            raise ToolkitDefinitionError(
+                f"toolkit class {cls.__qualname__} could not be instantiated without arguments "
+                f"({type(exc).__name__}: {exc}); pass an instance instead"
+            ) from exc
+    if isinstance(obj, DynamicToolkit):
+        return _bind_dynamic(obj)
+    spec = toolkit_spec(obj)
+    if spec is None:
+        raise _not_a_toolkit(obj)
+    ops = {name: _bind_method(obj, op) for name, op in spec.operations.items()}
+    return BoundToolkit(name=spec.name, description=spec.description, source=spec.qualname, target=obj, operations=ops)
+
+
+def _not_a_toolkit(obj: object) -> ToolkitDefinitionError:
+    what = obj.__qualname__ if isinstance(obj, type) else f"a {type(obj).__qualname__} object"
+    return ToolkitDefinitionError(
+        f"{what} is not a toolkit: decorate the class with @toolkit(name=...), or subclass DynamicToolkit"
+    )
+
+
+def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
+    method = getattr(instance, op.method)
+    context_param = op.context_param
+
+    if op.is_async:
+
+        async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
+            if context_param is not None:
+                arguments = {**arguments, context_param: context}
+            return await method(**arguments)
+
+    else:
+
+        async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
+            if context_param is not None:
+                arguments = {**arguments, context_param: context}
+            # A blocking tool must not stall the other calls of the round: run it in a worker thread.
+            return await asyncio.to_thread(method, **arguments)
+
+    return _BoundOperation(spec=op.spec, validate=op.validator, invoke=invoke)
+
+
+def _bind_dynamic(dynamic: DynamicToolkit) -> BoundToolkit:
+    kind = type(dynamic).__qualname__
+    name = getattr(dynamic, "name", None)
+    description = getattr(dynamic, "description", None)
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise ToolkitDefinitionError(
+            f"dynamic toolkit {kind}: name {name!r} is not allowed; set `name` to a Python identifier "
+            "that does not start with '_'"
+        )
+    if not isinstance(description, str) or not description.strip():
+        raise ToolkitDefinitionError(f"dynamic toolkit {kind} ({name!r}): set a non-empty `description`")
+    specs = dynamic.operations()
+    if not specs:
+        raise ToolkitDefinitionError(f"dynamic toolkit {kind} ({name!r}): operations() returned no operations")
+    ops: dict[str, _BoundOperation] = {}
+    for spec in specs:
+        if not isinstance(spec, OperationSpec):
+            raise ToolkitDefinitionError(
+                f"dynamic toolkit {kind} ({name!r}): operations() must return OperationSpec objects, "
+                f"got {type(spec).__name__}"
+            )
+        if spec.name in ops:
+            raise ToolkitDefinitionError(f"dynamic toolkit {kind} ({name!r}): operation {spec.name!r} is listed twice")
+        validator = ArgumentsValidator(
+            f"{name}_{spec.name}_arguments",
+            [
+                (p.name, type_from_schema(p.schema), ... if p.required else p.default, p.description)
+                for p in spec.parameters
+            ],
+            omit_unset=True,
+        )
+        ops[spec.name] = _BoundOperation(spec=spec, validate=validator, invoke=_dynamic_invoke(dynamic, spec.name))
+    return BoundToolkit(
+        name=name,
+        description=" ".join(description.split()),
+        source=f"{type(dynamic).__module__}.{kind}",
+        target=dynamic,
+        operations=ops,
+    )
+
+
+def _dynamic_invoke(dynamic: DynamicToolkit, operation: str) -> _Invoke:
+    async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
+        result = dynamic.execute(operation, arguments, context)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    return invoke

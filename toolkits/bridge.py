@@ -1,0 +1,584 @@
+"""The host end of toolkit calls: grants, validation, approval, limits, recording and replay.
+
+``ToolkitBridge`` implements ``sandbox.channel.RpcHandler``: the channel owns the socket and the
+framing and hands each runtime->host request to :meth:`ToolkitBridge.handle`. Nothing here trusts
+the sandbox: every argument is decoded with the JSON codec (never unpickled), validated against
+the operation's schema, and only granted operations ever run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic
+
+from sandbox.runtime import protocol as _p
+from toolkits._errors import safe_message
+from toolkits._grants import Grants, as_toolkit_map, normalize_grants
+from toolkits._schema import field_errors
+from toolkits.bound import BoundToolkit
+from toolkits.context import Control, ToolkitContext
+from toolkits.errors import ToolkitError
+from toolkits.registry import ToolkitRegistry
+from toolkits.stubs import openai_tools, render_stubs
+
+__all__ = ["ApprovalDecision", "ApprovalRequest", "Approver", "CallRecord", "ToolkitBridge"]
+
+_BAD_CALL = "call params must be {toolkit: str, operation: str, arguments: object}"
+_RESULT_OVERHEAD = 256
+"""Bytes of a response frame besides the result (``{"jsonrpc":"2.0","id":..,"result":..}``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalRequest:
+    """What the host's approver is asked about (the engine surfaces it as ``action.requested``).
+
+    Attributes:
+        session_id: The calling session.
+        sequence: The call's sequence number in this bridge.
+        toolkit: The toolkit name.
+        operation: The operation name.
+        description: The operation's summary.
+        arguments: The arguments as the sandbox sent them (codec-encoded JSON).
+    """
+
+    session_id: str
+    sequence: int
+    toolkit: str
+    operation: str
+    description: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalDecision:
+    """The approver's answer.
+
+    Attributes:
+        allow: Run the operation.
+        reason: Why (shown to the model when denied).
+    """
+
+    allow: bool
+    reason: str = ""
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallRecord:
+    """One toolkit call as the bridge saw it; the engine stores these per round and replay answers from them.
+
+    Attributes:
+        sequence: Order of arrival in this bridge (0-based).
+        session_id: The calling session.
+        toolkit: The toolkit name ("" when the request did not carry a string).
+        operation: The operation name ("" when the request did not carry a string).
+        arguments: As received (codec-encoded JSON).
+        result: The codec-encoded result (``{"$control": ...}`` for control signals), when it succeeded.
+        error: ``{"code", "name", "message"[, "data"]}`` when it failed.
+        started_at: Wall-clock start (``time.time()``).
+        duration_s: How long the call took on the host.
+    """
+
+    sequence: int
+    session_id: str
+    toolkit: str
+    operation: str
+    arguments: dict[str, Any]
+    result: Any = None
+    error: dict[str, Any] | None = None
+    started_at: float = 0.0
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the call returned a result."""
+        return self.error is None
+
+    @property
+    def control(self) -> dict[str, Any] | None:
+        """The ``$control`` object when the call returned a control signal (``finish``, ``ask_user``)."""
+        if self.error is None and isinstance(self.result, dict) and isinstance(self.result.get("$control"), dict):
+            return dict(self.result["$control"])
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict (for the store)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CallRecord:
+        """The inverse of :meth:`to_json`.
+
+        Raises:
+            ToolkitError: ``data`` is not a call record.
+        """
+        try:
+            return cls(
+                sequence=int(data["sequence"]),
+                session_id=str(data["session_id"]),
+                toolkit=str(data["toolkit"]),
+                operation=str(data["operation"]),
+                arguments=dict(data.get("arguments") or {}),
+                result=data.get("result"),
+                error=dict(data["error"]) if data.get("error") is not None else None,
+                started_at=float(data.get("started_at", 0.0)),
+                duration_s=float(data.get("duration_s", 0.0)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ToolkitError(f"not a call record ({type(exc).__name__}: {exc}): {dict(data)!r:.200}") from None
+
+
+class _RateLimiter:
+    """At most ``calls`` calls in any window of ``per`` seconds (sliding window)."""
+
+    def __init__(self, calls: int, per: float) -> None:
+        if calls < 1 or per <= 0:
+            raise ToolkitError(f"rate_limit must be (calls >= 1, seconds > 0), got ({calls!r}, {per!r})")
+        self.calls = calls
+        self.per = per
+        self._stamps: deque[float] = deque()
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        stamps = self._stamps
+        while stamps and stamps[0] <= now - self.per:
+            stamps.popleft()
+        if len(stamps) >= self.calls:
+            return False
+        stamps.append(now)
+        return True
+
+
+class _Replay:
+    def __init__(self, records: Iterable[CallRecord]) -> None:
+        self.records = sorted(records, key=lambda r: r.sequence)
+        self.used = [False] * len(self.records)
+        self.next = 0
+        self.divergence: str | None = None
+
+    def take(self, toolkit: str, operation: str, arguments: Any) -> CallRecord:
+        while self.next < len(self.records) and self.used[self.next]:
+            self.next += 1
+        for index in range(self.next, len(self.records)):
+            rec = self.records[index]
+            if not self.used[index] and (rec.toolkit, rec.operation, rec.arguments) == (toolkit, operation, arguments):
+                self.used[index] = True
+                return rec
+        call = f"{toolkit}.{operation}({_args_repr(arguments)})"
+        if self.next < len(self.records):
+            rec = self.records[self.next]
+            expected = f"{rec.toolkit}.{rec.operation}({_args_repr(rec.arguments)})"
+            detail = f"the code called {call} but the record has {expected} next"
+        else:
+            detail = f"the code called {call} but the record has no more calls"
+        message = (
+            f"replay diverged at call #{sum(self.used)}: {detail}; the session cannot be replayed "
+            "deterministically (did the code or a toolkit change?)"
+        )
+        if self.divergence is None:
+            self.divergence = message
+        raise _p.RpcError(_p.INTERNAL_ERROR, message, {"replay": "diverged"})
+
+    @property
+    def remaining(self) -> int:
+        return self.used.count(False)
+
+
+def _args_repr(arguments: Any) -> str:
+    if not isinstance(arguments, dict):
+        return repr(arguments)[:80]
+    text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _error_json(err: _p.RpcError) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": err.code, "name": err.name, "message": err.message}
+    if err.data is not None:
+        out["data"] = err.data
+    return out
+
+
+class ToolkitBridge:
+    """Serves one session's toolkit calls (implements ``sandbox.channel.RpcHandler``).
+
+    Args:
+        toolkits: A ``ToolkitRegistry`` (looked up on every call, so unregistering takes effect)
+            or toolkits (anything ``bind_toolkit`` accepts).
+        grants: ``{toolkit: "*" | [operation, ...]}``; ``None`` grants every operation of every
+            toolkit given. Checked now: unknown names raise ``ToolkitNotFoundError``.
+        session_id: The session; defaults to ``context.session_id``.
+        context: The base ``ToolkitContext`` handed to operations (the bridge adds ``deadline``
+            and ``skills`` per call).
+        approval: The host's approver for ``approval="ask"`` operations; without one they are denied.
+        default_timeout: Seconds per call when the operation sets none.
+        rate_limit: ``(calls, per_seconds)`` for the session, or ``None`` for no limit.
+        record: Keep a ``CallRecord`` of every call (see :meth:`drain_calls`).
+        max_result_bytes: Cap on an encoded result (default: what fits in one frame).
+    """
+
+    def __init__(
+        self,
+        toolkits: ToolkitRegistry | Iterable[object],
+        *,
+        grants: Grants | None = None,
+        session_id: str | None = None,
+        context: ToolkitContext | None = None,
+        approval: Approver | None = None,
+        default_timeout: float = 30.0,
+        rate_limit: tuple[int, float] | None = None,
+        record: bool = True,
+        max_result_bytes: int | None = None,
+    ) -> None:
+        if session_id is None and context is None:
+            raise ToolkitError("ToolkitBridge needs a session: pass session_id=... or context=ToolkitContext(...)")
+        if context is not None and session_id is not None and context.session_id != session_id:
+            raise ToolkitError(
+                f"ToolkitBridge got session_id={session_id!r} but context.session_id={context.session_id!r}; "
+                "pass one of them"
+            )
+        if not default_timeout > 0:
+            raise ToolkitError(f"default_timeout must be a positive number of seconds, got {default_timeout!r}")
+        self._registry = toolkits if isinstance(toolkits, ToolkitRegistry) else ToolkitRegistry(toolkits)
+        available = as_toolkit_map(self._registry)
+        self._grants = normalize_grants(available, grants)
+        self.session_id: str = session_id if session_id is not None else context.session_id  # type: ignore[union-attr]
+        self._context = context if context is not None else ToolkitContext(session_id=self.session_id)
+        self._approver = approval
+        self.default_timeout = float(default_timeout)
+        self._limiter = _RateLimiter(*rate_limit) if rate_limit is not None else None
+        self._record = record
+        self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
+        self._records: list[CallRecord] = []
+        self._sequence = 0
+        self._replay: _Replay | None = None
+        self._manifest_override: dict[str, Any] | None = None
+        skills: dict[str, dict[str, Any]] = {}
+        for name, ops in self._grants.items():
+            bound = available[name]
+            skills[name] = {
+                "description": bound.description,
+                "operations": {op: spec.summary for op, spec in bound.operations.items() if op in ops},
+            }
+        self._context = dataclasses.replace(self._context, skills=skills)
+
+    # -- construction helpers --------------------------------------------------------------------
+    @classmethod
+    def replaying(
+        cls,
+        records: Iterable[CallRecord],
+        *,
+        toolkits: ToolkitRegistry | Iterable[object] = (),
+        grants: Grants | None = None,
+        session_id: str | None = None,
+        record: bool = True,
+    ) -> ToolkitBridge:
+        """A bridge that answers calls from ``records`` (in order) and never runs a tool.
+
+        A call that matches no remaining record (same toolkit, operation and encoded arguments)
+        fails with ``internal_error`` "replay diverged ..."; :attr:`divergence` keeps the first.
+
+        Args:
+            records: The recorded calls of the round(s) being replayed.
+            toolkits: The session's toolkits, for the manifest (positional arguments need the
+                parameter order); without them the manifest is rebuilt from the records.
+            grants: As for the constructor.
+            session_id: Defaults to the records' session.
+            record: Record the replayed calls too.
+
+        Returns:
+            The replaying bridge.
+        """
+        recs = list(records)
+        sid = session_id or (recs[0].session_id if recs else "replay")
+        bridge = cls(toolkits, grants=grants, session_id=sid, record=record)
+        bridge._replay = _Replay(recs)
+        if not bridge._grants:
+            bridge._manifest_override = _manifest_from_records(recs)
+        return bridge
+
+    # -- introspection ---------------------------------------------------------------------------
+    @property
+    def grants(self) -> dict[str, frozenset[str]]:
+        """``{toolkit: frozenset(operations)}`` granted to this session."""
+        return dict(self._grants)
+
+    @property
+    def divergence(self) -> str | None:
+        """In replay mode: the first divergence message, else ``None``."""
+        return self._replay.divergence if self._replay is not None else None
+
+    @property
+    def replay_remaining(self) -> int:
+        """In replay mode: recorded calls not consumed yet (0 otherwise)."""
+        return self._replay.remaining if self._replay is not None else 0
+
+    def _granted_toolkits(self) -> list[tuple[BoundToolkit, list[str]]]:
+        out = []
+        for name, ops in self._grants.items():
+            bound = self._registry.get(name)
+            if bound is not None:
+                out.append((bound, [op for op in bound.operations if op in ops]))
+        return out
+
+    def manifest(self) -> dict[str, Any]:
+        """The granted toolkits and operations, sent to the runtime when it authenticates."""
+        if self._manifest_override is not None:
+            return self._manifest_override
+        toolkits: dict[str, Any] = {}
+        for bound, ops in self._granted_toolkits():
+            operations = {}
+            for op in ops:
+                spec = bound.operations[op]
+                operations[op] = {
+                    "params": [p.name for p in spec.parameters],
+                    "required": [p.name for p in spec.parameters if p.required],
+                }
+            toolkits[bound.name] = {"description": bound.description, "operations": operations}
+        return {"toolkits": toolkits}
+
+    def stubs(self) -> str:
+        """The granted operations as the model sees them (``render_stubs`` with this session's grants)."""
+        granted = self._granted_toolkits()
+        return render_stubs([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The granted operations in the function-calling form."""
+        granted = self._granted_toolkits()
+        return openai_tools([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
+
+    def drain_calls(self) -> list[CallRecord]:
+        """The calls recorded since the last drain, in order of arrival; clears them."""
+        records, self._records = self._records, []
+        records.sort(key=lambda r: r.sequence)
+        return records
+
+    # -- RpcHandler ------------------------------------------------------------------------------
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
+        if method != "call":
+            raise _p.RpcError(_p.METHOD_NOT_FOUND, f"unknown method {method!r}: the runtime may only send 'call'")
+        sequence = self._sequence
+        self._sequence += 1
+        raw_toolkit = params.get("toolkit") if isinstance(params, dict) else None
+        raw_operation = params.get("operation") if isinstance(params, dict) else None
+        raw_arguments = params.get("arguments", {}) if isinstance(params, dict) else None
+        toolkit = raw_toolkit if isinstance(raw_toolkit, str) else ""
+        operation = raw_operation if isinstance(raw_operation, str) else ""
+        arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
+        started_at = time.time()
+        t0 = time.perf_counter()
+        self._context.event(
+            "tool.call.started",
+            {"sequence": sequence, "toolkit": toolkit, "operation": operation, "arguments": arguments},
+        )
+        error: _p.RpcError | None = None
+        result: Any = None
+        try:
+            if self._replay is not None:
+                result = self._replayed(toolkit, operation, arguments, raw_toolkit, raw_operation, raw_arguments)
+            else:
+                result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
+            return result
+        except _p.RpcError as err:
+            error = err
+            raise
+        except asyncio.CancelledError:
+            error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
+            raise
+        finally:
+            duration = time.perf_counter() - t0
+            if self._record:
+                self._records.append(
+                    CallRecord(
+                        sequence=sequence,
+                        session_id=self.session_id,
+                        toolkit=toolkit,
+                        operation=operation,
+                        arguments=arguments,
+                        result=None if error is not None else result,
+                        error=_error_json(error) if error is not None else None,
+                        started_at=started_at,
+                        duration_s=duration,
+                    )
+                )
+            done: dict[str, Any] = {
+                "sequence": sequence,
+                "toolkit": toolkit,
+                "operation": operation,
+                "duration_s": duration,
+            }
+            if error is not None:
+                done["error"] = _error_json(error)
+            self._context.event("tool.call.completed", done)
+
+    def _replayed(
+        self, toolkit: str, operation: str, arguments: dict[str, Any], *raw: Any
+    ) -> Any:  # raw: the request's fields as sent, so malformed requests never match a record
+        assert self._replay is not None  # noqa: S101 -- internal invariant, not input validation
+        if not (isinstance(raw[0], str) and isinstance(raw[1], str) and isinstance(raw[2], dict)):
+            raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
+        rec = self._replay.take(toolkit, operation, arguments)
+        if rec.error is not None:
+            code = rec.error.get("code")
+            raise _p.RpcError(
+                code if isinstance(code, int) else _p.INTERNAL_ERROR,
+                str(rec.error.get("message", "")),
+                rec.error.get("data"),
+            )
+        return rec.result
+
+    async def _call(self, sequence: int, toolkit: Any, operation: Any, arguments: Any) -> Any:
+        if not (isinstance(toolkit, str) and isinstance(operation, str) and isinstance(arguments, dict)):
+            raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
+        label = f"{toolkit}.{operation}"
+        bound = self._authorize(toolkit, operation)
+        spec = bound.operations[operation]
+        if self._limiter is not None and not self._limiter.allow():
+            raise _p.RpcError(
+                _p.RATE_LIMITED,
+                f"rate limit exceeded: at most {self._limiter.calls} calls per {self._limiter.per:g} s in this "
+                "session; wait, or do more work per call",
+            )
+        values = self._decode_arguments(label, arguments)
+        try:
+            validated = bound.validate(operation, values)
+        except pydantic.ValidationError as exc:
+            errors = field_errors(exc)
+            detail = "; ".join(f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors)
+            raise _p.RpcError(
+                _p.INVALID_PARAMS, f"invalid arguments for {label}(): {detail}", {"errors": errors}
+            ) from None
+        await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
+        timeout = spec.timeout if spec.timeout is not None else self.default_timeout
+        context = dataclasses.replace(self._context, deadline=time.monotonic() + timeout)
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                value = await bound.invoke(operation, validated, context)
+        except TimeoutError as exc:
+            if scope.expired():
+                raise _p.RpcError(
+                    _p.DEADLINE_EXCEEDED, f"{label}() did not finish within its {timeout:g} s timeout"
+                ) from None
+            raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
+        except _p.RpcError:
+            raise
+        except Exception as exc:  # the tool failed: its message only, never a host traceback or path
+            raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
+        return self._encode_result(label, value)
+
+    def _authorize(self, toolkit: str, operation: str) -> BoundToolkit:
+        granted = self._grants.get(toolkit)
+        bound = self._registry.get(toolkit)
+        if granted is None:
+            if bound is None:
+                available = ", ".join(self._grants) or "none"
+                raise _p.RpcError(
+                    _p.NOT_FOUND, f"there is no toolkit {toolkit!r}; toolkits of this session: {available}"
+                )
+            raise _p.RpcError(_p.UNAUTHORIZED, f"toolkit {toolkit!r} is not granted to this session")
+        if bound is None:
+            raise _p.RpcError(_p.NOT_FOUND, f"toolkit {toolkit!r} is no longer available on the host")
+        if operation not in bound.operations or operation.startswith("_"):
+            ops = sorted(op for op in granted if op in bound.operations)
+            close = difflib.get_close_matches(operation, ops, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"granted: {', '.join(ops) or 'none'}"
+            raise _p.RpcError(_p.NOT_FOUND, f"toolkit {toolkit!r} has no operation {operation!r}; {hint}")
+        if operation not in granted:
+            raise _p.RpcError(_p.UNAUTHORIZED, f"operation {toolkit}.{operation} is not granted to this session")
+        return bound
+
+    def _decode_arguments(self, label: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        from sandbox.runtime import codec
+
+        values: dict[str, Any] = {}
+        for name, encoded in arguments.items():
+            if not isinstance(name, str):  # pragma: no cover -- JSON object keys are always strings
+                raise _p.RpcError(_p.INVALID_PARAMS, f"argument names of {label}() must be strings")
+            try:
+                values[name] = codec.decode(encoded)
+            except Exception as exc:  # Unencodable, ValueError, ...: hostile input must not crash the host
+                raise _p.RpcError(
+                    _p.INVALID_PARAMS,
+                    f"argument {name!r} of {label}() could not be decoded: {safe_message(exc)}",
+                    {"errors": [{"field": name, "message": "undecodable value", "type": "codec"}]},
+                ) from None
+        return values
+
+    async def _approve(
+        self, sequence: int, toolkit: str, operation: str, summary: str, policy: str, arguments: dict[str, Any]
+    ) -> None:
+        label = f"{toolkit}.{operation}"
+        if policy == "auto":
+            return
+        if policy == "deny":
+            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() is denied by the host's policy and never runs")
+        if self._approver is None:
+            raise _p.RpcError(
+                _p.APPROVAL_DENIED, f"{label}() needs the user's approval, but this host has no approver: denied"
+            )
+        request = ApprovalRequest(
+            session_id=self.session_id,
+            sequence=sequence,
+            toolkit=toolkit,
+            operation=operation,
+            description=summary,
+            arguments=arguments,
+        )
+        try:
+            decision = await self._approver(request)
+        except Exception as exc:
+            raise _p.RpcError(
+                _p.APPROVAL_DENIED, f"{label}() was not approved: the approver failed ({type(exc).__name__})"
+            ) from None
+        if not isinstance(decision, ApprovalDecision) or not decision.allow:
+            given = decision.reason if isinstance(decision, ApprovalDecision) else ""
+            reason = given or "no reason given"
+            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() was denied by the user: {reason}")
+
+    def _encode_result(self, label: str, value: Any) -> Any:
+        from sandbox.runtime import codec
+
+        try:
+            if isinstance(value, Control):
+                payload = {k: codec.encode(v) for k, v in value.payload.items()}
+                encoded: Any = {"$control": {"kind": value.kind, **payload}}
+            else:
+                encoded = codec.encode(value, max_bytes=self._max_result_bytes)
+        except codec.Unencodable as exc:
+            reason = getattr(exc, "reason", str(exc))
+            if _is_size_error(exc):
+                raise _p.RpcError(
+                    _p.PAYLOAD_TOO_LARGE,
+                    f"the result of {label}() exceeds the {self._max_result_bytes}-byte limit; return less data",
+                ) from None
+            raise _p.RpcError(
+                _p.TOOL_ERROR, f"the result of {label}() cannot be sent to the sandbox: {reason}"
+            ) from None
+        return encoded
+
+
+def _is_size_error(exc: BaseException) -> bool:
+    return bool(getattr(exc, "too_large", False)) or "byte" in str(exc).lower() and "limit" in str(exc).lower()
+
+
+def _manifest_from_records(records: list[CallRecord]) -> dict[str, Any]:
+    toolkits: dict[str, Any] = {}
+    for rec in records:
+        if not rec.toolkit or not rec.operation:
+            continue
+        entry = toolkits.setdefault(rec.toolkit, {"description": "", "operations": {}})
+        params = entry["operations"].setdefault(rec.operation, {"params": [], "required": []})["params"]
+        for name in rec.arguments:
+            if name not in params:
+                params.append(name)
+    return {"toolkits": toolkits}

@@ -1,0 +1,82 @@
+"""What a toolkit operation may receive from the host: the call context, model access, control signals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from toolkits.errors import ToolkitError
+
+__all__ = ["Control", "EventSink", "ModelAccess", "ToolkitContext"]
+
+
+@runtime_checkable
+class ModelAccess(Protocol):
+    """The agent's language models, as a toolkit sees them (the engine implements it).
+
+    ``purpose`` selects the model: ``"utility"`` (cheap extraction, translation), ``"thought"``
+    (deep thinking), or any purpose the blueprint names.
+    """
+
+    async def complete(self, prompt: str, *, purpose: str = "utility") -> str:
+        """Return the model's reply to ``prompt``."""
+        ...
+
+
+EventSink = Callable[[str, dict[str, Any]], None]
+"""``emit(kind, data)``: hands an event to the engine (for example ``"express"`` for a user message)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolkitContext:
+    """The context of one toolkit call; an operation receives it by annotating a parameter with it.
+
+    The bridge fills ``deadline`` (``time.monotonic()`` seconds by which the call is cut off) and
+    ``skills`` (the toolkits and operations granted to this session) for each call.
+
+    Attributes:
+        session_id: The session the calling sandbox belongs to.
+        trace_id: Correlates logs across the engine, sandbox and tools.
+        run_id: The agent run the call belongs to.
+        user: Who the agent acts for (opaque to the bridge).
+        model: The agent's model access, or ``None`` when the host has none.
+        emit: Sends an event to the engine, or ``None``.
+        deadline: ``time.monotonic()`` value when this call times out, or ``None``.
+        skills: ``{toolkit: {"description": str, "operations": {op: summary}}}`` granted to the session.
+    """
+
+    session_id: str
+    trace_id: str | None = None
+    run_id: str | None = None
+    user: str | None = None
+    model: ModelAccess | None = None
+    emit: EventSink | None = None
+    deadline: float | None = None
+    skills: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        """Emit an event when the host installed a sink; otherwise do nothing."""
+        if self.emit is not None:
+            self.emit(kind, data)
+
+
+@dataclass(frozen=True)
+class Control:
+    """A control signal returned by an operation (``finish``, ``ask_user``, ...).
+
+    The bridge sends it as ``{"$control": {"kind": kind, **payload}}``; the runtime raises a
+    ``BaseException``-derived signal in the sandbox so the model's ``except Exception`` cannot
+    swallow it.
+
+    Attributes:
+        kind: The signal, for example ``"finish"``.
+        payload: JSON-able (codec-encodable) details; must not contain the key ``"kind"``.
+    """
+
+    kind: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if "kind" in self.payload:
+            raise ToolkitError(f"Control({self.kind!r}) payload may not use the reserved key 'kind'")

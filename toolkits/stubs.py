@@ -1,0 +1,111 @@
+"""What the model sees of the toolkits: Python stubs (``prompts/toolkit.j2``) and the function-calling form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import prompts
+from toolkits._grants import Grants, as_toolkit_map, normalize_grants
+from toolkits.bound import BoundToolkit
+from toolkits.spec import OperationSpec
+
+__all__ = ["openai_tools", "render_stubs"]
+
+TEMPLATE = "toolkit.j2"
+
+
+def _selected(toolkits: Iterable[object], grants: Grants | None) -> list[tuple[BoundToolkit, list[OperationSpec]]]:
+    bound = as_toolkit_map(toolkits)
+    allowed = normalize_grants(bound, grants)
+    out = []
+    for name, ops in allowed.items():
+        specs = [spec for op, spec in bound[name].operations.items() if op in ops and spec.approval != "deny"]
+        if specs:
+            out.append((bound[name], specs))
+    return out
+
+
+def _escape(text: str) -> str:
+    """Make text safe inside a triple-quoted docstring."""
+    return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
+
+
+def _signature(spec: OperationSpec) -> str:
+    parts = ["self"]
+    for param in spec.parameters:
+        text = f"{param.name}: {param.annotation}"
+        if not param.required:
+            text += f" = {param.default!r}"
+        parts.append(text)
+    return ", ".join(parts)
+
+
+def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) -> str:
+    """Render toolkits as Python classes of ``async def`` stubs: exactly what the model reads.
+
+    Operations with ``approval="deny"`` are left out (they can never run).
+
+    Args:
+        toolkits: A ``ToolkitRegistry`` or toolkits (anything ``bind_toolkit`` accepts).
+        grants: ``{toolkit: "*" | [operation, ...]}`` to show only what a session was granted.
+
+    Returns:
+        Python source (valid syntax), toolkits separated by two blank lines.
+    """
+    data: list[dict[str, Any]] = []
+    for bound, specs in _selected(toolkits, grants):
+        data.append(
+            {
+                "name": bound.name,
+                "description": _escape(bound.description),
+                "operations": [
+                    {
+                        "name": spec.name,
+                        "signature": _signature(spec),
+                        "returns": spec.returns,
+                        "description": _escape(spec.description),
+                        "approval": spec.approval,
+                        "args": [
+                            {"name": p.name, "description": _escape(p.description)}
+                            for p in spec.parameters
+                            if p.description
+                        ],
+                        "returns_description": _escape(spec.returns_description),
+                    }
+                    for spec in specs
+                ],
+            }
+        )
+    return prompts.render(TEMPLATE, toolkits=data)
+
+
+def openai_tools(toolkits: Iterable[object], *, grants: Grants | None = None) -> list[dict[str, Any]]:
+    """The same operations in the JSON-schema function-calling form (``{"type": "function", ...}``).
+
+    Function names are ``<toolkit>__<operation>`` (the API allows no dots).
+
+    Args:
+        toolkits: A ``ToolkitRegistry`` or toolkits.
+        grants: ``{toolkit: "*" | [operation, ...]}`` to list only what a session was granted.
+
+    Returns:
+        One function definition per operation.
+    """
+    tools: list[dict[str, Any]] = []
+    for bound, specs in _selected(toolkits, grants):
+        for spec in specs:
+            description = spec.description
+            if spec.returns_description:
+                description += f"\n\nReturns: {spec.returns_description}"
+            tools.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": f"{bound.name}__{spec.name}",
+                        "description": description,
+                        "parameters": spec.json_schema,
+                    },
+                }
+            )
+    return tools
