@@ -19,6 +19,8 @@ import os
 import secrets
 import shutil
 import tempfile
+import types
+from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
@@ -391,7 +393,14 @@ class Channel:
             err = _p.RpcError(_p.RATE_LIMITED, f"more than {_MAX_IN_FLIGHT} calls in flight; await some first")
             conn._send(_p.error_response(id_, err))
             return
-        task = asyncio.get_running_loop().create_task(self._serve(conn, id_, method, params))
+        # Eager start: run the handler up to its first suspension right here; most calls that
+        # complete synchronously then cost no task and no extra event-loop iteration.
+        coro = self._serve(conn, id_, method, params)
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            return
+        task = asyncio.get_running_loop().create_task(_resume(coro, yielded))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -439,6 +448,27 @@ class Channel:
                 self._connected.set_exception(ChannelClosedError("the bridge channel was closed"))
                 self._connected.exception()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
+    """Continue a coroutine that was started outside a task (``yielded`` is its first suspension)."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # cancellation and friends go into the coroutine
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration:
+                return
 
 
 def _valid_id(id_: Any) -> bool:
