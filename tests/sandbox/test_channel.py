@@ -140,7 +140,8 @@ async def test_auth_returns_the_manifest_and_calls_are_dispatched(channel: Chann
     await peer.send(p.request(1, "call", {"toolkit": "echo", "operation": "echo", "arguments": {"value": [1, "x"]}}))
     assert await peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": [1, "x"]}
     await peer.send(p.request(2, "call", {"toolkit": "echo", "operation": "fail", "arguments": {}}))
-    assert await peer.recv() == {"jsonrpc": "2.0", "id": 2, "error": {"code": p.TOOL_ERROR, "message": "the tool failed"}}
+    failed = await peer.recv()
+    assert failed == {"jsonrpc": "2.0", "id": 2, "error": {"code": p.TOOL_ERROR, "message": "the tool failed"}}
     assert channel.rpc_count == 2
 
 
@@ -220,9 +221,7 @@ async def test_garbage_before_auth_closes_the_connection(channel: Channel) -> No
     await authed(channel)
 
 
-@pytest.mark.parametrize(
-    "newline", [pytest.param(True, id="with-newline"), pytest.param(False, id="newline-later")]
-)
+@pytest.mark.parametrize("newline", [pytest.param(True, id="with-newline"), pytest.param(False, id="newline-later")])
 async def test_oversized_frame_is_refused_and_the_stream_resyncs(channel: Channel, newline: bool) -> None:
     peer = await authed(channel)
     big = b'{"jsonrpc": "2.0", "id": 9, "method": "call", "params": {"x": "' + b"a" * p.MAX_FRAME + b'"}}'
@@ -274,7 +273,8 @@ async def test_calls_overlap_and_in_flight_calls_are_cancelled_when_the_round_en
     peer = await authed(channel)
     channel.begin_round()
     for i in range(5):
-        await peer.send(p.request(i + 1, "call", {"toolkit": "echo", "operation": "slow", "arguments": {"seconds": 60}}))
+        slow = {"toolkit": "echo", "operation": "slow", "arguments": {"seconds": 60}}
+        await peer.send(p.request(i + 1, "call", slow))
     handler = handler_of(channel)
     for _ in range(200):
         if handler.running == 5:
