@@ -307,7 +307,7 @@ class RedisStore(Store):
         args: list[str] = [
             session_id,
             str(record.index),
-            dumps(record.to_json(), what=f"round {record.index}"),
+            dumps(record.to_json(), what=f"round {record.index} of session {session_id!r}"),
             repr(time.time()),
             self._ttl_ms,
             str(len(segments)),

@@ -122,9 +122,13 @@ class SQLiteStore(Store):
             if not memory:
                 self._prepare_file(Path(resolved))
             self._conn = sqlite3.connect(resolved, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.executescript(_SCHEMA)
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                self._conn.executescript(_SCHEMA)
+            except BaseException:
+                self._conn.close()
+                raise
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -142,7 +146,7 @@ class SQLiteStore(Store):
     def _errors(self, action: str) -> Iterator[None]:
         try:
             yield
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise StoreError(
                 f"SQLite store at {self.url} failed to {action}: {exc}; check the file, its permissions and free "
                 "disk space, or point CODEACT_STORE / --store elsewhere",
@@ -284,9 +288,9 @@ class SQLiteStore(Store):
                     raise self._not_found(session_id)
                 if record.index != row[0] + 1:
                     raise self._conflict(record, row[0])
+                body = dumps(record.to_json(), what=f"round {record.index} of session {session_id!r}")
                 conn.execute(
-                    "INSERT INTO rounds (session_id, idx, record) VALUES (?, ?, ?)",
-                    (session_id, record.index, dumps(record.to_json(), what=f"round {record.index}")),
+                    "INSERT INTO rounds (session_id, idx, record) VALUES (?, ?, ?)", (session_id, record.index, body)
                 )
                 (last_pos,) = conn.execute(
                     "SELECT COALESCE(MAX(pos), 0) FROM segments WHERE session_id = ?", (session_id,)
