@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
+from sandbox.docker_sandbox import DockerSandbox
 from sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
 from sandbox.result import ExecutionError, ExecutionResult, Uncaptured
 from sandbox.subprocess_sandbox import SubprocessSandbox
 
 __all__ = [
     "Channel",
+    "DockerSandbox",
     "ExecutionError",
     "ExecutionResult",
     "IsolationUnavailableError",

@@ -44,12 +44,13 @@ def image_tag() -> str:
     return f"{IMAGE_REPOSITORY}:{digest[:12]}"
 
 
-def ensure_image(client: Any) -> str:
+def ensure_image(client: Any, tag: str | None = None) -> str:
     """Check that the sandbox image is present in the Docker engine ``client`` talks to.
 
     Args:
         client: A ``docker.DockerClient``. Only ``client.images.list`` is used; call this
             inside ``sandbox.docker_sandbox.map_docker_errors()`` so engine errors are translated.
+        tag: The image to look for (default: :func:`image_tag`).
 
     Returns:
         The image tag.
@@ -57,7 +58,7 @@ def ensure_image(client: Any) -> str:
     Raises:
         SandboxImageMissingError: The image is not built; the message names the make target.
     """
-    tag = image_tag()
+    tag = tag or image_tag()
     # A reference filter answers with an empty list instead of raising ImageNotFound, so this
     # module needs no docker exception types (only sandbox.docker_sandbox imports docker).
     if not client.images.list(filters={"reference": tag}):

@@ -1,0 +1,543 @@
+"""Hostile snippets for tests/sandbox/test_hostile.py: data only.
+
+Every snippet tries to reach a goal OUTSIDE the sandbox (a host file, a host secret, a host
+listener, a host process that outlives the session, the bridge without the token) and RAISES when
+the goal was not reached, so "contained" reads the same everywhere: the round does not end ``ok``
+(an exception, or a kill by the limits) and the host-side oracles in the test see nothing.
+
+Placeholders, replaced by the test before running a snippet:
+
+``$SECRET_NAME``/``$SECRET``   an environment variable set in the test process (and its value)
+``$SECRET_FILE``               a world-readable host file holding ``$SECRET``, outside the work dir
+``$HOST_DIR``                  a world-writable host directory (so only isolation can stop a write)
+``$REPO``                      the repository checkout
+``$HOME``                      the host user's home directory
+``$PORT``                      a TCP listener of the test on 0.0.0.0 (includes 127.0.0.1)
+``$HOST_IP``                   a non-loopback address of the host (or 127.0.0.1)
+``$MARKER``                    a unique word: a host process whose command line carries it is a leak
+
+Sources for the introspection cases: the public RestrictedPython advisories (attribute access
+through ``str.format``/``format_map``, frame walking through generators, coroutines and
+tracebacks) and the smolagents LocalPythonExecutor escapes (dunder chains and module attributes
+of allowed modules, ``__subclasses__``, ``asyncio`` subprocess helpers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CASES", "HostileCase"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostileCase:
+    """One attack.
+
+    Attributes:
+        id: The pytest id.
+        category: files-read, files-write, env, network, process, introspection, import,
+            exhaustion or bridge.
+        code: The snippet (with placeholders).
+        may_finish: The round may end ``ok`` (the attack runs harmlessly inside the sandbox, e.g.
+            an output flood that is capped); the oracles still apply.
+        exhausting: Runs under the short deadline.
+        fresh: Needs its own sandbox, closed before the oracles run (background processes).
+    """
+
+    id: str
+    category: str
+    code: str
+    may_finish: bool = False
+    exhausting: bool = False
+    fresh: bool = False
+
+
+# A helper prepended to the bridge cases: every Unix socket path the snippet can find.
+_FIND_SOCKETS = """
+import os, stat
+def _sockets():
+    found = []
+    roots = ['/opt/codeact', '/tmp', '/run', '/var/run', '/work', '..', '.', '/']
+    try:
+        roots += [a for a in open('/proc/self/cmdline').read().split('\\0') if a.startswith('/')]
+    except OSError:
+        pass
+    for root in roots:
+        for base, dirs, files in os.walk(root):
+            if base.startswith(('/proc', '/sys', '/usr', '/dev')):
+                dirs[:] = []
+                continue
+            for name in files:
+                path = os.path.join(base, name)
+                try:
+                    if stat.S_ISSOCK(os.stat(path).st_mode):
+                        found.append(path)
+                except OSError:
+                    pass
+            if base.count('/') > 6:
+                dirs[:] = []
+    return sorted(set(found))
+"""
+
+CASES: tuple[HostileCase, ...] = (
+    # --- reading files outside the work dir ------------------------------------------------------
+    HostileCase(
+        id="read-etc-shadow",
+        category="files-read",
+        code="data = open('/etc/shadow').read()\nassert 'root:' in data\nprint('ESCAPED', data[:40])",
+    ),
+    HostileCase(
+        id="list-root-home",
+        category="files-read",
+        code="import os\nnames = os.listdir('/root')\nprint('ESCAPED', names)",
+    ),
+    HostileCase(
+        id="read-repo-file",
+        category="files-read",
+        code="text = open('$REPO/pyproject.toml').read()\nassert 'codeact' in text\nprint('ESCAPED', text[:60])",
+    ),
+    HostileCase(
+        id="read-proc1-environ",
+        category="files-read",
+        code="env = open('/proc/1/environ', 'rb').read()\nassert b'$SECRET_NAME' in env\nprint('ESCAPED', env)",
+    ),
+    HostileCase(
+        id="read-host-secret-file",
+        category="files-read",
+        code="print('ESCAPED', open('$SECRET_FILE').read())",
+    ),
+    HostileCase(
+        id="read-host-secret-os-open",
+        category="files-read",
+        code="import os\nfd = os.open('$SECRET_FILE', os.O_RDONLY)\nprint('ESCAPED', os.read(fd, 100))",
+    ),
+    HostileCase(
+        id="read-via-proc1-root",
+        category="files-read",
+        code="print('ESCAPED', open('/proc/1/root$SECRET_FILE').read())",
+    ),
+    HostileCase(
+        id="read-via-symlink",
+        category="files-read",
+        code="import os\nos.symlink('$SECRET_FILE', 'link')\nprint('ESCAPED', open('link').read())",
+    ),
+    HostileCase(
+        id="read-host-home",
+        category="files-read",
+        code="import os\nnames = os.listdir('$HOME')\nassert names\nprint('ESCAPED', names)",
+    ),
+    HostileCase(
+        id="walk-up-from-workdir",
+        category="files-read",
+        code=(
+            "import os\nfound = []\nfor base, dirs, files in os.walk('/'):\n"
+            "    if base.startswith(('/proc', '/sys')):\n        dirs[:] = []\n"
+            "    found += [os.path.join(base, f) for f in files if f == '$SECRET_FILE'.rsplit('/', 1)[1]]\n"
+            "print('ESCAPED', open(found[0]).read())"
+        ),
+    ),
+    # --- writing outside the work dir ------------------------------------------------------------
+    HostileCase(
+        id="write-host-dir",
+        category="files-write",
+        code="open('$HOST_DIR/pwned', 'w').write('x')\nprint('ESCAPED')",
+    ),
+    HostileCase(
+        id="write-etc",
+        category="files-write",
+        code="open('/etc/codeact-pwned-$MARKER', 'w').write('x')\nprint('ESCAPED')",
+    ),
+    HostileCase(
+        id="write-repo",
+        category="files-write",
+        code="open('$REPO/PWNED-$MARKER', 'w').write('x')\nprint('ESCAPED')",
+    ),
+    HostileCase(
+        id="mkdir-host-dir",
+        category="files-write",
+        code="import os\nos.makedirs('$HOST_DIR/sub/dir')\nprint('ESCAPED')",
+    ),
+    HostileCase(
+        id="write-tmp-stays-private",
+        category="files-write",
+        # Writing the sandbox's own /tmp may succeed; the host's /tmp must not see it.
+        code="open('/tmp/codeact-pwned-$MARKER', 'w').write('x')",
+        may_finish=True,
+    ),
+    # --- host environment secrets -----------------------------------------------------------------
+    HostileCase(
+        id="env-os-environ",
+        category="env",
+        code="import os\nprint('ESCAPED', os.environ['$SECRET_NAME'])",
+    ),
+    HostileCase(
+        id="env-proc-self",
+        category="env",
+        code="env = open('/proc/self/environ', 'rb').read()\nassert b'$SECRET_NAME' in env\nprint('ESCAPED', env)",
+    ),
+    HostileCase(
+        id="env-proc-parent",
+        category="env",
+        code=(
+            "import os\nenv = open(f'/proc/{os.getppid()}/environ', 'rb').read()\n"
+            "assert b'$SECRET_NAME' in env\nprint('ESCAPED', env)"
+        ),
+    ),
+    HostileCase(
+        id="env-scan-all-procs",
+        category="env",
+        code=(
+            "import os\nhits = []\nfor pid in os.listdir('/proc'):\n    try:\n"
+            "        env = open(f'/proc/{pid}/environ', 'rb').read()\n    except (OSError, ValueError):\n"
+            "        continue\n    if b'$SECRET_NAME' in env:\n        hits.append(env)\n"
+            "assert hits\nprint('ESCAPED', hits[0])"
+        ),
+    ),
+    # --- network egress ---------------------------------------------------------------------------
+    HostileCase(
+        id="net-tcp-loopback",
+        category="network",
+        code=(
+            "import socket\ns = socket.create_connection(('127.0.0.1', $PORT), timeout=2)\n"
+            "s.sendall(b'ESCAPED')\nprint('ESCAPED')"
+        ),
+    ),
+    HostileCase(
+        id="net-tcp-host-ip",
+        category="network",
+        code=(
+            "import socket\ns = socket.create_connection(('$HOST_IP', $PORT), timeout=2)\n"
+            "s.sendall(b'ESCAPED')\nprint('ESCAPED')"
+        ),
+    ),
+    HostileCase(
+        id="net-asyncio-connection",
+        category="network",
+        code=(
+            "import asyncio\nreader, writer = await asyncio.wait_for(asyncio.open_connection('127.0.0.1', $PORT), 2)\n"
+            "writer.write(b'ESCAPED')\nawait writer.drain()\nprint('ESCAPED')"
+        ),
+    ),
+    HostileCase(
+        id="net-urllib",
+        category="network",
+        code="import urllib.request\nurllib.request.urlopen('http://127.0.0.1:$PORT/', timeout=2)\nprint('ESCAPED')",
+    ),
+    HostileCase(
+        id="net-dns",
+        category="network",
+        code="import socket\nprint('ESCAPED', socket.getaddrinfo('example.com', 80))",
+    ),
+    # --- spawning processes -----------------------------------------------------------------------
+    HostileCase(
+        id="proc-subprocess-cat",
+        category="process",
+        code=(
+            "import subprocess\nout = subprocess.run(['cat', '$SECRET_FILE'], capture_output=True, check=True).stdout\n"
+            "print('ESCAPED', out)"
+        ),
+    ),
+    HostileCase(
+        id="proc-os-system",
+        category="process",
+        code="import os\nassert os.system('echo x > $HOST_DIR/pwned') == 0\nprint('ESCAPED')",
+    ),
+    HostileCase(
+        id="proc-asyncio-subprocess",
+        category="process",
+        code=(
+            "import asyncio\np = await asyncio.create_subprocess_exec('cat', '$SECRET_FILE', stdout=asyncio.subprocess.PIPE)\n"
+            "out, _ = await p.communicate()\nassert p.returncode == 0\nprint('ESCAPED', out)"
+        ),
+    ),
+    HostileCase(
+        id="proc-os-fork",
+        category="process",
+        code=(
+            "import os\npid = os.fork()\nif pid == 0:\n    try:\n        open('$HOST_DIR/pwned', 'w').write('x')\n"
+            "    finally:\n        os._exit(0)\nos.waitpid(pid, 0)\n"
+            "assert os.path.exists('$HOST_DIR/pwned')\nprint('ESCAPED')"
+        ),
+    ),
+    HostileCase(
+        id="proc-outlives-session",
+        category="process",
+        # A detached process must die with the sandbox: the test looks for $MARKER after close().
+        code=(
+            "import subprocess\nsubprocess.Popen(['/bin/sh', '-c', 'sleep 300; : $MARKER'], start_new_session=True,\n"
+            "    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+            "raise RuntimeError('spawned; the host checks whether it survives')"
+        ),
+        fresh=True,
+    ),
+    # --- introspection escapes (RestrictedPython / smolagents advisories) -------------------------
+    HostileCase(
+        id="intro-subclasses-wrap-close",
+        category="introspection",
+        code=(
+            "cls = [c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_wrap_close'][0]\n"
+            "print('ESCAPED', cls.__init__.__globals__['environ']['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-format-string-globals",
+        category="introspection",
+        code=(
+            "import uuid\n"
+            "print('ESCAPED', '{0.__init__.__globals__[os].environ[$SECRET_NAME]}'.format(uuid.UUID(int=0)))"
+        ),
+    ),
+    HostileCase(
+        id="intro-format-map-class",
+        category="introspection",
+        code=(
+            "leak = '{x.__class__.__base__.__subclasses__}'.format_map({'x': ()})\n"
+            "assert 'built-in method' in leak\nprint('ESCAPED', leak)"
+        ),
+    ),
+    HostileCase(
+        id="intro-generator-frame",
+        category="introspection",
+        code=(
+            "def gen():\n    yield 1\ng = gen()\nb = g.gi_frame.f_builtins\n"
+            "print('ESCAPED', b['__import__']('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-generator-expression-frame-back",
+        category="introspection",
+        code=(
+            "g = (x for x in [1])\nnext(g)\nf = g.gi_frame\nwhile f.f_back is not None:\n    f = f.f_back\n"
+            "print('ESCAPED', f.f_globals['__builtins__'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-coroutine-frame",
+        category="introspection",
+        code=(
+            "async def c():\n    pass\nco = c()\ng = co.cr_frame.f_globals\nco.close()\n"
+            "print('ESCAPED', g['__builtins__']['__import__']('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-async-generator-frame",
+        category="introspection",
+        code=(
+            "async def ag():\n    yield 1\na = ag()\nb = a.ag_frame.f_builtins\n"
+            "print('ESCAPED', b['__import__']('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-traceback-frame",
+        category="introspection",
+        code=(
+            "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame\n"
+            "print('ESCAPED', f.f_builtins['__import__']('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-function-globals",
+        category="introspection",
+        code=(
+            "def f():\n    pass\nb = f.__globals__['__builtins__']\nimp = b['__import__'] if isinstance(b, dict) "
+            "else b.__import__\nprint('ESCAPED', imp('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-getattr-string-dunder",
+        category="introspection",
+        code=(
+            "subs = getattr(getattr(getattr((), '__class__'), '__base__'), '__subclasses__')()\n"
+            "w = [c for c in subs if c.__name__ == '_wrap_close'][0]\n"
+            "print('ESCAPED', getattr(w.__init__, '__globals__')['environ']['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-operator-attrgetter",
+        category="introspection",
+        code=(
+            "import operator, uuid\nos_ = operator.attrgetter('__init__.__globals__')(uuid.UUID)['os']\n"
+            "print('ESCAPED', os_.environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-module-attribute-chain",
+        category="introspection",
+        code="import dataclasses\nprint('ESCAPED', dataclasses.sys.modules['os'].environ['$SECRET_NAME'])",
+    ),
+    HostileCase(
+        id="intro-asyncio-shell",
+        category="introspection",
+        code=(
+            "import asyncio\np = await asyncio.create_subprocess_shell('cat $SECRET_FILE', stdout=-1)\n"
+            "out, _ = await p.communicate()\nassert p.returncode == 0\nprint('ESCAPED', out)"
+        ),
+    ),
+    HostileCase(
+        id="intro-builtins-dict",
+        category="introspection",
+        code=(
+            "b = __builtins__\nimp = b['__import__'] if isinstance(b, dict) else b.__import__\n"
+            "print('ESCAPED', imp('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    # --- forbidden imports ------------------------------------------------------------------------
+    HostileCase(
+        id="import-os-environ",
+        category="import",
+        code="from os import environ\nprint('ESCAPED', environ['$SECRET_NAME'])",
+    ),
+    HostileCase(
+        id="import-dunder-import",
+        category="import",
+        code="sp = __import__('subprocess')\nprint('ESCAPED', sp.check_output(['cat', '$SECRET_FILE']))",
+    ),
+    HostileCase(
+        id="import-importlib",
+        category="import",
+        code="import importlib\nprint('ESCAPED', importlib.import_module('os').environ['$SECRET_NAME'])",
+    ),
+    HostileCase(
+        id="import-ctypes-system",
+        category="import",
+        code=(
+            "import ctypes\nrc = ctypes.CDLL(None).system(b'cat $SECRET_FILE > $HOST_DIR/pwned')\n"
+            "assert rc == 0\nprint('ESCAPED')"
+        ),
+    ),
+    HostileCase(
+        id="import-sys-modules",
+        category="import",
+        code="import sys\nprint('ESCAPED', sys.modules['os'].environ['$SECRET_NAME'])",
+    ),
+    # --- resource exhaustion (short deadline) -----------------------------------------------------
+    HostileCase(id="exhaust-cpu-loop", category="exhaustion", code="while True:\n    pass", exhausting=True),
+    HostileCase(
+        id="exhaust-asyncio-sleep",
+        category="exhaustion",
+        code="import asyncio\nawait asyncio.sleep(3600)",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-time-sleep",
+        category="exhaustion",
+        code="import time\ntime.sleep(3600)",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-sleep-ignoring-exceptions",
+        category="exhaustion",
+        code=(
+            "import asyncio\nwhile True:\n    try:\n        await asyncio.sleep(3600)\n"
+            "    except BaseException:\n        pass"
+        ),
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-memory-bomb",
+        category="exhaustion",
+        code="x = bytearray(8 * 1024 ** 3)",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-memory-growth",
+        category="exhaustion",
+        code="chunks = []\nwhile True:\n    chunks.append('x' * 10 ** 7)",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-huge-int",
+        category="exhaustion",
+        code="x = 10 ** 10 ** 9",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-fork-bomb",
+        category="exhaustion",
+        code="import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-thread-bomb",
+        category="exhaustion",
+        code=(
+            "import threading, time\nts = []\nwhile True:\n"
+            "    t = threading.Thread(target=time.sleep, args=(3600,), daemon=True)\n    t.start()\n    ts.append(t)"
+        ),
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-output-flood",
+        category="exhaustion",
+        code="for _ in range(20000):\n    print('A' * 1000)",
+        exhausting=True,
+        may_finish=True,
+    ),
+    HostileCase(
+        id="exhaust-output-flood-forever",
+        category="exhaustion",
+        code="while True:\n    print('B' * 10000)",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-disk-fill",
+        category="exhaustion",
+        code=(
+            "with open('fill.bin', 'wb') as f:\n    while True:\n        f.write(b'\\0' * 2 ** 20)\n        f.flush()"
+        ),
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-fd-exhaustion",
+        category="exhaustion",
+        code="import os\n_fds = []\nwhile True:\n    _fds.append(os.open('/dev/null', os.O_RDONLY))",
+        exhausting=True,
+    ),
+    HostileCase(
+        id="exhaust-recursion",
+        category="exhaustion",
+        code="def f(n):\n    return f(n + 1)\nf(0)",
+        exhausting=True,
+    ),
+    # --- forged bridge frames ---------------------------------------------------------------------
+    HostileCase(
+        id="bridge-connect-wrong-token",
+        category="bridge",
+        code=_FIND_SOCKETS
+        + (
+            "import socket, json\nanswers = []\nfor path in _sockets():\n    s = socket.socket(socket.AF_UNIX)\n"
+            "    s.settimeout(2)\n    try:\n        s.connect(path)\n"
+            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"auth\",\"params\":{\"token\":\"forged\"}}\\n')\n"
+            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"call\",\"params\":{\"toolkit\":\"vault\","
+            "\"operation\":\"read\",\"arguments\":{}}}\\n')\n"
+            "        answers.append(s.recv(65536))\n    except OSError:\n        pass\n"
+            "assert any(b'\"result\"' in a for a in answers), answers\nprint('ESCAPED', answers)"
+        ),
+    ),
+    HostileCase(
+        id="bridge-connect-no-auth-call",
+        category="bridge",
+        code=_FIND_SOCKETS
+        + (
+            "import socket\nanswers = []\nfor path in _sockets():\n    s = socket.socket(socket.AF_UNIX)\n"
+            "    s.settimeout(2)\n    try:\n        s.connect(path)\n"
+            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"call\",\"params\":{\"toolkit\":\"vault\","
+            "\"operation\":\"read\",\"arguments\":{}}}\\n')\n"
+            "        answers.append(s.recv(65536))\n    except OSError:\n        pass\n"
+            "assert any(b'\"result\"' in a for a in answers), answers\nprint('ESCAPED', answers)"
+        ),
+    ),
+    HostileCase(
+        id="bridge-garbage-on-runtime-connection",
+        category="bridge",
+        # Full CPython can reach the runtime's own authenticated socket: garbage, an oversized frame,
+        # a forged re-auth and a forged answer must neither crash the host nor reach the handler.
+        code=(
+            "import gc, socket\nsocks = [o for o in gc.get_objects() if isinstance(o, socket.socket)]\n"
+            "for s in socks:\n    try:\n        s.sendall(b'garbage\\n' + b'x' * (9 * 1024 * 1024) + b'\\n')\n"
+            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"auth\",\"params\":{\"token\":\"forged\"}}\\n')\n"
+            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":12345,\"result\":{\"forged\":true}}\\n')\n"
+            "    except OSError:\n        pass\nraise RuntimeError(f'sent forged frames on {len(socks)} sockets')"
+        ),
+    ),
+)
