@@ -49,6 +49,10 @@ def render_annotation(tp: Any) -> str:
         return "None"
     if tp is Any:
         return "Any"
+    if isinstance(tp, list | tuple):  # Callable's parameter list
+        return "[" + ", ".join(render_annotation(a) for a in tp) + "]"
+    if not isinstance(tp, typing.Hashable):
+        return repr(tp)
     if tp in _SIMPLE_NAMES:
         return _SIMPLE_NAMES[tp]
     origin = get_origin(tp)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,7 +145,10 @@ def toolkit(*, name: str, description: str | None = None) -> Callable[[type[_T]]
                 f"@toolkit on {cls.__qualname__}: no description; pass @toolkit(name={name!r}, description=...) "
                 "or give the class a docstring"
             )
-        operations = _collect_operations(cls)
+        # The frame defining the class: lets hints name classes local to a function (pydantic does the same).
+        caller = sys._getframe(1)
+        localns = {**caller.f_locals, cls.__name__: cls} if caller.f_code.co_name != "<module>" else {}
+        operations = _collect_operations(cls, localns)
         if not operations:
             raise ToolkitDefinitionError(
                 f"@toolkit on {cls.__qualname__}: no operations; decorate at least one method with @operation"
@@ -182,7 +186,7 @@ def _is_keyword(name: str) -> bool:
     return keyword.iskeyword(name)
 
 
-def _collect_operations(cls: type) -> dict[str, MethodOperation]:
+def _collect_operations(cls: type, localns: dict[str, Any]) -> dict[str, MethodOperation]:
     members: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         members.update(vars(klass))
@@ -202,14 +206,16 @@ def _collect_operations(cls: type) -> dict[str, MethodOperation]:
                 f"@operation on {cls.__qualname__}.{attr}: private methods cannot be operations; "
                 "rename it without the leading '_'"
             )
-        operations[attr] = _build_operation(cls, attr, member, options)
+        operations[attr] = _build_operation(cls, attr, member, options, localns)
     return operations
 
 
-def _build_operation(cls: type, attr: str, func: Callable[..., Any], options: _OperationOptions) -> MethodOperation:
+def _build_operation(
+    cls: type, attr: str, func: Callable[..., Any], options: _OperationOptions, localns: dict[str, Any]
+) -> MethodOperation:
     where = f"{cls.__qualname__}.{attr}"
     try:
-        hints = typing.get_type_hints(func, localns={cls.__name__: cls}, include_extras=True)
+        hints = typing.get_type_hints(func, localns={**localns, cls.__name__: cls}, include_extras=True)
     except Exception as exc:  # NameError, TypeError from a bad forward reference: report, do not crash
         raise ToolkitDefinitionError(f"operation {where}: cannot resolve its type hints: {exc}") from exc
     doc = parse_docstring(func.__doc__)

@@ -121,7 +121,7 @@ class OperationSpec:
         params = tuple(
             ParameterSpec(
                 name=pname,
-                annotation=annotation_from_schema(pschema),
+                annotation=_optional(annotation_from_schema(pschema), pname in required or "default" in pschema),
                 description=str(pschema.get("description", "")),
                 required=pname in required,
                 default=pschema.get("default"),
@@ -144,3 +144,10 @@ class OperationSpec:
             timeout=timeout,
             input_schema=dict(schema),
         )
+
+
+def _optional(annotation: str, required_or_defaulted: bool) -> str:
+    """An optional parameter without a default shows as ``X | None = None`` in the stub."""
+    if required_or_defaulted or annotation in ("Any", "None") or annotation.endswith("| None"):
+        return annotation
+    return f"{annotation} | None"
