@@ -1,7 +1,84 @@
-"""Typed prompt segments, the FIM prompt builders, and the reply parser."""
+"""Typed prompt segments, the FIM prompt builders, and the reply parser.
+
+The pipeline stage "prompt builder -> model -> parser" of ARCHITECTURE.md:
+
+* :mod:`segments.model` / :mod:`segments.history`: :class:`Segment` (``Label: content``) and the
+  round-ordered :class:`SegmentHistory`;
+* :mod:`segments.config` / :mod:`segments.builders`: :class:`PromptConfig` and the
+  :class:`SegmentBuilder` that routes to :class:`ThoughtPromptBuilder`, :class:`CmdPromptBuilder`
+  and :class:`ReflectPromptBuilder`, producing a :class:`Prompt`;
+* :mod:`segments.fim`: the :class:`CodeFrame` and the FIM token table;
+* :mod:`segments.parser`: :func:`extract_code` and :func:`parse_thought`;
+* :mod:`segments.budget`: token counting and the :class:`Compactor`;
+* :mod:`segments.evaluation`: :func:`format_evaluation`.
+"""
 
 from __future__ import annotations
 
-from segments.errors import CodeParseError
+from segments.budget import (
+    ApproxTokenCounter,
+    CompactConfig,
+    Compaction,
+    Compactor,
+    Summarizer,
+    SummaryRequest,
+    TokenCounter,
+    fallback_summary,
+)
+from segments.builders import (
+    BasePromptBuilder,
+    CmdPromptBuilder,
+    Prompt,
+    ReflectPromptBuilder,
+    SegmentBuilder,
+    ThoughtPromptBuilder,
+    ToolkitCatalog,
+)
+from segments.config import DEFAULT_SECTIONS, SECTION_NAMES, Experience, Instructions, PromptConfig
+from segments.errors import CodeParseError, PromptConfigError, ReplyParseError, ThoughtParseError
+from segments.evaluation import format_evaluation
+from segments.fim import FIM_FAMILIES, CodeFrame, FimTokens, build_frame, fim_tokens_for
+from segments.history import SegmentHistory
+from segments.model import CodeBlock, Segment, SegmentKind, segment_label
+from segments.parser import extract_code, parse_segments, parse_thought
 
-__all__ = ["CodeParseError"]
+__all__ = [
+    "ApproxTokenCounter",
+    "BasePromptBuilder",
+    "CmdPromptBuilder",
+    "CodeBlock",
+    "CodeFrame",
+    "CodeParseError",
+    "CompactConfig",
+    "Compaction",
+    "Compactor",
+    "DEFAULT_SECTIONS",
+    "Experience",
+    "FIM_FAMILIES",
+    "FimTokens",
+    "Instructions",
+    "Prompt",
+    "PromptConfig",
+    "PromptConfigError",
+    "ReflectPromptBuilder",
+    "ReplyParseError",
+    "SECTION_NAMES",
+    "Segment",
+    "SegmentBuilder",
+    "SegmentHistory",
+    "SegmentKind",
+    "Summarizer",
+    "SummaryRequest",
+    "ThoughtParseError",
+    "ThoughtPromptBuilder",
+    "TokenCounter",
+    "ToolkitCatalog",
+    "build_frame",
+    "extract_code",
+    "fallback_summary",
+    "fim_tokens_for",
+    "format_evaluation",
+    "parse_segments",
+    "parse_thought",
+    "segment_label",
+]

@@ -74,7 +74,7 @@ def syntax_error(code: str) -> SyntaxError | None:
 
 
 def fix_first_line(code: str) -> str:
-    """Repair the FIM continuation shape: first line flush left, the others still indented.
+    r"""Repair the FIM continuation shape: first line flush left, the others still indented.
 
     A completion model continues right after ``try:\\n    `` so its first line has no indentation and
     the following lines carry the try body's. When ``code`` does not parse as is but does once the

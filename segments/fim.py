@@ -154,7 +154,7 @@ def fim_tokens_for(model: str, *, family: str | None = None) -> FimTokens:
 
 @dataclass(frozen=True, kw_only=True)
 class CodeFrame:
-    """A FIM code frame: ``prefix`` (ending in ``try:\\n``), the hole, ``suffix`` (the handler).
+    r"""A FIM code frame: ``prefix`` (ending in ``try:\\n``), the hole, ``suffix`` (the handler).
 
     Attributes:
         prefix: Header comment, imports, ``try:`` and a newline.

@@ -119,7 +119,7 @@ CodeSource = Literal["raw", "fence", "tag", "fim", "json"]
 
 @dataclass(frozen=True, kw_only=True)
 class CodeBlock:
-    """The code read from a model reply.
+    r"""The code read from a model reply.
 
     Attributes:
         code: Top-level (dedented) Python that ``ast.parse`` accepts, with ``\\n`` line ends.

@@ -200,8 +200,8 @@ def _fenced_blocks(text: str) -> tuple[list[tuple[str, str]], list[str]]:
             i += 1
         blocks.append((lang, "\n".join(body), i < len(lines)))
         i += 1
-    tagged = [(lang, code) for lang, code, _ in blocks if lang in _PYTHON_LANGS and code.strip()]
-    untagged = [(lang, code) for lang, code, _ in blocks if not lang and code.strip()]
+    tagged: list[tuple[str, str]] = [(lang, code) for lang, code, _ in blocks if lang in _PYTHON_LANGS and code.strip()]
+    untagged: list[tuple[str, str]] = [(lang, code) for lang, code, _ in blocks if not lang and code.strip()]
     others = [lang for lang, code, _ in blocks if lang and lang not in _PYTHON_LANGS and code.strip()]
     return (tagged or untagged), others
 
@@ -473,11 +473,13 @@ def _label_parts(text: str, wanted: set[str], default: str) -> list[tuple[str, s
         if line.lstrip().startswith(("```", "~~~")):
             in_fence = not in_fence
         match = None if in_fence else _LABEL_LINE.match(line)
-        kind = _LABEL_NAMES.get(match.group("label").lower().replace("_", "")) if match else None
-        if kind is None and match:
-            kind = _LABEL_NAMES.get(match.group("label").lower())
-        is_heading = bool(match) and (match.group("colon") or line.lstrip().startswith("#") or "**" in line)
-        if match and kind is not None and kind in wanted and is_heading:
+        kind = None
+        is_heading = False
+        if match is not None:
+            label = match.group("label").lower()
+            kind = _LABEL_NAMES.get(label.replace("_", "")) or _LABEL_NAMES.get(label)
+            is_heading = bool(match.group("colon")) or line.lstrip().startswith("#") or "**" in line
+        if match is not None and kind is not None and kind in wanted and is_heading:
             parts.append((str(kind), [match.group("rest")] if match.group("rest").strip() else []))
         else:
             parts[-1][1].append(line)
