@@ -1,0 +1,89 @@
+"""Agent blueprints: load YAML, validate it, inherit with ``extend``, and build agent specs.
+
+``ai4j.agent/v1`` files load and validate exactly as ai4j does; ``codeact.agent/v1`` adds
+``extend``, ``toolkits``, ``subagents``, ``model.routes``, ``workflow.codeact`` and a richer
+``sandbox``. Typical use::
+
+    from engine.blueprint import AgentFactory, HostContext, load_path, validate_blueprint
+
+    blueprint = load_path("agent.yaml")          # BlueprintLoadError on unreadable input
+    report = validate_blueprint(blueprint)       # issues with severity, path, code, message
+    spec = AgentFactory().create(blueprint, HostContext(model_client=client))
+"""
+
+from __future__ import annotations
+
+from engine.blueprint.factory import (
+    DEFAULT_MAX_TURNS,
+    AgentFactory,
+    HostContext,
+    blueprint_hash,
+    format_factory_error,
+    format_load_error,
+)
+from engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
+from engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
+from engine.blueprint.loader import MAX_SUBAGENT_DEPTH, load_path, load_stream, load_text
+from engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint
+from engine.blueprint.spec import (
+    AgentKind,
+    AgentSpec,
+    CodeActSettings,
+    CompactSettings,
+    FimMarkers,
+    MemorySettings,
+    ModelOptions,
+    ModelSettings,
+    PluginRef,
+    RoutePurpose,
+    SandboxLimitSettings,
+    SandboxSettings,
+    SessionSettings,
+    SubagentSpec,
+    ToolkitGrant,
+    ToolRef,
+)
+from engine.blueprint.templates import RenderedInstructions
+from engine.blueprint.validator import sandbox_declared, validate_blueprint
+
+__all__ = [
+    "AI4J_VERSION",
+    "AgentFactory",
+    "AgentKind",
+    "AgentSpec",
+    "Blueprint",
+    "CODEACT_VERSION",
+    "CodeActSettings",
+    "CompactSettings",
+    "DEFAULT_MAX_TURNS",
+    "FimMarkers",
+    "HostContext",
+    "INHERIT",
+    "MAX_EXTEND_DEPTH",
+    "MAX_SUBAGENT_DEPTH",
+    "MemorySettings",
+    "ModelOptions",
+    "ModelSettings",
+    "PluginRef",
+    "RenderedInstructions",
+    "RoutePurpose",
+    "SUPPORTED_VERSIONS",
+    "SandboxLimitSettings",
+    "SandboxSettings",
+    "SessionSettings",
+    "Severity",
+    "SubagentSpec",
+    "ToolRef",
+    "ToolkitGrant",
+    "ValidationIssue",
+    "ValidationReport",
+    "blueprint_hash",
+    "builtin_names",
+    "format_factory_error",
+    "format_load_error",
+    "load_path",
+    "load_stream",
+    "load_text",
+    "sandbox_declared",
+    "validate_blueprint",
+]

@@ -1,0 +1,86 @@
+"""Safe YAML parsing that refuses duplicate keys (PyYAML keeps the last one silently)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node
+
+from engine.errors import BlueprintLoadError
+
+__all__ = ["parse_yaml"]
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that raises on a key written twice in the same mapping."""
+
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, MappingNode):
+            seen: dict[Any, Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    continue  # ``<<: *anchor`` merges may override; only written keys must be unique
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:
+                    continue  # unhashable key: PyYAML reports it below
+                if first is not None:
+                    raise ConstructorError(
+                        None,
+                        None,
+                        f"found duplicate key {key!r} (first defined on line {first.start_mark.line + 1})",
+                        key_node.start_mark,
+                    )
+                seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)  # type: ignore[arg-type]
+
+
+def _describe(error: yaml.YAMLError) -> str:
+    """The parser's complaint with line/column, without the stream name (which may be a local path)."""
+    if isinstance(error, yaml.MarkedYAMLError):
+        parts = [part for part in (error.context, error.problem) if part]
+        text = "; ".join(parts) or "parse failed"
+        mark = error.problem_mark or error.context_mark
+        if mark is not None:
+            text += f" at line {mark.line + 1}, column {mark.column + 1}"
+        return text
+    message = " ".join(str(error).split())
+    return message or "parse failed"
+
+
+def _fix(error: yaml.YAMLError) -> str:
+    if isinstance(error, yaml.MarkedYAMLError) and (error.problem or "").startswith("found duplicate key"):
+        return "Remove or rename one of the two keys."
+    return "Fix the YAML syntax there."
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse one YAML document safely.
+
+    Raises:
+        BlueprintLoadError: ``blueprint.yaml.invalid`` (syntax, duplicate key, several documents)
+            or ``blueprint.document.required`` (nothing but comments/whitespace/null).
+    """
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.YAMLError as exc:
+        raise BlueprintLoadError(
+            f"Invalid Agent Blueprint YAML: {_describe(exc)}. {_fix(exc)}",
+            code="blueprint.yaml.invalid",
+        ) from None
+    except RecursionError:
+        raise BlueprintLoadError(
+            "Invalid Agent Blueprint YAML: the document nests too deeply. Flatten the structure.",
+            code="blueprint.yaml.invalid",
+        ) from None
+    if document is None:
+        raise BlueprintLoadError(
+            "Agent Blueprint document is empty. Write at least version, id and model.",
+            code="blueprint.document.required",
+        )
+    return document

@@ -1,0 +1,1 @@
+"""Blueprints shipped with codeact, usable as ``extend: <name>`` (one ``<name>.yaml`` each)."""

@@ -1,0 +1,496 @@
+"""``AgentFactory``: blueprint + host context -> :class:`~engine.blueprint.spec.AgentSpec`.
+
+Check order and codes follow ai4j's AgentFactory: ``blueprint.validation.failed`` (report
+attached), ``blueprint.sandbox.unsupported``, ``blueprint.modelClient.required``,
+``blueprint.model.model.requiredForFactory``, then option mapping
+(``blueprint.option.number.invalid`` / ``.integer.invalid`` / ``.boolean.invalid``). codeact
+adds ``blueprint.sandbox.imports.denied`` (right after the sandbox check) and
+``blueprint.toolkit.notFound`` (after option mapping, when the registry can answer ``in``).
+
+The factory never reads keys, profiles or plugin folders: the host supplies everything.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final, Literal, cast
+
+from engine.blueprint.issues import ValidationReport
+from engine.blueprint.models import Blueprint, InstructionsBlock, ModelBlock, ModelRoute, SandboxBlock
+from engine.blueprint.spec import (
+    AgentSpec,
+    CodeActSettings,
+    CompactSettings,
+    FimMarkers,
+    MemorySettings,
+    ModelOptions,
+    ModelSettings,
+    PluginRef,
+    RoutePurpose,
+    SandboxLimitSettings,
+    SandboxSettings,
+    SessionSettings,
+    SubagentSpec,
+    ToolkitGrant,
+    ToolRef,
+)
+from engine.blueprint.templates import RenderedInstructions, builtin_variables, render_template
+from engine.blueprint.validator import sandbox_declared, validate_blueprint
+from engine.errors import BlueprintFactoryError, BlueprintLoadError, TemplateError
+
+__all__ = [
+    "AgentFactory",
+    "DEFAULT_MAX_TURNS",
+    "HostContext",
+    "blueprint_hash",
+    "format_factory_error",
+    "format_load_error",
+    "map_options",
+]
+
+DEFAULT_MAX_TURNS: Final = 20
+_INT_RE: Final = re.compile(r"^[+-]?[0-9]+$")
+_FLOAT_RE: Final = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostContext:
+    """What the host supplies to the factory; a blueprint file can set none of it.
+
+    The runtime types (model client, registry, store, ...) are defined by the engine runtime,
+    so they are typed loosely here.
+
+    Attributes:
+        model_client: The model client the agent calls (required by the factory).
+        toolkit_registry: Resolves ``toolkits[].ref`` names; when it supports ``in``, unknown
+            names are refused with ``blueprint.toolkit.notFound``.
+        store: The session store.
+        sandbox_provider: Creates sandboxes for sessions.
+        approval_callback: Asked when a tool call needs approval.
+        hooks: Before/after agent and model hooks.
+        interceptors: Model and tool call interceptors.
+        allow_sandbox_declaration: Accept a blueprint's ``sandbox`` declaration
+            (``--allow-sandbox-declaration``); refused by default.
+        allowed_imports: Modules a blueprint's ``sandbox.imports`` may add to the sandbox's
+            import allow-list; None allows none.
+        work_dir: ``work_dir`` for instruction templates (default: the current directory).
+        now: ``now`` for instruction templates (default: the current local time).
+    """
+
+    model_client: Any | None = None
+    toolkit_registry: Any | None = None
+    store: Any | None = None
+    sandbox_provider: Any | None = None
+    approval_callback: Callable[..., Any] | None = None
+    hooks: tuple[Any, ...] = ()
+    interceptors: tuple[Any, ...] = ()
+    allow_sandbox_declaration: bool = False
+    allowed_imports: frozenset[str] | None = None
+    work_dir: Path | None = None
+    now: _dt.datetime | None = None
+
+
+def format_load_error(error: BlueprintLoadError) -> str:
+    """``Blueprint load error [<code>]: <message>`` (as the CLI prints it)."""
+    return f"Blueprint load error [{error.code}]: {error.message}"
+
+
+def format_factory_error(error: BlueprintFactoryError) -> str:
+    """``Blueprint factory error [<code>]: <message>`` and one indented line per report issue."""
+    lines = [f"Blueprint factory error [{error.code}]: {error.message}"]
+    if isinstance(error.report, ValidationReport):
+        lines.extend(f"  {issue.format()}" for issue in error.report.issues)
+    return "\n".join(lines)
+
+
+def blueprint_hash(blueprint: Blueprint) -> str:
+    """sha256 (hex) of the canonical JSON of the merged blueprint.
+
+    Sub-agents enter by their own hash instead of their file path, so the hash does not depend
+    on where the files live.
+    """
+    data = blueprint.model_dump(mode="json", by_alias=True)
+    subagents: dict[str, Any] = {}
+    for name, entry in blueprint.subagents.items():
+        child = blueprint.subagent_blueprints.get(name)
+        if entry is None:
+            subagents[name] = None
+        else:
+            subagents[name] = {
+                "description": entry.description,
+                "blueprint": blueprint_hash(child) if child is not None else entry.path,
+            }
+    data["subagents"] = subagents
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _trim(value: str | None) -> str | None:
+    if value is None:
+        return None
+    stripped = value.strip()
+    return stripped or None
+
+
+def _first(options: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if options.get(key) is not None:
+            return options[key]
+    return None
+
+
+def _number(value: Any, path: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and _FLOAT_RE.match(value.strip()):
+        return float(value.strip())
+    raise BlueprintFactoryError(f"{path} must be a number.", code="blueprint.option.number.invalid")
+
+
+def _integer(value: Any, path: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _INT_RE.match(value.strip()):
+        return int(value.strip())
+    raise BlueprintFactoryError(f"{path} must be an integer.", code="blueprint.option.integer.invalid")
+
+
+def _boolean(value: Any, path: str) -> bool | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise BlueprintFactoryError(f"{path} must be a boolean.", code="blueprint.option.boolean.invalid")
+
+
+def _stop(value: Any, path: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise BlueprintFactoryError(
+        f"{path} must be a string or a list of strings.", code="blueprint.option.string.invalid"
+    )
+
+
+def map_options(options: Mapping[str, Any], path: str) -> ModelOptions:
+    """Map ``model.options`` as ai4j's AgentFactory does (``path`` is ``$.model.options``)."""
+    user = options.get("user")
+    return ModelOptions(
+        temperature=_number(options.get("temperature"), f"{path}.temperature"),
+        top_p=_number(_first(options, "topP", "top_p"), f"{path}.topP"),
+        max_output_tokens=_integer(_first(options, "maxOutputTokens", "max_output_tokens"), f"{path}.maxOutputTokens"),
+        reasoning=options.get("reasoning"),
+        tool_choice=options["toolChoice"] if "toolChoice" in options else options.get("tool_choice"),
+        parallel_tool_calls=_boolean(
+            _first(options, "parallelToolCalls", "parallel_tool_calls"), f"{path}.parallelToolCalls"
+        ),
+        store=_boolean(options.get("store"), f"{path}.store"),
+        user=None if user is None else str(user),
+        seed=_integer(options.get("seed"), f"{path}.seed"),
+        stop=_stop(options.get("stop"), f"{path}.stop"),
+    )
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+class AgentFactory:
+    """Builds :class:`~engine.blueprint.spec.AgentSpec` objects from validated blueprints.
+
+    Args:
+        validator: The validation function (default :func:`~engine.blueprint.validate_blueprint`).
+    """
+
+    def __init__(self, *, validator: Callable[[Blueprint], ValidationReport] = validate_blueprint) -> None:
+        self._validate = validator
+
+    def create(self, blueprint: Blueprint, context: HostContext | None = None) -> AgentSpec:
+        """Check the blueprint against the host context and resolve it into an ``AgentSpec``.
+
+        Args:
+            blueprint: A loaded blueprint (inheritance already applied by the loader).
+            context: What the host supplies; None is an empty context.
+
+        Raises:
+            BlueprintFactoryError: The first failed check, in ai4j's order (see the module doc).
+        """
+        host = context if context is not None else HostContext()
+        report = self._validate(blueprint)
+        if not report.valid:
+            count = len(report.errors)
+            raise BlueprintFactoryError(
+                f"Agent Blueprint validation failed with {count} error{'s' if count != 1 else ''}; "
+                "fix the issues listed (codeact validate FILE shows them).",
+                code="blueprint.validation.failed",
+                report=report,
+            )
+        sandbox = self._sandbox(blueprint, host, report)
+        if host.model_client is None:
+            raise BlueprintFactoryError(
+                "A model client is required. Provide it from the host (HostContext(model_client=...)); "
+                "the factory does not read provider keys or profiles.",
+                code="blueprint.modelClient.required",
+                report=report,
+            )
+        model_block = cast(ModelBlock, blueprint.model)  # validation guarantees a model block
+        model_name = _trim(model_block.model)
+        if model_name is None:
+            raise BlueprintFactoryError(
+                "model.model is required by AgentFactory. model.profile is host metadata only and is not "
+                "resolved by the factory; set model.model in the blueprint or pass --model.",
+                code="blueprint.model.model.requiredForFactory",
+                report=report,
+            )
+        provider = cast(str, _trim(model_block.provider))
+        model = ModelSettings(
+            provider=provider,
+            model=model_name,
+            profile=_trim(model_block.profile),
+            options=map_options(model_block.options, "$.model.options"),
+            context_window=model_block.context_window,
+        )
+        routes = self._routes(model_block, provider)
+        instructions = self._instructions(blueprint, host)
+        toolkits = self._toolkits(blueprint, host, report)
+        subagents = self._subagents(blueprint, host)
+        workflow = blueprint.workflow
+        kind: Literal["react", "codeact"] = (
+            "codeact" if workflow is not None and _trim(workflow.mode) == "codeact" else "react"
+        )
+        return AgentSpec(
+            id=cast(str, _trim(blueprint.id)),
+            name=_trim(blueprint.name),
+            version=cast(str, _trim(blueprint.version)),
+            kind=kind,
+            model=model,
+            routes=MappingProxyType(routes),
+            instructions=instructions,
+            variables=_frozen(blueprint.instructions.variables if blueprint.instructions else {}),
+            tools=tuple(
+                ToolRef(ref=cast(str, _trim(tool.ref)), approval=_trim(tool.approval), config=_frozen(tool.config))
+                for tool in blueprint.tools
+                if tool is not None
+            ),
+            toolkits=toolkits,
+            plugins=tuple(
+                PluginRef(
+                    id=cast(str, _trim(plugin.id)), enabled=plugin.enabled is not False, config=_frozen(plugin.config)
+                )
+                for plugin in blueprint.plugins
+                if plugin is not None
+            ),
+            subagents=subagents,
+            session=self._session(blueprint),
+            sandbox=sandbox,
+            max_turns=workflow.max_turns
+            if workflow is not None and workflow.max_turns is not None
+            else DEFAULT_MAX_TURNS,
+            codeact=self._codeact(blueprint),
+            blueprint_hash=blueprint_hash(blueprint),
+            source_path=blueprint.source_path,
+            extends=blueprint.extends,
+            warnings=report.warnings,
+            blueprint=blueprint,
+            host=host,
+        )
+
+    def _sandbox(self, blueprint: Blueprint, host: HostContext, report: ValidationReport) -> SandboxSettings:
+        declared = sandbox_declared(blueprint)
+        if declared and not host.allow_sandbox_declaration:
+            raise BlueprintFactoryError(
+                "The blueprint declares a sandbox, but the host has not allowed sandbox declarations; "
+                "pass --allow-sandbox-declaration (HostContext(allow_sandbox_declaration=True)) "
+                "or remove the sandbox block.",
+                code="blueprint.sandbox.unsupported",
+                report=report,
+            )
+        block = blueprint.sandbox if declared else None
+        if block is None:
+            return SandboxSettings()
+        imports = tuple(dict.fromkeys(item.strip() for item in block.imports or [] if item is not None))
+        denied = sorted(set(imports) - (host.allowed_imports or frozenset()))
+        if denied:
+            raise BlueprintFactoryError(
+                f"sandbox.imports asks for {', '.join(denied)}, which the host's import policy does not allow; "
+                "a blueprint cannot widen the sandbox's imports by itself: the host must allow them "
+                "(HostContext(allowed_imports=...)).",
+                code="blueprint.sandbox.imports.denied",
+                report=report,
+            )
+        return self._sandbox_settings(block, imports)
+
+    @staticmethod
+    def _sandbox_settings(block: SandboxBlock, imports: tuple[str, ...]) -> SandboxSettings:
+        limits = block.limits
+        backend = _trim(block.backend)
+        return SandboxSettings(
+            declared=True,
+            backend=cast(Literal["subprocess", "docker"] | None, backend),
+            provider=_trim(block.provider),
+            profile=_trim(block.profile),
+            limits=SandboxLimitSettings(
+                timeout_seconds=limits.timeout_seconds,
+                memory_mb=limits.memory_mb,
+                cpus=limits.cpus,
+                pids=limits.pids,
+                output_bytes=limits.output_bytes,
+            )
+            if limits is not None
+            else SandboxLimitSettings(),
+            imports=imports,
+            config=_frozen(block.config),
+        )
+
+    @staticmethod
+    def _routes(model: ModelBlock, provider: str) -> dict[RoutePurpose, ModelSettings]:
+        routes: dict[RoutePurpose, ModelSettings] = {}
+        if model.routes is None:
+            return routes
+        purposes: tuple[RoutePurpose, ...] = ("code", "thought", "utility")
+        for purpose in purposes:
+            route: ModelRoute | None = getattr(model.routes, purpose)
+            if route is None:
+                continue
+            options = {**model.options, **route.options}  # a route inherits the main options key by key
+            routes[purpose] = ModelSettings(
+                provider=_trim(route.provider) or provider,
+                model=cast(str, _trim(route.model)),
+                profile=_trim(model.profile),
+                options=map_options(options, f"$.model.routes.{purpose}.options"),
+                context_window=model.context_window,
+            )
+        return routes
+
+    @staticmethod
+    def _instructions(blueprint: Blueprint, host: HostContext) -> RenderedInstructions:
+        block: InstructionsBlock | None = blueprint.instructions
+        if block is None:
+            return RenderedInstructions()
+        if not blueprint.is_codeact_version:
+            return RenderedInstructions(system=_trim(block.system), developer=_trim(block.developer))
+        variables = {**builtin_variables(now=host.now, work_dir=host.work_dir), **block.variables}
+        rendered: dict[str, str | None] = {}
+        for name in ("system", "developer"):
+            text = getattr(block, name)
+            if text is None:
+                rendered[name] = None
+                continue
+            try:
+                rendered[name] = _trim(render_template(f"instructions.{name}", text, variables))
+            except TemplateError as exc:
+                problem = "undefined" if exc.variable is not None else "invalid"
+                raise BlueprintFactoryError(exc.message, code=f"blueprint.instructions.template.{problem}") from None
+        return RenderedInstructions(system=rendered["system"], developer=rendered["developer"])
+
+    @staticmethod
+    def _toolkits(blueprint: Blueprint, host: HostContext, report: ValidationReport) -> tuple[ToolkitGrant, ...]:
+        grants: list[ToolkitGrant] = []
+        registry: Any = host.toolkit_registry if hasattr(host.toolkit_registry, "__contains__") else None
+        for index, entry in enumerate(blueprint.toolkits):
+            if entry is None:
+                continue
+            ref = cast(str, _trim(entry.ref))
+            if registry is not None and ref not in registry:
+                raise BlueprintFactoryError(
+                    f"$.toolkits[{index}].ref names toolkit {ref!r}, which the host's toolkit registry does not "
+                    "have; register it (decorator or the codeact.toolkits entry point) or pass --toolkit MOD:OBJ.",
+                    code="blueprint.toolkit.notFound",
+                    report=report,
+                )
+            operations = (
+                None
+                if entry.operations is None
+                else tuple(dict.fromkeys(op.strip() for op in entry.operations if op is not None))
+            )
+            grants.append(
+                ToolkitGrant(
+                    ref=ref, operations=operations, approval=_trim(entry.approval), config=_frozen(entry.config)
+                )
+            )
+        return tuple(grants)
+
+    def _subagents(self, blueprint: Blueprint, host: HostContext) -> tuple[SubagentSpec, ...]:
+        specs: list[SubagentSpec] = []
+        for name, entry in blueprint.subagents.items():
+            child = blueprint.subagent_blueprints.get(name)
+            if entry is None or child is None:
+                continue
+            try:
+                spec = self.create(child, host)
+            except BlueprintFactoryError as exc:
+                raise BlueprintFactoryError(
+                    f"Subagent {name!r}: {exc.message}", code=exc.code, report=exc.report
+                ) from None
+            specs.append(
+                SubagentSpec(
+                    name=name, description=cast(str, _trim(entry.description)), path=Path(entry.path or ""), spec=spec
+                )
+            )
+        return tuple(specs)
+
+    @staticmethod
+    def _session(blueprint: Blueprint) -> SessionSettings:
+        session = blueprint.session
+        if session is None:
+            return SessionSettings()
+        memory = session.memory
+        compact = session.compact
+        trigger = compact.trigger if compact is not None else None
+        return SessionSettings(
+            memory=MemorySettings(
+                enabled=memory.enabled is True,
+                scope=_trim(memory.scope),
+                store=_trim(memory.store),
+                config=_frozen(memory.config),
+            )
+            if memory is not None
+            else None,
+            compact=CompactSettings(
+                enabled=compact.enabled is True,
+                context_ratio=trigger.context_ratio if trigger is not None else None,
+                max_turns=trigger.max_turns if trigger is not None else None,
+                strategy=_trim(compact.strategy),
+                preserve=tuple(item for item in compact.preserve if item is not None),
+            )
+            if compact is not None
+            else None,
+        )
+
+    @staticmethod
+    def _codeact(blueprint: Blueprint) -> CodeActSettings:
+        workflow = blueprint.workflow
+        block = workflow.codeact if workflow is not None else None
+        defaults = CodeActSettings()
+        if block is None:
+            return defaults
+        tokens = block.fim.tokens if block.fim is not None else None
+        return CodeActSettings(
+            thought=cast(Literal["separate", "inline", "off"], _trim(block.thought) or defaults.thought),
+            protocol=cast(Literal["chat", "completion"], _trim(block.protocol) or defaults.protocol),
+            fim_family=_trim(block.fim.family) if block.fim is not None else None,
+            fim_markers=FimMarkers(prefix=tokens.prefix or "", suffix=tokens.suffix or "", middle=tokens.middle or "")
+            if tokens is not None
+            else None,
+            self_check=block.self_check if block.self_check is not None else defaults.self_check,
+            max_self_checks=block.max_self_checks if block.max_self_checks is not None else defaults.max_self_checks,
+            max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
+        )

@@ -1,0 +1,249 @@
+"""``extend`` inheritance for ``codeact.agent/v1`` blueprints.
+
+Rules (after the agent-spec resolver of the seeds, with its two gaps closed):
+
+* ``extend: ./base.yaml`` names a file relative to the declaring file; ``extend: codeact-base``
+  names a blueprint shipped in ``engine/blueprint/builtin/``.
+* A key the child does not write is *inherited* (the :data:`INHERIT` sentinel); an explicit
+  ``null`` *clears* the inherited value. Mappings (blocks, ``options``, ``config``,
+  ``instructions.variables``, ``subagents``) merge key by key with the child winning; scalars and
+  lists replace the inherited value as a whole.
+* Path-valued fields (``extend``, ``subagents.<name>.path``) are resolved against the file that
+  declares them, before merging.
+* A cycle, a missing base, a base with an unsupported version or a chain deeper than
+  :data:`MAX_EXTEND_DEPTH` is a validation error at ``$.extend`` naming the chain; a base that
+  cannot be read or parsed (an empty file included) is a load error.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from engine.blueprint._coerce import coerce_document
+from engine.blueprint._yaml import parse_yaml
+from engine.blueprint.issues import ValidationIssue
+from engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint, UnknownField
+from engine.errors import BlueprintLoadError
+
+__all__ = [
+    "BUILTIN_DIR",
+    "INHERIT",
+    "Inherit",
+    "MAX_EXTEND_DEPTH",
+    "Resolution",
+    "builtin_names",
+    "merge_layers",
+    "peek_version",
+    "read_blueprint_text",
+    "resolve_inheritance",
+    "resolve_paths",
+]
+
+MAX_EXTEND_DEPTH: Final = 8
+BUILTIN_DIR: Final = Path(__file__).resolve().parent / "builtin"
+_BUILTIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class Inherit(enum.Enum):
+    """The type of :data:`INHERIT`: "not written in this file", as opposed to an explicit null."""
+
+    INHERIT = "inherit"
+
+    def __repr__(self) -> str:
+        return "INHERIT"
+
+
+INHERIT: Final = Inherit.INHERIT
+
+
+def builtin_names() -> list[str]:
+    """Names usable as ``extend: <name>`` (the shipped blueprints), sorted."""
+    return sorted(path.stem for path in BUILTIN_DIR.glob("*.yaml"))
+
+
+def read_blueprint_text(path: Path, shown: str) -> str:
+    """Read a blueprint file as UTF-8 text.
+
+    Args:
+        path: The file to read.
+        shown: How to name the file in a message (as the user wrote it).
+
+    Raises:
+        BlueprintLoadError: ``blueprint.io`` when the file cannot be read or is not UTF-8.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise BlueprintLoadError(
+            f"Unable to read Agent Blueprint file {shown!r}: {reason}. Check the path and its permissions.",
+            code="blueprint.io",
+        ) from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BlueprintLoadError(
+            f"Unable to read Agent Blueprint file {shown!r}: it is not UTF-8 text. Save it as UTF-8.",
+            code="blueprint.io",
+        ) from None
+
+
+def peek_version(document: Any) -> str | None:
+    """The document's ``version`` as a trimmed string, before type checks (None if absent)."""
+    if isinstance(document, dict):
+        value = document.get("version")
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return str(value).strip()
+    return None
+
+
+def resolve_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """Return ``data`` with its path-valued fields made absolute against ``base_dir``.
+
+    Only ``subagents.<name>.path`` is path-valued besides ``extend`` (resolved when followed).
+    """
+    subagents = data.get("subagents")
+    if not isinstance(subagents, dict):
+        return data
+    resolved: dict[str, Any] = {}
+    for name, entry in subagents.items():
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str) and entry["path"].strip():
+            entry = {**entry, "path": os.path.normpath(base_dir / entry["path"].strip())}
+        resolved[name] = entry
+    return {**data, "subagents": resolved}
+
+
+def merge_layers(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """Merge a child layer over its base layer.
+
+    Keys absent from the child inherit (:data:`INHERIT`); an explicit ``None`` clears; two
+    mappings merge key by key (child wins); anything else in the child replaces the base value.
+    """
+    result: dict[str, Any] = {}
+    for key in [*base, *(key for key in child if key not in base)]:
+        value = child.get(key, INHERIT)
+        inherited = base.get(key, INHERIT)
+        if value is INHERIT:
+            result[key] = inherited
+        elif isinstance(value, dict) and isinstance(inherited, dict):
+            result[key] = merge_layers(inherited, value)
+        else:
+            result[key] = value
+    return result
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolution:
+    """The merged data of a blueprint and its bases, and what went wrong on the way."""
+
+    data: dict[str, Any]
+    issues: tuple[ValidationIssue, ...] = ()
+    unknown: tuple[UnknownField, ...] = ()
+    extends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Link:
+    label: str
+    path: Path | None
+
+
+@dataclass
+class _Resolver:
+    root_dir: Path
+    issues: list[ValidationIssue] = field(default_factory=list)
+    unknown: list[UnknownField] = field(default_factory=list)
+    extends: list[str] = field(default_factory=list)
+
+    def label(self, path: Path) -> str:
+        try:
+            return Path(os.path.relpath(path, self.root_dir)).as_posix()
+        except ValueError:  # another drive on Windows
+            return path.name
+
+    def locate(self, extend: str, base_dir: Path) -> tuple[str, Path | None]:
+        if _BUILTIN_NAME.match(extend) and not extend.endswith((".yaml", ".yml")):
+            candidate = BUILTIN_DIR / f"{extend}.yaml"
+            return extend, (candidate if candidate.is_file() else None)
+        candidate = Path(os.path.normpath(base_dir / extend))
+        return self.label(candidate), (candidate.resolve() if candidate.is_file() else None)
+
+    def error(self, code: str, message: str) -> None:
+        self.issues.append(ValidationIssue.error("$.extend", code, message))
+
+    def follow(self, data: dict[str, Any], base_dir: Path, chain: list[_Link]) -> dict[str, Any]:
+        data = dict(data)
+        raw = data.pop("extend", None)
+        extend = raw.strip() if isinstance(raw, str) else ""
+        if not extend:
+            return data
+        label, path = self.locate(extend, base_dir)
+        names = " -> ".join([link.label for link in chain] + [label])
+        if path is None:
+            hint = (
+                f"shipped blueprints: {', '.join(builtin_names()) or 'none'}"
+                if label == extend and "/" not in extend
+                else "a file path is relative to the file that declares it"
+            )
+            self.error(
+                "blueprint.extend.notFound",
+                f"Base blueprint {extend!r} was not found (extend chain: {names}); {hint}.",
+            )
+            return data
+        if any(link.path == path for link in chain):
+            self.error("blueprint.extend.cycle", f"extend forms a cycle: {names}. Remove the extend that points back.")
+            return data
+        if len(chain) > MAX_EXTEND_DEPTH:
+            self.error(
+                "blueprint.extend.tooDeep",
+                f"extend chain is deeper than {MAX_EXTEND_DEPTH} bases: {names}. Merge some bases into one file.",
+            )
+            return data
+        where = f"(in base blueprint {label!r}, extend chain: {names})"
+        try:
+            document = parse_yaml(read_blueprint_text(path, label))
+            version = peek_version(document)
+            if version not in SUPPORTED_VERSIONS:
+                self.error(
+                    "blueprint.extend.version",
+                    f"Base blueprint {label!r} declares version {version!r}; a base must declare "
+                    f"{CODEACT_VERSION} or {AI4J_VERSION} (extend chain: {names}).",
+                )
+                return data
+            coerced = coerce_document(document, Blueprint, codeact=version == CODEACT_VERSION)
+        except BlueprintLoadError as exc:
+            raise BlueprintLoadError(f"{exc.message} {where}", code=exc.code, path=exc.path) from None
+        self.unknown.extend(UnknownField(path=item, origin=label) for item in coerced.unknown)
+        self.extends.append(label)
+        base = self.follow(resolve_paths(coerced.data, path.parent), path.parent, [*chain, _Link(label, path)])
+        return merge_layers(base, data)
+
+
+def resolve_inheritance(data: dict[str, Any], *, base_dir: Path, root_label: str, root_path: Path | None) -> Resolution:
+    """Resolve paths and follow ``extend`` for one coerced ``codeact.agent/v1`` document.
+
+    Args:
+        data: The coerced document (see :mod:`engine.blueprint._coerce`).
+        base_dir: The directory relative paths in ``data`` are resolved against.
+        root_label: How to name this document in chains (its file name, or ``<text>``).
+        root_path: The document's resolved file path, if it came from a file.
+
+    Returns:
+        The merged data (``extend`` removed) and the inheritance issues.
+
+    Raises:
+        BlueprintLoadError: A base file exists but cannot be read, parsed or type-checked.
+    """
+    resolver = _Resolver(root_dir=root_path.parent if root_path is not None else base_dir)
+    merged = resolver.follow(resolve_paths(data, base_dir), base_dir, [_Link(root_label, root_path)])
+    return Resolution(
+        data=merged,
+        issues=tuple(resolver.issues),
+        unknown=tuple(resolver.unknown),
+        extends=tuple(resolver.extends),
+    )

@@ -1,0 +1,300 @@
+"""The blueprint data model: one pydantic model for ``ai4j.agent/v1`` and ``codeact.agent/v1``.
+
+Field names are snake_case in Python and camelCase in YAML (``maxTurns``). Fields that only exist
+in ``codeact.agent/v1`` are listed in each model's ``codeact_only`` class variable; in an
+``ai4j.agent/v1`` file they are unknown fields (a warning), exactly as ai4j treats them.
+
+Trust decisions (accepting a sandbox declaration, widening the sandbox's import allow-list) are
+never fields here: they belong to the host (:class:`engine.blueprint.factory.HostContext`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Annotated, Any, ClassVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from engine.blueprint.issues import ValidationIssue
+
+__all__ = [
+    "AI4J_VERSION",
+    "Blueprint",
+    "CODEACT_VERSION",
+    "CodeActBlock",
+    "CompactBlock",
+    "CompactTrigger",
+    "FimBlock",
+    "FimTokens",
+    "InstructionsBlock",
+    "MemoryBlock",
+    "ModelBlock",
+    "ModelRoute",
+    "ModelRoutes",
+    "PluginEntry",
+    "SUPPORTED_VERSIONS",
+    "SandboxBlock",
+    "SandboxLimits",
+    "SessionBlock",
+    "SubagentEntry",
+    "ToolEntry",
+    "ToolkitEntry",
+    "UnknownField",
+    "WorkflowBlock",
+]
+
+AI4J_VERSION = "ai4j.agent/v1"
+CODEACT_VERSION = "codeact.agent/v1"
+SUPPORTED_VERSIONS = (AI4J_VERSION, CODEACT_VERSION)
+
+
+def _none_to_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def _none_to_dict(value: Any) -> Any:
+    return {} if value is None else value
+
+
+_Options = Annotated[dict[str, Any], BeforeValidator(_none_to_dict)]
+
+
+class _Block(BaseModel):
+    """Common configuration: camelCase aliases, immutable, no stray keys (the loader filters them)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
+
+    codeact_only: ClassVar[frozenset[str]] = frozenset()
+
+
+class ModelRoute(_Block):
+    """A per-purpose model (``model.routes.code`` / ``thought`` / ``utility``)."""
+
+    provider: str | None = None
+    model: str | None = None
+    options: _Options = Field(default_factory=dict)
+
+
+class ModelRoutes(_Block):
+    """Per-purpose model routes; a purpose without a route uses the main model."""
+
+    code: ModelRoute | None = None
+    thought: ModelRoute | None = None
+    utility: ModelRoute | None = None
+
+
+class ModelBlock(_Block):
+    """``model``: provider, model or host profile, options, and (codeact) routes."""
+
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"routes", "contextWindow"})
+
+    provider: str | None = None
+    profile: str | None = None
+    model: str | None = None
+    options: _Options = Field(default_factory=dict)
+    routes: ModelRoutes | None = None
+    context_window: int | None = None
+
+
+class InstructionsBlock(_Block):
+    """``instructions``: system and developer text and template variables."""
+
+    system: str | None = None
+    developer: str | None = None
+    variables: _Options = Field(default_factory=dict)
+
+
+class PluginEntry(_Block):
+    """``plugins[]``: a plugin intent (never installed or scanned by the factory)."""
+
+    id: str | None = None
+    enabled: bool | None = None
+    config: _Options = Field(default_factory=dict)
+
+
+class ToolEntry(_Block):
+    """``tools[]``: a tool reference resolved by the host's registry."""
+
+    ref: str | None = None
+    approval: str | None = None
+    config: _Options = Field(default_factory=dict)
+
+
+class ToolkitEntry(_Block):
+    """``toolkits[]`` (codeact): a toolkit granted by registry name, optionally limited to some operations."""
+
+    ref: str | None = None
+    operations: list[str | None] | None = None
+    approval: str | None = None
+    config: _Options = Field(default_factory=dict)
+
+
+class SubagentEntry(_Block):
+    """``subagents.<name>`` (codeact): a fixed sub-agent blueprint and what it is good at."""
+
+    path: str | None = None
+    description: str | None = None
+
+
+class MemoryBlock(_Block):
+    """``session.memory``."""
+
+    enabled: bool | None = None
+    scope: str | None = None
+    store: str | None = None
+    config: _Options = Field(default_factory=dict)
+
+
+class CompactTrigger(_Block):
+    """``session.compact.trigger``."""
+
+    context_ratio: float | None = None
+    max_turns: int | None = None
+
+
+class CompactBlock(_Block):
+    """``session.compact``."""
+
+    enabled: bool | None = None
+    trigger: CompactTrigger | None = None
+    strategy: str | None = None
+    preserve: Annotated[list[str | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+
+
+class SessionBlock(_Block):
+    """``session``: memory and compaction intent."""
+
+    memory: MemoryBlock | None = None
+    compact: CompactBlock | None = None
+
+
+class SandboxLimits(_Block):
+    """``sandbox.limits`` (codeact): resource limits for the sandbox."""
+
+    timeout_seconds: float | None = None
+    memory_mb: int | None = None
+    cpus: float | None = None
+    pids: int | None = None
+    output_bytes: int | None = None
+
+
+class SandboxBlock(_Block):
+    """``sandbox``: a declaration the host must accept explicitly."""
+
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"backend", "limits", "imports"})
+
+    enabled: bool | None = None
+    provider: str | None = None
+    profile: str | None = None
+    config: _Options = Field(default_factory=dict)
+    backend: str | None = None
+    limits: SandboxLimits | None = None
+    imports: list[str | None] | None = None
+
+
+class FimTokens(_Block):
+    """``workflow.codeact.fim.tokens``: explicit fill-in-the-middle markers."""
+
+    prefix: str | None = None
+    suffix: str | None = None
+    middle: str | None = None
+
+
+class FimBlock(_Block):
+    """``workflow.codeact.fim``: a model family's FIM token table, or explicit tokens."""
+
+    family: str | None = None
+    tokens: FimTokens | None = None
+
+
+class CodeActBlock(_Block):
+    """``workflow.codeact`` (codeact): how the CodeAct loop talks to the model."""
+
+    thought: str | None = None
+    protocol: str | None = None
+    fim: FimBlock | None = None
+    self_check: bool | None = None
+    max_self_checks: int | None = None
+    max_repeats: int | None = None
+
+
+class WorkflowBlock(_Block):
+    """``workflow``: ``react`` (default) or ``codeact``, and the round limit."""
+
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"codeact"})
+
+    mode: str | None = None
+    max_turns: int | None = None
+    codeact: CodeActBlock | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnknownField:
+    """A key the blueprint does not define; ``origin`` names the base file it came from, if any."""
+
+    path: str
+    origin: str | None = None
+
+
+class Blueprint(_Block):
+    """An agent blueprint as loaded from YAML (after ``extend`` inheritance).
+
+    Build one with :meth:`from_file`, :meth:`from_text` or :meth:`from_stream` (they run the
+    loader, inheritance and sub-agent loading), check it with
+    :func:`engine.blueprint.validate_blueprint`, turn it into an
+    :class:`~engine.blueprint.spec.AgentSpec` with :class:`~engine.blueprint.factory.AgentFactory`.
+    The fields after ``extensions`` are filled by the loader, never from the file.
+    """
+
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents"})
+
+    schema_uri: str | None = Field(default=None, alias="$schema")
+    version: str | None = None
+    id: str | None = None
+    name: str | None = None
+    extend: str | None = None
+    model: ModelBlock | None = None
+    instructions: InstructionsBlock | None = None
+    plugins: Annotated[list[PluginEntry | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    tools: Annotated[list[ToolEntry | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    toolkits: Annotated[list[ToolkitEntry | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    subagents: Annotated[dict[str, SubagentEntry | None], BeforeValidator(_none_to_dict)] = Field(default_factory=dict)
+    session: SessionBlock | None = None
+    sandbox: SandboxBlock | None = None
+    workflow: WorkflowBlock | None = None
+    extensions: _Options = Field(default_factory=dict)
+
+    # Filled by the loader; excluded from dumps (and so from the blueprint hash).
+    source_path: Path | None = Field(default=None, exclude=True, repr=False)
+    extends: tuple[str, ...] = Field(default=(), exclude=True, repr=False)
+    unknown_fields: tuple[UnknownField, ...] = Field(default=(), exclude=True, repr=False)
+    load_issues: tuple[ValidationIssue, ...] = Field(default=(), exclude=True, repr=False)
+    subagent_blueprints: dict[str, Blueprint] = Field(default_factory=dict, exclude=True, repr=False)
+
+    @property
+    def is_codeact_version(self) -> bool:
+        """True for ``version: codeact.agent/v1`` (the superset with inheritance and toolkits)."""
+        return (self.version or "").strip() == CODEACT_VERSION
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Blueprint:
+        """Load a blueprint file (see :func:`engine.blueprint.loader.load_path`)."""
+        from engine.blueprint.loader import load_path
+
+        return load_path(path)
+
+    @classmethod
+    def from_text(cls, text: str, *, base_dir: str | Path | None = None) -> Blueprint:
+        """Load a blueprint from YAML text (see :func:`engine.blueprint.loader.load_text`)."""
+        from engine.blueprint.loader import load_text
+
+        return load_text(text, base_dir=base_dir)
+
+    @classmethod
+    def from_stream(cls, stream: IO[str] | IO[bytes], *, base_dir: str | Path | None = None) -> Blueprint:
+        """Load a blueprint from an open stream (see :func:`engine.blueprint.loader.load_stream`)."""
+        from engine.blueprint.loader import load_stream
+
+        return load_stream(stream, base_dir=base_dir)

@@ -1,0 +1,290 @@
+"""``AgentSpec``: what the factory resolves from a blueprint and a host context.
+
+Everything the agent runtime needs, resolved and typed: the runtime turns an ``AgentSpec`` into
+a running agent; nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.blueprint.issues import ValidationIssue
+from engine.blueprint.templates import RenderedInstructions
+
+if TYPE_CHECKING:
+    from engine.blueprint.factory import HostContext
+    from engine.blueprint.models import Blueprint
+
+__all__ = [
+    "AgentKind",
+    "AgentSpec",
+    "CodeActSettings",
+    "CompactSettings",
+    "FimMarkers",
+    "MemorySettings",
+    "ModelOptions",
+    "ModelSettings",
+    "PluginRef",
+    "RoutePurpose",
+    "SandboxLimitSettings",
+    "SandboxSettings",
+    "SessionSettings",
+    "SubagentSpec",
+    "ToolRef",
+    "ToolkitGrant",
+]
+
+AgentKind = Literal["react", "codeact"]
+RoutePurpose = Literal["code", "thought", "utility"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelOptions:
+    """Model options mapped from ``model.options`` (ai4j's option mapping); None = provider default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_output_tokens: int | None = None
+    reasoning: Any = None
+    tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+    store: bool | None = None
+    user: str | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """OpenAI-style keyword arguments (the names litellm's ``completion()`` takes), None omitted.
+
+        ``max_output_tokens`` becomes ``max_tokens``; a string ``reasoning`` (or a mapping with an
+        ``effort`` key) becomes ``reasoning_effort``.
+        """
+        kwargs: dict[str, Any] = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_output_tokens,
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "store": self.store,
+            "user": self.user,
+            "seed": self.seed,
+            "stop": list(self.stop) if self.stop is not None else None,
+        }
+        if isinstance(self.reasoning, str):
+            kwargs["reasoning_effort"] = self.reasoning
+        elif isinstance(self.reasoning, Mapping) and isinstance(self.reasoning.get("effort"), str):
+            kwargs["reasoning_effort"] = self.reasoning["effort"]
+        return {key: value for key, value in kwargs.items() if value is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings:
+    """One model selection: provider, model name, host profile (metadata), options."""
+
+    provider: str
+    model: str
+    profile: str | None = None
+    options: ModelOptions = field(default_factory=ModelOptions)
+    context_window: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolRef:
+    """``tools[]``: a tool reference for the host's tool registry."""
+
+    ref: str
+    approval: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PluginRef:
+    """``plugins[]``: plugin intent; the factory never installs or scans plugins."""
+
+    id: str
+    enabled: bool = True
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolkitGrant:
+    """``toolkits[]``: a toolkit granted by registry name.
+
+    Attributes:
+        ref: The name the toolkit is registered under.
+        operations: The allowed operations, or None for all of them.
+        approval: The approval policy (always, safe, auto, ask, manual, never, deny) or None.
+        config: Free-form toolkit configuration.
+    """
+
+    ref: str
+    operations: tuple[str, ...] | None = None
+    approval: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySettings:
+    """``session.memory`` intent (the factory creates no store)."""
+
+    enabled: bool = False
+    scope: str | None = None
+    store: str | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactSettings:
+    """``session.compact``: when and how to compact older rounds."""
+
+    enabled: bool = False
+    context_ratio: float | None = None
+    max_turns: int | None = None
+    strategy: str | None = None
+    preserve: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionSettings:
+    """``session``: memory and compaction settings (None when not declared)."""
+
+    memory: MemorySettings | None = None
+    compact: CompactSettings | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxLimitSettings:
+    """``sandbox.limits``; None means the backend's default."""
+
+    timeout_seconds: float | None = None
+    memory_mb: int | None = None
+    cpus: float | None = None
+    pids: int | None = None
+    output_bytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SandboxSettings:
+    """The sandbox the blueprint declared (accepted by the host) or the host's defaults.
+
+    Attributes:
+        declared: True when the blueprint declared a sandbox (and the host allowed it).
+        backend: ``subprocess`` or ``docker``; None lets the host choose.
+        provider: ai4j-style provider name (host metadata), if any.
+        profile: Host sandbox profile name, if any.
+        limits: Resource limits requested by the blueprint.
+        imports: Extra modules for the import allow-list, already checked against the host's
+            ``allowed_imports`` (a blueprint cannot widen the policy by itself).
+        config: Free-form sandbox configuration.
+    """
+
+    declared: bool = False
+    backend: Literal["subprocess", "docker"] | None = None
+    provider: str | None = None
+    profile: str | None = None
+    limits: SandboxLimitSettings = field(default_factory=SandboxLimitSettings)
+    imports: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FimMarkers:
+    """Explicit fill-in-the-middle markers (``workflow.codeact.fim.tokens``)."""
+
+    prefix: str
+    suffix: str
+    middle: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodeActSettings:
+    """``workflow.codeact`` with defaults resolved.
+
+    Attributes:
+        thought: ``separate`` (a thought call, then a code call), ``inline`` (one call) or ``off``.
+        protocol: ``chat`` (FIM frame in a chat message) or ``completion`` (raw FIM tokens).
+        fim_family: Model family whose FIM token table to use, or None to infer it.
+        fim_markers: Explicit FIM markers overriding the family table, or None.
+        self_check: Whether a self-check model call judges completion.
+        max_self_checks: How many "not done" verdicts may re-enter the loop.
+        max_repeats: The same code or error this many times in a row ends the run.
+    """
+
+    thought: Literal["separate", "inline", "off"] = "separate"
+    protocol: Literal["chat", "completion"] = "chat"
+    fim_family: str | None = None
+    fim_markers: FimMarkers | None = None
+    self_check: bool = False
+    max_self_checks: int = 2
+    max_repeats: int = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentSpec:
+    """A fixed sub-agent: its name, what it is for, and its own resolved spec."""
+
+    name: str
+    description: str
+    path: Path
+    spec: AgentSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSpec:
+    """An agent, fully resolved from a blueprint and a host context, ready for the runtime.
+
+    Attributes:
+        id: The blueprint id.
+        name: Display name, if any.
+        version: The blueprint version (``ai4j.agent/v1`` or ``codeact.agent/v1``).
+        kind: ``codeact`` for ``workflow.mode: codeact``, else ``react``.
+        model: The main model with mapped options.
+        routes: Per-purpose models (``code``/``thought``/``utility``) the blueprint declared;
+            use :meth:`model_for` to fall back to the main model.
+        instructions: ``instructions.system``/``developer`` after template rendering.
+        variables: ``instructions.variables`` (for prompt sections that want them).
+        tools: ``tools[]`` references.
+        toolkits: ``toolkits[]`` grants.
+        plugins: ``plugins[]`` intents.
+        subagents: Fixed sub-agents with their specs.
+        session: Memory and compaction settings.
+        sandbox: Sandbox settings.
+        max_turns: Upper bound on rounds (``workflow.maxTurns`` or the default 20).
+        codeact: CodeAct loop settings (defaults when ``kind`` is ``react``).
+        blueprint_hash: sha256 of the canonical JSON of the merged blueprint (sub-agents by hash).
+        source_path: The blueprint file, if loaded from one.
+        extends: The base blueprints merged in, nearest first.
+        warnings: The validator's warnings.
+        blueprint: The merged blueprint this spec was built from.
+        host: The host context (model client, registry, store, sandbox provider, callbacks).
+    """
+
+    id: str
+    name: str | None
+    version: str
+    kind: AgentKind
+    model: ModelSettings
+    routes: Mapping[RoutePurpose, ModelSettings]
+    instructions: RenderedInstructions
+    variables: Mapping[str, Any]
+    tools: tuple[ToolRef, ...]
+    toolkits: tuple[ToolkitGrant, ...]
+    plugins: tuple[PluginRef, ...]
+    subagents: tuple[SubagentSpec, ...]
+    session: SessionSettings
+    sandbox: SandboxSettings
+    max_turns: int
+    codeact: CodeActSettings
+    blueprint_hash: str
+    source_path: Path | None
+    extends: tuple[str, ...]
+    warnings: tuple[ValidationIssue, ...]
+    blueprint: Blueprint = field(repr=False, compare=False)
+    host: HostContext = field(repr=False, compare=False)
+
+    def model_for(self, purpose: RoutePurpose) -> ModelSettings:
+        """The model for ``purpose``: its route if declared, else the main model."""
+        return self.routes.get(purpose, self.model)

@@ -1,0 +1,449 @@
+"""The blueprint validator: ai4j's checks and codes, in ai4j's order, plus the codeact fields.
+
+Order: version, extend, id, model, instructions, plugins, tools, toolkits, subagents, session,
+sandbox, workflow, unknown fields. The ai4j checks keep their codes, paths and severities; the
+codeact fields follow the same ``blueprint.<field>.<problem>`` style.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from engine.blueprint.issues import ValidationIssue, ValidationReport
+from engine.blueprint.models import (
+    CODEACT_VERSION,
+    SUPPORTED_VERSIONS,
+    Blueprint,
+    ModelBlock,
+    SandboxBlock,
+    SessionBlock,
+    WorkflowBlock,
+)
+from engine.blueprint.templates import builtin_variables, render_template
+from engine.errors import TemplateError
+
+__all__ = [
+    "FIM_PROTOCOLS",
+    "KNOWN_MODEL_OPTIONS",
+    "SANDBOX_BACKENDS",
+    "THOUGHT_MODES",
+    "TOOLKIT_APPROVALS",
+    "TOOL_APPROVALS",
+    "WORKFLOW_MODES",
+    "sandbox_declared",
+    "validate_blueprint",
+]
+
+WORKFLOW_MODES: Final = ("react", "codeact")
+TOOL_APPROVALS: Final = ("always", "safe", "never", "manual", "auto", "deny")
+TOOLKIT_APPROVALS: Final = (*TOOL_APPROVALS, "ask")
+SANDBOX_BACKENDS: Final = ("subprocess", "docker")
+THOUGHT_MODES: Final = ("separate", "inline", "off")
+FIM_PROTOCOLS: Final = ("chat", "completion")
+KNOWN_MODEL_OPTIONS: Final = frozenset(
+    {
+        "temperature",
+        "topP",
+        "top_p",
+        "maxOutputTokens",
+        "max_output_tokens",
+        "reasoning",
+        "toolChoice",
+        "tool_choice",
+        "parallelToolCalls",
+        "parallel_tool_calls",
+        "store",
+        "user",
+        "seed",
+        "stop",
+    }
+)
+
+_ID: Final = re.compile(r"^[A-Za-z0-9._-]+$")
+_TOOLKIT_REF: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_IDENTIFIER: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _trim(value: str | None) -> str | None:
+    if value is None:
+        return None
+    stripped = value.strip()
+    return stripped or None
+
+
+def sandbox_declared(blueprint: Blueprint) -> bool:
+    """Whether the blueprint declares a sandbox the host must accept explicitly.
+
+    ``ai4j.agent/v1``: ``sandbox.enabled: true``. ``codeact.agent/v1`` also counts a sandbox
+    block that sets backend, provider, profile, limits, imports or config without
+    ``enabled: false``.
+    """
+    sandbox = blueprint.sandbox
+    if sandbox is None:
+        return False
+    if sandbox.enabled is True:
+        return True
+    if sandbox.enabled is False or not blueprint.is_codeact_version:
+        return False
+    return bool(
+        _trim(sandbox.backend)
+        or _trim(sandbox.provider)
+        or _trim(sandbox.profile)
+        or sandbox.limits is not None
+        or sandbox.imports
+        or sandbox.config
+    )
+
+
+class _Checks:
+    def __init__(self, blueprint: Blueprint) -> None:
+        self.bp = blueprint
+        self.codeact = blueprint.is_codeact_version
+        self.issues: list[ValidationIssue] = []
+
+    def error(self, path: str, code: str, message: str) -> None:
+        self.issues.append(ValidationIssue.error(path, code, message))
+
+    def warning(self, path: str, code: str, message: str) -> None:
+        self.issues.append(ValidationIssue.warning(path, code, message))
+
+    def run(self) -> ValidationReport:
+        self.version()
+        self.issues.extend(issue for issue in self.bp.load_issues if issue.code.startswith("blueprint.extend."))
+        self.id()
+        self.model(self.bp.model)
+        self.instructions()
+        self.plugins()
+        self.tools()
+        self.toolkits()
+        self.subagents()
+        self.session(self.bp.session)
+        self.sandbox(self.bp.sandbox)
+        self.workflow(self.bp.workflow)
+        self.unknown()
+        return ValidationReport(issues=tuple(self.issues))
+
+    def version(self) -> None:
+        version = _trim(self.bp.version)
+        if version is None:
+            self.error(
+                "$.version",
+                "blueprint.version.required",
+                f"version is required; write version: {CODEACT_VERSION} (or ai4j.agent/v1).",
+            )
+        elif version not in SUPPORTED_VERSIONS:
+            self.error(
+                "$.version",
+                "blueprint.version.unsupported",
+                f"Unsupported blueprint version: {version}. Use {CODEACT_VERSION} or ai4j.agent/v1.",
+            )
+
+    def id(self) -> None:
+        value = _trim(self.bp.id)
+        if value is None:
+            self.error("$.id", "blueprint.id.required", "id is required; write a stable slug such as id: my-agent.")
+        elif not _ID.match(value):
+            self.error(
+                "$.id",
+                "blueprint.id.invalid",
+                f"id must contain only letters, digits, '.', '_' or '-' (got {value!r}).",
+            )
+
+    def model(self, model: ModelBlock | None) -> None:
+        if model is None:
+            self.error(
+                "$.model", "blueprint.model.required", "model is required; add a model block with provider and model."
+            )
+            return
+        if _trim(model.provider) is None:
+            self.error(
+                "$.model.provider",
+                "blueprint.model.provider.required",
+                "model.provider is required, e.g. provider: openai-compatible.",
+            )
+        if _trim(model.model) is None and _trim(model.profile) is None:
+            self.error(
+                "$.model.model", "blueprint.model.selector.required", "model.model or model.profile is required."
+            )
+        if model.context_window is not None and model.context_window <= 0:
+            self.error(
+                "$.model.contextWindow",
+                "blueprint.model.contextWindow.invalid",
+                "model.contextWindow must be a positive number of tokens.",
+            )
+        if self.codeact:
+            self.options("$.model.options", model.options)
+        if model.routes is not None:
+            for purpose in ("code", "thought", "utility"):
+                route = getattr(model.routes, purpose)
+                if route is None:
+                    continue
+                if _trim(route.model) is None:
+                    self.error(
+                        f"$.model.routes.{purpose}.model",
+                        "blueprint.model.route.model.required",
+                        f"model.routes.{purpose}.model is required: a route names the model for {purpose}.",
+                    )
+                if self.codeact:
+                    self.options(f"$.model.routes.{purpose}.options", route.options)
+
+    def options(self, path: str, options: Mapping[str, Any]) -> None:
+        for key in options:
+            if key not in KNOWN_MODEL_OPTIONS:
+                self.warning(
+                    f"{path}.{key}",
+                    "blueprint.model.option.unknown",
+                    f"Unknown model option {key!r}; it is not passed to the model. Known options: "
+                    f"{', '.join(sorted(KNOWN_MODEL_OPTIONS))}.",
+                )
+
+    def instructions(self) -> None:
+        instructions = self.bp.instructions
+        if instructions is None or not self.codeact:
+            return  # ai4j.agent/v1 instructions are plain text
+        variables = {**builtin_variables(), **instructions.variables}
+        for name in ("system", "developer"):
+            text = getattr(instructions, name)
+            if text is None:
+                continue
+            try:
+                render_template(f"instructions.{name}", text, variables)
+            except TemplateError as exc:
+                problem = "undefined" if exc.variable is not None else "invalid"
+                self.error(f"$.instructions.{name}", f"blueprint.instructions.template.{problem}", exc.message)
+
+    def plugins(self) -> None:
+        for index, plugin in enumerate(self.bp.plugins):
+            if plugin is None or _trim(plugin.id) is None:
+                self.error(
+                    f"$.plugins[{index}].id", "blueprint.plugin.id.required", f"plugins[{index}].id is required."
+                )
+
+    def tools(self) -> None:
+        for index, tool in enumerate(self.bp.tools):
+            if tool is None or _trim(tool.ref) is None:
+                self.error(f"$.tools[{index}].ref", "blueprint.tool.ref.required", f"tools[{index}].ref is required.")
+                continue
+            approval = _trim(tool.approval)
+            if approval is not None and approval not in TOOL_APPROVALS:
+                self.warning(
+                    f"$.tools[{index}].approval",
+                    "blueprint.tool.approval.unknown",
+                    f"Unknown tool approval value: {approval}. Known values: {', '.join(TOOL_APPROVALS)}.",
+                )
+
+    def toolkits(self) -> None:
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.bp.toolkits):
+            path = f"$.toolkits[{index}]"
+            ref = None if entry is None else _trim(entry.ref)
+            if entry is None or ref is None:
+                self.error(
+                    f"{path}.ref",
+                    "blueprint.toolkit.ref.required",
+                    f"toolkits[{index}].ref is required: the registry name of a toolkit, e.g. ref: system.",
+                )
+                continue
+            if not _TOOLKIT_REF.match(ref):
+                self.error(
+                    f"{path}.ref",
+                    "blueprint.toolkit.ref.invalid",
+                    f"toolkits[{index}].ref {ref!r} is not a registry name; toolkits are granted by the name "
+                    "they are registered under (letters, digits, '_', '.', '-'), never by import path.",
+                )
+            elif ref in seen:
+                self.error(
+                    f"{path}.ref",
+                    "blueprint.toolkit.ref.duplicate",
+                    f"Toolkit {ref!r} is granted twice (first at $.toolkits[{seen[ref]}]); merge the two entries.",
+                )
+            else:
+                seen[ref] = index
+            for op_index, operation in enumerate(entry.operations or []):
+                if operation is None or not _IDENTIFIER.match(operation.strip()):
+                    self.error(
+                        f"{path}.operations[{op_index}]",
+                        "blueprint.toolkit.operation.invalid",
+                        f"toolkits[{index}].operations[{op_index}] must be an operation name (a Python identifier).",
+                    )
+            approval = _trim(entry.approval)
+            if approval is not None and approval not in TOOLKIT_APPROVALS:
+                self.warning(
+                    f"{path}.approval",
+                    "blueprint.toolkit.approval.unknown",
+                    f"Unknown toolkit approval value: {approval}. Known values: {', '.join(TOOLKIT_APPROVALS)}.",
+                )
+
+    def subagents(self) -> None:
+        load_issues = [issue for issue in self.bp.load_issues if issue.code.startswith("blueprint.subagent.")]
+        for name, entry in self.bp.subagents.items():
+            if entry is None:
+                continue  # removed (null overrides an inherited sub-agent)
+            path = f"$.subagents.{name}"
+            if not _ID.match(name):
+                self.error(
+                    path,
+                    "blueprint.subagent.name.invalid",
+                    f"Subagent name {name!r} must contain only letters, digits, '.', '_' or '-'.",
+                )
+            if _trim(entry.path) is None:
+                self.error(
+                    f"{path}.path",
+                    "blueprint.subagent.path.required",
+                    f"subagents.{name}.path is required: the sub-agent's blueprint file.",
+                )
+            if _trim(entry.description) is None:
+                self.error(
+                    f"{path}.description",
+                    "blueprint.subagent.description.required",
+                    f"subagents.{name}.description is required: it tells the parent what the sub-agent is for.",
+                )
+            self.issues.extend(issue for issue in load_issues if issue.path.startswith(f"{path}."))
+            child = self.bp.subagent_blueprints.get(name)
+            if child is not None:
+                for issue in validate_blueprint(child).issues:
+                    self.issues.append(
+                        ValidationIssue(
+                            severity=issue.severity,
+                            path=f"{path}.path",
+                            code=issue.code,
+                            message=f"Subagent {name!r} {issue.path}: {issue.message}",
+                        )
+                    )
+
+    def session(self, session: SessionBlock | None) -> None:
+        if session is None:
+            return
+        memory = session.memory
+        if (
+            memory is not None
+            and memory.enabled is True
+            and _trim(memory.scope) is None
+            and _trim(memory.store) is None
+        ):
+            self.warning(
+                "$.session.memory",
+                "blueprint.memory.scope.warning",
+                "session.memory.enabled is true but neither scope nor store is declared.",
+            )
+        trigger = session.compact.trigger if session.compact is not None else None
+        if trigger is None:
+            return
+        if trigger.context_ratio is not None and not 0.0 < trigger.context_ratio <= 1.0:
+            self.error(
+                "$.session.compact.trigger.contextRatio",
+                "blueprint.compact.contextRatio.invalid",
+                "contextRatio must be greater than 0 and less than or equal to 1.",
+            )
+        if trigger.max_turns is not None and trigger.max_turns <= 0:
+            self.error(
+                "$.session.compact.trigger.maxTurns",
+                "blueprint.compact.maxTurns.invalid",
+                "compact trigger maxTurns must be positive.",
+            )
+
+    def sandbox(self, sandbox: SandboxBlock | None) -> None:
+        if sandbox is None:
+            return
+        has_selector = _trim(sandbox.provider) or _trim(sandbox.profile) or _trim(sandbox.backend)
+        if sandbox.enabled is True and not has_selector:
+            selector = "sandbox.backend, sandbox.provider" if self.codeact else "sandbox.provider"
+            self.error(
+                "$.sandbox",
+                "blueprint.sandbox.selector.required",
+                f"{selector} or sandbox.profile is required when sandbox.enabled is true.",
+            )
+        backend = _trim(sandbox.backend)
+        if backend is not None and backend not in SANDBOX_BACKENDS:
+            self.error(
+                "$.sandbox.backend",
+                "blueprint.sandbox.backend.invalid",
+                f"sandbox.backend must be one of: {', '.join(SANDBOX_BACKENDS)} (got {backend!r}).",
+            )
+        if sandbox.limits is not None:
+            for field, info in type(sandbox.limits).model_fields.items():
+                value = getattr(sandbox.limits, field)
+                if value is not None and value <= 0:
+                    self.error(
+                        f"$.sandbox.limits.{info.alias}",
+                        "blueprint.sandbox.limits.invalid",
+                        f"sandbox.limits.{info.alias} must be positive.",
+                    )
+        for index, module in enumerate(sandbox.imports or []):
+            if module is None or not _MODULE.match(module.strip()):
+                self.error(
+                    f"$.sandbox.imports[{index}]",
+                    "blueprint.sandbox.imports.invalid",
+                    f"sandbox.imports[{index}] must be a module name such as json or collections.abc.",
+                )
+
+    def workflow(self, workflow: WorkflowBlock | None) -> None:
+        if workflow is None:
+            return  # no workflow means react
+        mode = _trim(workflow.mode)
+        if mode is not None and mode not in WORKFLOW_MODES:
+            self.error(
+                "$.workflow.mode", "blueprint.workflow.mode.invalid", "workflow.mode must be one of: react, codeact."
+            )
+        if workflow.max_turns is not None and workflow.max_turns <= 0:
+            self.error(
+                "$.workflow.maxTurns", "blueprint.workflow.maxTurns.invalid", "workflow.maxTurns must be positive."
+            )
+        codeact = workflow.codeact
+        if codeact is None:
+            return
+        if mode != "codeact":
+            self.warning(
+                "$.workflow.codeact",
+                "blueprint.workflow.codeact.ignored",
+                "workflow.codeact is ignored because workflow.mode is not codeact; set mode: codeact.",
+            )
+        for field, allowed in (("thought", THOUGHT_MODES), ("protocol", FIM_PROTOCOLS)):
+            value = _trim(getattr(codeact, field))
+            if value is not None and value not in allowed:
+                self.error(
+                    f"$.workflow.codeact.{field}",
+                    f"blueprint.workflow.codeact.{field}.invalid",
+                    f"workflow.codeact.{field} must be one of: {', '.join(allowed)} (got {value!r}).",
+                )
+        tokens = codeact.fim.tokens if codeact.fim is not None else None
+        if tokens is not None:
+            for marker in ("prefix", "suffix", "middle"):
+                if not getattr(tokens, marker):
+                    self.error(
+                        f"$.workflow.codeact.fim.tokens.{marker}",
+                        "blueprint.workflow.codeact.fim.tokens.required",
+                        f"workflow.codeact.fim.tokens.{marker} is required when fim.tokens is given "
+                        "(or use fim.family instead).",
+                    )
+        for field, alias in (("max_repeats", "maxRepeats"), ("max_self_checks", "maxSelfChecks")):
+            value = getattr(codeact, field)
+            if value is not None and value <= 0:
+                self.error(
+                    f"$.workflow.codeact.{alias}",
+                    f"blueprint.workflow.codeact.{alias}.invalid",
+                    f"workflow.codeact.{alias} must be positive.",
+                )
+
+    def unknown(self) -> None:
+        for item in self.bp.unknown_fields:
+            name = item.path[2:]
+            if "." in name or "[" in name:
+                message = f"Unknown field: {name}."
+            else:
+                message = f"Unknown top-level field: {name}."
+            if item.origin is not None:
+                message = f"{message[:-1]} (in base blueprint {item.origin!r})."
+            self.warning(item.path, "blueprint.field.unknown", message)
+
+
+def validate_blueprint(blueprint: Blueprint) -> ValidationReport:
+    """Validate a loaded blueprint (and, recursively, its sub-agents).
+
+    Returns:
+        The report; ``report.valid`` is True iff no issue is an ``ERROR``.
+    """
+    return _Checks(blueprint).run()
