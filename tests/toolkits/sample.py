@@ -102,6 +102,17 @@ class DevOps:
         return seconds
 
     @operation
+    async def nap(self, seconds: float) -> float:
+        """Sleep on the host with no timeout of its own (the bridge default applies).
+
+        Args:
+            seconds: How long.
+        """
+        self.calls.log.append(("nap", {"seconds": seconds}))
+        await asyncio.sleep(seconds)
+        return seconds
+
+    @operation
     async def fail(self, message: str) -> None:
         """Raise an error with this message.
 
