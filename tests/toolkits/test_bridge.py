@@ -44,7 +44,10 @@ def test_manifest_lists_only_granted_operations() -> None:
                 "description": "DevOps platform: projects, requirements, deployments",
                 "operations": {
                     "get_project_info": {"params": ["project_id"], "required": ["project_id"]},
-                    "search_requirements": {"params": ["project_id", "query", "limit"], "required": ["project_id", "query"]},
+                    "search_requirements": {
+                        "params": ["project_id", "query", "limit"],
+                        "required": ["project_id", "query"],
+                    },
                 },
             },
             "weather": {
@@ -324,7 +327,12 @@ async def test_every_call_is_recorded_in_order() -> None:
     assert first.arguments == {"project_id": codec.encode("7")}
     assert codec.decode(first.result) == {"id": "7", "name": "project 7", "status": "active"}
     assert first.error is None and first.duration_s >= 0 and first.started_at > 0
-    assert second.error == {"code": p.TOOL_ERROR, "name": "tool_error", "message": "nope", "data": {"type": "RuntimeError"}}
+    assert second.error == {
+        "code": p.TOOL_ERROR,
+        "name": "tool_error",
+        "message": "nope",
+        "data": {"type": "RuntimeError"},
+    }
     assert third.error == {
         "code": p.UNAUTHORIZED,
         "name": "unauthorized",
@@ -348,7 +356,11 @@ async def test_cancelled_calls_are_recorded() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     [record] = bridge.drain_calls()
-    assert record.error == {"code": p.CANCELLED, "name": "cancelled", "message": "the call was cancelled: the round ended"}
+    assert record.error == {
+        "code": p.CANCELLED,
+        "name": "cancelled",
+        "message": "the call was cancelled: the round ended",
+    }
 
 
 async def test_events_are_emitted() -> None:
@@ -410,7 +422,10 @@ async def test_replay_divergence() -> None:
     replay = ToolkitBridge.replaying(bridge.drain_calls())
     assert replay.manifest() == {
         "toolkits": {
-            "devops": {"description": "", "operations": {"get_project_info": {"params": ["project_id"], "required": []}}}
+            "devops": {
+                "description": "",
+                "operations": {"get_project_info": {"params": ["project_id"], "required": []}},
+            }
         }
     }
     err = await _error(replay, _call("devops", "get_project_info", project_id="2"))

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tests.toolkits.sample import DevOps, Weather
 from toolkits import ToolkitRegistry, openai_tools, operation, render_stubs, toolkit
@@ -10,65 +11,12 @@ GRANTS = {
     "weather": "*",
 }
 
-EXPECTED = '''\
-class devops:
-    """DevOps platform: projects, requirements, deployments"""
-
-    async def get_project_info(self, project_id: str) -> dict[str, Any]:
-        """Basic info of a project.
-
-        Args:
-            project_id: The project's id, for example "123".
-
-        Returns:
-            The project's id, name and status.
-        """
-
-    async def search_requirements(self, project_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Search the requirements of a project.
-
-        Args:
-            project_id: The project's id.
-            query: Words to look for in titles.
-            limit: At most this many results.
-        """
-
-    async def create_requirement(self, project_id: str, requirement: dict) -> str:
-        """Create a requirement.
-
-        Args:
-            project_id: The project's id.
-            requirement: Title and priority (1 = highest).
-        """
-
-    async def deploy_app(self, app_id: str, version: str, strategy: Literal['rolling', 'blue_green'] = 'rolling') -> dict:
-        """Deploy a version of an app.
-
-        Needs the user's approval: the call waits until the user allows it, and raises if denied.
-
-        Args:
-            app_id: The app.
-            version: The version to deploy, for example "1.4.2".
-            strategy: How to roll it out.
-        """
-
-
-class weather:
-    """Weather forecasts (dynamic)"""
-
-    async def forecast(self, city: str, days: int = 1, unit: Literal['C', 'F'] | None = None) -> dict:
-        """The forecast for a city.
-
-        Args:
-            city: City name.
-            days: How many days.
-        """
-'''
+SNAPSHOT = Path(__file__).parent / "snapshots" / "stubs.py.txt"
 
 
 def test_stubs_snapshot() -> None:
     # drop_database is granted but approval="deny": it can never run, so the model never sees it.
-    assert render_stubs([DevOps, Weather()], grants=GRANTS) == EXPECTED
+    assert render_stubs([DevOps, Weather()], grants=GRANTS) == SNAPSHOT.read_text()
 
 
 def test_stubs_are_valid_python() -> None:

@@ -38,7 +38,11 @@ def _bridge(
 
 
 async def _call(bridge: ToolkitBridge, operation: str, **arguments: Any) -> Any:
-    params = {"toolkit": "system", "operation": operation, "arguments": {k: codec.encode(v) for k, v in arguments.items()}}
+    params = {
+        "toolkit": "system",
+        "operation": operation,
+        "arguments": {k: codec.encode(v) for k, v in arguments.items()},
+    }
     return await bridge.handle("call", params)
 
 
