@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from engine.cli import _exec, _run, _sandbox, _toolkits, _validate
+from engine.cli import _exec, _run, _sandbox, _sessions, _toolkits, _validate
 
 __all__ = ["app", "main"]
 
@@ -21,7 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (_validate, _run, _exec, _toolkits, _sandbox):
+for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions):
     _module.register(app)
 
 
