@@ -7,6 +7,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -205,7 +206,7 @@ def _load_module(module_ref: str, ref: str) -> object:
             ) from exc
         return module
     try:
-        return importlib.import_module(module_ref)
+        return _import_with_cwd(module_ref)
     except ModuleNotFoundError as exc:
         raise ToolkitLoadError(
             f"toolkit reference {ref!r}: cannot import module {module_ref!r} ({exc}); check it is installed "
@@ -217,3 +218,20 @@ def _load_module(module_ref: str, ref: str) -> object:
         raise ToolkitLoadError(
             f"toolkit reference {ref!r}: importing {module_ref!r} failed: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _import_with_cwd(module_ref: str) -> object:
+    """Import ``module_ref``; like ``python -m``, modules in the working directory are importable too."""
+    try:
+        return importlib.import_module(module_ref)
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        top = module_ref.split(".", 1)[0]
+        if exc.name != top or cwd in sys.path or "" in sys.path:
+            raise
+        sys.path.insert(0, cwd)
+        try:
+            return importlib.import_module(module_ref)
+        except ModuleNotFoundError:
+            sys.path.remove(cwd)
+            raise exc from None
