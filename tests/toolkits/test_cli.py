@@ -19,7 +19,9 @@ def test_toolkits_list_prints_builtins_and_given_toolkits() -> None:
 
 
 def test_toolkits_list_from_a_module_without_builtins() -> None:
-    result = CliRunner().invoke(app, ["toolkits", "list", "--no-builtins", "--toolkit", "tests.toolkits.sample:Weather"])
+    result = CliRunner().invoke(
+        app, ["toolkits", "list", "--no-builtins", "--toolkit", "tests.toolkits.sample:Weather"]
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout == render_stubs([Weather()])
 
