@@ -1,0 +1,567 @@
+"""The guard functions RestrictedPython-transformed code calls, the safe builtins and the import allow-list.
+
+Standard library only: this module runs INSIDE the sandbox (also in the Debian python3.11 container).
+The host compiles the model's code with ``sandbox.policy.compile_code``; that transform rejects most
+dangerous constructs statically (names and attributes starting with ``_``, frame/code internals, ...)
+and routes every attribute read through ``_getattr_``, every attribute/item write through ``_write_``
+and every ``for`` loop through ``_getiter_``. The functions here are the run-time half of the policy:
+
+* ``_getattr_`` (hot path): one set lookup on the attribute name, the builtin ``getattr`` and one type
+  check of the value, so a module attribute that is itself a module outside the allow-list
+  (``dataclasses.sys``, ``uuid.os``) can never be reached. Names that need a value check (``format``:
+  ``str.format`` is replaced by a formatter that guards ``{0.attr}`` fields) take a slower path.
+* ``_write_``: returns the object itself for ``dict``/``list`` and instances of classes the sandboxed
+  code defined (recorded by the ``__metaclass__`` class factory, so it cannot be forged), and a proxy
+  that refuses attribute writes otherwise (stdlib modules, classes and objects stay read-only).
+* Safe builtins: no ``eval``/``exec``/``compile``/``open``/``input``/``breakpoint``/``globals``/``locals``/
+  ``vars``/``memoryview`` (stubs that raise a clear error), guarded ``getattr``/``hasattr``/``setattr``/
+  ``delattr``/``dir``, a ``type`` that only answers ``type(obj)``, and a guarded ``__import__``.
+
+``restricted_globals`` returns a fresh namespace wired with all of these; the runtime runs the code
+(and the prelude of restored definitions) in that very dict.
+"""
+
+from __future__ import annotations
+
+import _string  # type: ignore[import-not-found]  # C helpers behind str.format parsing (stdlib)
+import builtins
+import operator
+import string
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from types import FunctionType, ModuleType
+from typing import Any, Final
+
+__all__ = [
+    "ALLOWED_DUNDER_ATTRIBUTES",
+    "ALLOWED_DUNDER_METHODS",
+    "DENIED_ATTRIBUTES",
+    "SANDBOX_MODULE_NAME",
+    "plain_globals",
+    "restricted_globals",
+]
+
+SANDBOX_MODULE_NAME: Final = "__main__"
+"""``__name__`` of the sandbox namespace (so ``if __name__ == "__main__":`` blocks run)."""
+
+ALLOWED_DUNDER_ATTRIBUTES: Final = frozenset(
+    {"__init__", "__post_init__", "__name__", "__qualname__", "__doc__", "__module__"}
+)
+"""The only ``_``-prefixed attributes sandboxed code may READ (``super().__init__()``, ``type(x).__name__``)."""
+
+ALLOWED_DUNDER_METHODS: Final = frozenset(
+    {
+        "__init__", "__post_init__", "__repr__", "__str__", "__format__", "__hash__", "__bool__", "__len__",
+        "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__", "__iter__", "__next__",
+        "__aiter__", "__anext__", "__getitem__", "__setitem__", "__delitem__", "__missing__", "__reversed__",
+        "__call__", "__enter__", "__exit__", "__aenter__", "__aexit__", "__neg__", "__pos__", "__abs__",
+        "__invert__", "__round__", "__int__", "__float__", "__index__", "__complex__",
+        "__add__", "__sub__", "__mul__", "__matmul__", "__truediv__", "__floordiv__", "__mod__", "__divmod__",
+        "__pow__", "__lshift__", "__rshift__", "__and__", "__xor__", "__or__",
+        "__radd__", "__rsub__", "__rmul__", "__rmatmul__", "__rtruediv__", "__rfloordiv__", "__rmod__",
+        "__rdivmod__", "__rpow__", "__rlshift__", "__rrshift__", "__rand__", "__rxor__", "__ror__",
+        "__iadd__", "__isub__", "__imul__", "__imatmul__", "__itruediv__", "__ifloordiv__", "__imod__",
+        "__ipow__", "__ilshift__", "__irshift__", "__iand__", "__ixor__", "__ior__",
+    }
+)  # fmt: skip
+"""Special methods a class defined in sandboxed code may DEFINE (their bodies are sandboxed code too)."""
+
+DENIED_ATTRIBUTES: Final = frozenset(
+    {
+        # frames, code, generators, coroutines, async generators, tracebacks
+        "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame",
+        "ag_code", "ag_await", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins",
+        "f_code", "f_trace", "f_generator", "co_code", "func_globals", "func_code", "mro",
+        # stdlib helpers that evaluate strings or look attributes up by name, bypassing _getattr_
+        "get_type_hints", "attrgetter", "methodcaller", "Formatter", "vformat", "get_field",
+        "singledispatch", "singledispatchmethod", "make_dataclass",
+        # types that build functions, code or frames
+        "FunctionType", "CodeType", "FrameType", "TracebackType", "CellType", "LambdaType",
+        # asyncio: processes, sockets, pipes, threads, signals, loop/policy replacement, task internals
+        "create_subprocess_exec", "create_subprocess_shell", "subprocess_exec", "subprocess_shell",
+        "open_connection", "open_unix_connection", "create_connection", "create_unix_connection",
+        "create_server", "create_unix_server", "start_server", "start_unix_server", "create_datagram_endpoint",
+        "connect_accepted_socket", "connect_read_pipe", "connect_write_pipe", "sock_recv", "sock_recv_into",
+        "sock_recvfrom", "sock_recvfrom_into", "sock_sendall", "sock_sendto", "sock_connect", "sock_accept",
+        "sock_sendfile", "sendfile", "start_tls", "getaddrinfo", "getnameinfo", "run_in_executor",
+        "set_default_executor", "to_thread", "add_reader", "add_writer", "remove_reader", "remove_writer",
+        "add_signal_handler", "remove_signal_handler", "add_child_handler", "get_child_watcher",
+        "set_child_watcher", "set_event_loop", "set_event_loop_policy", "get_event_loop_policy",
+        "set_task_factory", "get_task_factory", "set_exception_handler", "get_exception_handler",
+        "call_exception_handler", "get_extra_info", "get_coro", "get_stack", "print_stack", "all_tasks",
+        # uuid node discovery may spawn ifconfig/ip
+        "getnode", "uuid1",
+    }
+)  # fmt: skip
+"""Attribute names no sandboxed code may touch, on any object (checked at compile time AND at run time)."""
+
+# A submodule of an allowed package is allowed, except below (asyncio: its submodules hold process,
+# socket and pipe plumbing; json.tool reads files named on the command line).
+_CLOSED_PACKAGES: Final = frozenset({"asyncio"})
+_DENIED_SUBMODULES: Final = frozenset({"json.tool"})
+# Names whose VALUE decides: str.format -> guarded formatter; builtins.compile/open never handed out.
+_VALUE_CHECKED: Final = frozenset({"format", "format_map", "compile", "open"})
+_OK_NAMES_CAP: Final = 65536
+
+_SAFE_BUILTIN_NAMES: Final = (
+    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr",
+    "classmethod", "complex", "dict", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hash",
+    "hex", "id", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next",
+    "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set", "slice",
+    "sorted", "staticmethod", "str", "sum", "super", "tuple", "zip", "Ellipsis", "NotImplemented", "None",
+    "True", "False", "__build_class__",
+)  # fmt: skip
+_DISABLED_BUILTINS: Final = (
+    "eval", "exec", "compile", "open", "input", "breakpoint", "globals", "locals", "vars", "memoryview",
+    "help", "exit", "quit", "copyright", "credits", "license",
+)  # fmt: skip
+_DANGEROUS_VALUES: Final = frozenset(id(getattr(builtins, name)) for name in ("compile", "open"))
+
+_IN_PLACE: Final[dict[str, Callable[[Any, Any], Any]]] = {
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "|=": operator.ior,
+    "^=": operator.ixor,
+    "&=": operator.iand,
+    "@=": operator.imatmul,
+}
+
+_MISSING: Final = object()
+_STR_FORMAT: Final = str.format
+_STR_FORMAT_MAP: Final = str.format_map
+_BuiltinMethod = type("".format)
+
+
+def _name_allowed(name: str) -> bool:
+    if name.startswith("_"):
+        return name in ALLOWED_DUNDER_ATTRIBUTES
+    return name not in DENIED_ATTRIBUTES
+
+
+def _denied_attribute(name: object) -> AttributeError:
+    return AttributeError(f"attribute {name!r} is not allowed in sandboxed code")
+
+
+def _inplacevar_(op: str, target: Any, value: Any) -> Any:
+    """``x op= y`` as RestrictedPython spells it (kept for compatibility; names use native in-place ops)."""
+    try:
+        func = _IN_PLACE[op]
+    except KeyError:
+        raise TypeError(f"unsupported in-place operator {op!r}") from None
+    return func(target, value)
+
+
+def _getiter_(obj: Any) -> Iterator[Any]:
+    return iter(obj)
+
+
+def _unpack_sequence_(value: Any, spec: Any, getiter: Any) -> list[Any]:
+    # Compatibility only: our transform leaves unpacking native (iteration is not restricted here).
+    return list(value)
+
+
+def _iter_unpack_sequence_(value: Any, spec: Any, getiter: Any) -> Iterator[Any]:
+    return iter(value)
+
+
+def _apply_(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return func(*args, **kwargs)
+
+
+class _GuardedFormatter(string.Formatter):
+    """``str.format`` whose ``{0.attr}`` / ``{0[key]}`` fields go through the attribute guard."""
+
+    def __init__(self, getattr_: Callable[[Any, str], Any]) -> None:
+        self._getattr = getattr_
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, key in rest:
+            obj = self._getattr(obj, key) if is_attr else obj[key]
+        return obj, first
+
+
+def _needs_guarded_format(template: str) -> bool:
+    """Whether a format string looks anything up (``{0.x}``, ``{a[k]}``, nested fields in a spec)."""
+    for _literal, field, spec, _conversion in _string.formatter_parser(template):
+        if field is not None and ("." in field or "[" in field):
+            return True
+        if spec and "{" in spec:
+            return True
+    return False
+
+
+class _WriteProxy:
+    """What ``_write_`` returns for objects sandboxed code does not own: item writes pass, attributes do not."""
+
+    __slots__ = ("_target",)
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        target = object.__getattribute__(self, "_target")
+        raise AttributeError(_write_denied(target, name))
+
+    def __delattr__(self, name: str) -> None:
+        target = object.__getattribute__(self, "_target")
+        raise AttributeError(_write_denied(target, name))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        object.__getattribute__(self, "_target")[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del object.__getattribute__(self, "_target")[key]
+
+
+def _write_denied(target: Any, name: str) -> str:
+    if isinstance(target, ModuleType):
+        what = f"module {target.__name__!r}"
+    elif isinstance(target, type):
+        what = f"class {target.__qualname__!r}"
+    else:
+        what = f"{type(target).__name__!r} object"
+    return (
+        f"cannot set or delete attribute {name!r} of {what} in sandboxed code: "
+        "only objects of classes defined in the code can be changed"
+    )
+
+
+class _TypeMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, type)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return issubclass(sub, type)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs:
+            return type(args[0])
+        raise TypeError(
+            "type() with three arguments (creating a class) is not allowed in sandboxed code; use a class statement"
+        )
+
+
+class _SafeType(metaclass=_TypeMeta):
+    """``type(obj)`` only; ``isinstance(x, type)`` still works."""
+
+
+_SafeType.__name__ = _SafeType.__qualname__ = "type"
+_SafeType.__module__ = "builtins"
+
+
+def _disabled(name: str) -> Callable[..., Any]:
+    def disabled(*args: Any, **kwargs: Any) -> Any:
+        raise NameError(f"{name}() is not allowed in sandboxed code")
+
+    disabled.__name__ = disabled.__qualname__ = name
+    return disabled
+
+
+def _calculate_metaclass(bases: tuple[type, ...]) -> type:
+    winner: type = type
+    for base in bases:
+        meta = type(base)
+        if issubclass(winner, meta):
+            continue
+        if issubclass(meta, winner):
+            winner = meta
+            continue
+        raise TypeError(
+            "metaclass conflict: the metaclass of a derived class must be a (non-strict) subclass "
+            "of the metaclasses of all its bases"
+        )
+    return winner
+
+
+class _ClassFactory:
+    """``__metaclass__`` for RestrictedPython's ``class X(..., metaclass=__metaclass__)`` rewrite.
+
+    Creates the class with the metaclass Python would have picked (so ``Enum``, ``NamedTuple``,
+    ``Generic``, ``Protocol`` subclasses work) and records it as defined by sandboxed code.
+    """
+
+    __slots__ = ("_owned",)
+
+    def __init__(self, owned: set[Any]) -> None:
+        self._owned = owned
+
+    def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Mapping[str, object]:
+        return _calculate_metaclass(bases).__prepare__(name, bases, **kwargs)
+
+    def __call__(self, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> type:
+        cls: type = _calculate_metaclass(bases)(name, bases, namespace, **kwargs)
+        self._owned.add(cls)
+        return cls
+
+
+class _Namespace:
+    """The guards of one sandbox namespace (closures over its allow-list and its own classes)."""
+
+    def __init__(self, allowed_imports: Collection[str]) -> None:
+        self.allowed = frozenset(allowed_imports)
+        self.allowed_text = ", ".join(sorted(self.allowed)) or "none"
+        # types whose instances sandboxed code may change in place; classes are added as they are defined
+        self.owned: set[Any] = {dict, list}
+        self.ok_names: set[str] = set()
+        self.namespace: dict[str, Any] = {}
+
+    # -- modules ----------------------------------------------------------------------------------
+    def module_allowed(self, name: str) -> bool:
+        top, dot, _rest = name.partition(".")
+        if top not in self.allowed:
+            return name in self.allowed
+        if not dot:
+            return True
+        return top not in _CLOSED_PACKAGES and name not in _DENIED_SUBMODULES
+
+    def import_denied(self, name: str) -> ImportError:
+        return ImportError(
+            f"import of {name!r} is not allowed in sandboxed code (allowed: {self.allowed_text})", name=name
+        )
+
+    def check_value(self, obj: Any, name: str, value: Any) -> Any:
+        if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
+            raise AttributeError(
+                f"attribute {name!r} is module {value.__name__!r}, which is not allowed in sandboxed code "
+                f"(allowed modules: {self.allowed_text})"
+            )
+        if id(value) in _DANGEROUS_VALUES:
+            raise _denied_attribute(name)
+        if name in ("format", "format_map"):
+            return self.guard_format(value)
+        return value
+
+    def guard_format(self, value: Any) -> Any:
+        if value is _STR_FORMAT:
+            return self.str_format
+        if value is _STR_FORMAT_MAP:
+            return self.str_format_map
+        if type(value) is _BuiltinMethod and isinstance(getattr(value, "__self__", None), str):
+            template: str = value.__self__
+            if value.__name__ == "format":
+                return lambda *args, **kwargs: self.str_format(template, *args, **kwargs)
+            if value.__name__ == "format_map":
+                return lambda mapping: self.str_format_map(template, mapping)
+        return value
+
+    def str_format(self, template: str, /, *args: Any, **kwargs: Any) -> str:
+        if not isinstance(template, str):
+            raise TypeError("format() needs a str")
+        if _needs_guarded_format(template):
+            return self.formatter.vformat(template, args, kwargs)
+        return _STR_FORMAT(template, *args, **kwargs)
+
+    def str_format_map(self, template: str, mapping: Mapping[str, Any], /) -> str:
+        if not isinstance(template, str):
+            raise TypeError("format_map() needs a str")
+        if _needs_guarded_format(template):
+            return self.formatter.vformat(template, (), mapping)
+        return _STR_FORMAT_MAP(template, mapping)
+
+    # -- attribute access -------------------------------------------------------------------------
+    def slow_getattr(self, obj: Any, name: str, default: Any = _MISSING) -> Any:
+        if type(name) is not str:
+            raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
+        if not _name_allowed(name):
+            if default is not _MISSING:
+                return default
+            raise _denied_attribute(name)
+        if name not in _VALUE_CHECKED and len(self.ok_names) < _OK_NAMES_CAP:
+            self.ok_names.add(name)
+        if default is _MISSING:
+            value = getattr(obj, name)
+        else:
+            value = getattr(obj, name, _MISSING)
+            if value is _MISSING:
+                return default
+        return self.check_value(obj, name, value)
+
+    def is_owned(self, obj: Any) -> bool:
+        if type(obj) in self.owned:
+            return True
+        if isinstance(obj, type):
+            return obj in self.owned
+        return type(obj) is FunctionType and obj.__globals__ is self.namespace
+
+    # -- imports ----------------------------------------------------------------------------------
+    def guarded_import(
+        self,
+        name: str,
+        globals: Mapping[str, Any] | None = None,  # noqa: A002 - the signature of builtins.__import__
+        locals: Mapping[str, Any] | None = None,  # noqa: A002
+        fromlist: Iterable[str] | None = (),
+        level: int = 0,
+    ) -> ModuleType:
+        if level != 0:
+            raise ImportError("relative imports are not allowed in sandboxed code")
+        if type(name) is not str or not name:
+            raise ImportError("import needs a module name")
+        items = tuple(fromlist or ())
+        if not items:
+            # `import a.b` binds `a`: both must be allowed
+            if not self.module_allowed(name) or not self.module_allowed(name.partition(".")[0]):
+                raise self.import_denied(name)
+            module: ModuleType = builtins.__import__(name, None, None, (), 0)
+            return module
+        if not self.module_allowed(name):
+            # `from pkg import allowed_submodule` with only the submodule on the allow-list
+            if not all(type(item) is str and self.module_allowed(f"{name}.{item}") for item in items):
+                raise self.import_denied(name)
+        module = builtins.__import__(name, None, None, (), 0)
+        for item in items:
+            if type(item) is not str or not _name_allowed(item) or item.startswith("_"):
+                raise ImportError(f"cannot import name {item!r} from {name!r}: not allowed in sandboxed code")
+            value = getattr(module, item, _MISSING)
+            if value is _MISSING:
+                submodule = f"{name}.{item}"
+                if not self.module_allowed(submodule):
+                    raise self.import_denied(submodule)
+                builtins.__import__(submodule, None, None, (), 0)
+                continue
+            if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
+                raise self.import_denied(value.__name__)
+            if id(value) in _DANGEROUS_VALUES or item in ("format", "format_map"):
+                raise ImportError(f"cannot import name {item!r} from {name!r}: not allowed in sandboxed code")
+        return module
+
+    def build(self, *, restricted: bool) -> dict[str, Any]:
+        ns = self.namespace
+        ok_names = self.ok_names
+        owned = self.owned
+        slow_getattr = self.slow_getattr
+        is_owned = self.is_owned
+        check_value = self.check_value
+
+        def _getattr_(obj: Any, name: str) -> Any:
+            if name in ok_names:
+                value = getattr(obj, name)
+                if type(value) is ModuleType:
+                    return check_value(obj, name, value)
+                return value
+            return slow_getattr(obj, name)
+
+        def _write_(obj: Any) -> Any:
+            if type(obj) in owned:
+                return obj
+            if is_owned(obj):
+                return obj
+            return _WriteProxy(obj)
+
+        def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+            if len(default) > 1:
+                raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
+            return slow_getattr(obj, name, default[0] if default else _MISSING)
+
+        def guarded_hasattr(obj: Any, name: str) -> bool:
+            try:
+                slow_getattr(obj, name)
+            except AttributeError:
+                return False
+            return True
+
+        def guarded_setattr(obj: Any, name: str, value: Any) -> None:
+            if type(name) is not str:
+                raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
+            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+                raise _denied_attribute(name)
+            setattr(_write_(obj), name, value)
+
+        def guarded_delattr(obj: Any, name: str) -> None:
+            if type(name) is not str:
+                raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
+            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+                raise _denied_attribute(name)
+            delattr(_write_(obj), name)
+
+        def guarded_dir(*args: Any) -> list[str]:
+            if len(args) != 1:
+                raise TypeError("dir() needs exactly one argument in sandboxed code")
+            return [name for name in dir(args[0]) if _name_allowed(name)]
+
+        def _inplaceattr_(obj: Any, name: str, op: str, value: Any) -> None:
+            setattr(_write_(obj), name, _inplacevar_(op, _getattr_(obj, name), value))
+
+        def _inplaceitem_(obj: Any, key: Any, op: str, value: Any) -> None:
+            _write_(obj)[key] = _inplacevar_(op, obj[key], value)
+
+        self.formatter = _GuardedFormatter(_getattr_)
+        self.str_format_bound = self.str_format
+        safe = {name: getattr(builtins, name) for name in _SAFE_BUILTIN_NAMES}
+        for name, value in vars(builtins).items():
+            if isinstance(value, type) and issubclass(value, BaseException):
+                safe[name] = value
+        for name in _DISABLED_BUILTINS:
+            safe[name] = _disabled(name)
+        safe.update(
+            {
+                "__import__": self.guarded_import,
+                "getattr": guarded_getattr,
+                "hasattr": guarded_hasattr,
+                "setattr": guarded_setattr,
+                "delattr": guarded_delattr,
+                "dir": guarded_dir,
+                "type": _SafeType,
+            }
+        )
+        if not restricted:
+            safe = dict(vars(builtins))
+            safe["__import__"] = self.guarded_import
+        ns["__builtins__"] = safe
+        ns["__name__"] = SANDBOX_MODULE_NAME
+        if restricted:
+            ns.update(
+                {
+                    "__metaclass__": _ClassFactory(owned),
+                    "_getattr_": _getattr_,
+                    "_write_": _write_,
+                    "_getitem_": operator.getitem,
+                    "_getiter_": _getiter_,
+                    "_iter_unpack_sequence_": _iter_unpack_sequence_,
+                    "_unpack_sequence_": _unpack_sequence_,
+                    "_inplacevar_": _inplacevar_,
+                    "_inplaceattr_": _inplaceattr_,
+                    "_inplaceitem_": _inplaceitem_,
+                    "_apply_": _apply_,
+                }
+            )
+        return ns
+
+
+def restricted_globals(*, allowed_imports: Collection[str]) -> dict[str, Any]:
+    """A fresh namespace for code compiled with the RestrictedPython policy.
+
+    Run the code (and the prelude of restored definitions) in the returned dict itself, not a copy:
+    functions defined by the code are recognised as its own by their ``__globals__``.
+
+    Args:
+        allowed_imports: Top-level module names ``import`` may load (submodules follow their package,
+            except asyncio's and ``json.tool``).
+
+    Returns:
+        ``{"__builtins__": <safe builtins>, "__name__": "__main__", "__metaclass__": ..., "_getattr_": ...,
+        "_write_": ..., "_getitem_": ..., "_getiter_": ..., "_inplacevar_": ..., ...}``.
+    """
+    return _Namespace(allowed_imports).build(restricted=True)
+
+
+def plain_globals(*, allowed_imports: Collection[str] | None) -> dict[str, Any]:
+    """A fresh namespace for code compiled WITHOUT the RestrictedPython transform (full builtins).
+
+    Args:
+        allowed_imports: When given, ``import`` is limited to these modules as in ``restricted_globals``;
+            ``None`` leaves the real ``__import__`` (the container or OS layer is the boundary).
+
+    Returns:
+        ``{"__builtins__": <builtins>, "__name__": "__main__"}``.
+    """
+    if allowed_imports is None:
+        return {"__builtins__": builtins, "__name__": SANDBOX_MODULE_NAME}
+    return _Namespace(allowed_imports).build(restricted=False)
