@@ -242,7 +242,11 @@ class CmdPromptBuilder(BasePromptBuilder):
         super().__init__(config, stubs=stubs)
         self._suffix_frame = build_frame(reraise=config.reraise)
         if config.protocol == "completion":
-            self._docstring = prompts.render("completion.j2", system=self.system.replace('"""', '\\"\\"\\"'))
+            # single-quote docstring: the toolkit stubs' double-quote docstrings then need no escaping
+            single, double = "'" * 3, '"' * 3
+            quote = single if single not in self.system else double
+            body = self.system if quote == single else self.system.replace(double, '\\"' * 3)
+            self._docstring = prompts.render("completion.j2", system=body, quote=quote)
             self._static = self.tokens.wrap(self._docstring, self._suffix_frame.suffix)
             # the static part is what comes before the dynamic history in the raw text
             cut = self._static.index(self._docstring) + len(self._docstring)

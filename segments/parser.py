@@ -286,7 +286,9 @@ def _repair(code: str, *, frame: CodeFrame | None, raw: bool, notes: list[str]) 
         return _block(code, notes) if _looks_like_code(code) else None
     if raw:
         trimmed = _trim_prose(code)
-        if trimmed != code and trimmed.strip():
+        if not trimmed.strip():
+            return None  # every line is prose: there is no code to repair
+        if trimmed != code:
             code = fix_first_line(clean_code(trimmed))
             notes.append("prose around the code was ignored")
             error = syntax_error(code)
