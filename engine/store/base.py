@@ -284,9 +284,10 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
             await asyncio.sleep(self.ttl / 3)
             try:
                 await self.refresh()
+            except SessionBusyError:
+                return  # lost: ``held`` is now False, and the run's next append_round conflicts loudly
             except StoreError:
-                # A transient store outage: keep trying; the run's own writes will fail loudly.
-                continue
+                continue  # a transient outage: keep trying; the run's own writes fail loudly meanwhile
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -344,7 +345,8 @@ class Store(ABC):
 
         Args:
             record: The round; ``record.index`` must be the last recorded index + 1, otherwise
-                ``StoreError`` (another writer got there first).
+                ``StoreError`` (another writer got there first). Appending a round identical to the
+                one recorded at that index is a no-op, so a write retried after a lost reply is safe.
             segments: The segments this round added, as JSON dicts each with an ``"id"``.
             variables: The complete codec-encoded state after the round (replaces the stored set).
         """

@@ -52,12 +52,18 @@ return 1
 
 # KEYS: meta, rounds, segments, vars, index.
 # ARGV: session_id, index, record, updated_at, ttl_ms, n_segments, segments..., name/value pairs...
-# Returns {0, index} on success, {1, 0} for an unknown session, {2, last} for a wrong index. Every
-# check runs before the first write, and a script runs atomically, so a round is all or nothing.
+# Returns {0, index} on success (also when this exact round is already recorded), {1, 0} for an
+# unknown session, {2, last} for a wrong index. Every check runs before the first write, and a
+# script runs atomically, so a round is all or nothing.
 _APPEND = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {1, 0} end
 local last = tonumber(redis.call('HGET', KEYS[1], 'rounds') or '0')
-if last + 1 ~= tonumber(ARGV[2]) then return {2, last} end
+local index = tonumber(ARGV[2])
+if last + 1 ~= index then
+  -- The same round again (a client retry after a lost reply): already written, nothing to do.
+  if last >= index and redis.call('LINDEX', KEYS[2], index - 1) == ARGV[3] then return {0, index} end
+  return {2, last}
+end
 redis.call('RPUSH', KEYS[2], ARGV[3])
 local n_segments = tonumber(ARGV[6])
 local first = 7

@@ -288,9 +288,14 @@ class SQLiteStore(Store):
                 row = conn.execute("SELECT rounds FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
                 if row is None:
                     raise self._not_found(session_id)
-                if record.index != row[0] + 1:
-                    raise self._conflict(record, row[0])
                 body = dumps(record.to_json(), what=f"round {record.index} of session {session_id!r}")
+                if record.index != row[0] + 1:
+                    stored = conn.execute(
+                        "SELECT record FROM rounds WHERE session_id = ? AND idx = ?", (session_id, record.index)
+                    ).fetchone()
+                    if stored is not None and stored[0] == body:
+                        return  # the same round again (a retried write): already recorded
+                    raise self._conflict(record, row[0])
                 conn.execute(
                     "INSERT INTO rounds (session_id, idx, record) VALUES (?, ?, ?)", (session_id, record.index, body)
                 )

@@ -128,6 +128,16 @@ async def test_append_round_requires_the_next_index(store: Store, index: int) ->
     assert await store.rounds("s1") == [first]
 
 
+async def test_re_appending_the_identical_round_is_a_no_op(store: Store) -> None:
+    await store.create_session(make_meta())
+    first = await append(store, 1)
+    second = await append(store, 2)
+    await store.append_round(first, segments=make_segments(1), variables=first.variables)  # a retried write
+    assert await store.rounds("s1") == [first, second]
+    assert await store.segments("s1") == make_segments(1) + make_segments(2)
+    assert await store.variables("s1") == second.variables
+
+
 async def test_append_round_to_unknown_session_fails(store: Store) -> None:
     with pytest.raises(StoreError) as info:
         await append(store, 1, "ghost")
