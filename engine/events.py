@@ -18,9 +18,12 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from engine.errors import CodeactError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "EVENT_TYPES",
@@ -40,6 +43,7 @@ __all__ = [
     "ToolCallCompleted",
     "ToolCallStarted",
     "event_from_json",
+    "render_event",
 ]
 
 _E = TypeVar("_E", bound="Event")
@@ -394,3 +398,68 @@ class EventSequence:
         """Build the next event of type ``cls`` with ``payload`` (sequence = previous + 1)."""
         self.last += 1
         return cls(run_id=self.run_id, sequence=self.last, timestamp=time.time(), **payload)
+
+
+_SHOWN_SEGMENTS = {"thought", "plan", "next_goal", "express"}
+
+
+def render_event(event: Event, console: Console) -> None:
+    """Print a compact, human view of ``event`` on a rich ``console`` (streaming deltas print nothing).
+
+    Code is syntax-highlighted on a terminal and printed plain otherwise; tool calls, output,
+    errors and the end of the run get one line each. A full-screen renderer (spinner, live
+    streaming) is the CLI's business; this is the plain building block.
+    """
+    from rich.text import Text
+
+    def short(value: Any, limit: int = 120) -> str:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def call_args(arguments: Mapping[str, Any]) -> str:
+        return ", ".join(
+            f"{name}={short(json.dumps(value, ensure_ascii=False, default=str), 40)}"
+            for name, value in arguments.items()
+        )
+
+    if isinstance(event, RunStarted):
+        console.print(Text(f"run {event.run_id[:8]} · session {event.session_id} · {event.model}", style="dim"))
+    elif isinstance(event, RoundStarted):
+        console.rule(f"round {event.round}", style="dim")
+    elif isinstance(event, SegmentCreated):
+        kind = str(event.segment.get("kind", ""))
+        if kind in _SHOWN_SEGMENTS:
+            console.print(Text.assemble((f"{kind}: ", "bold"), str(event.segment.get("text", ""))))
+    elif isinstance(event, CodeStarted):
+        if console.is_terminal:
+            from rich.syntax import Syntax
+
+            console.print(Syntax(event.code, "python", theme="ansi_dark", background_color="default", word_wrap=True))
+        else:
+            console.print(Text(event.code.rstrip("\n")))
+    elif isinstance(event, ToolCallStarted):
+        args = call_args(event.arguments)
+        console.print(Text(f"→ {event.toolkit}.{event.operation}({args})", style="cyan"))
+    elif isinstance(event, ToolCallCompleted):
+        if event.error is not None:
+            message = short(event.error.get("message", event.error))
+            console.print(Text(f"← {event.toolkit}.{event.operation}: {message}", style="red"))
+        else:
+            console.print(Text(f"← {event.toolkit}.{event.operation} -> {short(event.result)}", style="cyan"))
+    elif isinstance(event, CodeCompleted):
+        if event.stdout:
+            console.print(Text(event.stdout.rstrip("\n"), style="dim"))
+        if event.error:
+            line = f" (line {event.error['line']})" if event.error.get("line") is not None else ""
+            console.print(Text(f"{event.error.get('type')}: {event.error.get('message')}{line}", style="red"))
+        if event.variables_changed:
+            console.print(Text("variables: " + ", ".join(event.variables_changed), style="green"))
+    elif isinstance(event, ActionRequested):
+        args = call_args(event.arguments)
+        console.print(Text(f"? {event.kind} needed: {event.toolkit}.{event.operation}({args})", style="yellow"))
+    elif isinstance(event, RunCompleted):
+        plural = "s" if event.rounds != 1 else ""
+        console.print(Text(f"✔ {event.reason} after {event.rounds} round{plural}", style="green"))
+    elif isinstance(event, RunFailed):
+        console.print(Text(f"✖ [{event.error.get('code')}] {event.error.get('message')}", style="bold red"))
+    # message.delta / message.completed / state.updated: shown through the events above.

@@ -157,3 +157,31 @@ def test_non_json_answers_are_stringified_on_the_line() -> None:
 class _Weird:
     def __str__(self) -> str:
         return "<weird>"
+
+
+def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from engine.events import render_event
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=60, force_terminal=False)
+    events = EventSequence("0123456789abcdef")
+    for cls, payload in SAMPLES:
+        render_event(events.emit(cls, **payload), console)
+    render_event(events.emit(SegmentCreated, segment={"id": "t", "kind": "thought", "text": "check apps"}), console)
+    assert buffer.getvalue().splitlines() == [
+        "run 01234567 · session s1 · scripted/x",
+        "─" * 25 + " round 1 " + "─" * 26,
+        '→ devops.get_app(id="7")',
+        '← devops.get_app -> {"ok": true}',
+        "x = 1",
+        "1",
+        "variables: x, y",
+        '? approval needed: devops.deploy(app="a")',
+        "✔ finished after 4 rounds",
+        "✖ [store.unavailable] Redis at ... is unreachable",
+        "thought: check apps",
+    ]
