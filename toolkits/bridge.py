@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -462,14 +462,11 @@ class ToolkitBridge:
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout
         context = dataclasses.replace(self._context, deadline=time.monotonic() + timeout)
         try:
-            async with asyncio.timeout(timeout) as scope:
-                value = await bound.invoke(operation, validated, context)
-        except TimeoutError as exc:
-            if scope.expired():
-                raise _p.RpcError(
-                    _p.DEADLINE_EXCEEDED, f"{label}() did not finish within its {timeout:g} s timeout"
-                ) from None
-            raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
+            value = await _run_with_timeout(bound.invoke(operation, validated, context), timeout)
+        except _Expired:
+            raise _p.RpcError(
+                _p.DEADLINE_EXCEEDED, f"{label}() did not finish within its {timeout:g} s timeout"
+            ) from None
         except _p.RpcError:
             raise
         except Exception as exc:  # the tool failed: its message only, never a host traceback or path
@@ -535,7 +532,8 @@ class ToolkitBridge:
             arguments=arguments,
         )
         try:
-            decision = await self._approver(request)
+            # In its own task: the approver may use timeouts, which need a current task.
+            decision = await asyncio.get_running_loop().create_task(self._approver(request))
         except Exception as exc:
             raise _p.RpcError(
                 _p.APPROVAL_DENIED, f"{label}() was not approved: the approver failed ({type(exc).__name__})"
@@ -565,6 +563,44 @@ class ToolkitBridge:
                 _p.TOOL_ERROR, f"the result of {label}() cannot be sent to the sandbox: {reason}"
             ) from None
         return encoded
+
+
+class _Expired(Exception):
+    """The per-call timeout fired (distinct from a ``TimeoutError`` the tool itself raised)."""
+
+
+def _consume(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: an abandoned tool's late failure is not logged as unhandled
+
+
+async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+    """Await ``coro`` for at most ``timeout`` seconds; raises ``_Expired`` when the time is up.
+
+    The channel may start handlers eagerly, outside any task (``asyncio.timeout`` needs one), and
+    tools may rely on running in a task themselves (anyio, ``asyncio.timeout``): when there is no
+    current task the tool gets its own.
+    """
+    if asyncio.current_task() is not None:
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                return await coro
+        except TimeoutError:
+            if scope.expired():
+                raise _Expired from None
+            raise
+    task = asyncio.get_running_loop().create_task(coro)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except BaseException:  # cancelled with the round: the tool stops too
+        task.cancel()
+        task.add_done_callback(_consume)
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_consume)
+        raise _Expired
+    return task.result()
 
 
 def _is_size_error(exc: BaseException) -> bool:
