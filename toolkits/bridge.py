@@ -19,6 +19,7 @@ from typing import Any
 
 import pydantic
 
+from sandbox.runtime import codec
 from sandbox.runtime import protocol as _p
 from toolkits._errors import safe_message
 from toolkits._grants import Grants, as_toolkit_map, normalize_grants
@@ -495,8 +496,6 @@ class ToolkitBridge:
         return bound
 
     def _decode_arguments(self, label: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        from sandbox.runtime import codec
-
         values: dict[str, Any] = {}
         for name, encoded in arguments.items():
             if not isinstance(name, str):  # pragma: no cover -- JSON object keys are always strings
@@ -533,7 +532,7 @@ class ToolkitBridge:
         )
         try:
             # In its own task: the approver may use timeouts, which need a current task.
-            decision = await asyncio.get_running_loop().create_task(self._approver(request))
+            decision: ApprovalDecision = await asyncio.ensure_future(self._approver(request))
         except Exception as exc:
             raise _p.RpcError(
                 _p.APPROVAL_DENIED, f"{label}() was not approved: the approver failed ({type(exc).__name__})"
@@ -544,23 +543,20 @@ class ToolkitBridge:
             raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() was denied by the user: {reason}")
 
     def _encode_result(self, label: str, value: Any) -> Any:
-        from sandbox.runtime import codec
-
         try:
             if isinstance(value, Control):
                 payload = {k: codec.encode(v) for k, v in value.payload.items()}
                 encoded: Any = {"$control": {"kind": value.kind, **payload}}
             else:
                 encoded = codec.encode(value, max_bytes=self._max_result_bytes)
-        except codec.Unencodable as exc:
-            reason = getattr(exc, "reason", str(exc))
-            if _is_size_error(exc):
-                raise _p.RpcError(
-                    _p.PAYLOAD_TOO_LARGE,
-                    f"the result of {label}() exceeds the {self._max_result_bytes}-byte limit; return less data",
-                ) from None
+        except codec.TooLarge:
             raise _p.RpcError(
-                _p.TOOL_ERROR, f"the result of {label}() cannot be sent to the sandbox: {reason}"
+                _p.PAYLOAD_TOO_LARGE,
+                f"the result of {label}() exceeds the {self._max_result_bytes}-byte limit; return less data",
+            ) from None
+        except codec.Unencodable as exc:
+            raise _p.RpcError(
+                _p.TOOL_ERROR, f"the result of {label}() cannot be sent to the sandbox: {exc.reason}"
             ) from None
         return encoded
 
@@ -601,10 +597,6 @@ async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> A
         task.add_done_callback(_consume)
         raise _Expired
     return task.result()
-
-
-def _is_size_error(exc: BaseException) -> bool:
-    return bool(getattr(exc, "too_large", False)) or "byte" in str(exc).lower() and "limit" in str(exc).lower()
 
 
 def _manifest_from_records(records: list[CallRecord]) -> dict[str, Any]:
