@@ -15,7 +15,7 @@ import asyncio
 import base64
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
@@ -174,6 +174,7 @@ class Sandbox(abc.ABC):
         self._refill: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
+        self._guard: AsyncGenerator[None, None] | None = None
         self._closed = False
 
     # -- backend hooks ---------------------------------------------------------------------------
@@ -207,18 +208,37 @@ class Sandbox(abc.ABC):
         return sorted(toolkits) if isinstance(toolkits, dict) else []
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def _bind_loop(self) -> None:
+    async def _bind_loop(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop:
+        if self._loop is not loop or self._lock is None:
             # Asyncio objects belong to one loop: a new loop (another asyncio.run) gets new runtimes.
             self._drop_all_now()
             self._loop = loop
             self._lock = asyncio.Lock()
+            guard = self._loop_guard(loop)
+            await guard.__anext__()
+            self._guard = guard
+        return self._lock
+
+    async def _loop_guard(self, loop: asyncio.AbstractEventLoop) -> AsyncGenerator[None, None]:
+        """Release the runtimes when the loop shuts down, while it can still close them cleanly.
+
+        ``asyncio.run`` finalises async generators (``loop.shutdown_asyncgens()``) before closing the loop.
+        """
+        try:
+            yield
+        finally:
+            if self._loop is loop:
+                workers = [w for w in [self._worker, *self._pool] if w is not None]
+                self._worker, self._pool, self._loop, self._lock = None, [], None, None
+                for worker in workers:
+                    with contextlib.suppress(Exception):
+                        await worker.aclose()
 
     async def start(self) -> None:
         """Start the warm runtime and fill the pool (optional: ``execute`` starts one on demand)."""
         self._check_open()
-        self._bind_loop()
+        await self._bind_loop()
         if self._worker is None or not self._worker.alive:
             self._worker = await self._take()
         await self._fill_pool()
@@ -322,9 +342,8 @@ class Sandbox(abc.ABC):
             SandboxError: The sandbox could not run at all (closed, isolation unavailable, start failed).
         """
         self._check_open()
-        self._bind_loop()
-        assert self._lock is not None  # noqa: S101 - set by _bind_loop
-        async with self._lock:
+        lock = await self._bind_loop()
+        async with lock:
             return await self._execute(
                 code, dict(variables or {}), self.limits.wall_s if deadline is None else deadline
             )
@@ -455,7 +474,7 @@ class Sandbox(abc.ABC):
             return self._result(
                 started, variables=variables, status="crashed", error=error, rpc_count=rpc_count, isolation=isolation
             )
-        limit = self.limits.output_bytes
+        limit = self.limits.output_bytes + 100  # the runtime already cut; allow for its marker
         stdout = answer.get("stdout")
         stderr = answer.get("stderr")
         raw_error = answer.get("error")

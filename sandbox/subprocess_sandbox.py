@@ -138,7 +138,7 @@ def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[
         "--tmpfs",
         _WORK,
     ]
-    argv += ["--chdir", _WORK, "--", *command]
+    argv += ["--remount-ro", "/", "--chdir", _WORK, "--", *command]
     return argv
 
 
