@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CodeactError", "TemplateError", "environment", "render", "template_names"]
 
-_UNDEFINED = re.compile(r"'([^']+)' is undefined")
+# StrictUndefined messages: "'name' is undefined" and "'dict object' has no attribute 'name'"
+_UNDEFINED = re.compile(r"'([^']+)' is undefined|has no attribute '([^']+)'")
 
 
 @lru_cache(maxsize=1)
@@ -27,8 +28,9 @@ def environment() -> jinja2.Environment:
     """The shared Jinja2 environment (templates from this package, ``StrictUndefined``)."""
     import jinja2  # imported lazily: ``import prompts`` stays cheap
 
-    def _load(name: str) -> str:
-        return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+    def _load(name: str) -> str | None:
+        path = resources.files(__name__).joinpath(name)
+        return path.read_text(encoding="utf-8") if path.is_file() else None  # None -> TemplateNotFound
 
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(_load),
@@ -57,11 +59,17 @@ def render(name: str, /, **variables: Any) -> str:
         return environment().get_template(name).render(**variables)
     except jinja2.UndefinedError as exc:
         match = _UNDEFINED.search(str(exc))
-        variable = match.group(1) if match else None
+        variable = (match.group(1) or match.group(2)) if match else None
         raise TemplateError(
             f"template {name!r} uses undefined variable {variable!r}: pass it to render()",
             template=name,
             variable=variable,
         ) from None
-    except (jinja2.TemplateError, FileNotFoundError, OSError) as exc:
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(
+            f"template {name!r} does not exist in the prompts package (missing: {exc.name!r}); "
+            "prompts.template_names() lists the shipped templates",
+            template=name,
+        ) from None
+    except (jinja2.TemplateError, OSError) as exc:
         raise TemplateError(f"template {name!r} could not be rendered: {exc}", template=name) from None

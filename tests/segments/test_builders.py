@@ -41,7 +41,7 @@ ROUNDS = [
     {
         "thought": "The user wants the requirements of project 123 about login.",
         "plan": "1. Search the requirements.\n2. Print how many there are.",
-        "code": "reqs = await example_toolkit.search_requirements(project_id=\"123\", query=\"login\")\nprint(len(reqs))",
+        "code": 'reqs = await example_toolkit.search_requirements(project_id="123", query="login")\nprint(len(reqs))',
         "evaluation": "Ran without error.\nOutput:\n3\nVariables changed: reqs",
         "next_goal": "Print the titles of the 3 requirements.",
         "variables": {"reqs": ("list", "[{'id': 7, 'title': 'Login page'}, ...] (3 items)")},
@@ -50,7 +50,9 @@ ROUNDS = [
         "thought": "reqs holds 3 requirements; print their titles.",
         "plan": "1. Print each title.",
         "code": "for r in reqs:\n    print(r['title'])",
-        "evaluation": "Failed with KeyError: 'title' (line 2 of your code: `print(r['title'])`).\nOutput: (nothing printed)",
+        "evaluation": (
+            "Failed with KeyError: 'title' (line 2 of your code: `print(r['title'])`).\nOutput: (nothing printed)"
+        ),
         "next_goal": "Print the keys of one requirement to find the title field.",
         "variables": {"reqs": ("list", "[{'id': 7, 'name': 'Login page'}, ...] (3 items)"), "r": ("dict", "{...}")},
     },
@@ -75,7 +77,10 @@ def _config(**fields: object) -> PromptConfig:
         "platform": "the Example Corp DevOps platform",
         "knowledge": ["A change belongs to exactly one branch."],
         "experiences": [
-            {"task": "Show project 9", "code": "info = await example_toolkit.get_project_info(project_id='9')\nprint(info)"}
+            {
+                "task": "Show project 9",
+                "code": "info = await example_toolkit.get_project_info(project_id='9')\nprint(info)",
+            }
         ],
     }
     base.update(fields)
@@ -231,7 +236,9 @@ def test_instruction_text_is_not_jinja() -> None:
     [
         pytest.param({"sections": ("role", "nope")}, "unknown system section(s) ['nope']", id="unknown-section"),
         pytest.param({"sections": ("role", "role")}, "repeat a name", id="duplicate-section"),
-        pytest.param({"templates": {"role": "missing.j2"}}, "template 'missing.j2' does not exist", id="missing-template"),
+        pytest.param(
+            {"templates": {"role": "missing.j2"}}, "template 'missing.j2' does not exist", id="missing-template"
+        ),
         pytest.param({"overrides": {"intro": "x"}}, "overrides.intro: unknown section", id="unknown-override"),
         pytest.param({"fim": "gpt"}, "unknown FIM family 'gpt'", id="unknown-family"),
         pytest.param({"imports": ["import os; os.system('x')"]}, "is not one import statement", id="bad-import"),
@@ -274,7 +281,7 @@ def test_custom_builder_with_override_works() -> None:
 def test_chat_fim_family_and_override() -> None:
     assert SegmentBuilder(PromptConfig(model="deepseek-coder")).builder("code").tokens.family == "qwen"
     assert SegmentBuilder(PromptConfig(model="x", fim="starcoder")).builder("code").tokens.family == "starcoder"
-    custom = PromptConfig(fim_tokens={"prefix": "<P>", "suffix": "<S>", "middle": "<M>"})
+    custom = PromptConfig.model_validate({"fim_tokens": {"prefix": "<P>", "suffix": "<S>", "middle": "<M>"}})
     prompt = SegmentBuilder(custom).build("code", SegmentHistory())
     assert prompt.user.startswith("Python:\n<P># Variables restored")
 

@@ -150,14 +150,20 @@ def test_long_repr_is_shortened() -> None:
 
 def test_render_chat_markers() -> None:
     frame = build_frame()
-    assert frame.render(FIM_FAMILIES["qwen"]) == f"<|fim_prefix|>{frame.prefix}<|fim_suffix|>{frame.suffix}<|fim_middle|>"
+    assert (
+        frame.render(FIM_FAMILIES["qwen"]) == f"<|fim_prefix|>{frame.prefix}<|fim_suffix|>{frame.suffix}<|fim_middle|>"
+    )
 
 
 @pytest.mark.parametrize(
     ("family", "expected"),
     [
         pytest.param("qwen", "<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>", id="qwen"),
-        pytest.param("deepseek", "<\uff5cfim\u2581begin\uff5c>P<\uff5cfim\u2581hole\uff5c>S<\uff5cfim\u2581end\uff5c>", id="deepseek"),
+        pytest.param(
+            "deepseek",
+            "<\uff5cfim\u2581begin\uff5c>P<\uff5cfim\u2581hole\uff5c>S<\uff5cfim\u2581end\uff5c>",
+            id="deepseek",
+        ),
         pytest.param("starcoder", "<fim_prefix>P<fim_suffix>S<fim_middle>", id="starcoder"),
         pytest.param("codellama", "<PRE> P <SUF>S <MID>", id="codellama"),
         pytest.param("codestral", "[SUFFIX]S[PREFIX]P", id="codestral-suffix-first"),

@@ -62,7 +62,7 @@ def test_segment_is_frozen_and_round_trips_json() -> None:
     )
     assert Segment.from_json(text) == segment
     with pytest.raises(pydantic.ValidationError):
-        segment.content = "changed"  # type: ignore[misc]
+        segment.content = "changed"
 
 
 def test_history_rounds_follow_the_seed() -> None:
@@ -91,7 +91,9 @@ def test_history_rounds_follow_the_seed() -> None:
     last = history.last("NextGoal")
     assert last is not None and last.content == "g2"
     assert [s.content for s in history.of_kind("Plan")] == ["p1", "p2"]
-    assert history.render().startswith("User: task\nContext: page\nThought: t1\nPlan: p1\nPython:\nc1\nEvaluation: e1\n")
+    assert history.render().startswith(
+        "User: task\nContext: page\nThought: t1\nPlan: p1\nPython:\nc1\nEvaluation: e1\n"
+    )
 
 
 def test_history_json_round_trip() -> None:

@@ -22,7 +22,9 @@ CASES = [
     pytest.param("x = 1\rprint(x)", "x = 1\nprint(x)", id="raw-lone-cr"),
     pytest.param("    x = 1\n    print(x)", "x = 1\nprint(x)", id="raw-indented-body"),
     pytest.param("\tx = 1\n\tif x:\n\t\tprint(x)", "x = 1\nif x:\n    print(x)", id="raw-tabs"),
-    pytest.param("if x:\n\tprint(1)\nelse:\n\tprint(2)", "if x:\n    print(1)\nelse:\n    print(2)", id="raw-tab-blocks"),
+    pytest.param(
+        "if x:\n\tprint(1)\nelse:\n\tprint(2)", "if x:\n    print(1)\nelse:\n    print(2)", id="raw-tab-blocks"
+    ),
     pytest.param("x = 1\n    y = 2\n    print(y)", "x = 1\ny = 2\nprint(y)", id="raw-fim-first-line-flush"),
     pytest.param("r = await tk.get(id=1)\nprint(r)", "r = await tk.get(id=1)\nprint(r)", id="raw-top-level-await"),
     pytest.param(
@@ -54,12 +56,8 @@ CASES = [
         "data = await tk.load()\nprint(data)",
         id="fence-two-python-blocks-joined",
     ),
-    pytest.param(
-        f"{F}python\nx = 1\n{F}\nOutput:\n{F}\n1\n{F}", "x = 1", id="fence-python-then-untagged-output"
-    ),
-    pytest.param(
-        f"{F}python\nprint(1)\n{F}\n{F}text\n1\n{F}", "print(1)", id="fence-python-then-text-block"
-    ),
+    pytest.param(f"{F}python\nx = 1\n{F}\nOutput:\n{F}\n1\n{F}", "x = 1", id="fence-python-then-untagged-output"),
+    pytest.param(f"{F}python\nprint(1)\n{F}\n{F}text\n1\n{F}", "print(1)", id="fence-python-then-text-block"),
     pytest.param(f"{F}python\nprint(1)\n{F}\nagain:\n{F}python\nprint(1)\n{F}", "print(1)", id="fence-duplicate-block"),
     pytest.param(
         f"{F}python\nfor i in range(3):\n{F}\n{F}python\nprint(2)\n{F}",
@@ -94,12 +92,12 @@ CASES = [
     pytest.param("print(1)<|im_end|>", "print(1)", id="chat-end-token"),
     pytest.param("print(1)\n<|file_sep|>other.py\nimport os", "print(1)", id="eot-file-separator"),
     # --- frame repeated ---
-    pytest.param(FRAME.prefix + "    x = project_id\n    print(x)\n" + FRAME.suffix, "x = project_id\nprint(x)", id="frame-both"),
+    pytest.param(
+        FRAME.prefix + "    x = project_id\n    print(x)\n" + FRAME.suffix, "x = project_id\nprint(x)", id="frame-both"
+    ),
     pytest.param(FRAME.prefix + "    print(project_id)\n", "print(project_id)", id="frame-prefix-only"),
     pytest.param("print(project_id)\n" + FRAME.suffix, "print(project_id)", id="frame-suffix-only"),
-    pytest.param(
-        f"{F}python\n{FRAME.prefix}    print(1)\n{FRAME.suffix}{F}", "print(1)", id="frame-inside-fence"
-    ),
+    pytest.param(f"{F}python\n{FRAME.prefix}    print(1)\n{FRAME.suffix}{F}", "print(1)", id="frame-inside-fence"),
     pytest.param(
         "try:\n    x = int('a')\nexcept ValueError:\n    x = 0\nprint(x)",
         "try:\n    x = int('a')\nexcept ValueError:\n    x = 0\nprint(x)",
@@ -112,19 +110,13 @@ CASES = [
         "info = await tk.get_project_info(project_id='123')\nprint(info)",
         id="prose-before-raw",
     ),
-    pytest.param(
-        "x = 1\nprint(x)\n\nThis prints the value of x.", "x = 1\nprint(x)", id="prose-after-raw"
-    ),
+    pytest.param("x = 1\nprint(x)\n\nThis prints the value of x.", "x = 1\nprint(x)", id="prose-after-raw"),
     pytest.param(
         "Let me do it:\nx = 1\nprint(x)\nThat should work!", "x = 1\nprint(x)", id="prose-both-sides-no-blank"
     ),
-    pytest.param(
-        "Thought: I need the project.\nPython:\nprint(project_id)", "print(project_id)", id="label-python"
-    ),
+    pytest.param("Thought: I need the project.\nPython:\nprint(project_id)", "print(project_id)", id="label-python"),
     pytest.param("Python: print(project_id)", "print(project_id)", id="label-python-inline"),
-    pytest.param(
-        "Python:\nprint(1)\nEvaluation: it will print 1", "print(1)", id="label-python-then-evaluation"
-    ),
+    pytest.param("Python:\nprint(1)\nEvaluation: it will print 1", "print(1)", id="label-python-then-evaluation"),
     pytest.param(
         "<think>Maybe `import os; os.remove('x')`?\nNo.</think>\nprint('safe')",
         "print('safe')",
@@ -174,7 +166,9 @@ def test_code_block_reports_source(reply: str, source: str, truncated: bool) -> 
 def test_notes_say_what_was_repaired() -> None:
     block = extract_code(FRAME.prefix + "    print(1)\n" + FRAME.suffix, frame=FRAME)
     assert block.notes == ("the reply repeated the frame's prefix or suffix; only the middle was kept",)
-    assert extract_code("x = 1\nprint(x,").notes == ("the reply was cut off: its incomplete last statement was dropped",)
+    assert extract_code("x = 1\nprint(x,").notes == (
+        "the reply was cut off: its incomplete last statement was dropped",
+    )
 
 
 def test_without_frame_a_try_except_reply_is_kept_whole() -> None:
@@ -243,11 +237,19 @@ THOUGHTS = [
     pytest.param("- Thought: a\n- Plan: b", [("Thought", "a"), ("Plan", "b")], id="bullets"),
     pytest.param("Thought 2: a\nPlan 2: b", [("Thought", "a"), ("Plan", "b")], id="numbered"),
     pytest.param("Thought：a\nPlan：b", [("Thought", "a"), ("Plan", "b")], id="fullwidth-colon"),
-    pytest.param("I should look first.\nPlan: look", [("Thought", "I should look first."), ("Plan", "look")], id="unlabelled-start"),
+    pytest.param(
+        "I should look first.\nPlan: look",
+        [("Thought", "I should look first."), ("Plan", "look")],
+        id="unlabelled-start",
+    ),
     pytest.param("just thinking", [("Thought", "just thinking")], id="no-labels"),
     pytest.param("<thought>a</thought><plan>b</plan>", [("Thought", "a"), ("Plan", "b")], id="xml"),
     pytest.param('{"thought": "a", "plan": ["x", "y"]}', [("Thought", "a"), ("Plan", "- x\n- y")], id="json"),
-    pytest.param("NextGoal: print titles\nExpress: Found 3.", [("NextGoal", "print titles"), ("Express", "Found 3.")], id="next-goal"),
+    pytest.param(
+        "NextGoal: print titles\nExpress: Found 3.",
+        [("NextGoal", "print titles"), ("Express", "Found 3.")],
+        id="next-goal",
+    ),
     pytest.param("Next goal: done", [("NextGoal", "done")], id="next-goal-spaced"),
     pytest.param("Thought: a\r\nPlan: b\r\n", [("Thought", "a"), ("Plan", "b")], id="crlf"),
     pytest.param("Thought: a\nThought: b", [("Thought", "a\nb")], id="repeated-label-merged"),
@@ -273,5 +275,8 @@ def test_parse_thought_sets_round_and_exec_id() -> None:
 def test_parse_thought_empty_reply() -> None:
     with pytest.raises(ThoughtParseError) as caught:
         parse_thought("  \n")
-    assert str(caught.value) == "Your reply was empty. Reply with Express, NextGoal, Plan, Thought lines, each as `Label: text`."
+    assert (
+        str(caught.value)
+        == "Your reply was empty. Reply with Express, NextGoal, Plan, Thought lines, each as `Label: text`."
+    )
     assert caught.value.code == "reply.thought.missing"

@@ -1,0 +1,150 @@
+"""One snapshot test per prompt template (segments' templates), and the TemplateError contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import prompts
+from prompts import TemplateError
+from segments import FIM_FAMILIES, Experience
+from tests.segments._snapshot import check_snapshot
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+# Templates rendered by other packages (toolkits) are tested there.
+OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"}
+
+QWEN = FIM_FAMILIES["qwen"]
+SECTION_VARS: dict[str, Any] = {
+    "platform": "the Example Corp DevOps platform",
+    "role": "You are a DevOps assistant.",
+    "developer": "Prefer small steps.",
+    "variables": {"language": "English"},
+    "stubs": 'class demo:\n    async def ping(self) -> str:\n        """Ping."""',
+    "tokens": QWEN,
+    "protocol": "chat",
+    "purpose": "code",
+    "knowledge": ["A change belongs to one branch."],
+    "experiences": [Experience(task="Ping the demo", code="print(await demo.ping())", note="one call is enough")],
+}
+
+CASES = [
+    pytest.param("system_platform.j2", SECTION_VARS, id="system_platform"),
+    pytest.param("system_role.j2", SECTION_VARS, id="system_role"),
+    pytest.param("system_role.j2", {**SECTION_VARS, "role": ""}, id="system_role-default"),
+    pytest.param("system_mechanism.j2", SECTION_VARS, id="system_mechanism"),
+    pytest.param("system_input_format.j2", SECTION_VARS, id="system_input_format"),
+    pytest.param("system_output_code.j2", SECTION_VARS, id="system_output_code"),
+    pytest.param(
+        "system_output_code.j2", {**SECTION_VARS, "tokens": FIM_FAMILIES["codestral"]}, id="system_output_code-spm"
+    ),
+    pytest.param(
+        "system_output_code.j2", {**SECTION_VARS, "protocol": "completion"}, id="system_output_code-completion"
+    ),
+    pytest.param("system_output_thought.j2", SECTION_VARS, id="system_output_thought"),
+    pytest.param("system_output_reflect.j2", SECTION_VARS, id="system_output_reflect"),
+    pytest.param("system_toolkits.j2", SECTION_VARS, id="system_toolkits"),
+    pytest.param("system_toolkits.j2", {**SECTION_VARS, "stubs": ""}, id="system_toolkits-none"),
+    pytest.param("system_principles.j2", SECTION_VARS, id="system_principles"),
+    pytest.param("system_common_errors.j2", SECTION_VARS, id="system_common_errors"),
+    pytest.param("system_developer.j2", SECTION_VARS, id="system_developer"),
+    pytest.param("system_knowledge.j2", SECTION_VARS, id="system_knowledge"),
+    pytest.param("system_experience.j2", SECTION_VARS, id="system_experience"),
+    pytest.param("request_thought.j2", {"round_index": 3}, id="request_thought"),
+    pytest.param("request_reflect.j2", {"round_index": 3}, id="request_reflect"),
+    pytest.param(
+        "frame_prefix.j2",
+        {"goal": "ping", "imports": ["import json"], "variables": [{"name": "x", "type": "int", "repr": "1"}]},
+        id="frame_prefix",
+    ),
+    pytest.param("frame_suffix.j2", {"reraise": True}, id="frame_suffix"),
+    pytest.param(
+        "fim_chat.j2",
+        {"fim": "<|fim_prefix|>try:\n<|fim_suffix|>except Exception:\n    pass\n<|fim_middle|>"},
+        id="fim_chat",
+    ),
+    pytest.param("completion.j2", {"system": "## Role\nAssistant.\n", "quote": "'''"}, id="completion"),
+    pytest.param(
+        "completion_history.j2",
+        {
+            "segments": [
+                {"code": False, "label": "User", "lines": ["ping it", "twice"]},
+                {"code": True, "label": "Python", "lines": ["print(await demo.ping())"]},
+            ]
+        },
+        id="completion_history",
+    ),
+    pytest.param(
+        "compaction_request.j2",
+        {"first": 1, "last": 3, "preserve": ["instructions", "test_results"], "transcript": "Thought: a"},
+        id="compaction_request",
+    ),
+    pytest.param(
+        "compaction_summary.j2",
+        {"first": 1, "last": 2, "categories": [{"title": "Changed files", "items": ["a.py"]}], "steps": ["round 1: x"]},
+        id="compaction_summary",
+    ),
+    pytest.param(
+        "evaluation.j2",
+        {
+            "error": {"type": "KeyError", "message": "'title'"},
+            "line": 2,
+            "source": "print(r['title'])",
+            "stdout": "1",
+            "stderr": "",
+            "changed": ["r"],
+            "uncaptured": ["conn"],
+        },
+        id="evaluation",
+    ),
+    pytest.param("reply_error.j2", {"reason": "empty"}, id="reply_error-empty"),
+    pytest.param(
+        "reply_error.j2",
+        {"reason": "syntax", "message": "invalid syntax", "line": 1, "text": "x = = 1"},
+        id="reply_error-syntax",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "variables"), CASES)
+def test_template_snapshot(request: pytest.FixtureRequest, name: str, variables: dict[str, Any]) -> None:
+    text = prompts.render(name, **variables)
+    case_id = request.node.callspec.id
+    check_snapshot(SNAPSHOTS, f"{case_id}.txt", text)
+
+
+def test_every_segments_template_has_a_case() -> None:
+    covered = {case.values[0] for case in CASES}
+    mine = set(prompts.template_names()) - OWNED_ELSEWHERE
+    assert sorted(mine - covered) == []
+
+
+def test_missing_variable_names_template_and_variable() -> None:
+    with pytest.raises(TemplateError) as caught:
+        prompts.render("request_thought.j2")
+    assert (
+        str(caught.value) == "template 'request_thought.j2' uses undefined variable 'round_index': pass it to render()"
+    )
+    assert (caught.value.template, caught.value.variable, caught.value.code) == (
+        "request_thought.j2",
+        "round_index",
+        "prompt.template",
+    )
+
+
+def test_missing_attribute_names_it() -> None:
+    with pytest.raises(TemplateError) as caught:
+        prompts.render("frame_prefix.j2", goal="", imports=[], variables=[{"name": "x"}])
+    assert str(caught.value) == "template 'frame_prefix.j2' uses undefined variable 'type': pass it to render()"
+    assert caught.value.variable == "type"
+
+
+def test_missing_template() -> None:
+    with pytest.raises(TemplateError) as caught:
+        prompts.render("nope.j2")
+    assert str(caught.value) == (
+        "template 'nope.j2' does not exist in the prompts package (missing: 'nope.j2'); "
+        "prompts.template_names() lists the shipped templates"
+    )
