@@ -106,9 +106,7 @@ class CompileFailure(Exception):  # noqa: N818 - a result, not a CodeactError: t
         source_line: The offending line, stripped.
     """
 
-    def __init__(
-        self, *, type: str, message: str, line: int | None, source_line: str | None, detail: str = ""
-    ) -> None:  # noqa: A002 - the result field is called "type"
+    def __init__(self, *, type: str, message: str, line: int | None, source_line: str | None, detail: str = "") -> None:  # noqa: A002 - the result field is called "type"
         super().__init__(f"{type}: {message}")
         self.type = type
         self.message = message
@@ -312,7 +310,7 @@ def _restrict(tree: ast.Module, lines: list[str], internal_names: list[ast.Name]
 
 def _policy_failure(problems: list[tuple[int | None, str]], lines: list[str]) -> CompileFailure:
     seen: list[tuple[int | None, str]] = []
-    for problem in sorted(problems, key=lambda p: (p[0] or 0)):
+    for problem in sorted(problems, key=lambda p: p[0] or 0):
         if problem not in seen:
             seen.append(problem)
     parts = []
@@ -340,7 +338,7 @@ def _transformer_class() -> type[Any]:
         ast.BitAnd: "&=", ast.MatMult: "@=",
     }  # fmt: skip
 
-    class _SandboxTransformer(RestrictingNodeTransformer):  # type: ignore[misc]
+    class _SandboxTransformer(RestrictingNodeTransformer):
         def __init__(self, internal_names: list[ast.Name]) -> None:
             super().__init__()
             self.problems: list[tuple[int | None, str]] = []
@@ -410,7 +408,8 @@ def _transformer_class() -> type[Any]:
         def visit_comprehension(self, node: ast.comprehension) -> ast.AST:
             if node.is_async:
                 return self.node_contents_visit(node)
-            return self.guard_iter(node)
+            result: ast.AST = self.guard_iter(node)
+            return result
 
         def visit_Assign(self, node: ast.Assign) -> ast.AST:
             return self.node_contents_visit(node)

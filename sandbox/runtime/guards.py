@@ -344,8 +344,8 @@ class _Namespace:
             return self.str_format
         if value is _STR_FORMAT_MAP:
             return self.str_format_map
-        if type(value) is _BuiltinMethod and isinstance(getattr(value, "__self__", None), str):
-            template: str = value.__self__
+        template = getattr(value, "__self__", None)
+        if type(value) is _BuiltinMethod and isinstance(template, str):
             if value.__name__ == "format":
                 return lambda *args, **kwargs: self.str_format(template, *args, **kwargs)
             if value.__name__ == "format_map":

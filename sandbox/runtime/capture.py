@@ -1,0 +1,214 @@
+"""Variable capture: what survives a round, as codec-encoded JSON (ARCHITECTURE §6).
+
+Standard library only (runs inside the sandbox). After each round the runtime calls ``capture`` on
+the namespace. Data goes through ``codec.encode``; functions and classes the code defined are kept as
+their SOURCE (``{"$type": "source", "kind": "function" | "class", "v": "<def ...>"}``) and re-defined
+on restore, so ``def helper(x): ...`` from round 1 is still callable in round 5, also after the
+sandbox was replaced. ``split_restorable`` turns captured variables back into data plus a prelude
+the host compiles under the same policy.
+
+Nothing is silently dropped: values that cannot be captured are listed in ``uncaptured`` with a
+reason. Names starting with ``_``, modules, builtins and the names in ``baseline`` (toolkit
+proxies, runtime helpers) are skipped without a report.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+from collections.abc import Collection, Mapping
+from typing import Any, Final
+
+from sandbox.runtime import codec
+
+__all__ = ["SOURCE_TAG", "capture", "definition_sources", "split_restorable"]
+
+SOURCE_TAG: Final = "source"
+"""``$type`` of a captured function or class definition."""
+
+_REPR_CHARS: Final = 80
+_BUILTIN_IDS: Final = frozenset(id(value) for value in vars(builtins).values())
+
+
+def capture(
+    namespace: Mapping[str, Any],
+    *,
+    source_defs: Mapping[str, str],
+    baseline: Collection[str] = (),
+    max_var_bytes: int = 1 << 20,
+    max_total_bytes: int = 8 << 20,
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Encode the variables of a namespace.
+
+    Args:
+        namespace: The sandbox namespace after a round (not changed).
+        source_defs: Top-level definition name -> source, for every ``def``/``async def``/``class``
+            the namespace has executed (all rounds and the restored prelude; the runtime accumulates
+            ``definition_sources`` of each). A function or class whose name is not here (lambda,
+            nested definition, alias) is reported as uncaptured.
+        baseline: Names never captured nor reported (toolkit proxies, runtime helpers).
+        max_var_bytes: Per-variable cap on the encoded size (compact JSON bytes).
+        max_total_bytes: Cap on the total encoded size of all captured variables.
+
+    Returns:
+        ``(variables, uncaptured)``: name -> codec-encoded value (definitions as source tags), in
+        namespace order; and ``[{"name", "type", "reason"}]`` for what was left out.
+    """
+    skip = frozenset(baseline)
+    variables: dict[str, Any] = {}
+    uncaptured: list[dict[str, str]] = []
+    total = 0
+    for name, value in list(namespace.items()):
+        if name.startswith("_") or name in skip or isinstance(value, types.ModuleType) or _is_builtin(name, value):
+            continue
+        try:
+            encoded, size = _capture_one(name, value, source_defs, max_var_bytes)
+        except codec.TooLarge as exc:
+            uncaptured.append(
+                _missed(
+                    name,
+                    value,
+                    f"exceeds the {_size(max_var_bytes)} per-variable cap ({_size(exc.size)})",
+                )
+            )
+            continue
+        except codec.Unencodable as exc:
+            uncaptured.append(_missed(name, value, exc.reason))
+            continue
+        if total + size > max_total_bytes:
+            uncaptured.append(
+                _missed(
+                    name,
+                    value,
+                    f"exceeds the {_size(max_total_bytes)} per-session cap "
+                    f"({_size(total + size)} with the variables before it)",
+                )
+            )
+            continue
+        total += size
+        variables[name] = encoded
+    return variables, uncaptured
+
+
+def _is_builtin(name: str, value: Any) -> bool:
+    return getattr(builtins, name, None) is value or (
+        id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type))
+    )
+
+
+def _capture_one(name: str, value: Any, source_defs: Mapping[str, str], max_bytes: int) -> tuple[Any, int]:
+    definition = _definition(name, value, source_defs)
+    if definition is not None:
+        kind, source = definition
+        tagged = {codec.TAG: SOURCE_TAG, "kind": kind, "v": source}
+        size = len(source.encode("utf-8")) + 40
+        if size > max_bytes:
+            raise codec.TooLarge(size, max_bytes)
+        return tagged, size
+    return codec.encode_sized(value, max_bytes=max_bytes)
+
+
+def _definition(name: str, value: Any, source_defs: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(kind, source)`` for a function or class defined at top level, ``None`` for data.
+
+    Raises ``Unencodable`` for functions and classes that cannot be kept as source.
+    """
+    is_class = isinstance(value, type)
+    is_function = isinstance(value, (types.FunctionType, types.MethodType)) or (
+        callable(value) and hasattr(value, "__wrapped__") and hasattr(value, "__qualname__")
+    )
+    if not is_class and not is_function:
+        return None
+    qualname = getattr(value, "__qualname__", None)
+    if qualname == "<lambda>":
+        raise codec.Unencodable("a lambda cannot be captured; define it with def to keep it across rounds")
+    source = source_defs.get(name)
+    if source is None or qualname != name:
+        what = "class" if is_class else "function"
+        label = f"{what} {qualname!r}" if isinstance(qualname, str) else what
+        raise codec.Unencodable(
+            f"{label} has no top-level definition named {name!r} in the code (nested, alias or built in); "
+            "define it at top level with def/class to keep it across rounds"
+        )
+    return ("class" if is_class else "function"), source
+
+
+def _missed(name: str, value: Any, reason: str) -> dict[str, str]:
+    kind = type(value)
+    type_name = getattr(kind, "__qualname__", None) or kind.__name__
+    if not reason.startswith(("exceeds", "a lambda")) and "no top-level definition" not in reason:
+        reason = f"{reason}: {_short_repr(value)}"
+    return {"name": name, "type": str(type_name), "reason": reason}
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the object's own __repr__ is sandboxed code
+        return f"<{type(value).__name__} object (repr failed)>"
+    if not isinstance(text, str):  # pragma: no cover - repr() guarantees str
+        return f"<{type(value).__name__} object>"
+    text = " ".join(text.split())
+    return text if len(text) <= _REPR_CHARS else text[: _REPR_CHARS - 3] + "..."
+
+
+def _size(n: int) -> str:
+    if n >= 1 << 20:
+        value, unit = n / (1 << 20), "MiB"
+    elif n >= 1 << 10:
+        value, unit = n / (1 << 10), "KiB"
+    else:
+        return f"{n} bytes"
+    text = f"{value:.1f}".removesuffix(".0")
+    return f"{text} {unit}"
+
+
+def definition_sources(source: str) -> dict[str, str]:
+    """The top-level ``def``/``async def``/``class`` statements of ``source``, decorators included.
+
+    Args:
+        source: Python source (a round's code or a prelude).
+
+    Returns:
+        Name -> exact source text of its (last) top-level definition. Empty when ``source`` does
+        not parse (the compile step reports that).
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    lines = source.splitlines(keepends=True)
+    result: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        result.pop(node.name, None)  # a redefinition moves to its new position
+        result[node.name] = "".join(lines[start - 1 : end]).rstrip() + "\n"
+    return result
+
+
+def split_restorable(variables: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """Split captured variables into data and a prelude of definitions.
+
+    Restore order for the runtime: ``codec.decode`` the data into the namespace, run the prelude
+    (compiled on the host with ``sandbox.policy.compile_code``), then decode the data values that
+    hold dataclass/enum/namedtuple tags again with the namespace's classes as the registry.
+
+    Args:
+        variables: Name -> codec-encoded value, as ``capture`` returns them.
+
+    Returns:
+        ``(data, prelude)``: the non-definition variables (still encoded) and the definitions'
+        sources joined in their original order (``""`` when there are none).
+    """
+    data: dict[str, Any] = {}
+    parts: list[str] = []
+    for name, value in variables.items():
+        if type(value) is dict and value.get(codec.TAG) == SOURCE_TAG and type(value.get("v")) is str:
+            parts.append(value["v"].rstrip() + "\n")
+        else:
+            data[name] = value
+    return data, "\n\n".join(parts)

@@ -1,0 +1,668 @@
+"""The tagged JSON codec for variables, toolkit arguments and toolkit results.
+
+Standard library only (runs inside the sandbox; the host and the toolkit bridge import it too).
+
+``encode(value)`` returns plain JSON data (dict/list/str/int/float/bool/None). Values JSON cannot hold
+are tagged objects ``{"$type": <tag>, "v": <payload>}``:
+
+==============  =========================================================  ============================
+tag             payload ``v``                                              decodes to
+==============  =========================================================  ============================
+``tuple``       list of items                                              ``tuple``
+``set``         list of items                                              ``set``
+``frozenset``   list of items                                              ``frozenset``
+``dict``        list of ``[key, value]`` pairs (non-str keys, or a         ``dict``
+                ``"$type"`` key in a plain dict: the escape)
+``float``       ``"nan"``, ``"inf"`` or ``"-inf"``                         ``float``
+``bytes``       base64 text                                                ``bytes``
+``bytearray``   base64 text                                                ``bytearray``
+``datetime``    ISO 8601 (offset kept when tz-aware; zone names are not)  ``datetime.datetime``
+``date``        ISO 8601                                                   ``datetime.date``
+``time``        ISO 8601                                                   ``datetime.time``
+``timedelta``   ``[days, seconds, microseconds]``                          ``datetime.timedelta``
+``decimal``     text                                                       ``decimal.Decimal``
+``complex``     ``[real, imag]`` (encoded floats)                          ``complex``
+``fraction``    ``[numerator, denominator]``                               ``fractions.Fraction``
+``uuid``        canonical text                                             ``uuid.UUID``
+``range``       ``[start, stop, step]``                                    ``range``
+``deque``       list of items                                              ``collections.deque``
+``enum``        the member's encoded value; ``"class"``, ``"name"``        member (class in registry)
+                                                                           or the plain value
+``dataclass``   ``{field: value}``; ``"class"``                            instance (class in registry)
+                                                                           or ``Record``
+``model``       ``model_dump()`` of a pydantic model; ``"class"``          ``model_validate`` (class in
+                                                                           registry) or ``Record``
+``namedtuple``  ``{field: value}``; ``"class"``                            instance (class in registry)
+                                                                           or a plain ``tuple``
+==============  =========================================================  ============================
+
+``"class"`` is the class ``__qualname__``. ``decode(obj, registry={"Point": Point})`` re-creates
+instances of the classes it is given (the runtime passes the classes defined in the namespace, so a
+dataclass instance captured in round 1 is a ``Point`` again in round 3); without one, dataclasses and
+models come back as ``Record`` (a ``dict`` that also allows ``record.field``) and enum members as
+their value. Decoding never imports or looks up anything by name beyond that registry: it is safe on
+hostile input (errors raise ``Undecodable``).
+
+Lossy on purpose: subclasses of str/int/float/list/dict (``IntEnum`` members nested in plain JSON data,
+``OrderedDict``, ``Counter``, ``defaultdict``) encode as the base type; tz-aware datetimes keep their
+UTC offset, not their zone name. Circular references raise ``Unencodable("circular reference")``.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import fractions
+import json
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+__all__ = [
+    "TAG",
+    "Record",
+    "TooLarge",
+    "Undecodable",
+    "Unencodable",
+    "decode",
+    "dumps",
+    "encode",
+    "encode_sized",
+    "loads",
+]
+
+TAG: Final = "$type"
+
+_json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_json_loads = json.loads
+_isfinite = math.isfinite
+
+
+class Unencodable(Exception):  # noqa: N818 - the name says what happened to the value
+    """A value the codec cannot represent.
+
+    Attributes:
+        reason: Why (``"circular reference"``, ``"cannot encode object of type 'generator'"``, ...).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TooLarge(Unencodable):
+    """The encoded value exceeds ``max_bytes``.
+
+    Attributes:
+        size: Encoded size in bytes (compact JSON, UTF-8).
+        limit: The limit it exceeds.
+    """
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"encoded size of {size} bytes exceeds the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class Undecodable(ValueError):
+    """Input that is not valid codec output (a malformed tag or payload)."""
+
+
+class Record(dict[str, Any]):
+    """A decoded dataclass or pydantic model whose class was not in the registry.
+
+    A plain ``dict`` of the fields that also reads fields as attributes (``record.name``) and
+    re-encodes with its original tag and class name.
+    """
+
+    __slots__ = ("_codeact_class", "_codeact_kind")
+
+    def __init__(self, fields: Mapping[str, Any], *, class_name: str, kind: str = "dataclass") -> None:
+        super().__init__(fields)
+        self._codeact_class = class_name
+        self._codeact_kind = kind
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"{self._codeact_class!r} record has no field {name!r}") from None
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{key}={value!r}" for key, value in self.items())
+        return f"{self._codeact_class}({fields})"
+
+    def __reduce__(self) -> Any:  # pragma: no cover - copy support for the slots
+        return (_make_record, (dict(self), self._codeact_class, self._codeact_kind))
+
+
+def _make_record(fields: dict[str, Any], class_name: str, kind: str) -> Record:  # pragma: no cover
+    return Record(fields, class_name=class_name, kind=kind)
+
+
+# -- encode -----------------------------------------------------------------------------------------
+
+
+def encode(value: Any, *, max_bytes: int | None = None) -> Any:
+    """Encode ``value`` as JSON-able data (see the module docstring for the tags).
+
+    Args:
+        value: Any value.
+        max_bytes: Refuse values whose compact JSON exceeds this many bytes (``TooLarge``).
+
+    Returns:
+        dict/list/str/int/float/bool/None data. Plain JSON input may be returned as is (not copied).
+
+    Raises:
+        Unencodable: The value (or something inside it) cannot be encoded; ``TooLarge`` over ``max_bytes``.
+    """
+    return _encode(value, max_bytes)[0]
+
+
+def encode_sized(value: Any, *, max_bytes: int | None = None) -> tuple[Any, int]:
+    """``encode`` plus the size of the result as compact JSON in UTF-8 bytes.
+
+    Args:
+        value: Any value.
+        max_bytes: As in ``encode``.
+
+    Returns:
+        ``(data, size)``.
+
+    Raises:
+        Unencodable: As in ``encode``.
+    """
+    data, text = _encode(value, max_bytes)
+    if text is None:
+        text = _json_dumps(data)
+    return data, _utf8_len(text)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def dumps(value: Any, *, max_bytes: int | None = None) -> str:
+    """``encode`` then compact JSON text.
+
+    Args:
+        value: Any value.
+        max_bytes: As in ``encode``.
+
+    Returns:
+        JSON text.
+
+    Raises:
+        Unencodable: As in ``encode``.
+    """
+    data, text = _encode(value, max_bytes)
+    return text if text is not None else _json_dumps(data)
+
+
+def _encode(value: Any, max_bytes: int | None) -> tuple[Any, str | None]:
+    kind = type(value)
+    plain = False
+    if kind is dict or kind is list:
+        try:
+            plain = _is_plain(value)
+        except RecursionError:  # deep or circular: the slow path says which
+            plain = False
+    try:
+        data = value if plain else _Encoder().encode(value)
+    except RecursionError:
+        raise Unencodable("nesting too deep") from None
+    text: str | None = None
+    if max_bytes is not None:
+        text = _json_dumps(data)
+        _check_size(text, max_bytes)
+    return data, text
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether ``value`` is JSON data already (exact types, str keys, finite floats, no ``"$type"`` key)."""
+    if type(value) is dict:
+        if TAG in value:
+            return False
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue
+            if kind is float:
+                if _isfinite(item):
+                    continue
+                return False
+            if not _is_plain(item):
+                return False
+        return True
+    if type(value) is list:
+        for item in value:
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue
+            if kind is float:
+                if _isfinite(item):
+                    continue
+                return False
+            if not _is_plain(item):
+                return False
+        return True
+    return False
+
+
+def _check_size(text: str, max_bytes: int | None) -> None:
+    if max_bytes is None or len(text) * 4 <= max_bytes:
+        return
+    size = _utf8_len(text)
+    if size > max_bytes:
+        raise TooLarge(size, max_bytes)
+
+
+def _tagged(tag: str, payload: Any, **extra: Any) -> dict[str, Any]:
+    return {TAG: tag, **extra, "v": payload}
+
+
+def _float(value: float) -> Any:
+    if math.isfinite(value):
+        return value
+    return _tagged("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
+
+
+def _class_name(value: Any) -> str:
+    return str(type(value).__qualname__)
+
+
+class _Encoder:
+    """The slow path: one pass with cycle detection over values the C encoder cannot take as they are."""
+
+    def __init__(self) -> None:
+        self.active: set[int] = set()
+
+    def encode(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            return value
+        if kind is float:
+            return _float(value)
+        handler = _EXACT.get(kind)
+        if handler is not None:
+            return handler(self, value)
+        return self.other(value)
+
+    def container(self, value: Any, build: Callable[[], Any]) -> Any:
+        key = id(value)
+        if key in self.active:
+            raise Unencodable("circular reference")
+        self.active.add(key)
+        try:
+            return build()
+        finally:
+            self.active.discard(key)
+
+    def items(self, values: Any) -> list[Any]:
+        return [self.encode(item) for item in values]
+
+    def encode_list(self, value: list[Any]) -> Any:
+        return self.container(value, lambda: self.items(value))
+
+    def encode_dict(self, value: Mapping[Any, Any]) -> Any:
+        def build() -> Any:
+            if TAG not in value and all(type(key) is str for key in value):
+                return {key: self.encode(item) for key, item in value.items()}
+            return _tagged("dict", [[self.encode(key), self.encode(item)] for key, item in value.items()])
+
+        return self.container(value, build)
+
+    def fields(self, value: Any, names: Any) -> dict[str, Any]:
+        return {name: self.encode(getattr(value, name)) for name in names}
+
+    def other(self, value: Any) -> Any:  # noqa: C901 - one isinstance ladder, in priority order
+        if isinstance(value, Record):
+            return self.container(
+                value,
+                lambda: _tagged(value._codeact_kind, self.fields_of_mapping(value), **{"class": value._codeact_class}),
+            )
+        if isinstance(value, enum.Enum):
+            return _tagged("enum", self.encode(value.value), **{"class": _class_name(value), "name": value.name})
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, str):
+            return str(value)
+        if isinstance(value, int):
+            return int(value)
+        if isinstance(value, float):
+            return _float(float(value))
+        if isinstance(value, datetime.date):  # datetime is a date subclass: both handled by isoformat
+            tag = "datetime" if isinstance(value, datetime.datetime) else "date"
+            return _tagged(tag, value.isoformat())
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+            names = getattr(type(value), "_fields")  # noqa: B009 - namedtuple classes only
+            return self.container(
+                value, lambda: _tagged("namedtuple", self.fields(value, names), **{"class": _class_name(value)})
+            )
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            names = [f.name for f in dataclasses.fields(value)]
+            return self.container(
+                value, lambda: _tagged("dataclass", self.fields(value, names), **{"class": _class_name(value)})
+            )
+        if _is_model(value):
+            return self.container(
+                value,
+                lambda: _tagged("model", self.encode(value.model_dump()), **{"class": _class_name(value)}),
+            )
+        for base, handler in _SUBCLASSES:
+            if isinstance(value, base):
+                return handler(self, value)
+        raise Unencodable(f"cannot encode object of type {_class_name(value)!r}")
+
+    def fields_of_mapping(self, value: Mapping[str, Any]) -> dict[str, Any]:
+        return {str(key): self.encode(item) for key, item in value.items()}
+
+
+def _is_model(value: Any) -> bool:
+    kind = type(value)
+    return callable(getattr(kind, "model_dump", None)) and hasattr(kind, "model_fields")
+
+
+def _sequence(tag: str) -> Callable[[_Encoder, Any], Any]:
+    return lambda encoder, value: encoder.container(value, lambda: _tagged(tag, encoder.items(value)))
+
+
+def _b64(value: bytes | bytearray) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+_EXACT: dict[type, Callable[[_Encoder, Any], Any]] = {
+    list: _Encoder.encode_list,
+    dict: _Encoder.encode_dict,
+    tuple: _sequence("tuple"),
+    set: _sequence("set"),
+    frozenset: _sequence("frozenset"),
+    collections.deque: _sequence("deque"),
+    bytes: lambda _e, v: _tagged("bytes", _b64(v)),
+    bytearray: lambda _e, v: _tagged("bytearray", _b64(v)),
+    datetime.datetime: lambda _e, v: _tagged("datetime", v.isoformat()),
+    datetime.date: lambda _e, v: _tagged("date", v.isoformat()),
+    datetime.time: lambda _e, v: _tagged("time", v.isoformat()),
+    datetime.timedelta: lambda _e, v: _tagged("timedelta", [v.days, v.seconds, v.microseconds]),
+    decimal.Decimal: lambda _e, v: _tagged("decimal", str(v)),
+    complex: lambda _e, v: _tagged("complex", [_float(v.real), _float(v.imag)]),
+    fractions.Fraction: lambda _e, v: _tagged("fraction", [v.numerator, v.denominator]),
+    uuid.UUID: lambda _e, v: _tagged("uuid", str(v)),
+    range: lambda _e, v: _tagged("range", [v.start, v.stop, v.step]),
+}
+
+# Subclasses (after the enum/dataclass/namedtuple checks): handled as their base type.
+_SUBCLASSES: tuple[tuple[type, Callable[[_Encoder, Any], Any]], ...] = (
+    (dict, _Encoder.encode_dict),
+    (list, _Encoder.encode_list),
+    (tuple, _EXACT[tuple]),
+    (frozenset, _EXACT[frozenset]),
+    (set, _EXACT[set]),
+    (collections.deque, _EXACT[collections.deque]),
+    (bytes, _EXACT[bytes]),
+    (bytearray, _EXACT[bytearray]),
+    (datetime.time, _EXACT[datetime.time]),
+    (datetime.timedelta, _EXACT[datetime.timedelta]),
+    (decimal.Decimal, _EXACT[decimal.Decimal]),
+    (fractions.Fraction, _EXACT[fractions.Fraction]),
+    (uuid.UUID, _EXACT[uuid.UUID]),
+    (complex, _EXACT[complex]),
+)
+
+
+# -- decode -----------------------------------------------------------------------------------------
+
+
+def decode(obj: Any, *, registry: Mapping[str, type] | None = None) -> Any:
+    """Decode codec output back into values.
+
+    Args:
+        obj: JSON data produced by ``encode`` (possibly after a JSON round trip).
+        registry: Classes by ``__qualname__`` to re-create dataclass, pydantic model, namedtuple and
+            enum values with; without an entry they decode as ``Record`` / tuple / plain value.
+
+    Returns:
+        The value.
+
+    Raises:
+        Undecodable: ``obj`` is not valid codec output.
+    """
+    if type(obj) is not dict and type(obj) is not list:
+        return obj
+    decoder = _Decoder(registry or {})
+    try:
+        return decoder.walk(obj)
+    except Undecodable:
+        raise
+    except RecursionError:
+        raise Undecodable("nesting too deep") from None
+    except (ValueError, TypeError, KeyError, OverflowError, IndexError, decimal.InvalidOperation) as exc:
+        raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
+
+
+def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> Any:
+    """Parse JSON text and decode it (see ``decode``).
+
+    Args:
+        text: JSON text.
+        registry: As in ``decode``.
+
+    Returns:
+        The value.
+
+    Raises:
+        Undecodable: Not JSON, or not valid codec output.
+    """
+    hook = _Decoder(registry or {}).hook
+    try:
+        return _json_loads(text, object_hook=hook)
+    except Undecodable:
+        raise
+    except RecursionError:
+        raise Undecodable("nesting too deep") from None
+    except (ValueError, TypeError, KeyError, OverflowError, IndexError, decimal.InvalidOperation) as exc:
+        raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
+
+
+class _Decoder:
+    def __init__(self, registry: Mapping[str, type]) -> None:
+        self.registry = registry
+
+    def walk(self, value: Any) -> Any:
+        """Decode parsed JSON, building fresh containers (the input is never shared or changed)."""
+        if type(value) is dict:
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                kind = type(item)
+                out[key] = self.walk(item) if (kind is dict or kind is list) else item
+            return self.hook(out) if TAG in out else out
+        if type(value) is list:
+            items: list[Any] = []
+            append = items.append
+            for item in value:
+                kind = type(item)
+                append(self.walk(item) if (kind is dict or kind is list) else item)
+            return items
+        return value
+
+    def hook(self, obj: dict[str, Any]) -> Any:
+        tag = obj.get(TAG)
+        if tag is None:
+            return obj
+        handler = _DECODERS.get(tag) if type(tag) is str else None
+        if handler is None:
+            raise Undecodable(f"unknown codec tag {tag!r}")
+        if "v" not in obj:
+            raise Undecodable(f"codec tag {tag!r} without a payload")
+        return handler(self, obj)
+
+    def cls(self, obj: Mapping[str, Any]) -> tuple[str, type | None]:
+        name = obj.get("class")
+        if type(name) is not str:
+            raise Undecodable(f"codec tag {obj[TAG]!r} without a class name")
+        return name, self.registry.get(name)
+
+    def dataclass(self, obj: Mapping[str, Any]) -> Any:
+        name, cls = self.cls(obj)
+        fields = _mapping(obj["v"])
+        if cls is not None and dataclasses.is_dataclass(cls):
+            try:
+                init = {f.name: fields[f.name] for f in dataclasses.fields(cls) if f.init and f.name in fields}
+                instance = cls(**init)
+                for f in dataclasses.fields(cls):
+                    if not f.init and f.name in fields:
+                        object.__setattr__(instance, f.name, fields[f.name])
+            except Exception:  # noqa: BLE001 - the class changed since capture: keep the data
+                return Record(fields, class_name=name, kind="dataclass")
+            return instance
+        return Record(fields, class_name=name, kind="dataclass")
+
+    def model(self, obj: Mapping[str, Any]) -> Any:
+        name, cls = self.cls(obj)
+        fields = _mapping(obj["v"])
+        validate = getattr(cls, "model_validate", None) if cls is not None else None
+        if validate is not None:
+            try:
+                return validate(fields)
+            except Exception:  # noqa: BLE001 - the class changed since capture: keep the data
+                pass
+        return Record(fields, class_name=name, kind="model")
+
+    def namedtuple(self, obj: Mapping[str, Any]) -> Any:
+        _name, cls = self.cls(obj)
+        fields = _mapping(obj["v"])
+        if cls is not None and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            try:
+                return cls(**fields)
+            except Exception:  # noqa: BLE001, S110 - the class changed since capture: keep the data
+                pass
+        return tuple(fields.values())
+
+    def enum(self, obj: Mapping[str, Any]) -> Any:
+        _name, cls = self.cls(obj)
+        member = obj.get("name")
+        if cls is not None and isinstance(cls, enum.EnumMeta) and type(member) is str:
+            try:
+                return cls[member]
+            except KeyError:
+                pass
+        return obj["v"]
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise Undecodable("expected an object of fields")
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise Undecodable("expected a list payload")
+    return value
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise Undecodable("expected a text payload")
+    return value
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise Undecodable("expected an integer")
+    return value
+
+
+def _pairs(obj: Mapping[str, Any]) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    for pair in _list(obj["v"]):
+        if type(pair) is not list or len(pair) != 2:
+            raise Undecodable("expected [key, value] pairs")
+        result[pair[0]] = pair[1]
+    return result
+
+
+def _special_float(obj: Mapping[str, Any]) -> float:
+    text = obj["v"]
+    if text not in ("nan", "inf", "-inf"):
+        raise Undecodable(f"unknown float {text!r}")
+    return float(text)
+
+
+def _complex_part(value: Any) -> float:
+    if isinstance(value, float) or type(value) is int:
+        return float(value)
+    raise Undecodable("expected a number")
+
+
+def _three_ints(value: Any) -> tuple[int, int, int]:
+    items = _list(value)
+    if len(items) != 3:
+        raise Undecodable("expected three integers")
+    return _int(items[0]), _int(items[1]), _int(items[2])
+
+
+def _two(value: Any) -> tuple[Any, Any]:
+    items = _list(value)
+    if len(items) != 2:
+        raise Undecodable("expected two items")
+    return items[0], items[1]
+
+
+def _fraction(obj: Mapping[str, Any]) -> fractions.Fraction:
+    numerator, denominator = _two(obj["v"])
+    return fractions.Fraction(_int(numerator), _int(denominator))
+
+
+def _complex(obj: Mapping[str, Any]) -> complex:
+    real, imag = _two(obj["v"])
+    return complex(_complex_part(real), _complex_part(imag))
+
+
+def _timedelta(obj: Mapping[str, Any]) -> datetime.timedelta:
+    days, seconds, microseconds = _three_ints(obj["v"])
+    return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
+
+
+def _range(obj: Mapping[str, Any]) -> range:
+    start, stop, step = _three_ints(obj["v"])
+    return range(start, stop, step)
+
+
+def _b64decode(obj: Mapping[str, Any]) -> bytes:
+    try:
+        return base64.b64decode(_text(obj["v"]), validate=True)
+    except ValueError as exc:  # binascii.Error is a ValueError
+        raise Undecodable(f"bad base64 payload: {exc}") from None
+
+
+_DECODERS: dict[str, Callable[[_Decoder, Mapping[str, Any]], Any]] = {
+    "tuple": lambda _d, o: tuple(_list(o["v"])),
+    "set": lambda _d, o: set(_list(o["v"])),
+    "frozenset": lambda _d, o: frozenset(_list(o["v"])),
+    "deque": lambda _d, o: collections.deque(_list(o["v"])),
+    "dict": lambda _d, o: _pairs(o),
+    "float": lambda _d, o: _special_float(o),
+    "bytes": lambda _d, o: _b64decode(o),
+    "bytearray": lambda _d, o: bytearray(_b64decode(o)),
+    "datetime": lambda _d, o: datetime.datetime.fromisoformat(_text(o["v"])),
+    "date": lambda _d, o: datetime.date.fromisoformat(_text(o["v"])),
+    "time": lambda _d, o: datetime.time.fromisoformat(_text(o["v"])),
+    "timedelta": lambda _d, o: _timedelta(o),
+    "decimal": lambda _d, o: decimal.Decimal(_text(o["v"])),
+    "complex": lambda _d, o: _complex(o),
+    "fraction": lambda _d, o: _fraction(o),
+    "uuid": lambda _d, o: uuid.UUID(_text(o["v"])),
+    "range": lambda _d, o: _range(o),
+    "enum": _Decoder.enum,
+    "dataclass": _Decoder.dataclass,
+    "model": _Decoder.model,
+    "namedtuple": _Decoder.namedtuple,
+}
