@@ -172,6 +172,11 @@ async def _check_bwrap(bwrap: str, limits: Limits) -> None:
         )
 
 
+def _consume(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class _ProcessWorker(RuntimeWorker):
     """A runtime child process (bubblewrap's, or the interpreter itself in ``process`` mode)."""
 
@@ -348,6 +353,10 @@ class SubprocessSandbox(Sandbox):
         exited = asyncio.ensure_future(worker.proc.wait())
         try:
             done, _ = await asyncio.wait({connected, exited}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            connected.cancel()
+            connected.add_done_callback(_consume)
+            raise
         finally:
             exited.cancel()
         if connected in done and connected.exception() is None:
