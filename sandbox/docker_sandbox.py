@@ -92,7 +92,11 @@ def _client() -> Any:
 
     with map_docker_errors("connect to the Docker engine"):
         client = docker.from_env()
-        client.ping()
+        try:
+            client.ping()
+        except BaseException:
+            client.close()
+            raise
     return client
 
 
