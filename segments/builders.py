@@ -284,7 +284,8 @@ class CmdPromptBuilder(BasePromptBuilder):
         rendered = history.render()
         framed = prompts.render("fim_chat.j2", fim=frame.render(self.tokens))
         user = f"{rendered}\n{framed}" if rendered else framed
-        return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens, stop=tuple(self.tokens.stop))
+        # no stop strings for chat: the reply ends on its own, and OpenAI caps ``stop`` at 4 entries
+        return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens)
 
 
 def _completion_rows(history: SegmentHistory) -> list[dict[str, Any]]:

@@ -141,6 +141,7 @@ def test_extract_code(reply: str, expected: str) -> None:
     block = extract_code(reply, frame=FRAME)
     assert block.code == expected
     ast.parse(block.code)
+    ast.parse(FRAME.program(block.code))
 
 
 def test_there_are_at_least_sixty_reply_shapes() -> None:
