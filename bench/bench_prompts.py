@@ -42,7 +42,7 @@ TOOLKITS: dict[str, dict[str, Any]] = {
 }
 
 TASK = 'Find the requirements of project 123 about "login" and deploy app 42 version 1.2.'
-ROUNDS = [
+ROUNDS: list[dict[str, Any]] = [
     {
         "thought": "Search the login requirements of project 123 first.",
         "calls": [("example_toolkit", "search_requirements", {"project_id": "123", "query": "login"})],
