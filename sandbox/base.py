@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import asdict, dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Self
 
 from sandbox.channel import Channel, ChannelClosedError, RpcHandler
 from sandbox.errors import SandboxError
@@ -299,7 +299,7 @@ class Sandbox(abc.ABC):
             with contextlib.suppress(Exception):
                 worker.close_now()
 
-    def __enter__(self) -> Sandbox:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -307,7 +307,7 @@ class Sandbox(abc.ABC):
     ) -> None:
         self.close()
 
-    async def __aenter__(self) -> Sandbox:
+    async def __aenter__(self) -> Self:
         self._check_open()
         if self.pool_size:
             await self.start()
