@@ -211,7 +211,8 @@ class _Resolver:
             if version not in SUPPORTED_VERSIONS:
                 self.error(
                     "blueprint.extend.version",
-                    f"Base blueprint {label!r} declares version {version!r}; a base must declare "
+                    f"Base blueprint {label!r} declares "
+                    f"{'no version' if version is None else f'version {version!r}'}; a base must declare "
                     f"{CODEACT_VERSION} or {AI4J_VERSION} (extend chain: {names}).",
                 )
                 return data

@@ -310,7 +310,7 @@ class _Checks:
                             severity=issue.severity,
                             path=f"{path}.path",
                             code=issue.code,
-                            message=f"Subagent {name!r} {issue.path}: {issue.message}",
+                            message=f"Subagent {name!r} at {issue.path}: {issue.message}",
                         )
                     )
 
