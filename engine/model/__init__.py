@@ -1,0 +1,73 @@
+"""The model client: litellm behind one adapter, profiles, the scripted provider.
+
+``import engine.model`` does not import litellm; the first call does (see :mod:`engine.model.client`).
+"""
+
+from __future__ import annotations
+
+from engine.model.client import DeltaCallback, ModelClient, map_litellm_errors
+from engine.model.errors import (
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelConfigError,
+    ModelConnectionError,
+    ModelContextWindowError,
+    ModelNotFoundError,
+    ModelProviderError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelTimeoutError,
+    ProfileError,
+    ScriptExhaustedError,
+)
+from engine.model.profiles import (
+    NO_MODEL_MESSAGE,
+    ProfileConfig,
+    ProfilesFile,
+    canonical_provider,
+    load_profiles,
+    profile_paths,
+    resolve_model_routes,
+    resolve_model_settings,
+)
+from engine.model.routes import Route, route_for
+from engine.model.scripted import ScriptedReplies, ScriptedReply, ScriptedRequest, ScriptedToolCall, approx_tokens
+from engine.model.settings import ModelProtocol, ModelReply, ModelSettings, ToolCall, normalize_options
+
+__all__ = [
+    "DeltaCallback",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelClient",
+    "ModelConfigError",
+    "ModelConnectionError",
+    "ModelContextWindowError",
+    "ModelNotFoundError",
+    "ModelProtocol",
+    "ModelProviderError",
+    "ModelRateLimitError",
+    "ModelReply",
+    "ModelServerError",
+    "ModelSettings",
+    "ModelTimeoutError",
+    "NO_MODEL_MESSAGE",
+    "ProfileConfig",
+    "ProfileError",
+    "ProfilesFile",
+    "Route",
+    "ScriptExhaustedError",
+    "ScriptedReplies",
+    "ScriptedReply",
+    "ScriptedRequest",
+    "ScriptedToolCall",
+    "ToolCall",
+    "approx_tokens",
+    "canonical_provider",
+    "load_profiles",
+    "map_litellm_errors",
+    "normalize_options",
+    "profile_paths",
+    "resolve_model_routes",
+    "resolve_model_settings",
+    "route_for",
+]

@@ -1,0 +1,759 @@
+"""The model client: the one module that imports litellm (lazily, on first use).
+
+:class:`ModelClient` sends chat messages or raw prompts to the model of a purpose (``code``,
+``thought``, ``utility``), streams deltas to a callback, parses tool calls, retries transient
+failures with exponential backoff and jitter, and reports usage and cost. litellm exceptions are
+translated once, by :func:`map_litellm_errors`, into :mod:`engine.model.errors`.
+
+The scripted provider (:mod:`engine.model.scripted`) is registered here as a litellm custom provider
+(``litellm.custom_provider_map``), so ``scripted/...`` calls go through litellm's own request,
+streaming and response code like any other model. litellm's ``CustomLLM`` has no text-completion
+hook: ``atext_completion`` wraps the prompt as one user message and calls the chat hook, which is
+where the scripted provider records it.
+
+litellm quirks handled here, once:
+
+* its import costs seconds and may fetch a price map: imported lazily with
+  ``LITELLM_LOCAL_MODEL_COST_MAP=True``;
+* it emits pydantic warnings: a ``UserWarning`` while building response schemas (built once, at
+  import, with warnings silenced) and a ``DeprecationWarning`` per streamed chunk (a filter
+  ignoring ``DeprecationWarning`` raised from ``litellm.*`` modules is (re)installed before calls);
+* its aiohttp transport leaves unclosed sessions (``ResourceWarning``): the httpx transport is used;
+* passing ``tools`` imports an optional ``mcp`` package: ``_skip_mcp_handler=True`` skips that path;
+* it retries on its own: ``max_retries=0``, the client retries (so retries are counted and logged once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import random
+import re
+import threading
+import time
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import ModelError
+from engine.model.errors import (
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelConfigError,
+    ModelConnectionError,
+    ModelContextWindowError,
+    ModelNotFoundError,
+    ModelProviderError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelTimeoutError,
+)
+from engine.model.routes import Route, route_for
+from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
+from engine.model.settings import ModelReply, ModelSettings, ToolCall
+
+__all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors"]
+
+DeltaCallback = Callable[[str], Awaitable[None] | None]
+
+_import_lock = threading.Lock()
+_litellm_module: Any = None
+
+
+def _quiet_litellm() -> None:
+    # pytest (and `python -W error`) reset the warning filters per test, so this is re-applied per call.
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"litellm(\.|$)")
+
+
+def _litellm() -> Any:
+    """Import and configure litellm once (thread-safe); register the scripted provider."""
+    global _litellm_module
+    if _litellm_module is not None:
+        _quiet_litellm()
+        return _litellm_module
+    with _import_lock:
+        if _litellm_module is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                import litellm
+                from litellm.types.utils import (
+                    Delta,
+                    Message,
+                    ModelResponse,
+                    ModelResponseStream,
+                    TextCompletionResponse,
+                )
+
+                # Build the lazily generated pydantic schemas now, while warnings are silenced.
+                ModelResponse()
+                ModelResponse(stream=True)
+                ModelResponseStream()
+                Message()
+                Delta()
+                TextCompletionResponse()
+            module: Any = litellm
+            module.suppress_debug_info = True
+            module.disable_aiohttp_transport = True
+            handler = _scripted_handler_class(module)()
+            others = [p for p in module.custom_provider_map if p.get("provider") != "scripted"]
+            module.custom_provider_map = [*others, {"provider": "scripted", "custom_handler": handler}]
+            module.utils.custom_llm_setup()
+            _litellm_module = module
+    _quiet_litellm()
+    return _litellm_module
+
+
+# --------------------------------------------------------------------------------------------- errors
+
+_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
+
+
+def _detail(exc: BaseException) -> str:
+    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    text = _PREFIX.sub("", text.strip(), count=1).strip()
+    text = text.split("\nReceived Model Group", 1)[0]
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        yield current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+
+
+def _inner_model_error(exc: BaseException) -> ModelError | None:
+    return next((e for e in _chain(exc) if isinstance(e, ModelError)), None)
+
+
+def _transport_error(exc: BaseException) -> type[ModelProviderError] | None:
+    """The real failure under litellm's wrapper (it reports a refused connection as HTTP 500)."""
+    import httpx
+    import openai
+
+    for inner in _chain(exc):
+        if isinstance(inner, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
+            return ModelTimeoutError
+        if isinstance(inner, openai.APIConnectionError | httpx.TransportError | ConnectionError):
+            return ModelConnectionError
+    return None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _translate(exc: Exception, *, model: str | None, provider: str | None) -> ModelError:
+    inner = _inner_model_error(exc)
+    if inner is not None:
+        return inner
+    litellm = _litellm()  # already imported: the exception came from it
+
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    cls: type[ModelProviderError]
+    transport = _transport_error(exc)
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        cls = ModelContextWindowError
+    elif isinstance(exc, litellm.Timeout):
+        cls = ModelTimeoutError
+    elif transport is not None:
+        cls = transport
+        status = None
+    elif isinstance(exc, litellm.RateLimitError) or status == 429:
+        cls = ModelRateLimitError
+    elif status in (401, 403) or isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
+        cls = ModelAuthError
+    elif isinstance(exc, litellm.NotFoundError) or status == 404:
+        cls = ModelNotFoundError
+    elif (status is not None and status >= 500) or isinstance(
+        exc, litellm.ServiceUnavailableError | litellm.InternalServerError | litellm.BadGatewayError
+    ):
+        cls = ModelServerError
+    elif (status is not None and 400 <= status < 500) or isinstance(exc, litellm.BadRequestError):
+        cls = ModelBadRequestError
+    else:
+        cls = ModelProviderError
+    return cls(
+        _detail(exc),
+        status_code=status,
+        provider=provider or getattr(exc, "llm_provider", None),
+        model=model,
+        retry_after=_retry_after(exc),
+    )
+
+
+@contextmanager
+def map_litellm_errors(*, model: str | None = None, provider: str | None = None) -> Iterator[None]:
+    """Translate any exception raised inside into a :class:`~engine.errors.ModelError` subclass.
+
+    A ``ModelError`` raised by our own code (the scripted provider) is re-raised as it is, even when
+    litellm wrapped it. Retryable classes: rate limit, connection, timeout, 5xx.
+
+    Args:
+        model: The model the call was for (an attribute of the error).
+        provider: The litellm provider (an attribute of the error).
+    """
+    try:
+        yield
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise _translate(exc, model=model, provider=provider) from exc
+
+
+_WHAT = {
+    ModelRateLimitError: "was rate limited",
+    ModelTimeoutError: "timed out",
+    ModelConnectionError: "could not be reached",
+    ModelServerError: "failed on the provider's side",
+    ModelAuthError: "refused the credentials",
+    ModelContextWindowError: "got a prompt larger than its context window",
+    ModelNotFoundError: "was not found",
+    ModelBadRequestError: "refused the request",
+}
+
+
+def _what(error: ModelProviderError) -> str:
+    for cls in type(error).__mro__:
+        if cls in _WHAT:
+            return _WHAT[cls]
+    return "failed"
+
+
+# --------------------------------------------------------------------------------------- the client
+
+
+@dataclass
+class _Stream:
+    text: list[str] = field(default_factory=list)
+    tools: dict[int, dict[str, str]] = field(default_factory=dict)
+    usage: Any = None
+    finish: str | None = None
+    emitted: bool = False
+
+
+class ModelClient:
+    """Calls the model of a purpose through litellm, with retries, streaming and usage.
+
+    Args:
+        routes: Settings per purpose (``code``, ``thought``, ``utility``; a missing purpose uses
+            ``default``, then ``code``), or one :class:`ModelSettings` for every purpose.
+        retry_backoff: ``(base, cap)`` seconds: the n-th retry waits about ``min(cap, base * 2**(n-1))``,
+            jittered to 50-100 %, at least the server's ``Retry-After`` (capped).
+        env: Where ``api_key_env`` variables are read (defaults to ``os.environ``).
+    """
+
+    def __init__(
+        self,
+        routes: Mapping[str, ModelSettings] | ModelSettings,
+        *,
+        retry_backoff: tuple[float, float] = (0.5, 8.0),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._routes = {"code": routes} if isinstance(routes, ModelSettings) else dict(routes)
+        if not self._routes:
+            raise ModelConfigError("ModelClient needs at least one route: pass ModelSettings(model=...)")
+        self._backoff = retry_backoff
+        self._env = os.environ if env is None else env
+        self._resolved: dict[str, Route] = {}
+        self._scripts: list[ScriptedReplies] = []  # keeps per-client scripts alive (the registry is weak)
+
+    # -- configuration ------------------------------------------------------------------------------
+
+    def settings_for(self, purpose: str = "code") -> ModelSettings:
+        """The settings used for ``purpose`` (its route, else ``default``, else ``code``)."""
+        for key in (purpose, "default", "code"):
+            if key in self._routes:
+                return self._routes[key]
+        return next(iter(self._routes.values()))
+
+    def _route(self, purpose: str) -> Route:
+        settings = self.settings_for(purpose)
+        if purpose in self._resolved:
+            return self._resolved[purpose]
+        for other, route in self._resolved.items():
+            if self.settings_for(other) is settings:
+                self._resolved[purpose] = route
+                return route
+        litellm = _litellm()
+
+        def infer(model: str) -> str | None:
+            try:
+                return str(litellm.get_llm_provider(model)[1])
+            except Exception:  # litellm raises BadRequestError for unknown names
+                return None
+
+        route = route_for(settings, infer_provider=infer, is_provider=lambda name: name in litellm.provider_list)
+        if route.scripted:
+            route = self._bind_script(route)
+        self._resolved[purpose] = route
+        return route
+
+    def _bind_script(self, route: Route) -> Route:
+        target = route.chat_model[len(SCRIPTED_PREFIX) :]
+        if target.startswith("@"):
+            if lookup(target) is None:
+                raise ModelConfigError(
+                    f"scripted model {route.chat_model!r} is gone: keep the ScriptedReplies object alive while in use"
+                )
+            return route
+        script = ScriptedReplies.from_file(target).fresh()
+        self._scripts.append(script)
+        return Route(display=route.display, chat_model=script.model, api_base=None, text_model=script.model,
+                     text_api_base=None, provider="scripted", scripted=True)  # fmt: skip
+
+    def _api_key(self, settings: ModelSettings, route: Route) -> str | None:
+        if settings.api_key_env:
+            value = self._env.get(settings.api_key_env)
+            if not value:
+                where = f" (api_key_env of profile {settings.profile!r})" if settings.profile else ""
+                raise ModelAuthError(
+                    f"model {route.display!r}: environment variable {settings.api_key_env} is not set{where}: "
+                    f"export {settings.api_key_env} or pass --profile NAME",
+                    provider=route.provider,
+                    model=route.display,
+                )
+            return value
+        if route.api_base and route.provider in ("openai", "codestral") and not self._env.get("OPENAI_API_KEY"):
+            return "sk-no-key"  # local OpenAI-compatible servers (vLLM, Ollama) usually take no key
+        return None
+
+    # -- calls --------------------------------------------------------------------------------------
+
+    async def complete(
+        self,
+        *,
+        purpose: str = "code",
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        prompt: str | None = None,
+        stop: Sequence[str] | None = None,
+        on_delta: DeltaCallback | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ModelReply:
+        """Call the model for ``purpose`` with chat ``messages`` or a raw ``prompt``.
+
+        A ``prompt`` goes to the raw completion endpoint when the route's protocol is ``completion``
+        (see :mod:`engine.model.routes`), else it is sent as one user message. With ``on_delta`` the
+        reply is streamed and every text piece is passed to it (sync or async). Retryable failures
+        are retried ``max_retries`` times, except once a delta was delivered (it cannot be unsent).
+
+        Args:
+            purpose: ``code``, ``thought``, ``utility`` (or any configured route).
+            messages: OpenAI-style chat messages.
+            prompt: A raw prompt (a FIM frame).
+            stop: Stop sequences (replace ``options['stop']``).
+            on_delta: Receives text pieces as they arrive.
+            tools: OpenAI function-calling tool schemas (chat only), for react mode.
+
+        Returns:
+            The reply, its usage, cost, finish reason and tool calls.
+
+        Raises:
+            ModelConfigError: Neither or both of ``messages`` and ``prompt``; no raw route for the provider.
+            ModelProviderError: The provider call failed (a subclass says how), after retries.
+            ScriptExhaustedError: The scripted model has no reply left.
+        """
+        if (messages is None) == (prompt is None):
+            raise ModelConfigError("ModelClient.complete() needs exactly one of messages= or prompt=")
+        settings = self.settings_for(purpose)
+        route = self._route(purpose)
+        raw = prompt is not None and settings.protocol == "completion"
+        if raw and route.text_model is None:
+            raise ModelConfigError(route.text_unavailable)
+        if tools and prompt is not None:
+            raise ModelConfigError("tools need chat messages: pass messages=, not prompt=")
+        kwargs = self._kwargs(settings, route, purpose=purpose, raw=raw, stop=stop, tools=tools)
+        chat_messages = [dict(m) for m in messages] if messages is not None else [{"role": "user", "content": prompt}]
+        attempts = settings.max_retries + 1
+        attempt = 0
+        while True:
+            attempt += 1
+            state = _Stream()
+            started = time.monotonic()
+            try:
+                if raw:
+                    response = await self._call(route, kwargs, prompt=prompt, on_delta=on_delta, state=state)
+                else:
+                    response = await self._call(route, kwargs, messages=chat_messages, on_delta=on_delta, state=state)
+            except ModelProviderError as error:
+                if not error.retryable or attempt == attempts or state.emitted:
+                    raise self._final(error, attempt, settings, route) from error
+                await asyncio.sleep(self._delay(attempt, error))
+                continue
+            latency = time.monotonic() - started
+            return self._reply(response, state, route, purpose=purpose, raw=raw, prompt=prompt,
+                               messages=chat_messages, latency=latency, attempt=attempt)  # fmt: skip
+
+    def _kwargs(self, settings: ModelSettings, route: Route, *, purpose: str, raw: bool,
+                stop: Sequence[str] | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:  # fmt: skip
+        kwargs: dict[str, Any] = dict(settings.options)
+        if stop is not None:
+            kwargs["stop"] = list(stop)
+        kwargs["model"] = route.text_model if raw else route.chat_model
+        kwargs["timeout"] = settings.timeout_s
+        kwargs["max_retries"] = 0
+        base = route.text_api_base if raw else route.api_base
+        if base:
+            kwargs["api_base"] = base
+        key = self._api_key(settings, route)
+        if key:
+            kwargs["api_key"] = key
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["_skip_mcp_handler"] = True
+        if route.scripted:
+            kwargs["metadata"] = {"codeact_purpose": purpose, "codeact_protocol": "completion" if raw else "chat"}
+        return kwargs
+
+    async def _call(self, route: Route, kwargs: dict[str, Any], *, on_delta: DeltaCallback | None, state: _Stream,
+                    prompt: str | None = None, messages: list[dict[str, Any]] | None = None) -> Any:  # fmt: skip
+        litellm = _litellm()
+        stream = on_delta is not None
+        call_kwargs = dict(kwargs)
+        if stream:
+            call_kwargs["stream"] = True
+            call_kwargs["stream_options"] = {"include_usage": True}
+        with map_litellm_errors(model=route.display, provider=route.provider):
+            if messages is not None:
+                response = await litellm.acompletion(messages=messages, **call_kwargs)
+            else:
+                response = await litellm.atext_completion(prompt=prompt, **call_kwargs)
+        if on_delta is None:
+            return response
+        iterator: AsyncIterator[Any] = aiter(response)
+        while True:
+            with map_litellm_errors(model=route.display, provider=route.provider):
+                try:
+                    chunk = await anext(iterator)
+                except StopAsyncIteration:
+                    break
+            for piece in _absorb(chunk, state):
+                state.emitted = True
+                result = on_delta(piece)
+                if inspect.isawaitable(result):
+                    await result
+        return None
+
+    def _reply(self, response: Any, state: _Stream, route: Route, *, purpose: str, raw: bool, prompt: str | None,
+               messages: list[dict[str, Any]], latency: float, attempt: int) -> ModelReply:  # fmt: skip
+        if response is not None:
+            choice = response.choices[0] if response.choices else None
+            if raw:
+                text = (getattr(choice, "text", None) or "") if choice else ""
+            else:
+                message = getattr(choice, "message", None)
+                text = (getattr(message, "content", None) or "") if message else ""
+                for index, call in enumerate(getattr(message, "tool_calls", None) or []):
+                    function = call.function
+                    state.tools[index] = {
+                        "id": call.id or f"call_{index}",
+                        "name": function.name or "",
+                        "arguments": function.arguments or "",
+                    }
+            state.text = [text]
+            state.finish = getattr(choice, "finish_reason", None) if choice else None
+            state.usage = getattr(response, "usage", None)
+        text = "".join(state.text)
+        usage = self._usage(state.usage, route, text=text, prompt=prompt if raw else None, messages=messages)
+        return ModelReply(
+            text=text,
+            model=route.display,
+            usage=usage,
+            cost_usd=self._cost(route, raw=raw, usage=usage),
+            finish_reason=state.finish,
+            latency_s=latency,
+            tool_calls=tuple(_tool_call(index, data) for index, data in sorted(state.tools.items())),
+            attempts=attempt,
+            purpose=purpose,
+        )
+
+    def _usage(self, usage: Any, route: Route, *, text: str, prompt: str | None,
+               messages: list[dict[str, Any]]) -> dict[str, int]:  # fmt: skip
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
+        if usage is None or (prompt_tokens == 0 and completion_tokens == 0):
+            # The provider did not say (some streams, some local servers): estimate, so budgets still work.
+            prompt_tokens = self._count(route, prompt if prompt is not None else messages)
+            completion_tokens = self._count(route, text)
+        total = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
+        return {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": total or prompt_tokens + completion_tokens,
+        }
+
+    @staticmethod
+    def _cost(route: Route, *, raw: bool, usage: dict[str, int]) -> float | None:
+        if route.scripted:
+            return None
+        litellm = _litellm()
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=route.chat_model,
+                prompt_tokens=usage["prompt_tokens"],
+                completion_tokens=usage["completion_tokens"],
+            )
+        except Exception:  # litellm raises for models missing from its price map
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
+    def _delay(self, attempt: int, error: ModelProviderError) -> float:
+        base, cap = self._backoff
+        delay = min(cap, base * 2.0 ** (attempt - 1))
+        delay = delay / 2 + random.uniform(0, delay / 2)  # noqa: S311 - jitter, not cryptography
+        if error.retry_after:
+            delay = max(delay, min(error.retry_after, cap))
+        return delay
+
+    def _final(self, error: ModelProviderError, attempts: int, settings: ModelSettings,
+               route: Route) -> ModelProviderError:  # fmt: skip
+        where = f" at {route.api_base}" if route.api_base else ""
+        status = f" (HTTP {error.status_code})" if error.status_code else ""
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        message = (
+            f"model {route.display!r}{where} {_what(error)}{status}{tries}: {error.message}; "
+            f"{self._fix(error, settings, route)}"
+        )
+        return type(error)(
+            message,
+            retryable=error.retryable,
+            status_code=error.status_code,
+            provider=error.provider or route.provider,
+            model=route.display,
+            attempts=attempts,
+            retry_after=error.retry_after,
+        )
+
+    def _fix(self, error: ModelProviderError, settings: ModelSettings, route: Route) -> str:
+        if isinstance(error, ModelAuthError):
+            return f"set {self._key_variable(settings, route)} or pass --profile NAME"
+        if isinstance(error, ModelRateLimitError):
+            return "wait and retry, lower the request rate, or raise max_retries in the profile"
+        if isinstance(error, ModelTimeoutError):
+            return f"raise timeout_s (now {settings.timeout_s:g}s) in the profile or check the server"
+        if isinstance(error, ModelConnectionError):
+            if route.api_base:
+                return f"check that the server at {route.api_base} is running (--base-url)"
+            return "check the network connection to the provider"
+        if isinstance(error, ModelServerError):
+            return "the provider failed; retry later or use another model (--model)"
+        if isinstance(error, ModelContextWindowError):
+            return "shorten the history (session compaction) or use a model with a larger context window"
+        if isinstance(error, ModelNotFoundError):
+            return "check the model name (--model) and that the server serves it"
+        return "check the model name and options in the blueprint or profile"
+
+    def _key_variable(self, settings: ModelSettings, route: Route) -> str:
+        if settings.api_key_env:
+            return settings.api_key_env
+        if route.scripted:
+            return "the provider's API key variable"
+        litellm = _litellm()
+        try:
+            missing = litellm.validate_environment(model=route.chat_model).get("missing_keys") or []
+        except Exception:  # unknown provider
+            missing = []
+        return str(missing[0]) if missing else f"{(route.provider or 'OPENAI').upper()}_API_KEY"
+
+    # -- tokens -------------------------------------------------------------------------------------
+
+    def count_tokens(self, text_or_messages: str | Sequence[Mapping[str, Any]], *, purpose: str = "code") -> int:
+        """Tokens in a text or chat messages for the route's model (about len/4 when litellm cannot tell)."""
+        return self._count(self._route(purpose), text_or_messages)
+
+    @staticmethod
+    def _count(route: Route, value: str | Sequence[Mapping[str, Any]]) -> int:
+        flat = value if isinstance(value, str) else "\n".join(str(m.get("content") or "") for m in value)
+        if route.scripted:
+            return approx_tokens(flat)
+        litellm = _litellm()
+        try:
+            if isinstance(value, str):
+                return int(litellm.token_counter(model=route.chat_model, text=value))
+            return int(litellm.token_counter(model=route.chat_model, messages=[dict(m) for m in value]))
+        except Exception:  # no tokenizer for this model (litellm raises various errors)
+            return approx_tokens(flat)
+
+    def context_window(self, *, purpose: str = "code") -> int | None:
+        """The route's context window in tokens: ``settings.context_window``, else litellm's model info."""
+        settings = self.settings_for(purpose)
+        if settings.context_window is not None:
+            return settings.context_window
+        route = self._route(purpose)
+        if route.scripted:
+            return None
+        litellm = _litellm()
+        try:
+            info = litellm.get_model_info(route.chat_model)
+        except Exception:  # not in litellm's model map
+            return None
+        value = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(value) if value else None
+
+    async def aclose(self) -> None:
+        """Release per-client state (scripts). litellm's HTTP clients are process-wide and stay."""
+        self._scripts.clear()
+        self._resolved.clear()
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _absorb(chunk: Any, state: _Stream) -> list[str]:
+    """Fold one stream chunk into ``state``; return its text pieces."""
+    usage: Any = getattr(chunk, "usage", None)
+    if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+        state.usage = usage
+    pieces: list[str] = []
+    for choice in getattr(chunk, "choices", None) or []:
+        delta = getattr(choice, "delta", None)
+        piece = getattr(delta, "content", None) if delta is not None else getattr(choice, "text", None)
+        if piece:
+            state.text.append(piece)
+            pieces.append(piece)
+        for call in (getattr(delta, "tool_calls", None) or []) if delta is not None else []:
+            slot = state.tools.setdefault(call.index or 0, {"id": "", "name": "", "arguments": ""})
+            if call.id:
+                slot["id"] = call.id
+            function = call.function
+            if function is not None:
+                slot["name"] += function.name or ""
+                slot["arguments"] += function.arguments or ""
+        if getattr(choice, "finish_reason", None):
+            state.finish = choice.finish_reason
+    return pieces
+
+
+def _tool_call(index: int, data: Mapping[str, str]) -> ToolCall:
+    raw = data.get("arguments", "")
+    try:
+        decoded = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        decoded = None
+    return ToolCall(
+        id=data.get("id") or f"call_{index}",
+        name=data.get("name", ""),
+        arguments=decoded if isinstance(decoded, dict) else {},
+        raw_arguments=raw,
+    )
+
+
+# ------------------------------------------------------------------------------ the scripted provider
+
+
+def _scripted_handler_class(litellm: Any) -> type:
+    """Build the litellm ``CustomLLM`` serving ``scripted/...`` (needs litellm, so built lazily)."""
+    from litellm.types.utils import Message, Usage
+
+    files: dict[str, ScriptedReplies] = {}
+    files_lock = threading.Lock()
+
+    def script_for(model: str) -> ScriptedReplies:
+        name = model[len(SCRIPTED_PREFIX) :] if model.startswith(SCRIPTED_PREFIX) else model
+        if name.startswith("@"):
+            script = lookup(name)
+            if script is None:
+                raise ModelConfigError(
+                    f"scripted model {SCRIPTED_PREFIX + name!r} is gone: keep the ScriptedReplies object alive"
+                )
+            return script
+        with files_lock:  # direct litellm use: one shared cursor per file
+            if name not in files:
+                files[name] = ScriptedReplies.from_file(name)
+            return files[name]
+
+    def take(model: str, messages: list[Any], litellm_params: Any, *, stream: bool) -> ScriptedReply:
+        metadata = (litellm_params or {}).get("metadata") or {}
+        purpose = str(metadata.get("codeact_purpose") or "code")
+        protocol = str(metadata.get("codeact_protocol") or "chat")
+        entry = script_for(model).take(purpose, messages=messages, protocol=protocol, stream=stream)
+        if entry.error is not None:
+            raise entry.to_error(model=SCRIPTED_PREFIX + model)
+        return entry
+
+    def usage_of(entry: ScriptedReply, messages: list[Any]) -> dict[str, int]:
+        prompt = approx_tokens("\n".join(str(m.get("content") or "") for m in messages))
+        completion = approx_tokens(entry.text) + sum(approx_tokens(c.arguments_json()) for c in entry.tool_calls)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, **(entry.usage or {})}
+        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+        return usage
+
+    def finish_of(entry: ScriptedReply) -> str:
+        return entry.finish_reason or ("tool_calls" if entry.tool_calls else "stop")
+
+    def respond(model: str, messages: list[Any], model_response: Any, litellm_params: Any) -> Any:
+        entry = take(model, messages, litellm_params, stream=False)
+        tool_calls = [
+            {
+                "id": c.id or f"call_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json()},
+            }
+            for i, c in enumerate(entry.tool_calls)
+        ]
+        model_response.choices[0].message = Message(content=entry.text or None, tool_calls=tool_calls or None)
+        model_response.choices[0].finish_reason = finish_of(entry)
+        usage = usage_of(entry, messages)
+        model_response.usage = Usage(
+            prompt_tokens=usage["prompt_tokens"],
+            completion_tokens=usage["completion_tokens"],
+            total_tokens=usage["total_tokens"],
+        )
+        model_response.model = SCRIPTED_PREFIX + model
+        return model_response
+
+    def chunks(model: str, messages: list[Any], litellm_params: Any) -> Iterator[dict[str, Any]]:
+        entry = take(model, messages, litellm_params, stream=True)
+        for piece in entry.pieces():
+            yield {"text": piece, "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
+                   "tool_use": None}  # fmt: skip
+        for i, call in enumerate(entry.tool_calls):
+            tool_use = {"id": call.id or f"call_{i}", "type": "function", "index": i,
+                        "function": {"name": call.name, "arguments": call.arguments_json()}}  # fmt: skip
+            yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
+                   "tool_use": tool_use}  # fmt: skip
+        yield {"text": "", "is_finished": True, "finish_reason": finish_of(entry), "usage": usage_of(entry, messages),
+               "index": 0, "tool_use": None}  # fmt: skip
+
+    class _ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc]
+        """Replays :class:`ScriptedReplies` through litellm (model ``scripted/<file>`` or ``scripted/@N``)."""
+
+        def completion(self, model: str, messages: list[Any], api_base: str, custom_prompt_dict: dict[str, Any],
+                       model_response: Any, *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+            return respond(model, messages, model_response, kwargs.get("litellm_params"))
+
+        async def acompletion(self, model: str, messages: list[Any], api_base: str,
+                              custom_prompt_dict: dict[str, Any], model_response: Any, *args: Any,
+                              **kwargs: Any) -> Any:  # fmt: skip
+            return respond(model, messages, model_response, kwargs.get("litellm_params"))
+
+        def streaming(self, model: str, messages: list[Any], api_base: str, custom_prompt_dict: dict[str, Any],
+                      model_response: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:  # fmt: skip
+            yield from chunks(model, messages, kwargs.get("litellm_params"))
+
+        async def astreaming(self, model: str, messages: list[Any], api_base: str,
+                             custom_prompt_dict: dict[str, Any], model_response: Any, *args: Any,
+                             **kwargs: Any) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+            for chunk in chunks(model, messages, kwargs.get("litellm_params")):
+                yield chunk
+
+    return _ScriptedLLM
