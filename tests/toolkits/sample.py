@@ -129,6 +129,15 @@ class DevOps:
         return {"session_id": context.session_id, "user": context.user, "has_deadline": context.deadline is not None}
 
     @operation
+    async def big(self, size: int) -> str:
+        """A string of ``size`` bytes.
+
+        Args:
+            size: How many bytes.
+        """
+        return "x" * size
+
+    @operation
     async def echo(self, value: Any) -> Any:
         """Return the value unchanged.
 
