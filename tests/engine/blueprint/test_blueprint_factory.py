@@ -384,3 +384,20 @@ def test_none_context_is_an_empty_context() -> None:
     with pytest.raises(BlueprintFactoryError) as caught:
         AgentFactory().create(_text("model: {provider: p, model: m}\n"))
     assert caught.value.code == "blueprint.modelClient.required"
+
+
+@pytest.mark.parametrize(
+    ("system", "code"),
+    [
+        pytest.param("{{ who }}", "blueprint.instructions.template.undefined", id="undefined"),
+        pytest.param("{% if %}", "blueprint.instructions.template.invalid", id="invalid"),
+    ],
+)
+def test_factory_renders_templates_itself(system: str, code: str) -> None:
+    blueprint = load_text(
+        f"version: codeact.agent/v1\nid: t\nmodel: {{provider: p, model: m}}\ninstructions: {{system: '{system}'}}\n"
+    )
+    lenient = AgentFactory(validator=lambda _: ValidationReport())
+    with pytest.raises(BlueprintFactoryError) as caught:
+        lenient.create(blueprint, HostContext(model_client=CLIENT))
+    assert caught.value.code == code
