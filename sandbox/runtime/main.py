@@ -187,7 +187,10 @@ class Runtime:
     """
 
     def __init__(self, bridge: Any, manifest: Any) -> None:
-        from sandbox.runtime import capture, codec, guards, proxy
+        import sandbox.runtime.capture as capture
+        import sandbox.runtime.codec as codec
+        import sandbox.runtime.guards as guards
+        import sandbox.runtime.proxy as proxy
 
         self._capture = capture
         self._codec = codec

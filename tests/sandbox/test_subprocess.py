@@ -426,9 +426,10 @@ async def test_missing_bwrap_refuses_to_run() -> None:
 async def test_process_mode_reports_weaker_isolation(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEACT_TEST_SECRET", "hunter2")
     async with SubprocessSandbox(isolation="process", policy=open_policy()) as box:
-        result = ok(await box.execute("import os\nsecret = os.environ.get('CODEACT_TEST_SECRET')\nhome = os.getcwd()"))
+        code = "import os\nsecret = os.environ.get('CODEACT_TEST_SECRET', 'absent')\nhome = os.getcwd()"
+        result = ok(await box.execute(code))
     assert result.isolation == "process+rlimits"
-    assert result.variables["secret"] is None
+    assert result.variables["secret"] == "absent"
     assert not Path(result.variables["home"]).exists()  # the private work dir is removed on close
 
 
