@@ -30,7 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from sandbox.runtime.guards import ALLOWED_DUNDER_ATTRIBUTES, ALLOWED_DUNDER_METHODS, DENIED_ATTRIBUTES
+from sandbox.runtime.guards import ALLOWED_DUNDER_METHODS, ALLOWED_UNDERSCORE_ATTRIBUTES, DENIED_ATTRIBUTES
 
 __all__ = ["DEFAULT_IMPORTS", "CompileFailure", "CompiledCode", "Policy", "compile_code"]
 
@@ -375,7 +375,7 @@ def _transformer_class() -> type[Any]:
         def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
             attr = node.attr
             if attr.startswith("_") and attr != "_":
-                if not (isinstance(node.ctx, ast.Load) and attr in ALLOWED_DUNDER_ATTRIBUTES):
+                if not (isinstance(node.ctx, ast.Load) and attr in ALLOWED_UNDERSCORE_ATTRIBUTES):
                     self.error(node, f'attribute "{attr}" is not allowed: names starting with "_" are reserved')
             elif attr in denied_attributes:
                 self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')

@@ -32,7 +32,7 @@ from types import FunctionType, ModuleType
 from typing import Any, Final
 
 __all__ = [
-    "ALLOWED_DUNDER_ATTRIBUTES",
+    "ALLOWED_UNDERSCORE_ATTRIBUTES",
     "ALLOWED_DUNDER_METHODS",
     "DENIED_ATTRIBUTES",
     "SANDBOX_MODULE_NAME",
@@ -43,9 +43,13 @@ __all__ = [
 SANDBOX_MODULE_NAME: Final = "__main__"
 """``__name__`` of the sandbox namespace (so ``if __name__ == "__main__":`` blocks run)."""
 
-ALLOWED_DUNDER_ATTRIBUTES: Final = frozenset(
-    {"__init__", "__post_init__", "__name__", "__qualname__", "__doc__", "__module__"}
-)
+ALLOWED_UNDERSCORE_ATTRIBUTES: Final = frozenset(
+    {
+        "__init__", "__post_init__", "__name__", "__qualname__", "__doc__", "__module__",
+        # the public API of namedtuples
+        "_asdict", "_replace", "_fields", "_field_defaults", "_make",
+    }
+)  # fmt: skip
 """The only ``_``-prefixed attributes sandboxed code may READ (``super().__init__()``, ``type(x).__name__``)."""
 
 ALLOWED_DUNDER_METHODS: Final = frozenset(
@@ -140,7 +144,7 @@ _BuiltinMethod = type("".format)
 
 def _name_allowed(name: str) -> bool:
     if name.startswith("_"):
-        return name in ALLOWED_DUNDER_ATTRIBUTES
+        return name in ALLOWED_UNDERSCORE_ATTRIBUTES
     return name not in DENIED_ATTRIBUTES
 
 
@@ -417,6 +421,8 @@ class _Namespace:
                 raise self.import_denied(name)
         module = builtins.__import__(name, None, None, (), 0)
         for item in items:
+            if item == "*":  # only plain (unrestricted) code gets here: the transform rejects star imports
+                continue
             if type(item) is not str or not _name_allowed(item) or item.startswith("_"):
                 raise ImportError(f"cannot import name {item!r} from {name!r}: not allowed in sandboxed code")
             value = getattr(module, item, _MISSING)
