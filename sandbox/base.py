@@ -241,7 +241,9 @@ class Sandbox(abc.ABC):
         await self._bind_loop()
         if self._worker is None or not self._worker.alive:
             self._worker = await self._take()
-        await self._fill_pool()
+        self._schedule_refill()
+        if self._refill is not None:
+            await asyncio.shield(self._refill)
 
     async def _fill_pool(self) -> None:
         while len(self._pool) < self.pool_size and not self._closed:
