@@ -15,6 +15,8 @@ import contextlib
 import json
 import os
 import socket
+import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +32,14 @@ from sandbox.subprocess_sandbox import RUNTIME_DIR
 if TYPE_CHECKING:
     from sandbox.policy import Policy
 
-__all__ = ["LABEL_SANDBOX", "DockerSandbox", "RemovedContainer", "map_docker_errors", "remove_orphans"]
+__all__ = [
+    "LABEL_SANDBOX",
+    "DockerSandbox",
+    "RemovedContainer",
+    "full_python_policy",
+    "map_docker_errors",
+    "remove_orphans",
+]
 
 LABEL_SANDBOX: Final = "org.codeact.sandbox"
 LABEL_SESSION: Final = "org.codeact.session"
@@ -306,7 +315,7 @@ class _ContainerSpec:
             },
             "volumes": {
                 self.runtime_dir: {"bind": _RUNTIME_MOUNT, "mode": "ro"},
-                bridge_dir: {"bind": _BRIDGE_MOUNT, "mode": "rw"},
+                bridge_dir: {"bind": _BRIDGE_MOUNT, "mode": "ro"},
             },
             "working_dir": _WORK_DIR,
             "hostname": "sandbox",
@@ -410,6 +419,20 @@ class _ContainerWorker(RuntimeWorker):
             _force_remove(self.container)
 
 
+def full_python_policy() -> Policy:
+    """The Docker backend's default policy: no RestrictedPython transform, every stdlib module importable.
+
+    The container is the boundary, so the code runs as plain CPython. The image holds only the
+    standard library, so allowing all of it is the same as not limiting imports at all.
+
+    Returns:
+        ``Policy(restricted=False, allowed_imports=<sys.stdlib_module_names>)``.
+    """
+    from sandbox.policy import Policy
+
+    return Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))
+
+
 class DockerSandbox(Sandbox):
     """A hardened container per session, running full CPython (the container is the boundary).
 
@@ -423,7 +446,7 @@ class DockerSandbox(Sandbox):
         limits: Resource limits; by default ``Limits(memory_bytes=512 MiB)``. ``memory_bytes`` is the
             container's memory+swap limit, ``processes`` its pids limit, ``disk_bytes`` the size of
             ``/work`` and of ``/tmp``.
-        policy: Compilation policy; by default ``Policy(restricted=False)`` (full CPython). Pass
+        policy: Compilation policy; by default :func:`full_python_policy` (full CPython). Pass
             ``Policy()`` to run the RestrictedPython layer inside the container as well.
         bridge: Serves the session's toolkits (``toolkits.ToolkitBridge``), or None.
         pool_size: Containers started ahead of need (default 1): the first round after ``start()``
@@ -466,11 +489,9 @@ class DockerSandbox(Sandbox):
 
     @property
     def policy(self) -> Policy:
-        """The compilation policy: ``Policy(restricted=False)`` unless one was given."""
+        """The compilation policy: full CPython (:func:`full_python_policy`) unless one was given."""
         if self._policy is None:
-            from sandbox.policy import Policy
-
-            self._policy = Policy(restricted=False)
+            self._policy = full_python_policy()
         return self._policy
 
     @property
@@ -527,13 +548,23 @@ class DockerSandbox(Sandbox):
         )
         kwargs["environment"]["CODEACT_RUNTIME_CONFIG"] = json.dumps(config)
 
+        abandoned = threading.Event()
+
         def run() -> Any:
             with map_docker_errors("start a sandbox container"):
-                return client.containers.run(**kwargs)
+                container = client.containers.run(**kwargs)
+            if abandoned.is_set():  # the caller was cancelled meanwhile: do not leak the container
+                _force_remove(container)
+                return None
+            return container
 
+        starting = asyncio.ensure_future(asyncio.to_thread(run))
         try:
-            container = await asyncio.to_thread(run)
+            container = await asyncio.shield(starting)
         except BaseException:
+            abandoned.set()
+            if starting.done() and not starting.cancelled() and starting.exception() is None:
+                await asyncio.to_thread(_force_remove, starting.result())
             await channel.close()
             raise
         worker = _ContainerWorker(channel=channel, isolation=self.isolation, container=container)

@@ -24,6 +24,7 @@ of allowed modules, ``__subclasses__``, ``asyncio`` subprocess helpers).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 __all__ = ["CASES", "HostileCase"]
@@ -50,6 +51,10 @@ class HostileCase:
     may_finish: bool = False
     exhausting: bool = False
     fresh: bool = False
+
+
+def _dedent(code: str) -> str:
+    return textwrap.dedent(code).strip() + "\n"
 
 
 # A helper prepended to the bridge cases: every Unix socket path the snippet can find.
@@ -246,7 +251,8 @@ CASES: tuple[HostileCase, ...] = (
         id="proc-asyncio-subprocess",
         category="process",
         code=(
-            "import asyncio\np = await asyncio.create_subprocess_exec('cat', '$SECRET_FILE', stdout=asyncio.subprocess.PIPE)\n"
+            "import asyncio\n"
+            "p = await asyncio.create_subprocess_exec('cat', '$SECRET_FILE', stdout=asyncio.subprocess.PIPE)\n"
             "out, _ = await p.communicate()\nassert p.returncode == 0\nprint('ESCAPED', out)"
         ),
     ),
@@ -504,27 +510,47 @@ CASES: tuple[HostileCase, ...] = (
         id="bridge-connect-wrong-token",
         category="bridge",
         code=_FIND_SOCKETS
-        + (
-            "import socket, json\nanswers = []\nfor path in _sockets():\n    s = socket.socket(socket.AF_UNIX)\n"
-            "    s.settimeout(2)\n    try:\n        s.connect(path)\n"
-            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"auth\",\"params\":{\"token\":\"forged\"}}\\n')\n"
-            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"call\",\"params\":{\"toolkit\":\"vault\","
-            "\"operation\":\"read\",\"arguments\":{}}}\\n')\n"
-            "        answers.append(s.recv(65536))\n    except OSError:\n        pass\n"
-            "assert any(b'\"result\"' in a for a in answers), answers\nprint('ESCAPED', answers)"
+        + _dedent(
+            r"""
+            import socket
+            answers = []
+            for path in _sockets():
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(2)
+                try:
+                    s.connect(path)
+                    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"auth","params":{"token":"forged"}}\n')
+                    s.sendall(b'{"jsonrpc":"2.0","id":2,"method":"call","params":{"toolkit":"vault",'
+                              b'"operation":"read","arguments":{}}}\n')
+                    answers.append(s.recv(65536))
+                except OSError:
+                    pass
+            assert any(b'"result"' in a for a in answers), answers
+            print('ESCAPED', answers)
+            """
         ),
     ),
     HostileCase(
         id="bridge-connect-no-auth-call",
         category="bridge",
         code=_FIND_SOCKETS
-        + (
-            "import socket\nanswers = []\nfor path in _sockets():\n    s = socket.socket(socket.AF_UNIX)\n"
-            "    s.settimeout(2)\n    try:\n        s.connect(path)\n"
-            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"call\",\"params\":{\"toolkit\":\"vault\","
-            "\"operation\":\"read\",\"arguments\":{}}}\\n')\n"
-            "        answers.append(s.recv(65536))\n    except OSError:\n        pass\n"
-            "assert any(b'\"result\"' in a for a in answers), answers\nprint('ESCAPED', answers)"
+        + _dedent(
+            r"""
+            import socket
+            answers = []
+            for path in _sockets():
+                s = socket.socket(socket.AF_UNIX)
+                s.settimeout(2)
+                try:
+                    s.connect(path)
+                    s.sendall(b'{"jsonrpc":"2.0","id":7,"method":"call","params":{"toolkit":"vault",'
+                              b'"operation":"read","arguments":{}}}\n')
+                    answers.append(s.recv(65536))
+                except OSError:
+                    pass
+            assert any(b'"result"' in a for a in answers), answers
+            print('ESCAPED', answers)
+            """
         ),
     ),
     HostileCase(
@@ -532,12 +558,19 @@ CASES: tuple[HostileCase, ...] = (
         category="bridge",
         # Full CPython can reach the runtime's own authenticated socket: garbage, an oversized frame,
         # a forged re-auth and a forged answer must neither crash the host nor reach the handler.
-        code=(
-            "import gc, socket\nsocks = [o for o in gc.get_objects() if isinstance(o, socket.socket)]\n"
-            "for s in socks:\n    try:\n        s.sendall(b'garbage\\n' + b'x' * (9 * 1024 * 1024) + b'\\n')\n"
-            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"auth\",\"params\":{\"token\":\"forged\"}}\\n')\n"
-            "        s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":12345,\"result\":{\"forged\":true}}\\n')\n"
-            "    except OSError:\n        pass\nraise RuntimeError(f'sent forged frames on {len(socks)} sockets')"
+        code=_dedent(
+            r"""
+            import gc, socket
+            socks = [o for o in gc.get_objects() if isinstance(o, socket.socket)]
+            for s in socks:
+                try:
+                    s.sendall(b'garbage\n' + b'x' * (9 * 1024 * 1024) + b'\n')
+                    s.sendall(b'{"jsonrpc":"2.0","id":99,"method":"auth","params":{"token":"forged"}}\n')
+                    s.sendall(b'{"jsonrpc":"2.0","id":12345,"result":{"forged":true}}\n')
+                except OSError:
+                    pass
+            raise RuntimeError(f'sent forged frames on {len(socks)} sockets')
+            """
         ),
     ),
 )
