@@ -443,7 +443,15 @@ def decode(obj: Any, *, registry: Mapping[str, type] | None = None) -> Any:
         raise
     except RecursionError:
         raise Undecodable("nesting too deep") from None
-    except (ValueError, TypeError, KeyError, OverflowError, IndexError, decimal.InvalidOperation) as exc:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        OverflowError,
+        IndexError,
+        ZeroDivisionError,
+        decimal.InvalidOperation,
+    ) as exc:
         raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
 
 
@@ -467,7 +475,15 @@ def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> A
         raise
     except RecursionError:
         raise Undecodable("nesting too deep") from None
-    except (ValueError, TypeError, KeyError, OverflowError, IndexError, decimal.InvalidOperation) as exc:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        OverflowError,
+        IndexError,
+        ZeroDivisionError,
+        decimal.InvalidOperation,
+    ) as exc:
         raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
 
 
