@@ -26,6 +26,7 @@ class _BoundOperation:
     spec: OperationSpec
     validate: Callable[[Mapping[str, Any]], dict[str, Any]]
     invoke: _Invoke
+    wants_context: bool = True
 
 
 class BoundToolkit:
@@ -54,6 +55,10 @@ class BoundToolkit:
             raise ToolkitNotFoundError(
                 f"toolkit {self.name!r} has no operation {operation!r}; it has: {', '.join(self._ops)}"
             ) from None
+
+    def wants_context(self, operation: str) -> bool:
+        """Whether ``operation`` receives the ``ToolkitContext`` (dynamic toolkits always do)."""
+        return self._op(operation).wants_context
 
     def validate(self, operation: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and convert ``arguments`` (decoded values) for ``operation``.
@@ -131,7 +136,9 @@ def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
             # A blocking tool must not stall the other calls of the round: run it in a worker thread.
             return await asyncio.to_thread(method, **arguments)
 
-    return _BoundOperation(spec=op.spec, validate=op.validator, invoke=invoke)
+    return _BoundOperation(
+        spec=op.spec, validate=op.validator, invoke=invoke, wants_context=op.context_param is not None
+    )
 
 
 def _bind_dynamic(dynamic: DynamicToolkit) -> BoundToolkit:

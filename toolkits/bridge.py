@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = ["ApprovalDecision", "ApprovalRequest", "Approver", "CallRecord", "Too
 
 _BAD_CALL = "call params must be {toolkit: str, operation: str, arguments: object}"
 _RESULT_OVERHEAD = 256
+_SMALL = frozenset({int, float, bool, type(None)})
 """Bytes of a response frame besides the result (``{"jsonrpc":"2.0","id":..,"result":..}``)."""
 
 
@@ -259,7 +260,7 @@ class ToolkitBridge:
         self._limiter = _RateLimiter(*rate_limit) if rate_limit is not None else None
         self._record = record
         self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
-        self._records: list[CallRecord] = []
+        self._records: list[tuple[int, str, str, dict[str, Any], Any, _p.RpcError | None, float, float]] = []
         self._sequence = 0
         self._replay: _Replay | None = None
         self._manifest_override: dict[str, Any] | None = None
@@ -359,9 +360,23 @@ class ToolkitBridge:
 
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival; clears them."""
-        records, self._records = self._records, []
-        records.sort(key=lambda r: r.sequence)
-        return records
+        raw, self._records = self._records, []
+        raw.sort(key=lambda r: r[0])
+        session_id = self.session_id
+        return [
+            CallRecord(
+                sequence=sequence,
+                session_id=session_id,
+                toolkit=toolkit,
+                operation=operation,
+                arguments=arguments,
+                result=None if error is not None else result,
+                error=_error_json(error) if error is not None else None,
+                started_at=started_at,
+                duration_s=duration,
+            )
+            for sequence, toolkit, operation, arguments, result, error, started_at, duration in raw
+        ]
 
     # -- RpcHandler ------------------------------------------------------------------------------
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
@@ -378,10 +393,12 @@ class ToolkitBridge:
         arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
         started_at = time.time()
         t0 = time.perf_counter()
-        self._context.event(
-            "tool.call.started",
-            {"sequence": sequence, "toolkit": toolkit, "operation": operation, "arguments": arguments},
-        )
+        emit = self._context.emit
+        if emit is not None:
+            emit(
+                "tool.call.started",
+                {"sequence": sequence, "toolkit": toolkit, "operation": operation, "arguments": arguments},
+            )
         error: _p.RpcError | None = None
         result: Any = None
         try:
@@ -399,28 +416,18 @@ class ToolkitBridge:
         finally:
             duration = time.perf_counter() - t0
             if self._record:
-                self._records.append(
-                    CallRecord(
-                        sequence=sequence,
-                        session_id=self.session_id,
-                        toolkit=toolkit,
-                        operation=operation,
-                        arguments=arguments,
-                        result=None if error is not None else result,
-                        error=_error_json(error) if error is not None else None,
-                        started_at=started_at,
-                        duration_s=duration,
-                    )
-                )
-            done: dict[str, Any] = {
-                "sequence": sequence,
-                "toolkit": toolkit,
-                "operation": operation,
-                "duration_s": duration,
-            }
-            if error is not None:
-                done["error"] = _error_json(error)
-            self._context.event("tool.call.completed", done)
+                # A tuple now, a CallRecord at drain time: keeps the per-call cost down.
+                self._records.append((sequence, toolkit, operation, arguments, result, error, started_at, duration))
+            if emit is not None:
+                done: dict[str, Any] = {
+                    "sequence": sequence,
+                    "toolkit": toolkit,
+                    "operation": operation,
+                    "duration_s": duration,
+                }
+                if error is not None:
+                    done["error"] = _error_json(error)
+                emit("tool.call.completed", done)
 
     def _replayed(
         self, toolkit: str, operation: str, arguments: dict[str, Any], *raw: Any
@@ -459,9 +466,12 @@ class ToolkitBridge:
             raise _p.RpcError(
                 _p.INVALID_PARAMS, f"invalid arguments for {label}(): {detail}", {"errors": errors}
             ) from None
-        await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
+        if spec.approval != "auto":
+            await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout
-        context = dataclasses.replace(self._context, deadline=time.monotonic() + timeout)
+        context = self._context
+        if bound.wants_context(operation):
+            context = context.with_deadline(time.monotonic() + timeout)
         try:
             value = await _run_with_timeout(bound.invoke(operation, validated, context), timeout)
         except _Expired:
@@ -547,6 +557,8 @@ class ToolkitBridge:
             if isinstance(value, Control):
                 payload = {k: codec.encode(v) for k, v in value.payload.items()}
                 encoded: Any = {"$control": {"kind": value.kind, **payload}}
+            elif type(value) in _SMALL or (type(value) is str and len(value) * 6 < self._max_result_bytes):
+                encoded = codec.encode(value)  # cannot approach the cap: skip measuring it
             else:
                 encoded = codec.encode(value, max_bytes=self._max_result_bytes)
         except codec.TooLarge:
@@ -565,38 +577,81 @@ class _Expired(Exception):
     """The per-call timeout fired (distinct from a ``TimeoutError`` the tool itself raised)."""
 
 
-def _consume(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved: an abandoned tool's late failure is not logged as unhandled
-
-
 async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
     """Await ``coro`` for at most ``timeout`` seconds; raises ``_Expired`` when the time is up.
 
-    The channel may start handlers eagerly, outside any task (``asyncio.timeout`` needs one), and
-    tools may rely on running in a task themselves (anyio, ``asyncio.timeout``): when there is no
-    current task the tool gets its own.
+    Tools always run inside a task (anyio, sniffio and ``asyncio.timeout`` need one). The channel
+    may start handlers eagerly, outside any task: then the tool gets a task of its own. Inside a
+    task the tool's first step runs inline, and a timer is armed only if it suspends: most
+    trivial operations finish without ever touching the event loop.
     """
-    if asyncio.current_task() is not None:
-        try:
-            async with asyncio.timeout(timeout) as scope:
-                return await coro
-        except TimeoutError:
-            if scope.expired():
-                raise _Expired from None
-            raise
-    task = asyncio.get_running_loop().create_task(coro)
+    if asyncio.current_task() is None:
+        return await _in_own_task(coro, timeout)
     try:
-        done, _ = await asyncio.wait((task,), timeout=timeout)
-    except BaseException:  # cancelled with the round: the tool stops too
-        task.cancel()
-        task.add_done_callback(_consume)
+        first = coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    try:
+        async with asyncio.timeout(timeout) as scope:
+            return await _Resume(coro, first)
+    except TimeoutError:
+        if scope.expired():
+            raise _Expired from None
         raise
-    if not done:
+
+
+class _Resume:
+    """Await the rest of a coroutine whose first step already ran (``first`` is what it yielded)."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self._coro, self._first
+        while True:
+            try:
+                sent = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # cancellation (our timeout or the round's end) goes into the tool
+                try:
+                    pending = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    pending = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def _in_own_task(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+    task = asyncio.get_running_loop().create_task(coro)
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
         task.cancel()
-        task.add_done_callback(_consume)
-        raise _Expired
-    return task.result()
+
+    timer = asyncio.get_running_loop().call_later(timeout, expire)
+    try:
+        return await task  # cancelling the awaiting side (the round ended) cancels the tool's task too
+    except asyncio.CancelledError:
+        if expired and not _cancelling():
+            raise _Expired from None
+        raise
+    finally:
+        timer.cancel()
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _manifest_from_records(records: list[CallRecord]) -> dict[str, Any]:

@@ -55,6 +55,13 @@ class ToolkitContext:
     deadline: float | None = None
     skills: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    def with_deadline(self, deadline: float) -> ToolkitContext:
+        """A copy with ``deadline`` set (cheaper than ``dataclasses.replace``: one per toolkit call)."""
+        clone = object.__new__(ToolkitContext)
+        clone.__dict__.update(self.__dict__)
+        clone.__dict__["deadline"] = deadline
+        return clone
+
     def event(self, kind: str, data: dict[str, Any]) -> None:
         """Emit an event when the host installed a sink; otherwise do nothing."""
         if self.emit is not None:

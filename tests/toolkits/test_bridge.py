@@ -16,6 +16,8 @@ from toolkits import (
     ToolkitContext,
     ToolkitNotFoundError,
     ToolkitRegistry,
+    operation,
+    toolkit,
 )
 from toolkits.builtin.system import SystemToolkit
 
@@ -436,3 +438,50 @@ async def test_replay_divergence() -> None:
     )
     assert (err.code, err.message) == (p.INTERNAL_ERROR, expected)
     assert replay.divergence == expected
+
+
+@toolkit(name="taskcheck", description="Checks how tools are run")
+class TaskCheck:
+    @operation
+    async def in_task(self) -> bool:
+        """Whether the tool runs inside an asyncio task (anyio, sniffio and asyncio.timeout need one)."""
+        async with asyncio.timeout(5):
+            await asyncio.sleep(0)
+        return asyncio.current_task() is not None
+
+    @operation
+    async def own_timeout(self) -> None:
+        """Raise the tool's own TimeoutError."""
+        raise TimeoutError("the upstream API timed out")
+
+
+async def test_tools_run_in_a_task_and_their_own_timeouts_are_tool_errors() -> None:
+    bridge = ToolkitBridge([TaskCheck()], session_id="s")
+    assert await bridge.handle("call", {"toolkit": "taskcheck", "operation": "in_task", "arguments": {}}) is True
+    err = await _error(bridge, {"toolkit": "taskcheck", "operation": "own_timeout", "arguments": {}})
+    assert (err.code, err.message, err.data) == (p.TOOL_ERROR, "the upstream API timed out", {"type": "TimeoutError"})
+
+
+async def test_tools_run_in_a_task_over_the_channel() -> None:
+    from sandbox.channel import Channel
+
+    bridge = ToolkitBridge([TaskCheck()], session_id="s")
+    channel = await Channel.open(bridge)
+    try:
+        reader, writer = await asyncio.open_unix_connection(str(channel.socket_path))
+        writer.write(p.encode_frame(p.request(0, "auth", {"token": channel.token, "protocol": p.PROTOCOL_VERSION})))
+        await reader.readline()
+        for id_, op in ((1, "in_task"), (2, "own_timeout")):
+            writer.write(
+                p.encode_frame(p.request(id_, "call", {"toolkit": "taskcheck", "operation": op, "arguments": {}}))
+            )
+        await writer.drain()
+        answers = {}
+        for _ in range(2):
+            message = p.decode_frame(await asyncio.wait_for(reader.readline(), 10))
+            answers[message["id"]] = message
+        writer.close()
+    finally:
+        await channel.close()
+    assert answers[1]["result"] is True
+    assert answers[2]["error"]["code"] == p.TOOL_ERROR

@@ -1,0 +1,218 @@
+"""Toolkit call cost: from sandbox code through the bridge, against an in-process call and a raw socket echo.
+
+Measured in one run (2-core shared machine; figures are medians of a few repetitions):
+
+* ``sequential``: 1,000 calls of a trivial async operation, one after another, from code running in
+  the subprocess sandbox (one round; an empty round is subtracted). Target: <= 100 ms in total.
+* ``gather``: the same 1,000 calls through ``asyncio.gather`` in one round. Target: <= 50 ms.
+* ``in_process``: ``await bridge.handle("call", ...)`` (validation, recording, codec) and a direct
+  ``BoundToolkit.call`` on the host, 1,000 times each: what the bridge costs without a socket.
+* ``raw_echo``: 1,000 newline-framed request/response round trips over a Unix socket between a
+  child process and an asyncio server that echoes the line: the transport floor.
+* ``payload_1mib``: a 1 MiB argument (``echo``) and a 1 MiB result (``big``) from sandbox code;
+  host peak memory through ``tracemalloc`` (measured separately, it slows Python down).
+
+Ratios: ``sequential_vs_raw_echo`` and ``sequential_vs_in_process`` (per call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry, bind_toolkit, operation, toolkit
+
+CALLS = 1000
+REPEAT = 3
+MiB = 1024 * 1024
+
+
+@toolkit(name="bench", description="Benchmark operations")
+class Bench:
+    @operation
+    async def ping(self, n: int) -> int:
+        """Return n."""
+        return n
+
+    @operation
+    async def echo(self, value: str) -> int:
+        """Return the length of value."""
+        return len(value)
+
+    @operation
+    async def big(self, size: int) -> str:
+        """A string of size bytes."""
+        return "x" * size
+
+
+def _bridge() -> ToolkitBridge:
+    return ToolkitBridge(ToolkitRegistry([Bench()]), session_id="bench", default_timeout=60)
+
+
+async def _round_ms(box: Any, code: str) -> float:
+    times = []
+    for _ in range(REPEAT):
+        started = time.perf_counter()
+        result = await box.execute(code, deadline=120)
+        times.append((time.perf_counter() - started) * 1000)
+        if result.error is not None:
+            raise RuntimeError(f"benchmark round failed: {result.error.type}: {result.error.message}")
+    return statistics.median(times)
+
+
+async def _sandbox_figures() -> dict[str, Any]:
+    from sandbox import SubprocessSandbox
+
+    bridge = _bridge()
+    async with SubprocessSandbox(bridge=bridge) as box:
+        await box.execute("pass")  # warm: the runtime is started
+        empty = await _round_ms(box, "x = 1")
+        seq_sync = await _round_ms(box, f"for i in range({CALLS}):\n    bench.ping(i)\nx = 1")
+        seq_await = await _round_ms(box, f"for i in range({CALLS}):\n    await bench.ping(i)\nx = 1")
+        gathered = await _round_ms(
+            box, f"import asyncio\nr = await asyncio.gather(*[bench.ping(i) for i in range({CALLS})])\nr = None"
+        )
+        bridge.drain_calls()
+        arg_ms = await _round_ms(box, f"n = bench.echo('x' * {MiB})") - empty
+        res_ms = await _round_ms(box, f"n = len(bench.big({MiB}))") - empty
+        bridge.drain_calls()
+        tracemalloc.start()
+        await box.execute(f"n = bench.echo('x' * {MiB})")
+        _, arg_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        await box.execute(f"n = len(bench.big({MiB}))")
+        _, res_peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    seq = min(seq_sync, seq_await) - empty
+    return {
+        "empty_round_ms": round(empty, 2),
+        "sequential_sync_style_ms": round(seq_sync - empty, 2),
+        "sequential_await_ms": round(seq_await - empty, 2),
+        "sequential_ms": round(seq, 2),
+        "sequential_per_call_us": round(seq * 1000 / CALLS, 1),
+        "gather_ms": round(gathered - empty, 2),
+        "payload_1mib": {
+            "argument_ms": round(arg_ms, 2),
+            "result_ms": round(res_ms, 2),
+            "argument_host_peak_mib": round(arg_peak / MiB, 2),
+            "result_host_peak_mib": round(res_peak / MiB, 2),
+        },
+    }
+
+
+async def _in_process_figures() -> dict[str, float]:
+    bridge = _bridge()
+    bound = bind_toolkit(Bench())
+    context = ToolkitContext(session_id="bench")
+    params = {"toolkit": "bench", "operation": "ping", "arguments": {"n": 1}}
+    handle_runs, direct_runs = [], []
+    for _ in range(REPEAT):
+        started = time.perf_counter()
+        for _ in range(CALLS):
+            await bridge.handle("call", params)
+        handle_runs.append((time.perf_counter() - started) * 1000)
+        bridge.drain_calls()
+        started = time.perf_counter()
+        for i in range(CALLS):
+            await bound.call("ping", {"n": i}, context)
+        direct_runs.append((time.perf_counter() - started) * 1000)
+    handle = statistics.median(handle_runs)
+    direct = statistics.median(direct_runs)
+    return {
+        "bridge_handle_ms": round(handle, 2),
+        "bridge_handle_per_call_us": round(handle * 1000 / CALLS, 1),
+        "direct_call_ms": round(direct, 2),
+        "direct_call_per_call_us": round(direct * 1000 / CALLS, 1),
+    }
+
+
+_CLIENT = textwrap.dedent(
+    """
+    import socket, sys, time
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(sys.argv[1])
+    frame = b'{"jsonrpc":"2.0","id":1,"method":"call","params":{"toolkit":"bench","operation":"ping","arguments":{"n":1}}}\\n'
+    runs = []
+    for _ in range(int(sys.argv[3])):
+        started = time.perf_counter()
+        for _ in range(int(sys.argv[2])):
+            sock.sendall(frame)
+            buf = b""
+            while not buf.endswith(b"\\n"):
+                buf += sock.recv(65536)
+        runs.append(time.perf_counter() - started)
+    print(sorted(runs)[len(runs) // 2] * 1000)
+    """
+)
+
+
+class _Echo(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport
+        self.buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            self.transport.write(line + b"\n")
+
+
+async def _raw_echo_ms() -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "echo.sock")
+        server = await asyncio.get_running_loop().create_unix_server(_Echo, path=path)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", _CLIENT, path, str(CALLS), str(REPEAT), stdout=subprocess.PIPE
+            )
+            out, _ = await proc.communicate()
+        finally:
+            server.close()
+            await server.wait_closed()
+    return float(out.decode().strip())
+
+
+async def _run() -> dict[str, Any]:
+    raw = await _raw_echo_ms()
+    in_process = await _in_process_figures()
+    figures: dict[str, Any] = {
+        "calls": CALLS,
+        "raw_echo_ms": round(raw, 2),
+        "raw_echo_per_call_us": round(raw * 1000 / CALLS, 1),
+        "in_process": in_process,
+    }
+    try:
+        sandbox = await _sandbox_figures()
+    except Exception as exc:  # the sandbox cannot run here: say so instead of failing the whole bench
+        figures["sandbox"] = {"error": f"{type(exc).__name__}: {exc}"}
+        return figures
+    figures["sandbox"] = sandbox
+    figures["sequential_vs_raw_echo"] = round(sandbox["sequential_ms"] / raw, 2)
+    figures["sequential_vs_in_process"] = round(sandbox["sequential_ms"] / in_process["bridge_handle_ms"], 2)
+    figures["targets"] = {
+        "sequential_ms<=100": sandbox["sequential_ms"] <= 100,
+        "gather_ms<=50": sandbox["gather_ms"] <= 50,
+    }
+    return figures
+
+
+def run() -> dict[str, Any]:
+    """Run the bridge benchmark; returns the figures (see the module docstring)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return asyncio.run(_run())
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))
