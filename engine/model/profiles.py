@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.model.errors import ModelConfigError, ProfileError
 from engine.model.settings import ModelSettings, normalize_options
@@ -76,11 +76,11 @@ def canonical_provider(provider: str | None) -> str | None:
 class ProfileConfig(BaseModel):
     """One profile: where and how to reach a model. Holds no secrets."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     provider: str | None = None
     model: str | None = None
-    api_base: str | None = Field(default=None, alias="base_url")
+    api_base: str | None = Field(default=None, validation_alias=AliasChoices("api_base", "base_url"))
     api_key_env: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     protocol: Literal["chat", "completion"] | None = None
@@ -92,9 +92,6 @@ class ProfileConfig(BaseModel):
     @classmethod
     def _refuse_keys(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
-            if "api_base" in data and "base_url" not in data:
-                data = {**data, "base_url": data["api_base"]}
-                del data["api_base"]
             for key in ("api_key", "key", "token", "secret"):
                 if key in data:
                     raise ValueError(

@@ -50,7 +50,6 @@ from engine.model.errors import (
 
 __all__ = [
     "SCRIPTED_PREFIX",
-    "ScriptedFile",
     "ScriptedReplies",
     "ScriptedReply",
     "ScriptedRequest",
@@ -119,14 +118,6 @@ class ScriptedReply(BaseModel):
         return cls(message, status_code=status, provider="scripted", model=model)
 
 
-class ScriptedFile(BaseModel):
-    """A reply file: ``replies`` (a bare top-level list is accepted too)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    replies: list[str | ScriptedReply]
-
-
 @dataclass(frozen=True, kw_only=True)
 class ScriptedRequest:
     """What the scripted model was asked (recorded for tests)."""
@@ -160,10 +151,7 @@ class ScriptedReplies:
     _key: str | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        try:
-            self._entries = [_coerce(entry) for entry in self.replies]
-        except ValidationError as exc:
-            raise ModelConfigError(f"scripted replies from {self.source} are invalid: {_first_error(exc)}") from exc
+        self._entries = [_coerce(entry, index=i, source=self.source) for i, entry in enumerate(self.replies)]
         self._used = [False] * len(self._entries)
 
     @classmethod
@@ -173,16 +161,14 @@ class ScriptedReplies:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ModelConfigError(f"scripted reply file {source} is not valid YAML/JSON: {exc}") from exc
-        if isinstance(data, list):
-            data = {"replies": data}
-        try:
-            parsed = ScriptedFile.model_validate(data)
-        except ValidationError as exc:
+        if isinstance(data, Mapping) and set(data) == {"replies"}:
+            data = data["replies"]
+        if not isinstance(data, list):
             raise ModelConfigError(
-                f"scripted reply file {source} is invalid: {_first_error(exc)}; "
-                "expected a list of replies (strings or {text, purpose, usage, tool_calls})"
-            ) from exc
-        return cls(parsed.replies, source=source)
+                f"scripted reply file {source} is invalid: expected a list of replies (strings or mappings "
+                f"with text, purpose, usage, tool_calls), or {{replies: [...]}}; got {type(data).__name__}"
+            )
+        return cls(data, source=source)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedReplies:
@@ -249,15 +235,21 @@ def lookup(key: str) -> ScriptedReplies | None:
         return _registry.get(key)
 
 
-def _coerce(entry: str | Mapping[str, Any] | ScriptedReply) -> ScriptedReply:
+def _coerce(entry: object, *, index: int, source: str) -> ScriptedReply:
     if isinstance(entry, ScriptedReply):
         return entry
     if isinstance(entry, str):
         return ScriptedReply(text=entry)
-    return ScriptedReply.model_validate(dict(entry))
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "<root>"
-    return f"{where}: {error['msg']}"
+    if not isinstance(entry, Mapping):
+        raise ModelConfigError(
+            f"scripted reply file {source} is invalid at replies[{index}]: "
+            f"expected a string or a mapping, got {type(entry).__name__}"
+        )
+    try:
+        return ScriptedReply.model_validate(dict(entry))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "".join(f".{part}" if isinstance(part, str) else f"[{part}]" for part in error["loc"])
+        raise ModelConfigError(
+            f"scripted reply file {source} is invalid at replies[{index}]{where}: {error['msg']}"
+        ) from exc
