@@ -1,0 +1,81 @@
+"""Model client overhead: a scripted call through litellm vs taking the reply from the script directly.
+
+Figures: litellm import time, per-call milliseconds (plain and streamed) through ModelClient, the
+baseline (``ScriptedReplies.take``) and the ratio, and a real HTTP round trip to the local
+OpenAI-compatible test server for scale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+N = 200
+
+
+def _ms(seconds: float, n: int) -> float:
+    return round(seconds / n * 1000, 3)
+
+
+async def _calls(n: int, *, stream: bool) -> float:
+    from engine.model import ModelClient, ModelSettings, ScriptedReplies
+
+    script = ScriptedReplies(["x = 1\nprint(x)\n"] * n)
+    client = ModelClient(ModelSettings(model=script.model), env={})
+    messages = [{"role": "user", "content": "round"}]
+    sink: list[str] = []
+    started = time.perf_counter()
+    for _ in range(n):
+        await client.complete(messages=messages, on_delta=sink.append if stream else None)
+    return time.perf_counter() - started
+
+
+async def _http(n: int) -> float:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from engine.model import ModelClient, ModelSettings
+    from tests.engine.openai_server import serve
+
+    with serve(["x = 1"] * n) as server:
+        client = ModelClient(ModelSettings(model="gpt-4.1-mini", api_base=server.base_url), env={})
+        started = time.perf_counter()
+        for _ in range(n):
+            await client.complete(messages=[{"role": "user", "content": "round"}])
+        return time.perf_counter() - started
+
+
+def run() -> dict[str, Any]:
+    """Measure and return the figures."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from engine.model import ScriptedReplies
+    from engine.model.client import _litellm
+
+    started = time.perf_counter()
+    _litellm()
+    import_s = time.perf_counter() - started
+
+    script = ScriptedReplies(["x = 1\nprint(x)\n"] * N)
+    started = time.perf_counter()
+    for _ in range(N):
+        script.take("code", messages=[{"role": "user", "content": "round"}])
+    baseline = time.perf_counter() - started
+
+    asyncio.run(_calls(10, stream=False))  # warm-up
+    plain = asyncio.run(_calls(N, stream=False))
+    streamed = asyncio.run(_calls(N, stream=True))
+    http = asyncio.run(_http(50))
+    return {
+        "litellm_import_s": round(import_s, 2),
+        "baseline_take_ms": _ms(baseline, N),
+        "scripted_call_ms": _ms(plain, N),
+        "scripted_stream_call_ms": _ms(streamed, N),
+        "http_local_call_ms": _ms(http, 50),
+        "scripted_call_vs_baseline": round(plain / baseline, 1),
+    }
+
+
+if __name__ == "__main__":
+    print(run())
