@@ -7,6 +7,8 @@ Measured in one run (2-core shared machine; figures are medians of a few repetit
 * ``gather``: the same 1,000 calls through ``asyncio.gather`` in one round. Target: <= 50 ms.
 * ``in_process``: ``await bridge.handle("call", ...)`` (validation, recording, codec) and a direct
   ``BoundToolkit.call`` on the host, 1,000 times each: what the bridge costs without a socket.
+* ``channel_bridge``: 1,000 sequential ``call`` frames from a child process over the real channel
+  and bridge, no sandbox runtime: the host's share of a sandbox call.
 * ``raw_echo``: 1,000 newline-framed request/response round trips over a Unix socket between a
   child process and an asyncio server that echoes the line: the transport floor.
 * ``payload_1mib``: a 1 MiB argument (``echo``) and a 1 MiB result (``big``) from sandbox code;
@@ -140,7 +142,8 @@ _CLIENT = textwrap.dedent(
     import socket, sys, time
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(sys.argv[1])
-    frame = b'{"jsonrpc":"2.0","id":1,"method":"call","params":{"toolkit":"bench","operation":"ping","arguments":{"n":1}}}\\n'
+    frame = (b'{"jsonrpc":"2.0","id":1,"method":"call",'
+             b'"params":{"toolkit":"bench","operation":"ping","arguments":{"n":1}}}\\n')
     runs = []
     for _ in range(int(sys.argv[3])):
         started = time.perf_counter()
@@ -153,6 +156,56 @@ _CLIENT = textwrap.dedent(
     print(sorted(runs)[len(runs) // 2] * 1000)
     """
 )
+
+
+_CHANNEL_CLIENT = textwrap.dedent(
+    """
+    import json, socket, sys, time
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(sys.argv[1])
+    auth = {"jsonrpc": "2.0", "id": 0, "method": "auth", "params": {"token": sys.argv[2]}}
+    sock.sendall(json.dumps(auth).encode() + b"\\n")
+    buf = b""
+    while not buf.endswith(b"\\n"):
+        buf += sock.recv(65536)
+    frame = (b'{"jsonrpc":"2.0","id":%d,"method":"call",'
+             b'"params":{"toolkit":"bench","operation":"ping","arguments":{"n":1}}}\\n')
+    runs, next_id = [], 1
+    for _ in range(int(sys.argv[4])):
+        started = time.perf_counter()
+        for _ in range(int(sys.argv[3])):
+            sock.sendall(frame % next_id)
+            next_id += 1
+            buf = b""
+            while not buf.endswith(b"\\n"):
+                buf += sock.recv(65536)
+        runs.append(time.perf_counter() - started)
+    print(sorted(runs)[len(runs) // 2] * 1000)
+    """
+)
+
+
+async def _channel_ms() -> float:
+    """1,000 sequential calls from a child process over the real channel + bridge (no sandbox runtime)."""
+    from sandbox.channel import Channel
+
+    bridge = _bridge()
+    channel = await Channel.open(bridge)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _CHANNEL_CLIENT,
+            str(channel.socket_path),
+            channel.token,
+            str(CALLS),
+            str(REPEAT),
+            stdout=subprocess.PIPE,
+        )
+        out, _ = await proc.communicate()
+    finally:
+        await channel.close()
+    return float(out.decode().strip())
 
 
 class _Echo(asyncio.Protocol):
@@ -185,10 +238,13 @@ async def _raw_echo_ms() -> float:
 async def _run() -> dict[str, Any]:
     raw = await _raw_echo_ms()
     in_process = await _in_process_figures()
+    channel = await _channel_ms()
     figures: dict[str, Any] = {
         "calls": CALLS,
         "raw_echo_ms": round(raw, 2),
         "raw_echo_per_call_us": round(raw * 1000 / CALLS, 1),
+        "channel_bridge_ms": round(channel, 2),
+        "channel_bridge_per_call_us": round(channel * 1000 / CALLS, 1),
         "in_process": in_process,
     }
     try:

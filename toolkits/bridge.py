@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import difflib
 import time
+import types
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from dataclasses import dataclass
@@ -586,7 +587,11 @@ async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> A
     trivial operations finish without ever touching the event loop.
     """
     if asyncio.current_task() is None:
-        return await _in_own_task(coro, timeout)
+        # Started eagerly by the channel: suspend once, so the rest runs in the task the channel
+        # creates for a suspended handler (cheaper than a task of our own).
+        await _suspend()
+        if asyncio.current_task() is None:
+            return await _in_own_task(coro, timeout)
     try:
         first = coro.send(None)
     except StopIteration as stop:
@@ -598,6 +603,12 @@ async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> A
         if scope.expired():
             raise _Expired from None
         raise
+
+
+@types.coroutine
+def _suspend() -> Generator[None, None, None]:
+    """Give control back to the event loop once (a bare ``yield``: the task is rescheduled at once)."""
+    yield
 
 
 class _Resume:
