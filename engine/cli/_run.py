@@ -1,10 +1,330 @@
-"""CLI commands of this module (filled in by its issue)."""
+"""``codeact run`` (run a blueprint once) and ``codeact replay`` (re-execute a recorded session).
+
+Exit codes of ``run``: 0 the run completed (or paused for user input), 1 it failed, 2 usage,
+load, model-configuration or factory errors (printed ai4j-style).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+if TYPE_CHECKING:
+    from engine.blueprint import Blueprint
+    from engine.events import Event
+    from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class _Usage(Exception):
+    """A usage/configuration error: printed, exit 2."""
+
+
+def _registry(refs: list[str]) -> ToolkitRegistry:
+    from toolkits import ToolkitError, ToolkitRegistry, load_toolkit_ref
+
+    try:
+        registry = ToolkitRegistry.from_entry_points()
+        for ref in refs:
+            registry.register(load_toolkit_ref(ref), replace=True)
+    except ToolkitError as exc:
+        raise _Usage(f"--toolkit: {exc}") from None
+    return registry
+
+
+def _scripted_relative(model: str, base: Path | None) -> str:
+    """``scripted/<file>`` in a blueprint names a file relative to the blueprint."""
+    if not model.startswith("scripted/") or base is None:
+        return model
+    path = Path(model.removeprefix("scripted/"))
+    if path.is_absolute() or model.startswith("scripted/@") or not (base / path).exists():
+        return model
+    return f"scripted/{(base / path).resolve()}"
+
+
+def _model_routes(
+    bp: Blueprint,
+    *,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    profile: str | None,
+    protocol: str | None,
+) -> tuple[Any, Blueprint]:
+    from dataclasses import replace
+
+    from engine.model import ModelClient, resolve_model_routes
+
+    routes = resolve_model_routes(
+        model=model,
+        provider=provider,
+        base_url=base_url,
+        profile=profile,
+        protocol=protocol,  # type: ignore[arg-type]
+        blueprint_model=bp.model,
+    )
+    base = bp.source_path.parent if bp.source_path is not None else None
+    routes = {p: replace(s, model=_scripted_relative(s.model, base)) for p, s in routes.items()}
+    code = routes.get("code") or next(iter(routes.values()))
+    block = bp.model
+    if block is not None and not block.model:
+        # A profile-only blueprint (or --model): give the factory the model that was chosen.
+        bp = bp.model_copy(update={"model": block.model_copy(update={"model": code.model})})
+    return ModelClient(routes), bp
+
+
+def _approver(approve_all: bool, deny_all: bool) -> Any:
+    from toolkits import ApprovalDecision
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        if approve_all:
+            return ApprovalDecision(allow=True, reason="--approve-all")
+        if deny_all or not sys.stdin.isatty():
+            return ApprovalDecision(allow=False, reason="denied: not interactive (pass --approve-all to allow)")
+        question = f"Allow {request.toolkit}.{request.operation}({json.dumps(request.arguments)[:200]})?"
+        allowed = await asyncio.to_thread(typer.confirm, question, default=False, err=True)
+        return ApprovalDecision(allow=allowed, reason="approved by the user" if allowed else "denied by the user")
+
+    return approve
+
+
+def run_command(
+    file: Annotated[Path, typer.Argument(help="The blueprint YAML file.", show_default=False)],
+    input: Annotated[str, typer.Option("--input", "-i", help="The user's message.")],
+    model: Annotated[str | None, typer.Option("--model", help="litellm model, e.g. openai/gpt-4.1-mini.")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="Model provider (openai-compatible, ...).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")] = None,
+    profile: Annotated[str | None, typer.Option("--profile", help="A model profile from profiles.yaml.")] = None,
+    protocol: Annotated[str | None, typer.Option("--protocol", help="chat or completion (raw FIM).")] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Continue (or name) this session.")] = None,
+    store: Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")] = None,
+    sandbox: Annotated[str | None, typer.Option("--sandbox", help="subprocess or docker.")] = None,
+    isolation: Annotated[str, typer.Option("--isolation", help="bwrap (default) or process (weaker).")] = "bwrap",
+    allow_sandbox_declaration: Annotated[
+        bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
+    ] = False,
+    toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
+    approve_all: Annotated[bool, typer.Option("--approve-all", help="Approve every approval request.")] = False,
+    deny_all: Annotated[bool, typer.Option("--deny-all", help="Deny every approval request.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+) -> None:
+    """Run a blueprint once on --input; the final answer goes to stdout."""
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    try:
+        agent = _build(
+            file,
+            model=model,
+            provider=provider,
+            base_url=base_url,
+            profile=profile,
+            protocol=protocol,
+            store=store,
+            sandbox=sandbox,
+            isolation=isolation,
+            allow=allow_sandbox_declaration,
+            toolkits=list(toolkit or []),
+            approve_all=approve_all,
+            deny_all=deny_all,
+            json_output=json_output,
+        )
+    except _Usage as exc:
+        err.print(str(exc), markup=False, highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    code = asyncio.run(_drive(agent, input, session, json_output=json_output, console=err))
+    raise typer.Exit(code)
+
+
+def _build(
+    file: Path,
+    *,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    profile: str | None,
+    protocol: str | None,
+    store: str | None,
+    sandbox: str | None,
+    isolation: str,
+    allow: bool,
+    toolkits: list[str],
+    approve_all: bool,
+    deny_all: bool,
+    json_output: bool,
+) -> Any:
+    from engine.agent import Agent, default_sandbox_factory
+    from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
+    from engine.store import open_store
+
+    if sandbox not in (None, "subprocess", "docker"):
+        raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
+    if isolation not in ("bwrap", "process"):
+        raise _Usage(f"--isolation must be 'bwrap' or 'process', got {isolation!r}")
+    if protocol not in (None, "chat", "completion"):
+        raise _Usage(f"--protocol must be 'chat' or 'completion', got {protocol!r}")
+    if approve_all and deny_all:
+        raise _Usage("--approve-all and --deny-all exclude each other: pass one")
+    try:
+        bp = load_path(file)
+    except BlueprintLoadError as exc:
+        raise _Usage(format_load_error(exc)) from None
+    try:
+        client, bp = _model_routes(
+            bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol
+        )
+    except ModelError as exc:
+        raise _Usage(exc.message) from None
+    registry = _registry(toolkits)
+    try:
+        opened = open_store(store)
+    except StoreError as exc:
+        raise _Usage(f"--store: {exc.message}") from None
+    approver = _approver(approve_all, deny_all)
+    try:
+        spec = AgentFactory().create(
+            bp,
+            HostContext(
+                model_client=client,
+                toolkit_registry=registry,
+                store=opened,
+                approval_callback=approver,
+                allow_sandbox_declaration=allow,
+            ),
+        )
+    except BlueprintFactoryError as exc:
+        raise _Usage(format_factory_error(exc)) from None
+    factory = default_sandbox_factory(backend=sandbox, isolation=isolation)  # type: ignore[arg-type]
+    return Agent(
+        spec,
+        model=client,
+        store=opened,
+        registry=registry,
+        sandbox_factory=factory,
+        approver=approver,
+        stream=json_output,
+    )
+
+
+async def _drive(agent: Any, input: str, session: str | None, *, json_output: bool, console: Any) -> int:
+    from engine.events import RunCompleted, RunFailed, render_event
+
+    last: Event | None = None
+    status = None if json_output or not console.is_terminal else console.status("working...", spinner="dots")
+    try:
+        if status is not None:
+            status.start()
+        async for event in agent.run(input, session_id=session):
+            last = event
+            if json_output:
+                sys.stdout.write(event.to_json_line() + "\n")
+                sys.stdout.flush()
+            else:
+                if status is not None:
+                    status.update(_status_text(event))
+                render_event(event, console)
+    finally:
+        if status is not None:
+            status.stop()
+        await agent.store.close()
+        await agent.model.aclose()
+    if isinstance(last, RunCompleted):
+        if not json_output and last.answer is not None:
+            sys.stdout.write(f"{last.answer}\n")
+        return EXIT_OK
+    if isinstance(last, RunFailed):
+        return EXIT_FAILED
+    return EXIT_FAILED
+
+
+def _status_text(event: Event) -> str:
+    kind = event.type
+    if kind in ("round.started", "segment.created", "message.delta"):
+        return "the model is thinking..."
+    if kind in ("code.started", "tool.call.started", "tool.call.completed"):
+        return "running code in the sandbox..."
+    return "working..."
+
+
+def replay_command(
+    session: Annotated[str, typer.Argument(help="The session to replay.", show_default=False)],
+    store: Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")] = None,
+    live: Annotated[bool, typer.Option("--live", help="Call the tools for real instead of the record.")] = False,
+    toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Re-execute a recorded session in a fresh sandbox and report per round whether it matches."""
+    from engine.errors import CodeactError
+    from engine.store import open_store
+
+    try:
+        registry = _registry(list(toolkit or []))
+        opened = open_store(store)
+    except (_Usage, CodeactError) as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    try:
+        report = asyncio.run(_replay(opened, session, registry, live, json_output))
+    except CodeactError as exc:
+        typer.echo(f"codeact replay: {exc}", err=True)
+        raise typer.Exit(EXIT_FAILED) from None
+    if json_output:
+        typer.echo(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        matched = sum(r.status == "match" for r in report.rounds)
+        typer.echo(
+            f"replayed {len(report.rounds)} round(s) of {session}: {matched} match, "
+            f"{sum(r.status == 'mismatch' for r in report.rounds)} mismatch"
+        )
+    raise typer.Exit(EXIT_OK if report.ok else EXIT_FAILED)
+
+
+async def _replay(store: Any, session: str, registry: Any, live: bool, json_output: bool) -> Any:
+    from engine.replay import replay_session
+
+    try:
+        meta = await store.get_session(session)
+        note = dict(meta.extra.get("sandbox") or {}) if meta is not None else {}
+
+        def factory(handler: Any) -> Any:
+            from sandbox import DockerSandbox, SubprocessSandbox
+            from sandbox.policy import Policy
+
+            policy = Policy(
+                restricted=bool(note.get("restricted", True)),
+                allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
+            )
+            if note.get("backend") == "docker":
+                return DockerSandbox(policy=policy, bridge=handler)
+            weak = str(note.get("isolation", "")).startswith("process")
+            return SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
+
+        def progress(r: Any) -> None:
+            if not json_output:
+                line = f"round {r.index}: {r.status}"
+                typer.echo(line + "".join(f"\n    {d}" for d in r.differences))
+
+        return await replay_session(
+            store, session, sandbox_factory=factory, registry=registry, live=live, on_round=progress
+        )
+    finally:
+        await store.close()
 
 
 def register(app: typer.Typer) -> None:
-    """Register this module's commands on ``app``."""
-    del app
+    """Register ``codeact run`` and ``codeact replay`` on ``app``."""
+    app.command("run", help="Run a blueprint once; --json streams events as JSON lines.", no_args_is_help=True)(
+        run_command
+    )
+    app.command("replay", help="Re-execute a recorded session deterministically from the store.", no_args_is_help=True)(
+        replay_command
+    )

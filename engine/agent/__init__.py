@@ -1,0 +1,24 @@
+"""The agent runtime: the CodeAct loop (and ReAct), hooks and interceptors, run results."""
+
+from __future__ import annotations
+
+from engine.agent.agent import Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
+from engine.agent.context import Outcome, RunContext
+from engine.agent.hooks import Hook, HookContext, Jump, ModelCall, ModelInterceptor, ToolCall, ToolInterceptor
+
+__all__ = [
+    "Agent",
+    "Hook",
+    "HookContext",
+    "Jump",
+    "ModelCall",
+    "ModelInterceptor",
+    "Outcome",
+    "RunContext",
+    "RunResult",
+    "SandboxFactory",
+    "ToolCall",
+    "ToolInterceptor",
+    "default_sandbox_factory",
+    "grants_for",
+]

@@ -1,0 +1,380 @@
+"""``Agent``: runs an ``AgentSpec`` as an async stream of events (ARCHITECTURE.md section 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.agent.codeact import CodeActLoop
+from engine.agent.context import EndRun, Outcome, RunContext
+from engine.agent.hooks import Hook
+from engine.agent.react import ReactLoop
+from engine.agent.support import Approver, EventingBridge, ModelAccessAdapter, ask_approval, grant_policy
+from engine.errors import CodeactError
+from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
+from engine.store import SessionMeta
+from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
+from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
+
+if TYPE_CHECKING:
+    from engine.blueprint import AgentSpec
+    from engine.model import ModelClient
+    from engine.store import Store
+    from sandbox import RpcHandler, Sandbox
+
+__all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
+
+SandboxFactory = Callable[["RpcHandler", "AgentSpec"], "Sandbox"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """How a run ended (the last event, as a value).
+
+    Attributes:
+        run_id: The run.
+        session_id: The session (pass it as ``session_id`` to continue).
+        status: ``completed``, ``paused`` (waiting for the user) or ``failed``.
+        answer: The final answer, or the question when paused.
+        reason: Why it ended (``finished``, ``ask_user``, ``max_turns``, ``stuck``, ...).
+        rounds: Rounds recorded in the session so far.
+        error: ``{"code", "message"}`` when failed.
+    """
+
+    run_id: str
+    session_id: str
+    status: Literal["completed", "paused", "failed"]
+    answer: Any = None
+    reason: str = ""
+    rounds: int = 0
+    error: dict[str, Any] | None = None
+
+
+def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(grants, approval policies)`` from ``toolkits[]`` and ``tools[]``; ``system`` is always granted.
+
+    ``tools[].ref`` names a toolkit (``devops``) or one operation (``devops.deploy_app``).
+    """
+    grants: dict[str, Any] = {"system": "*"}
+    policies: dict[str, str] = {}
+    for grant in spec.toolkits:
+        grants[grant.ref] = "*" if grant.operations is None else list(grant.operations)
+        policies[grant.ref] = grant_policy(grant.approval)
+    for tool in spec.tools:
+        toolkit, _, op = tool.ref.partition(".")
+        current = grants.get(toolkit)
+        if not op:
+            grants[toolkit] = "*"
+        elif current != "*":
+            grants[toolkit] = [*(current or []), op]
+        if tool.approval is not None:
+            policies[toolkit] = grant_policy(tool.approval)
+    return grants, policies
+
+
+def default_sandbox_factory(
+    *, backend: Literal["subprocess", "docker"] | None = None, isolation: Literal["bwrap", "process"] = "bwrap"
+) -> SandboxFactory:
+    """A factory building the spec's sandbox (``backend`` overrides the blueprint's choice)."""
+
+    def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
+        from sandbox import DockerSandbox, Limits, SubprocessSandbox
+        from sandbox.policy import Policy
+
+        declared = spec.sandbox
+        lim = declared.limits
+        overrides: dict[str, Any] = {}
+        if lim.timeout_seconds is not None:
+            overrides["wall_s"] = float(lim.timeout_seconds)
+        if lim.memory_mb is not None:
+            overrides["memory_bytes"] = int(lim.memory_mb) * 1024 * 1024
+        if lim.pids is not None:
+            overrides["processes"] = int(lim.pids)
+        if lim.output_bytes is not None:
+            overrides["output_bytes"] = int(lim.output_bytes)
+        limits = Limits(**overrides)
+        chosen = backend or declared.backend or "subprocess"
+        if chosen == "docker":
+            policy = Policy(restricted=False).widen(*declared.imports)
+            return DockerSandbox(limits=limits, policy=policy, bridge=handler)
+        return SubprocessSandbox(
+            limits=limits, policy=Policy().widen(*declared.imports), bridge=handler, isolation=isolation
+        )
+
+    return _make
+
+
+class Agent:
+    """A CodeAct (or ReAct) agent built from an ``AgentSpec`` and the host's parts.
+
+    Args:
+        spec: What the factory resolved from the blueprint.
+        model: The model client (routes ``code``/``thought``/``utility``).
+        store: Where sessions are recorded (SQLite or Redis).
+        registry: The toolkits the blueprint's grants resolve against (``system`` is added).
+        sandbox_factory: Builds the sandbox of a run from the bridge handler and the spec.
+        approver: Asked when a call needs approval; None denies such calls with a reason.
+        hooks: Before/after agent and model hooks.
+        interceptors: Model and tool interceptors (first registered is outermost).
+        stream: Stream model replies as ``message.delta`` events.
+        user: Who the agent acts for (passed to toolkits in their context).
+    """
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        model: ModelClient,
+        store: Store,
+        registry: ToolkitRegistry | None = None,
+        sandbox_factory: SandboxFactory | None = None,
+        approver: Approver | None = None,
+        hooks: Sequence[Hook] = (),
+        interceptors: Sequence[Any] = (),
+        stream: bool = True,
+        user: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.model = model
+        self.store = store
+        self.registry = registry if registry is not None else ToolkitRegistry.from_entry_points()
+        self.sandbox_factory = sandbox_factory or default_sandbox_factory()
+        self.approver = approver
+        self.hooks = tuple(hooks)
+        self.interceptors = tuple(interceptors)
+        self.stream = stream
+        self.user = user
+        self.grants, self.policies = grants_for(spec)
+        codeact = spec.codeact
+        fim_tokens = None
+        if codeact.fim_markers is not None:
+            m = codeact.fim_markers
+            fim_tokens = {"family": "custom", "prefix": m.prefix, "suffix": m.suffix, "middle": m.middle}
+        variables = {k: v for k, v in spec.variables.items() if isinstance(v, str | int | float | bool)}
+        self.prompt_config = PromptConfig.from_blueprint(
+            instructions={
+                "system": spec.instructions.system,
+                "developer": spec.instructions.developer,
+                "variables": variables,
+            },
+            protocol=codeact.protocol,
+            model=spec.model.model,
+            fim=codeact.fim_family or "auto",
+            fim_tokens=fim_tokens,
+        )
+
+    # -- public API ----------------------------------------------------------------------------
+    async def run(self, input: str, *, session_id: str | None = None) -> AsyncIterator[Event]:
+        """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
+
+        Args:
+            input: The user's message.
+            session_id: Continue this session (history and variables restored), or start it.
+        """
+        run_id = uuid.uuid4().hex
+        sequence = EventSequence(run_id)
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        def emit(cls: type[Event], /, **payload: Any) -> Event:
+            event = sequence.emit(cls, **payload)
+            queue.put_nowait(event)
+            return event
+
+        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit))
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def invoke(
+        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+    ) -> RunResult:
+        """Run to the end and return the result (``on_event`` sees every event)."""
+        last: Event | None = None
+        async for event in self.run(input, session_id=session_id):
+            if on_event is not None:
+                on_event(event)
+            last = event
+        return _result(last)
+
+    def run_sync(
+        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+    ) -> RunResult:
+        """Synchronous convenience wrapper around :meth:`invoke`."""
+        return asyncio.run(self.invoke(input, session_id=session_id, on_event=on_event))
+
+    # -- one run ---------------------------------------------------------------------------------
+    async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
+        rounds = 0
+        try:
+            async with self.store.lock(session_id):
+                ctx = await self._open_session(input, session_id, run_id, emit)
+                rounds = ctx.round
+                outcome = await self._run_loop(ctx)
+                rounds = ctx.round
+                await ctx.after_agent()
+                status = {"completed": "completed", "paused": "paused", "failed": "failed"}[outcome.status]
+                await self.store.update_session(session_id, status=status)
+            if outcome.status == "failed":
+                error = outcome.error or {"code": "run.failed", "message": outcome.reason}
+                emit(RunFailed, error=error, rounds=rounds)
+            else:
+                emit(RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=rounds)
+        except CodeactError as exc:
+            with contextlib.suppress(CodeactError):
+                if await self.store.get_session(session_id) is not None:
+                    await self.store.update_session(session_id, status="failed")
+            emit(
+                RunFailed,
+                error={"code": exc.code, "message": exc.message},
+                retryable=bool(getattr(exc, "retryable", False)),
+                rounds=rounds,
+            )
+
+    async def _open_session(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> RunContext:
+        spec = self.spec
+        meta = await self.store.get_session(session_id)
+        if meta is None:
+            await self.store.create_session(
+                SessionMeta(
+                    session_id=session_id,
+                    blueprint_id=spec.id,
+                    blueprint_hash=spec.blueprint_hash,
+                    model=spec.model.model,
+                    title=input[:80],
+                    input=input,
+                    extra={"kind": spec.kind, "grants": self.grants},
+                )
+            )
+            history, variables, done = SegmentHistory(), {}, 0
+        else:
+            history = SegmentHistory(Segment.model_validate(s) for s in await self.store.segments(session_id))
+            variables, done = await self.store.variables(session_id), meta.rounds
+            await self.store.update_session(session_id, status="active")
+        emit(
+            RunStarted,
+            session_id=session_id,
+            blueprint_id=spec.id,
+            model=spec.model.model,
+            input=input,
+            resumed=meta is not None,
+        )
+        ctx = RunContext(
+            spec=spec,
+            run_id=run_id,
+            session_id=session_id,
+            input=input,
+            model=self.model,
+            store=self.store,
+            history=history,
+            variables=dict(variables),
+            emit=emit,
+            hooks=self.hooks,
+            interceptors=self.interceptors,
+            stream=self.stream,
+            round=done,
+            first_round=done + 1,
+        )
+        user = history.add(SegmentKind.USER, input, round_index=done)
+        ctx.pending_segments.append(user)
+        emit(SegmentCreated, segment=user.model_dump(mode="json"), round=done)
+        return ctx
+
+    def _bridge(self, ctx: RunContext) -> tuple[ToolkitBridge, EventingBridge]:
+        def express(kind: str, data: dict[str, Any]) -> None:
+            if kind == "express" and isinstance(data.get("text"), str):
+                segment = ctx.history.add(SegmentKind.EXPRESS, data["text"], round_index=ctx.round)
+                ctx.pending_segments.append(segment)
+                ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
+
+        async def approve(request: ApprovalRequest) -> ApprovalDecision:
+            return await ask_approval(
+                self.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
+            )
+
+        model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
+        bridge = ToolkitBridge(
+            self.registry,
+            grants=self.grants,
+            context=ToolkitContext(
+                session_id=ctx.session_id, run_id=ctx.run_id, user=self.user, model=model_access, emit=express
+            ),
+            approval=approve,
+        )
+        handler = EventingBridge(
+            bridge,
+            emit=ctx.emit,
+            round_ref=lambda: ctx.round,
+            policies=self.policies,
+            approver=self.approver,
+            interceptors=self.interceptors,
+        )
+        return bridge, handler
+
+    async def _note_sandbox(self, session_id: str, sandbox: Sandbox) -> None:
+        # Replay rebuilds the same sandbox (backend, policy) from this note.
+        meta = await self.store.get_session(session_id)
+        extra = dict(meta.extra) if meta is not None else {}
+        extra["sandbox"] = _sandbox_note(sandbox)
+        await self.store.update_session(session_id, extra=extra)
+
+    async def _run_loop(self, ctx: RunContext) -> Outcome:
+        bridge, handler = self._bridge(ctx)
+        ctx.bridge = bridge
+        try:
+            await ctx.before_agent()
+            if self.spec.kind == "react":
+                return await ReactLoop(ctx, handler).run()
+            sandbox = self.sandbox_factory(handler, self.spec)
+            ctx.sandbox = sandbox
+            await self._note_sandbox(ctx.session_id, sandbox)
+            try:
+                builder = SegmentBuilder(self.prompt_config, stubs=bridge.stubs())
+                return await CodeActLoop(ctx, builder, sandbox).run()
+            finally:
+                await sandbox.aclose()
+        except EndRun as exc:
+            return Outcome(status="completed", reason="hook", answer=exc.reason)
+
+
+def _sandbox_note(sandbox: Sandbox) -> dict[str, Any]:
+    policy = sandbox.policy
+    return {
+        "backend": sandbox.backend,
+        "restricted": policy.restricted,
+        "imports": sorted(policy.allowed_imports),
+        "isolation": sandbox.isolation,
+    }
+
+
+def _result(last: Event | None) -> RunResult:
+    if isinstance(last, RunCompleted):
+        status: Literal["completed", "paused"] = "paused" if last.reason == "ask_user" else "completed"
+        return RunResult(
+            run_id=last.run_id,
+            session_id="",
+            status=status,
+            answer=last.answer,
+            reason=last.reason,
+            rounds=last.rounds,
+        )
+    if isinstance(last, RunFailed):
+        return RunResult(
+            run_id=last.run_id,
+            session_id="",
+            status="failed",
+            reason=str(last.error.get("code", "")),
+            rounds=last.rounds,
+            error=dict(last.error),
+        )
+    raise CodeactError("the run ended without run.completed or run.failed (engine bug: please report it)")

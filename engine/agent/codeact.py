@@ -1,0 +1,287 @@
+"""The CodeAct loop: rounds of Thought -> Plan -> Code -> Evaluation -> NextGoal (seed ``001``).
+
+The loop owns the loop only: prompts come from ``segments``, code runs in ``sandbox``, toolkit
+calls go through the bridge, records go to the store.
+
+* Round 1 is the seed's IntentPlanner: when the task can be answered directly, its code calls
+  ``system.finish(answer)`` and the run ends after one round; otherwise the rounds go on (the
+  TaskExecutor) until ``finish``, a passed self-check, ``ask_user`` (the run pauses), the same
+  code or error ``max_repeats`` times in a row (stuck), or ``max_turns``.
+* A reply without code, a syntax error, a tool error or a killed sandbox becomes an Evaluation
+  the model sees next round, never a crash of the run.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+import prompts
+from engine.agent.context import Outcome, RunContext, prompt_hash
+from engine.agent.support import describe_variables
+from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated
+from engine.store import RoundRecord
+from segments import (
+    CodeParseError,
+    Segment,
+    SegmentBuilder,
+    SegmentKind,
+    ThoughtParseError,
+    extract_code,
+    format_evaluation,
+    parse_thought,
+)
+
+if TYPE_CHECKING:
+    from sandbox import Sandbox
+
+__all__ = ["CodeActLoop"]
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+class CodeActLoop:
+    """Runs the rounds of one CodeAct run over a :class:`RunContext`."""
+
+    def __init__(self, ctx: RunContext, builder: SegmentBuilder, sandbox: Sandbox) -> None:
+        self.ctx = ctx
+        self.sandbox = sandbox
+        self.builder = builder
+        settings = ctx.spec.codeact
+        self.thought_mode = settings.thought
+        self.max_repeats = max(2, settings.max_repeats)
+        self._codes: deque[str] = deque(maxlen=self.max_repeats)
+        self._errors: deque[str] = deque(maxlen=self.max_repeats)
+        self._self_checks = 0
+        limits = ctx.spec.sandbox.limits
+        self.deadline = limits.timeout_seconds
+
+    def _add(self, kind: str, content: str, **extra: Any) -> Segment:
+        segment = self.ctx.history.add(kind, content, round_index=self.ctx.round, **extra)
+        self.ctx.pending_segments.append(segment)
+        self.ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.ctx.round)
+        return segment
+
+    async def run(self) -> Outcome:
+        """Run rounds until the run ends; returns how it ended."""
+        ctx = self.ctx
+        last_round = ctx.first_round + ctx.spec.max_turns - 1
+        while ctx.round < last_round:
+            ctx.round += 1
+            outcome = await self._round()
+            if outcome is not None:
+                return outcome
+        return Outcome(
+            status="failed",
+            reason="max_turns",
+            error={
+                "code": "run.maxTurns",
+                "message": f"no answer after {ctx.spec.max_turns} rounds (workflow.maxTurns); "
+                "raise workflow.maxTurns in the blueprint or make the task smaller",
+            },
+        )
+
+    async def _round(self) -> Outcome | None:
+        ctx = self.ctx
+        n = ctx.round
+        started = time.time()
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        usage: dict[str, Any] = {}
+        ctx.emit(RoundStarted, round=n)
+        goal_segment = ctx.history.last(SegmentKind.NEXT_GOAL)
+        goal = goal_segment.content if goal_segment is not None else None
+        view = describe_variables(ctx.variables)
+
+        if self.thought_mode == "separate":
+            tp = time.perf_counter()
+            thought_prompt = self.builder.build("thought", ctx.history, variables=view, goal=goal)
+            reply = await ctx.call_model("thought", prompt=thought_prompt)
+            usage["thought"] = dict(reply.usage)
+            self._add_thought(reply.text)
+            timings["thought_s"] = time.perf_counter() - tp
+
+        tc = time.perf_counter()
+        prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
+        reply = await ctx.call_model("code", prompt=prompt)
+        usage["code"] = dict(reply.usage)
+        timings["model_s"] = time.perf_counter() - tc
+        if self.thought_mode == "inline":
+            self._add_thought(_FENCE.sub("", reply.text), quiet=True)
+
+        try:
+            block = extract_code(reply.text, frame=prompt.frame)
+        except CodeParseError as exc:
+            self._add(SegmentKind.EVALUATION, exc.message, tags=("error",))
+            await self._record(
+                started,
+                t0,
+                prompt=prompt,
+                reply=reply.text,
+                code=None,
+                parse_error=exc.message,
+                status="no_code",
+                timings=timings,
+                usage=usage,
+            )
+            return self._stuck_check(code=None, error=f"parse:{exc.message}")
+
+        frame = prompt.frame
+        program = frame.program(block.code) if frame is not None else block.code
+        self._add(SegmentKind.CODE, block.code)
+        ctx.emit(CodeStarted, round=n, code=block.code)
+        ts = time.perf_counter()
+        result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline)
+        timings["sandbox_s"] = time.perf_counter() - ts
+        changed = sorted(k for k, v in result.variables.items() if ctx.variables.get(k, _MISSING) != v)
+        removed = tuple(sorted(set(ctx.variables) - set(result.variables)))
+        error = result.error.to_json() if result.error is not None else None
+        shown = error
+        if error is not None and frame is not None and isinstance(error.get("line"), int):
+            # Events speak in the model's lines; the record keeps the program's.
+            shown = {**error, "line": frame.map_line(error["line"], block.code), "program_line": error["line"]}
+        ctx.emit(
+            CodeCompleted,
+            round=n,
+            status=result.status,
+            stdout=result.stdout,
+            stderr=result.stderr,
+            error=shown,
+            variables_changed=tuple(changed),
+            duration_s=result.duration_s,
+        )
+        ctx.emit(
+            StateUpdated,
+            round=n,
+            changed={k: result.variables[k] for k in changed},
+            removed=removed,
+            uncaptured=tuple(u.to_json() for u in result.uncaptured),
+        )
+        evaluation = format_evaluation(
+            stdout=result.stdout,
+            stderr=result.stderr,
+            error=error,
+            frame=frame,
+            middle=block.code,
+            changed=changed,
+            uncaptured=[u.name for u in result.uncaptured],
+        )
+        self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
+        ctx.variables = dict(result.variables)
+        await self._record(
+            started,
+            t0,
+            prompt=prompt,
+            reply=reply.text,
+            code=program,
+            parse_error=None,
+            status=result.status,
+            timings=timings,
+            usage=usage,
+            result=result,
+        )
+        control = result.control
+        if control is not None:
+            kind = control.get("kind")
+            if kind == "finish":
+                return await self._finish(control.get("answer"), evaluation)
+            if kind == "ask_user":
+                return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
+        signature = f"{error['type']}:{error['message']}" if error else None
+        return self._stuck_check(code=block.code, error=signature)
+
+    def _add_thought(self, text: str, *, quiet: bool = False) -> None:
+        try:
+            parts = parse_thought(text, round_index=self.ctx.round)
+        except ThoughtParseError:
+            if quiet:
+                return
+            parts = [Segment(kind=SegmentKind.THOUGHT, content="(the model gave no thought)")]
+        for part in parts:
+            self._add(part.kind, part.content)
+
+    def _stuck_check(self, *, code: str | None, error: str | None) -> Outcome | None:
+        self._codes.append(code.strip() if code is not None else "")
+        self._errors.append(error or "")
+        for seen, what in ((self._codes, "code"), (self._errors, "error")):
+            if len(seen) == self.max_repeats and seen[0] and all(item == seen[0] for item in seen):
+                return Outcome(
+                    status="failed",
+                    reason="stuck",
+                    error={
+                        "code": "run.stuck",
+                        "message": f"the model produced the same {what} {self.max_repeats} times in a row; "
+                        "stopping (raise workflow.codeact.maxRepeats or rephrase the task)",
+                    },
+                )
+        return None
+
+    async def _finish(self, answer: Any, evaluation: str) -> Outcome | None:
+        spec = self.ctx.spec.codeact
+        if not spec.self_check or self._self_checks >= spec.max_self_checks:
+            return Outcome(status="completed", reason="finished", answer=answer)
+        self._self_checks += 1
+        text = prompts.render("self_check.j2", task=self.ctx.input, answer=answer, evaluation=evaluation)
+        reply = await self.ctx.call_model("utility", messages=({"role": "user", "content": text},))
+        verdict = reply.text.strip()
+        if verdict.upper().startswith("DONE"):
+            return Outcome(status="completed", reason="self_check", answer=answer)
+        reasons = verdict.split("\n", 1)[1].strip() if "\n" in verdict else verdict
+        self._add(
+            SegmentKind.EVALUATION,
+            f"Self-check: the task is not done yet: {reasons or 'no reason given'}. Continue, then call "
+            "system.finish(answer) again.",
+            tags=("self_check",),
+        )
+        return None
+
+    async def _record(
+        self,
+        started: float,
+        t0: float,
+        *,
+        prompt: Any,
+        reply: str,
+        code: str | None,
+        parse_error: str | None,
+        status: str,
+        timings: dict[str, float],
+        usage: dict[str, Any],
+        result: Any = None,
+    ) -> None:
+        ctx = self.ctx
+        calls = tuple(c.to_json() for c in ctx.bridge.drain_calls()) if ctx.bridge is not None else ()
+        segments = [s.model_dump(mode="json") for s in ctx.pending_segments]
+        ctx.pending_segments.clear()
+        record = RoundRecord(
+            session_id=ctx.session_id,
+            index=ctx.round,
+            started_at=started,
+            duration_s=time.perf_counter() - t0,
+            prompt_hash=prompt_hash(prompt),
+            prompt=None,
+            segment_ids=tuple(s.id for s in ctx.history.segments),
+            reply=reply,
+            code=code,
+            parse_error=parse_error,
+            calls=calls,
+            stdout=result.stdout if result is not None else "",
+            stderr=result.stderr if result is not None else "",
+            error=result.error.to_json() if result is not None and result.error is not None else None,
+            status=status,
+            control=result.control if result is not None else None,
+            variables=ctx.variables,
+            uncaptured=tuple(u.to_json() for u in result.uncaptured) if result is not None else (),
+            usage=usage,
+            timings=timings,
+        )
+        await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
+
+
+class _Missing:
+    pass
+
+
+_MISSING = _Missing()

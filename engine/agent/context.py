@@ -1,0 +1,178 @@
+"""One run's state and the model call with hooks, interceptors and streaming around it."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.agent.hooks import Hook, HookContext, Jump, ModelCall, chain
+from engine.events import Event, MessageCompleted, MessageDelta
+from engine.model import ModelReply
+from segments import Prompt, SegmentHistory
+
+if TYPE_CHECKING:
+    from engine.blueprint import AgentSpec
+    from engine.model import ModelClient
+    from engine.store import Store
+    from sandbox import Sandbox
+    from toolkits import ToolkitBridge
+
+__all__ = ["EndRun", "Outcome", "RunContext"]
+
+_MAX_MODEL_RETRIES_BY_HOOK = 3
+
+
+class EndRun(Exception):  # noqa: N818 - a control-flow signal inside the engine, never surfaced
+    """A hook ended the run (``Jump(to="end")``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """How a loop ended.
+
+    Attributes:
+        status: ``completed`` (an answer), ``paused`` (waiting for the user) or ``failed``.
+        reason: ``finished``, ``self_check``, ``ask_user``, ``max_turns``, ``stuck``, ``hook``, ``answered``.
+        answer: The final answer (JSON-able), if any.
+        error: ``{"code", "message"}`` when failed.
+    """
+
+    status: Literal["completed", "paused", "failed"]
+    reason: str
+    answer: Any = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True)
+class RunContext:
+    """Everything one run of a loop needs; the loops read and update it."""
+
+    spec: AgentSpec
+    run_id: str
+    session_id: str
+    input: str
+    model: ModelClient
+    store: Store
+    history: SegmentHistory
+    variables: dict[str, Any]
+    emit: Callable[..., Event]
+    hooks: Sequence[Hook] = ()
+    interceptors: Sequence[Any] = ()
+    sandbox: Sandbox | None = None
+    bridge: ToolkitBridge | None = None
+    stream: bool = True
+    round: int = 0
+    first_round: int = 1
+    pending_segments: list[Any] = field(default_factory=list)
+
+    def hook_context(self, *, purpose: str | None = None, reply: str | None = None) -> HookContext:
+        """The view hooks get of this run."""
+        return HookContext(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            agent_id=self.spec.id,
+            round=self.round,
+            input=self.input,
+            purpose=purpose,
+            reply=reply,
+        )
+
+    async def _run_hooks(self, method: str, ctx: HookContext, *, reverse: bool = False) -> Jump | None:
+        hooks = list(reversed(self.hooks)) if reverse else list(self.hooks)
+        for hook in hooks:
+            jump = await getattr(hook, method)(ctx)
+            if jump is not None:
+                return jump  # type: ignore[no-any-return]
+        return None
+
+    async def before_agent(self) -> None:
+        """Run the before-agent hooks (``end`` stops the run before its first round)."""
+        jump = await self._run_hooks("before_agent", self.hook_context())
+        if jump is not None and jump.to == "end":
+            raise EndRun(jump.reason or "ended by a before_agent hook")
+
+    async def after_agent(self) -> None:
+        """Run the after-agent hooks, in reverse order."""
+        await self._run_hooks("after_agent", self.hook_context(), reverse=True)
+
+    async def call_model(
+        self,
+        purpose: str,
+        *,
+        prompt: Prompt | None = None,
+        messages: Sequence[dict[str, Any]] = (),
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ModelReply:
+        """Call the model for ``purpose`` with hooks, interceptors and ``message.delta`` streaming.
+
+        Raises:
+            EndRun: a hook jumped to ``end``.
+            ModelError: the model call failed after retries.
+        """
+        for _ in range(_MAX_MODEL_RETRIES_BY_HOOK):
+            jump = await self._run_hooks("before_model", self.hook_context(purpose=purpose))
+            if jump is not None and jump.to == "end":
+                raise EndRun(jump.reason or "ended by a before_model hook")
+            request = self._request(purpose, prompt, messages)
+            reply: ModelReply = await chain(self.interceptors, "intercept_model", self._final(tools))(request)
+            self.emit(
+                MessageCompleted,
+                text=reply.text,
+                purpose=purpose,
+                round=self.round,
+                model=reply.model,
+                usage=dict(reply.usage),
+            )
+            jump = await self._run_hooks(
+                "after_model", self.hook_context(purpose=purpose, reply=reply.text), reverse=True
+            )
+            if jump is None or jump.to == "tools":
+                return reply
+            if jump.to == "end":
+                raise EndRun(jump.reason or "ended by an after_model hook")
+            # jump.to == "model": ask again
+        return reply
+
+    def _request(self, purpose: str, prompt: Prompt | None, messages: Sequence[dict[str, Any]]) -> ModelCall:
+        if prompt is None:
+            return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in messages))
+        if prompt.protocol == "completion" and prompt.text is not None:
+            return ModelCall(purpose=purpose, prompt=prompt.text, stop=prompt.stop)
+        return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in prompt.messages), stop=prompt.stop)
+
+    def _final(self, tools: list[dict[str, Any]] | None) -> Callable[[ModelCall], Any]:
+        async def _complete(request: ModelCall) -> ModelReply:
+            on_delta = None
+            if self.stream and tools is None:
+
+                def on_delta(text: str) -> None:
+                    self.emit(MessageDelta, text=text, purpose=request.purpose, round=self.round)
+
+            return await self.model.complete(
+                purpose=request.purpose,
+                messages=list(request.messages) if request.messages else None,
+                prompt=request.prompt,
+                stop=list(request.stop) or None,
+                on_delta=on_delta,
+                tools=tools,
+            )
+
+        return _complete
+
+
+def prompt_hash(prompt: Prompt) -> str:
+    """sha256 of what was sent (the raw text, or the messages)."""
+    body = prompt.text if prompt.text is not None else "\x1e".join(m["content"] for m in prompt.messages)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def now() -> float:
+    """Wall-clock seconds (one place, so tests and records agree)."""
+    return time.time()

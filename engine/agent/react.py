@@ -1,0 +1,120 @@
+"""``workflow.mode: react``: a function-calling loop over the same toolkits (their JSON schemas).
+
+Each turn the model either calls toolkit operations (run on the host through the same bridge the
+sandbox uses, so grants, validation, approvals and the call log are identical) or answers in text,
+which ends the run. ``system__finish`` also ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from engine.agent.context import Outcome, RunContext
+from engine.events import RoundStarted, SegmentCreated
+from engine.store import RoundRecord
+from sandbox.runtime import protocol as _p
+from segments import SegmentKind
+
+__all__ = ["ReactLoop"]
+
+
+class ReactLoop:
+    """Runs one react run over a :class:`RunContext` whose ``bridge`` serves the tool calls."""
+
+    def __init__(self, ctx: RunContext, handler: Any) -> None:
+        self.ctx = ctx
+        self.handler = handler  # the eventing bridge (events, approvals, interceptors)
+
+    def _messages(self) -> list[dict[str, Any]]:
+        ctx = self.ctx
+        system = "\n\n".join(p for p in (ctx.spec.instructions.system, ctx.spec.instructions.developer) if p)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages.extend(
+            {"role": "user", "content": s.content}
+            if s.kind == SegmentKind.USER
+            else {"role": "assistant", "content": s.render()}
+            for s in ctx.history.segments
+        )
+        return messages
+
+    async def run(self) -> Outcome:
+        """Turns until a text answer, ``finish`` or ``max_turns``."""
+        ctx = self.ctx
+        assert ctx.bridge is not None  # noqa: S101 - the agent always builds one
+        tools = ctx.bridge.openai_tools()
+        messages = self._messages()
+        for _ in range(ctx.spec.max_turns):
+            ctx.round += 1
+            started, t0 = time.time(), time.perf_counter()
+            ctx.emit(RoundStarted, round=ctx.round)
+            reply = await ctx.call_model("code", messages=messages, tools=tools or None)
+            if not reply.tool_calls:
+                self._segment(SegmentKind.EXPRESS, reply.text)
+                await self._record(started, t0, reply.text, ())
+                return Outcome(status="completed", reason="answered", answer=reply.text)
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.text or None,
+                    "tool_calls": [
+                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                        for c in reply.tool_calls
+                    ],
+                }
+            )
+            finish: Any = _NO_FINISH
+            for call in reply.tool_calls:
+                toolkit, _, operation = call.name.partition("__")
+                try:
+                    result = await self.handler.handle(
+                        "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
+                    )
+                    content = json.dumps(result, ensure_ascii=False)
+                    if isinstance(result, dict) and isinstance(result.get("$control"), dict):
+                        control = result["$control"]
+                        if control.get("kind") == "finish":
+                            finish = control.get("answer")
+                except _p.RpcError as exc:
+                    content = json.dumps({"error": exc.name, "message": exc.message})
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+                self._segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
+            await self._record(started, t0, reply.text, tuple(c.name for c in reply.tool_calls))
+            if finish is not _NO_FINISH:
+                return Outcome(status="completed", reason="finished", answer=finish)
+        return Outcome(
+            status="failed",
+            reason="max_turns",
+            error={
+                "code": "run.maxTurns",
+                "message": f"no answer after {ctx.spec.max_turns} turns (workflow.maxTurns); raise it in the blueprint",
+            },
+        )
+
+    def _segment(self, kind: str, content: str) -> None:
+        segment = self.ctx.history.add(kind, content, round_index=self.ctx.round)
+        self.ctx.pending_segments.append(segment)
+        self.ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.ctx.round)
+
+    async def _record(self, started: float, t0: float, reply: str, called: tuple[str, ...]) -> None:
+        ctx = self.ctx
+        calls = tuple(c.to_json() for c in ctx.bridge.drain_calls()) if ctx.bridge is not None else ()
+        segments = [s.model_dump(mode="json") for s in ctx.pending_segments]
+        ctx.pending_segments.clear()
+        record = RoundRecord(
+            session_id=ctx.session_id,
+            index=ctx.round,
+            started_at=started,
+            duration_s=time.perf_counter() - t0,
+            prompt_hash="",
+            reply=reply,
+            calls=calls,
+            status="ok",
+            variables=ctx.variables,
+            timings={"tools": float(len(called))},
+        )
+        await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
+
+
+_NO_FINISH = object()

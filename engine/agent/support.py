@@ -1,0 +1,188 @@
+"""Pieces the agent loop wires together: variable views, the event-emitting bridge, model access."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from engine.agent.hooks import ModelCall, ToolCall, chain
+from engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
+from sandbox.runtime import protocol as _p
+from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge
+
+__all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
+
+Emit = Callable[..., Event]
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+_RUN = frozenset({"always", "safe", "auto"})
+_ASK = frozenset({"ask", "manual"})
+_DENY = frozenset({"deny", "never"})
+
+
+def grant_policy(approval: str | None) -> str:
+    """Map a blueprint approval word to ``run``, ``ask`` or ``deny`` (unknown words ask: the safe side)."""
+    if approval is None or approval in _RUN:
+        return "run"
+    if approval in _DENY:
+        return "deny"
+    return "ask"
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        tag = value.get("$type")
+        if isinstance(tag, str):
+            cls = value.get("class")
+            if tag == "source":
+                return str(value.get("kind", "function"))
+            return str(cls) if isinstance(cls, str) else tag
+        return "dict"
+    if isinstance(value, list):
+        return "list"
+    if value is None:
+        return "NoneType"
+    return type(value).__name__
+
+
+def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict[str, tuple[str, str]]:
+    """``name -> (type, short repr)`` of codec-encoded variables, for the FIM frame header.
+
+    Nothing is decoded into live objects: the repr is the compact JSON of the encoded value
+    (functions and classes show their first source line).
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for name, value in variables.items():
+        type_name = _type_name(value)
+        if isinstance(value, dict) and value.get("$type") == "source":
+            text = str(value.get("v", "")).strip().splitlines()[0] if value.get("v") else ""
+        else:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        if len(text) > limit:
+            text = text[: limit - 3] + "..."
+        out[name] = (type_name, text)
+    return out
+
+
+class EventingBridge:
+    """Wraps a :class:`~toolkits.ToolkitBridge`: emits tool events, applies grant approvals and interceptors.
+
+    It implements ``sandbox.channel.RpcHandler`` like the bridge it wraps; the sandbox serves it.
+    """
+
+    def __init__(
+        self,
+        bridge: ToolkitBridge,
+        *,
+        emit: Emit,
+        round_ref: Callable[[], int],
+        policies: Mapping[str, str],
+        approver: Approver | None,
+        interceptors: Sequence[Any] = (),
+    ) -> None:
+        self.bridge = bridge
+        self._emit = emit
+        self._round = round_ref
+        self._policies = dict(policies)
+        self._approver = approver
+        self._calls = 0
+        self._call = chain(interceptors, "intercept_tool", self._forward)
+
+    def manifest(self) -> dict[str, Any]:
+        """The wrapped bridge's manifest."""
+        return self.bridge.manifest()
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        """Serve one runtime request with events around it."""
+        if method != "call" or not isinstance(params, dict):
+            return await self.bridge.handle(method, params)
+        raw_args = params.get("arguments")
+        toolkit = str(params.get("toolkit")) if isinstance(params.get("toolkit"), str) else ""
+        operation = str(params.get("operation")) if isinstance(params.get("operation"), str) else ""
+        arguments: dict[str, Any] = dict(raw_args) if isinstance(raw_args, dict) else {}
+        self._calls += 1
+        call_id = f"call-{self._calls}"
+        rnd = self._round()
+        self._emit(
+            ToolCallStarted, call_id=call_id, toolkit=toolkit, operation=operation, arguments=arguments, round=rnd
+        )
+        try:
+            await self._check_grant(toolkit, operation, arguments, call_id)
+            result = await self._call(ToolCall(toolkit=toolkit, operation=operation, arguments=arguments))
+        except _p.RpcError as exc:
+            self._emit(
+                ToolCallCompleted,
+                call_id=call_id,
+                toolkit=toolkit,
+                operation=operation,
+                error={"code": exc.code, "name": exc.name, "message": exc.message},
+                round=rnd,
+            )
+            raise
+        self._emit(ToolCallCompleted, call_id=call_id, toolkit=toolkit, operation=operation, result=result, round=rnd)
+        return result
+
+    async def _forward(self, request: ToolCall) -> Any:
+        params = {"toolkit": request.toolkit, "operation": request.operation, "arguments": request.arguments}
+        return await self.bridge.handle("call", params)
+
+    async def _check_grant(self, toolkit: str, operation: str, arguments: dict[str, Any], call_id: str) -> None:
+        policy = self._policies.get(toolkit, "run")
+        if policy == "run" or toolkit not in self.bridge.grants:
+            return  # ungranted calls are refused by the bridge itself, never approved here
+        if policy == "deny":
+            raise _p.RpcError(_p.APPROVAL_DENIED, f"{toolkit}.{operation} is denied by the blueprint's approval policy")
+        decision = await ask_approval(
+            self._approver,
+            self._emit,
+            ApprovalRequest(
+                session_id=self.bridge.session_id,
+                sequence=self._calls,
+                toolkit=toolkit,
+                operation=operation,
+                description="",
+                arguments=arguments,
+            ),
+            request_id=call_id,
+            round_index=self._round(),
+        )
+        if not decision.allow:
+            raise _p.RpcError(
+                _p.APPROVAL_DENIED, f"{toolkit}.{operation} was not approved: {decision.reason or 'denied'}"
+            )
+
+
+async def ask_approval(
+    approver: Approver | None,
+    emit: Emit,
+    request: ApprovalRequest,
+    *,
+    request_id: str,
+    round_index: int | None,
+) -> ApprovalDecision:
+    """Emit ``action.requested`` and ask the host's approver (no approver: denied, with the reason)."""
+    emit(
+        ActionRequested,
+        request_id=request_id,
+        kind="approval",
+        toolkit=request.toolkit,
+        operation=request.operation,
+        arguments=request.arguments,
+        round=round_index,
+    )
+    if approver is None:
+        return ApprovalDecision(allow=False, reason="no approver is configured (use --approve-all or a callback)")
+    return await approver(request)
+
+
+class ModelAccessAdapter:
+    """``toolkits.ModelAccess`` over the agent's model client (for system.think / system.parse)."""
+
+    def __init__(self, call: Callable[[ModelCall], Awaitable[Any]]) -> None:
+        self._call = call
+
+    async def complete(self, prompt: str, *, purpose: str = "utility") -> str:
+        """The model's reply text to ``prompt`` on the ``purpose`` route."""
+        reply = await self._call(ModelCall(purpose=purpose, messages=({"role": "user", "content": prompt},)))
+        return str(reply.text)
