@@ -24,10 +24,14 @@ from engine.agent.support import describe_variables
 from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated
 from engine.store import RoundRecord
 from segments import (
+    ApproxTokenCounter,
     CodeParseError,
+    CompactConfig,
+    Compactor,
     Segment,
     SegmentBuilder,
     SegmentKind,
+    SummaryRequest,
     ThoughtParseError,
     extract_code,
     format_evaluation,
@@ -57,6 +61,49 @@ class CodeActLoop:
         self._self_checks = 0
         limits = ctx.spec.sandbox.limits
         self.deadline = limits.timeout_seconds
+        self.compactor = self._compactor()
+
+    def _compactor(self) -> Compactor | None:
+        ctx = self.ctx
+        compact = ctx.spec.session.compact
+        if compact is None or not compact.enabled:
+            return None
+        fields: dict[str, Any] = {"enabled": True, "max_turns": compact.max_turns}
+        if compact.context_ratio is not None:
+            fields["context_ratio"] = compact.context_ratio
+        if compact.preserve:
+            fields["preserve"] = compact.preserve
+        window = ctx.spec.model.context_window or ctx.model.context_window(purpose="code") or _DEFAULT_WINDOW
+
+        async def summarize(request: SummaryRequest) -> str:
+            reply = await ctx.call_model("utility", messages=({"role": "user", "content": request.prompt},))
+            return reply.text
+
+        return Compactor(
+            CompactConfig.model_validate(fields),
+            context_window=window,
+            summarizer=summarize,
+            counter=_ModelCounter(ctx),
+        )
+
+    async def _maybe_compact(self, prompt: Any) -> bool:
+        """Compact older rounds when the prompt passes the budget; True when the history changed."""
+        compactor = self.compactor
+        if compactor is None:
+            return False
+        text = prompt.text if prompt.text is not None else prompt.system + prompt.user
+        # The approximate count is free; the model's exact counter only runs near the threshold.
+        approx = _APPROX.count(text)
+        threshold = compactor.config.context_ratio * compactor.context_window
+        tokens = compactor.prompt_tokens(text) if approx > threshold / 2 else approx
+        if not compactor.should_compact(self.ctx.history, prompt_tokens=tokens):
+            return False
+        compaction = await compactor.compact(self.ctx.history)
+        if compaction.summary is None:
+            return False
+        self.ctx.history = compaction.history
+        self.ctx.emit(SegmentCreated, segment=compaction.summary.model_dump(mode="json"), round=self.ctx.round)
+        return True
 
     def _add(self, kind: str, content: str, **extra: Any) -> Segment:
         segment = self.ctx.history.add(kind, content, round_index=self.ctx.round, **extra)
@@ -105,6 +152,8 @@ class CodeActLoop:
 
         tc = time.perf_counter()
         prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
+        if await self._maybe_compact(prompt):
+            prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
         reply = await ctx.call_model("code", prompt=prompt)
         usage["code"] = dict(reply.usage)
         timings["model_s"] = time.perf_counter() - tc
@@ -278,6 +327,20 @@ class CodeActLoop:
             timings=timings,
         )
         await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
+
+
+_DEFAULT_WINDOW = 32_768
+_APPROX = ApproxTokenCounter()
+
+
+class _ModelCounter:
+    """``segments.TokenCounter`` over the model client's counter (litellm, with its own fallback)."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self._model = ctx.model
+
+    def count(self, text: str) -> int:
+        return self._model.count_tokens(text, purpose="code")
 
 
 class _Missing:
