@@ -270,7 +270,7 @@ class _ContainerSpec:
         return os.getuid(), os.getgid()
 
     def run_kwargs(self, *, bridge_dir: str, command: list[str]) -> dict[str, Any]:
-        """Keyword arguments of ``client.containers.run`` for one hardened container."""
+        """Keyword arguments of ``client.containers.create`` for one hardened container."""
         from docker.types import LogConfig, Ulimit
 
         uid, gid = self.user
@@ -278,7 +278,6 @@ class _ContainerSpec:
         return {
             "image": self.image,
             "command": command,
-            "detach": True,
             # Not auto_remove: a crashed container is inspected (OOMKilled, exit code) before the
             # worker removes it. After a host crash the runtime exits (its socket closed) and
             # `codeact sandbox gc` removes the stopped container by its labels.
@@ -551,20 +550,28 @@ class DockerSandbox(Sandbox):
         abandoned = threading.Event()
 
         def run() -> Any:
+            # create + start rather than run(): a container whose start fails (or whose caller was
+            # cancelled meanwhile) is removed here instead of being left behind in "created" state.
             with map_docker_errors("start a sandbox container"):
-                container = client.containers.run(**kwargs)
-            if abandoned.is_set():  # the caller was cancelled meanwhile: do not leak the container
-                _force_remove(container)
-                return None
+                container = client.containers.create(**kwargs)
+                try:
+                    if abandoned.is_set():
+                        raise asyncio.CancelledError
+                    container.start()
+                except BaseException:
+                    _force_remove(container)
+                    raise
             return container
 
         starting = asyncio.ensure_future(asyncio.to_thread(run))
         try:
             container = await asyncio.shield(starting)
         except BaseException:
+            # Cancelled (or failed): let the thread finish, then remove whatever it started.
             abandoned.set()
-            if starting.done() and not starting.cancelled() and starting.exception() is None:
-                await asyncio.to_thread(_force_remove, starting.result())
+            with contextlib.suppress(BaseException):
+                leftover = await starting
+                await asyncio.to_thread(_force_remove, leftover)
             await channel.close()
             raise
         worker = _ContainerWorker(channel=channel, isolation=self.isolation, container=container)

@@ -9,7 +9,9 @@ Placeholders, replaced by the test before running a snippet:
 
 ``$SECRET_NAME``/``$SECRET``   an environment variable set in the test process (and its value)
 ``$SECRET_FILE``               a world-readable host file holding ``$SECRET``, outside the work dir
-``$HOST_DIR``                  a world-writable host directory (so only isolation can stop a write)
+``$HOST_DIR``                  a world-writable host directory (so only isolation can stop a write);
+                               both live under /var/tmp, which no sandbox has as a writable place
+``$PY_PREFIX``                 the host interpreter's installation prefix (bound read-only by bubblewrap)
 ``$REPO``                      the repository checkout
 ``$HOME``                      the host user's home directory
 ``$PORT``                      a TCP listener of the test on 0.0.0.0 (includes 127.0.0.1)
@@ -94,7 +96,11 @@ CASES: tuple[HostileCase, ...] = (
     HostileCase(
         id="list-root-home",
         category="files-read",
-        code="import os\nnames = os.listdir('/root')\nprint('ESCAPED', names)",
+        # The interpreter's own install may live under /root (pyenv): anything else there is a leak.
+        code=(
+            "import os\nnames = [n for n in os.listdir('/root') if not '$PY_PREFIX'.startswith('/root/' + n + '/')]\n"
+            "assert names\nprint('ESCAPED', names)"
+        ),
     ),
     HostileCase(
         id="read-repo-file",
@@ -129,14 +135,17 @@ CASES: tuple[HostileCase, ...] = (
     HostileCase(
         id="read-host-home",
         category="files-read",
-        code="import os\nnames = os.listdir('$HOME')\nassert names\nprint('ESCAPED', names)",
+        code=(
+            "import os\nnames = [n for n in os.listdir('$HOME') if not '$PY_PREFIX'.startswith('$HOME/' + n + '/')]\n"
+            "assert names\nprint('ESCAPED', names)"
+        ),
     ),
     HostileCase(
         id="walk-up-from-workdir",
         category="files-read",
         code=(
             "import os\nfound = []\nfor base, dirs, files in os.walk('/'):\n"
-            "    if base.startswith(('/proc', '/sys')):\n        dirs[:] = []\n"
+            "    if base.startswith(('/proc', '/sys', '/usr', '/lib', '/dev')):\n        dirs[:] = []\n"
             "    found += [os.path.join(base, f) for f in files if f == '$SECRET_FILE'.rsplit('/', 1)[1]]\n"
             "print('ESCAPED', open(found[0]).read())"
         ),
@@ -297,8 +306,8 @@ CASES: tuple[HostileCase, ...] = (
         id="intro-format-map-class",
         category="introspection",
         code=(
-            "leak = '{x.__class__.__base__.__subclasses__}'.format_map({'x': ()})\n"
-            "assert 'built-in method' in leak\nprint('ESCAPED', leak)"
+            "import uuid\n"
+            "print('ESCAPED', '{x.__init__.__globals__[os].environ[$SECRET_NAME]}'.format_map({'x': uuid.UUID(int=0)}))"
         ),
     ),
     HostileCase(
@@ -314,7 +323,7 @@ CASES: tuple[HostileCase, ...] = (
         category="introspection",
         code=(
             "g = (x for x in [1])\nnext(g)\nf = g.gi_frame\nwhile f.f_back is not None:\n    f = f.f_back\n"
-            "print('ESCAPED', f.f_globals['__builtins__'])"
+            "print('ESCAPED', f.f_builtins['__import__']('os').environ['$SECRET_NAME'])"
         ),
     ),
     HostileCase(
