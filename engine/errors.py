@@ -2,24 +2,38 @@
 
 ::
 
-    CodeactError                      prompts.errors (the root every package may import)
-    ├── TemplateError                 a prompt template failed to render
-    ├── BlueprintError                configuration: a blueprint failed to load/validate/build
-    │   ├── BlueprintLoadError        YAML/IO/type errors (codes blueprint.yaml.*, blueprint.type.*)
-    │   └── BlueprintFactoryError     validation failed or the host context is incomplete
-    ├── ModelError                    the language model call failed (after retries)
-    ├── CodeParseError                segments.errors: a reply holds no runnable code
-    ├── SandboxError                  sandbox.errors: the sandbox could not run the code
-    │   ├── IsolationUnavailableError
-    │   └── SandboxImageMissingError
-    ├── ToolkitError                  toolkits.errors: toolkit registration / bridge host side
-    │   ├── ToolkitDefinitionError
-    │   └── ToolkitNotFoundError
-    └── StoreError                    the session store (Redis/SQLite) failed
+    CodeactError                        prompts.errors (the root every package may import)
+    ├── TemplateError                   a prompt template failed to render (names template + variable)
+    ├── BlueprintError                  configuration: a blueprint failed to load/validate/build
+    │   ├── BlueprintLoadError          YAML/IO/type errors (blueprint.yaml.*, blueprint.type.*, ...)
+    │   └── BlueprintFactoryError       validation failed or the host context is incomplete
+    ├── ModelError                      the language model call failed
+    │   ├── ModelConfigError            engine.model.errors: no model, bad profiles file, bad route
+    │   │   └── ProfileError            "profile not found or incompatible with provider: NAME"
+    │   ├── ScriptExhaustedError        the scripted model ran out of replies
+    │   └── ModelProviderError          after retries: RateLimit, Connection (Timeout), Server, Auth,
+    │                                   BadRequest (NotFound, ContextWindow) subclasses
+    ├── PromptConfigError               segments.errors: a prompt configuration is invalid
+    ├── ReplyParseError                 segments.errors: a reply could not be read
+    │   ├── CodeParseError              no runnable code (the message is feedback for the model)
+    │   └── ThoughtParseError           an empty Thought/Plan reply
+    ├── SandboxError                    sandbox.errors: the sandbox could not run the code
+    │   ├── IsolationUnavailableError   bubblewrap missing and no weaker mode named
+    │   ├── SandboxImageMissingError    the Docker image is not built (`make sandbox-image`)
+    │   └── ChannelClosedError          sandbox.channel: the runtime connection is gone
+    ├── ToolkitError                    toolkits.errors: toolkit registration / bridge host side
+    │   ├── ToolkitDefinitionError      a decorated toolkit is declared wrongly (names the method)
+    │   ├── ToolkitNotFoundError        a name is not in the registry
+    │   ├── DuplicateToolkitError       two toolkits under one name
+    │   └── ToolkitLoadError            --toolkit MOD:OBJ could not be loaded
+    └── StoreError                      the session store failed (names the URL, never credentials)
+        └── SessionBusyError            engine.store: another run holds the session's lock
 
 ``sandbox``, ``toolkits`` and ``segments`` may not import ``engine`` (ARCHITECTURE.md section 2),
-so their errors are defined in those packages and re-exported here. Exceptions carry structured
-attributes (``code`` always) and never log.
+so their errors are defined in those packages and re-exported here; the model and store errors
+live beside their adapters. Exceptions carry structured attributes (``code`` always) and never log.
+A code that raises (a tool error, ZeroDivisionError, ...) is not an engine error: it is a normal
+``ExecutionResult`` that the model sees as an Evaluation.
 """
 
 from __future__ import annotations
