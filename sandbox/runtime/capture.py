@@ -4,23 +4,29 @@ Standard library only (runs inside the sandbox). After each round the runtime ca
 the namespace. Data goes through ``codec.encode``; functions and classes the code defined are kept as
 their SOURCE (``{"$type": "source", "kind": "function" | "class", "v": "<def ...>"}``) and re-defined
 on restore, so ``def helper(x): ...`` from round 1 is still callable in round 5, also after the
-sandbox was replaced. ``split_restorable`` turns captured variables back into data plus a prelude
-the host compiles under the same policy.
+sandbox was replaced. Modules (``import json``) and names imported from modules (``from dataclasses
+import dataclass``) are not captured as values: they are kept as the import statement
+(``{"$type": "source", "kind": "import", "v": "from dataclasses import dataclass"}``), so restored
+definitions and later rounds can still use them (the runtime starts every round from a fresh
+namespace). ``split_restorable`` turns captured variables back into data plus a prelude the host
+compiles under the same policy (imports first, each guarded so a narrower policy loses only it).
 
 Nothing is silently dropped: values that cannot be captured are listed in ``uncaptured`` with a
-reason. Names starting with ``_``, modules, builtins and the names in ``baseline`` (toolkit
-proxies, runtime helpers) are skipped without a report.
+reason. Names starting with ``_``, builtins and the names in ``baseline`` (toolkit proxies, runtime
+helpers) are skipped without a report.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import sys
 import types
 from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from sandbox.runtime import codec
+from sandbox.runtime.guards import SANDBOX_MODULE_NAME
 
 __all__ = ["SOURCE_TAG", "capture", "definition_sources", "split_restorable"]
 
@@ -52,15 +58,15 @@ def capture(
         max_total_bytes: Cap on the total encoded size of all captured variables.
 
     Returns:
-        ``(variables, uncaptured)``: name -> codec-encoded value (definitions as source tags), in
-        namespace order; and ``[{"name", "type", "reason"}]`` for what was left out.
+        ``(variables, uncaptured)``: name -> codec-encoded value (definitions and imports as source
+        tags), in namespace order; and ``[{"name", "type", "reason"}]`` for what was left out.
     """
     skip = frozenset(baseline)
     variables: dict[str, Any] = {}
     uncaptured: list[dict[str, str]] = []
     total = 0
     for name, value in list(namespace.items()):
-        if name.startswith("_") or name in skip or isinstance(value, types.ModuleType) or _is_builtin(name, value):
+        if name.startswith("_") or name in skip or _is_builtin(name, value):
             continue
         try:
             encoded, size = _capture_one(name, value, source_defs, max_var_bytes)
@@ -98,27 +104,65 @@ def _is_builtin(name: str, value: Any) -> bool:
 
 
 def _capture_one(name: str, value: Any, source_defs: Mapping[str, str], max_bytes: int) -> tuple[Any, int]:
+    if isinstance(value, types.ModuleType):
+        return _source_tag("import", _module_import(name, value.__name__), max_bytes)
     definition = _definition(name, value, source_defs)
     if definition is not None:
-        kind, source = definition
-        tagged = {codec.TAG: SOURCE_TAG, "kind": kind, "v": source}
-        size = len(source.encode("utf-8")) + 40
-        if size > max_bytes:
-            raise codec.TooLarge(size, max_bytes)
-        return tagged, size
-    return codec.encode_sized(value, max_bytes=max_bytes)
+        return _source_tag(*definition, max_bytes)
+    try:
+        return codec.encode_sized(value, max_bytes=max_bytes)
+    except codec.TooLarge:
+        raise
+    except codec.Unencodable:
+        statement = _name_import(name, value)
+        if statement is None:
+            raise
+        return _source_tag("import", statement, max_bytes)
+
+
+def _source_tag(kind: str, source: str, max_bytes: int) -> tuple[dict[str, str], int]:
+    tagged = {codec.TAG: SOURCE_TAG, "kind": kind, "v": source}
+    size = len(source.encode("utf-8")) + 40
+    if size > max_bytes:
+        raise codec.TooLarge(size, max_bytes)
+    return tagged, size
+
+
+def _module_import(name: str, module: str) -> str:
+    return f"import {module}" if name == module else f"import {module} as {name}"
+
+
+def _name_import(name: str, value: Any) -> str | None:
+    """``from <module> import <attr> [as <name>]`` for a function, class or object of an imported module."""
+    module_name = getattr(value, "__module__", None)
+    if not isinstance(module_name, str) or module_name in (SANDBOX_MODULE_NAME, "builtins"):
+        return None
+    attrs = [a for a in (getattr(value, "__name__", None), name) if isinstance(a, str) and a.isidentifier()]
+    top = module_name.partition(".")[0]
+    # the shortest public path first: `asyncio.gather` rather than `asyncio.tasks.gather`,
+    # `heapq.heappush` rather than `_heapq.heappush`
+    for candidate in dict.fromkeys((top, top.lstrip("_"), module_name)):
+        if not candidate or candidate.startswith("_"):
+            continue
+        module = sys.modules.get(candidate)
+        for attr in attrs:
+            if not attr.startswith("_") and module is not None and getattr(module, attr, None) is value:
+                return (
+                    f"from {candidate} import {attr}" if attr == name else f"from {candidate} import {attr} as {name}"
+                )
+    return None
 
 
 def _definition(name: str, value: Any, source_defs: Mapping[str, str]) -> tuple[str, str] | None:
-    """``(kind, source)`` for a function or class defined at top level, ``None`` for data.
+    """``(kind, source)`` for a function or class the code defined at top level, ``None`` otherwise.
 
-    Raises ``Unencodable`` for functions and classes that cannot be kept as source.
+    Raises ``Unencodable`` for functions and classes of the code that cannot be kept as source.
     """
     is_class = isinstance(value, type)
     is_function = isinstance(value, (types.FunctionType, types.MethodType)) or (
         callable(value) and hasattr(value, "__wrapped__") and hasattr(value, "__qualname__")
     )
-    if not is_class and not is_function:
+    if not (is_class or is_function) or getattr(value, "__module__", None) != SANDBOX_MODULE_NAME:
         return None
     qualname = getattr(value, "__qualname__", None)
     if qualname == "<lambda>":
@@ -128,7 +172,7 @@ def _definition(name: str, value: Any, source_defs: Mapping[str, str]) -> tuple[
         what = "class" if is_class else "function"
         label = f"{what} {qualname!r}" if isinstance(qualname, str) else what
         raise codec.Unencodable(
-            f"{label} has no top-level definition named {name!r} in the code (nested, alias or built in); "
+            f"{label} has no top-level definition named {name!r} in the code (nested or alias); "
             "define it at top level with def/class to keep it across rounds"
         )
     return ("class" if is_class else "function"), source
@@ -201,14 +245,21 @@ def split_restorable(variables: Mapping[str, Any]) -> tuple[dict[str, Any], str]
         variables: Name -> codec-encoded value, as ``capture`` returns them.
 
     Returns:
-        ``(data, prelude)``: the non-definition variables (still encoded) and the definitions'
-        sources joined in their original order (``""`` when there are none).
+        ``(data, prelude)``: the non-definition variables (still encoded) and the prelude: the
+        imports (each in ``try``/``except ImportError``), then the definitions' sources in their
+        original order (``""`` when there are none).
     """
     data: dict[str, Any] = {}
+    imports: list[str] = []
     parts: list[str] = []
     for name, value in variables.items():
         if type(value) is dict and value.get(codec.TAG) == SOURCE_TAG and type(value.get("v")) is str:
-            parts.append(value["v"].rstrip() + "\n")
+            source = value["v"].strip()
+            if value.get("kind") == "import":
+                # one failing import (a narrower policy now) must not lose the definitions after it
+                imports.append(f"try:\n    {source}\nexcept ImportError:\n    pass\n")
+            else:
+                parts.append(source + "\n")
         else:
             data[name] = value
-    return data, "\n\n".join(parts)
+    return data, "".join(imports) + ("\n" if imports and parts else "") + "\n\n".join(parts)

@@ -27,6 +27,7 @@ import _string  # type: ignore[import-not-found]  # C helpers behind str.format 
 import builtins
 import operator
 import string
+import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import FunctionType, ModuleType
 from typing import Any, Final
@@ -419,7 +420,8 @@ class _Namespace:
             # `from pkg import allowed_submodule` with only the submodule on the allow-list
             if not all(type(item) is str and self.module_allowed(f"{name}.{item}") for item in items):
                 raise self.import_denied(name)
-        module = builtins.__import__(name, None, None, (), 0)
+        builtins.__import__(name, None, None, (), 0)
+        module = sys.modules[name]  # `from a.b import c` works on a.b, not on the package a
         for item in items:
             if item == "*":  # only plain (unrestricted) code gets here: the transform rejects star imports
                 continue

@@ -427,6 +427,7 @@ BENIGN = [
         import collections.abc
         from collections import OrderedDict
         from json import decoder
+        from collections.abc import Mapping as M
         total: int = 0
         for i in range(3):
             total += i
@@ -439,9 +440,9 @@ BENIGN = [
         if __name__ == "__main__":
             main_ran = True
         result = (isinstance({}, collections.abc.Mapping), list(OrderedDict(a=1)), total, caught, done, main_ran,
-                  decoder.JSONDecoder().decode("1"))
+                  decoder.JSONDecoder().decode("1"), M is collections.abc.Mapping)
         """,
-        (True, ["a"], 3, "KeyError", True, True, 1),
+        (True, ["a"], 3, "KeyError", True, True, 1, True),
         id="imports-control-flow",
     ),
 ]
