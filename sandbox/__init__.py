@@ -6,16 +6,21 @@ from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox import DockerSandbox
 from sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
+from sandbox.policy import DEFAULT_IMPORTS, CompiledCode, CompileFailure, Policy, compile_code
 from sandbox.result import ExecutionError, ExecutionResult, Uncaptured
 from sandbox.subprocess_sandbox import SubprocessSandbox
 
 __all__ = [
     "Channel",
+    "CompileFailure",
+    "CompiledCode",
+    "DEFAULT_IMPORTS",
     "DockerSandbox",
     "ExecutionError",
     "ExecutionResult",
     "IsolationUnavailableError",
     "Limits",
+    "Policy",
     "RpcHandler",
     "RuntimeWorker",
     "Sandbox",
@@ -23,4 +28,5 @@ __all__ = [
     "SandboxImageMissingError",
     "SubprocessSandbox",
     "Uncaptured",
+    "compile_code",
 ]
