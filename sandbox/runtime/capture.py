@@ -98,7 +98,7 @@ def capture(
 
 
 def _is_builtin(name: str, value: Any) -> bool:
-    return getattr(builtins, name, None) is value or (
+    return (hasattr(builtins, name) and getattr(builtins, name) is value) or (
         id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type))
     )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import marshal
 import os
@@ -292,6 +293,7 @@ class Runtime:
         try:
             if prelude is not None:
                 self._run(prelude, g)
+                self._redecode(params.get("variables") or {}, g)
             self._run(code, g)
         except self._proxy.ControlSignal:
             pass
@@ -328,6 +330,21 @@ class Runtime:
             "control": control,
             "duration_s": round(time.perf_counter() - started, 6),
         }
+
+    def _redecode(self, variables: dict[str, Any], g: dict[str, Any]) -> None:
+        """Decode tagged instances again once the prelude re-defined their classes.
+
+        A dataclass/model/enum captured in round 1 is restored as an instance of its class (not
+        a ``Record``) because the classes the code defined are the decode registry.
+        """
+        registry = {n: v for n, v in g.items() if isinstance(v, type) and not n.startswith("_")}
+        if not registry:
+            return
+        decode = self._codec.decode
+        for name, encoded in variables.items():
+            if isinstance(encoded, dict | list):
+                with contextlib.suppress(Exception):
+                    g[name] = decode(encoded, registry=registry)
 
     def _run(self, code: types.CodeType, g: dict[str, Any]) -> None:
         result = eval(code, g)  # host-compiled under the policy (top-level await allowed)

@@ -138,3 +138,24 @@ async def test_runtime_refuses_a_wrong_token() -> None:
         assert err.decode() == "codeact runtime: authentication refused: wrong session token\n"
     finally:
         await channel.close()
+
+
+async def test_none_variable_and_dataclass_instance_survive_rounds() -> None:
+    from sandbox import SubprocessSandbox
+
+    async with SubprocessSandbox() as box:
+        first = await box.execute(
+            "from dataclasses import dataclass\n"
+            "@dataclass\n"
+            "class Point:\n"
+            "    x: int\n"
+            "    y: int\n"
+            "p = Point(1, 2)\n"
+            "nothing = None\n"
+        )
+        assert first.ok, first.error
+        assert "nothing" in first.variables and first.variables["nothing"] is None
+        second = await box.execute("kind = type(p).__name__\ntotal = p.x + p.y", variables=first.variables)
+        assert second.ok, second.error
+        assert second.variables["kind"] == "Point"
+        assert second.variables["total"] == 3
