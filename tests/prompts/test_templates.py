@@ -105,6 +105,11 @@ CASES = [
         {"reason": "syntax", "message": "invalid syntax", "line": 1, "text": "x = = 1"},
         id="reply_error-syntax",
     ),
+    pytest.param(
+        "self_check.j2",
+        {"task": "List open login requirements", "answer": "R-1, R-4", "evaluation": "Ran without error."},
+        id="self_check",
+    ),
 ]
 
 
