@@ -35,6 +35,10 @@ _MiB: Final = 1024 * 1024
 _GiB: Final = 1024 * 1024 * 1024
 
 
+_QUICK_DEATH_S = 0.5
+"""A crash this soon after a round started, with no call made, is a runtime that was already dead."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Limits:
     """Resource limits of one sandbox (no looser defaults than the product's security floor).
@@ -351,10 +355,20 @@ class Sandbox(abc.ABC):
             )
 
     async def _execute(self, code: str, variables: dict[str, Any], deadline: float) -> ExecutionResult:
+        started = time.perf_counter()
+        result = await self._execute_once(code, variables, deadline, started)
+        if result.status == "crashed" and result.rpc_count == 0 and time.perf_counter() - started < _QUICK_DEATH_S:
+            # The runtime was already gone (killed between rounds, the host had not noticed yet):
+            # no toolkit call was made, so nothing on the host happened twice. Run on a fresh one.
+            result = await self._execute_once(code, variables, deadline, started)
+        return result
+
+    async def _execute_once(
+        self, code: str, variables: dict[str, Any], deadline: float, started: float
+    ) -> ExecutionResult:
         from sandbox.policy import CompileFailure, compile_code
         from sandbox.runtime.capture import split_restorable
 
-        started = time.perf_counter()
         policy = self.policy
         names = self._toolkit_names()
         try:

@@ -456,3 +456,19 @@ async def test_closed_sandbox_refuses() -> None:
     await box.aclose()
     with pytest.raises(Exception, match="is closed"):
         await box.execute("x = 1")
+
+
+async def test_runtime_killed_between_rounds_is_replaced_without_a_crash_result() -> None:
+    import signal
+
+    from sandbox import SubprocessSandbox
+
+    async with SubprocessSandbox() as box:
+        first = await box.execute("x = 41")
+        assert first.ok
+        worker = box._worker  # the warm runtime of this session
+        assert worker is not None
+        os.killpg(worker.proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        second = await box.execute("y = x + 1", variables=first.variables)
+        assert second.status == "ok", second.error
+        assert second.variables["y"] == 42
