@@ -295,6 +295,7 @@ class Agent:
             if kind == "express" and isinstance(data.get("text"), str):
                 segment = ctx.history.add(SegmentKind.EXPRESS, data["text"], round_index=ctx.round)
                 ctx.pending_segments.append(segment)
+                ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=ctx.round)
                 ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
 
         async def approve(request: ApprovalRequest) -> ApprovalDecision:
