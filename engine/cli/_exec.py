@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,34 +33,6 @@ EXIT_USAGE = 2
 EXIT_SANDBOX = 3
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-
-
-def _codeact_home() -> Path:
-    return Path(os.environ.get("CODEACT_HOME") or Path.home() / ".codeact").expanduser()
-
-
-def _session_path(session: str) -> Path:
-    return _codeact_home() / "exec-sessions" / f"{session}.json"
-
-
-def _load_session(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise _UsageError(f"cannot read the session file {str(path)!r}: {exc}; delete it to start afresh") from None
-    variables = data.get("variables") if isinstance(data, dict) else None
-    if not isinstance(variables, dict):
-        raise _UsageError(f"the session file {str(path)!r} has no 'variables' object; delete it to start afresh")
-    return variables
-
-
-def _save_session(path: Path, session: str, variables: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"session": session, "variables": variables}, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class _UsageError(Exception):
@@ -101,6 +73,72 @@ async def _run(
         return await box.execute(code, variables=variables, deadline=timeout)
 
 
+async def _run_in_session(
+    code: str,
+    *,
+    name: str,
+    session: str,
+    store_url: str | None,
+    kind: str,
+    bridge: RpcHandler | None,
+    isolation: str,
+    timeout: float,
+) -> ExecutionResult:
+    """One round of ``session``: variables restored from the store, the round recorded in it."""
+    from engine.store import RoundRecord, SessionMeta, open_store
+
+    store = open_store(store_url)
+    try:
+        async with store.lock(session):
+            meta = await store.get_session(session)
+            if meta is None:
+                grants = {name: "*" for name in getattr(bridge, "grants", {})} if bridge is not None else {}
+                meta = SessionMeta(
+                    session_id=session,
+                    blueprint_id="codeact-exec",
+                    blueprint_hash="",
+                    model="",
+                    title=name,
+                    extra={"kind": "exec", "grants": grants or {"system": "*"}},
+                )
+                await store.create_session(meta)
+            variables = await store.variables(session)
+            started = time.time()
+            box = _make_sandbox(kind, bridge, isolation)
+            async with box:
+                result = await box.execute(code, variables=variables, deadline=timeout)
+                note = {
+                    "backend": box.backend,
+                    "restricted": box.policy.restricted,
+                    "imports": sorted(box.policy.allowed_imports),
+                    "isolation": box.isolation,
+                }
+            drain = getattr(bridge, "drain_calls", None)
+            calls = tuple(c.to_json() for c in drain()) if drain is not None else ()
+            record = RoundRecord(
+                session_id=session,
+                index=meta.rounds + 1,
+                started_at=started,
+                duration_s=result.duration_s,
+                prompt_hash="",
+                reply="",
+                code=code,
+                calls=calls,
+                stdout=result.stdout,
+                stderr=result.stderr,
+                error=result.error.to_json() if result.error is not None else None,
+                status=result.status,
+                control=result.control,
+                variables=result.variables,
+                uncaptured=tuple(u.to_json() for u in result.uncaptured),
+            )
+            await store.append_round(record, segments=[], variables=result.variables)
+            await store.update_session(session, extra={**meta.extra, "sandbox": note})
+            return result
+    finally:
+        await store.close()
+
+
 def _print_human(result: ExecutionResult) -> None:
     if result.stdout:
         sys.stdout.write(result.stdout if result.stdout.endswith("\n") else result.stdout + "\n")
@@ -133,7 +171,11 @@ def exec_command(
         list[str] | None, typer.Option("--toolkit", help="A toolkit to grant, MODULE:OBJECT (repeatable).")
     ] = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Reuse the variables captured by earlier runs of this session.")
+        str | None,
+        typer.Option("--session", help="Run as the next round of this session: variables restored, round recorded."),
+    ] = None,
+    store: Annotated[
+        str | None, typer.Option("--store", help="Session store URL (default: CODEACT_STORE or ~/.codeact).")
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Wall-clock deadline in seconds.")] = 10.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print the ExecutionResult as one JSON object.")] = False,
@@ -164,26 +206,39 @@ def exec_command(
             raise _UsageError(f"cannot read {str(file)!r}: {exc}") from None
         if session is not None and not _SESSION_ID.match(session):
             raise _UsageError(f"--session {session!r} must be letters, digits, '_', '.' or '-' (at most 128)")
-        path = _session_path(session) if session is not None else None
-        variables = _load_session(path) if path is not None else {}
         bridge = _bridge(list(toolkit or []), session or f"exec-{secrets.token_hex(4)}")
     except _UsageError as exc:
         typer.echo(f"codeact exec: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
 
+    from engine.errors import StoreError
+
     try:
-        result = asyncio.run(
-            _run(code, kind=sandbox_kind, bridge=bridge, isolation=isolation, variables=variables, timeout=timeout)
-        )
-    except SandboxError as exc:
+        if session is None:
+            result = asyncio.run(
+                _run(code, kind=sandbox_kind, bridge=bridge, isolation=isolation, variables={}, timeout=timeout)
+            )
+        else:
+            result = asyncio.run(
+                _run_in_session(
+                    code,
+                    name=file.name,
+                    session=session,
+                    store_url=store,
+                    kind=sandbox_kind,
+                    bridge=bridge,
+                    isolation=isolation,
+                    timeout=timeout,
+                )
+            )
+    except (SandboxError, StoreError) as exc:
+        what = "the session store" if isinstance(exc, StoreError) else "the sandbox"
         if json_output:
             error = {"type": type(exc).__name__, "message": str(exc), "line": None, "code": exc.code}
             typer.echo(json.dumps({"ok": False, "status": "sandbox_error", "error": error}))
-        typer.echo(f"codeact exec: the sandbox failed: {exc}", err=True)
+        typer.echo(f"codeact exec: {what} failed: {exc}", err=True)
         raise typer.Exit(EXIT_SANDBOX) from None
 
-    if path is not None and session is not None:
-        _save_session(path, session, result.variables)
     if json_output:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, default=str))
     else:

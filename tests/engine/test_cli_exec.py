@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -100,8 +101,19 @@ def test_session_carries_variables_and_functions(tmp_path: Path, home: Path) -> 
     rc, out, _ = run(second, "--session", "s1", "--json")
     assert rc == 0
     assert json.loads(out)["variables"]["count"] == 42
-    stored = json.loads((home / "exec-sessions" / "s1.json").read_text())
-    assert stored["variables"]["count"] == 42
+
+    async def stored() -> tuple[dict[str, object], list[str | None]]:
+        from engine.store import open_store
+
+        async with open_store(f"sqlite:///{home / 'sessions.db'}") as store:
+            return await store.variables("s1"), [r.code for r in await store.rounds("s1")]
+
+    variables, codes = asyncio.run(stored())
+    assert variables["count"] == 42
+    assert codes == ["def double(v):\n    return v * 2\ncount = 20\n", "count = double(count) + 2\n"]
+    replayed = CliRunner().invoke(app, ["replay", "s1", "--json"])
+    assert replayed.exit_code == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["ok"] is True
 
 
 def test_toolkit_is_granted(tmp_path: Path, home: Path) -> None:
