@@ -59,26 +59,59 @@ def _model_routes(
     profile: str | None,
     protocol: str | None,
 ) -> tuple[Any, Blueprint]:
+    """The model client of the run, and the blueprint rewritten to name the model that was chosen.
+
+    The command line (``--model``, ``--provider``, ``--base-url``, ``--profile``) and profiles may
+    pick another model than the blueprint's, or give one to a blueprint that names none; the
+    factory, the prompt builder (FIM family) and the session record must all see the model that
+    actually runs. The protocol is decided once (``--protocol`` > ``workflow.codeact.protocol`` >
+    the profile's > ``chat``) and given to both the prompt builder and every model route, so a FIM
+    prompt is never sent as a chat message nor a chat prompt to ``/v1/completions``.
+    """
     from dataclasses import replace
 
+    from engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
     from engine.model import ModelClient, resolve_model_routes
 
+    workflow = bp.workflow or WorkflowBlock()
+    codeact = workflow.codeact or CodeActBlock()
     routes = resolve_model_routes(
         model=model,
         provider=provider,
         base_url=base_url,
         profile=profile,
-        protocol=protocol,  # type: ignore[arg-type]
+        protocol=protocol or codeact.protocol,  # type: ignore[arg-type]
         blueprint_model=bp.model,
     )
     base = bp.source_path.parent if bp.source_path is not None else None
-    routes = {p: replace(s, model=_scripted_relative(s.model, base)) for p, s in routes.items()}
     code = routes.get("code") or next(iter(routes.values()))
-    block = bp.model
-    if block is not None and not block.model:
-        # A profile-only blueprint (or --model): give the factory the model that was chosen.
-        bp = bp.model_copy(update={"model": block.model_copy(update={"model": code.model})})
+    chosen_protocol = code.protocol
+    routes = {
+        p: replace(s, model=_scripted_relative(s.model, base), protocol=chosen_protocol) for p, s in routes.items()
+    }
+    code = routes.get("code") or next(iter(routes.values()))
+    block = bp.model or ModelBlock()
+    update: dict[str, Any] = {}
+    if bp.model is None or not block.model or any((model, provider, base_url, profile)):
+        update["model"] = block.model_copy(
+            update={"model": code.model, "provider": _provider_of(code.model, code.provider, block.provider)}
+        )
+    if codeact.protocol != chosen_protocol and chosen_protocol is not None:
+        update["workflow"] = workflow.model_copy(
+            update={"codeact": codeact.model_copy(update={"protocol": chosen_protocol})}
+        )
+    if update:
+        bp = bp.model_copy(update=update)
     return ModelClient(routes), bp
+
+
+def _provider_of(model: str, resolved: str | None, declared: str | None) -> str:
+    """The provider the factory should record: the resolved one, the model's prefix, or the blueprint's."""
+    if resolved:
+        return resolved
+    if "/" in model:
+        return model.split("/", 1)[0]
+    return declared or "openai"
 
 
 def _approver(approve_all: bool, deny_all: bool) -> Any:
@@ -87,7 +120,9 @@ def _approver(approve_all: bool, deny_all: bool) -> Any:
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
         if approve_all:
             return ApprovalDecision(allow=True, reason="--approve-all")
-        if deny_all or not sys.stdin.isatty():
+        if deny_all:
+            return ApprovalDecision(allow=False, reason="denied by --deny-all")
+        if not sys.stdin.isatty():
             return ApprovalDecision(allow=False, reason="denied: not interactive (pass --approve-all to allow)")
         question = f"Allow {request.toolkit}.{request.operation}({json.dumps(request.arguments)[:200]})?"
         allowed = await asyncio.to_thread(typer.confirm, question, default=False, err=True)
@@ -119,7 +154,10 @@ def run_command(
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
 
+    # Off a terminal (a log file, a pipe) lines are not hard-wrapped at 80 columns: messages stay greppable.
     err = Console(stderr=True)
+    if not err.is_terminal:
+        err = Console(stderr=True, soft_wrap=True)
     try:
         agent = _build(
             file,
@@ -138,7 +176,7 @@ def run_command(
             json_output=json_output,
         )
     except _Usage as exc:
-        err.print(str(exc), markup=False, highlight=False)
+        typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from None
     code = asyncio.run(_drive(agent, input, session, json_output=json_output, console=err))
     raise typer.Exit(code)
@@ -239,11 +277,18 @@ async def _drive(agent: Any, input: str, session: str | None, *, json_output: bo
         await agent.model.aclose()
     if isinstance(last, RunCompleted):
         if not json_output and last.answer is not None:
-            sys.stdout.write(f"{last.answer}\n")
+            sys.stdout.write(f"{_answer_text(last.answer)}\n")
         return EXIT_OK
     if isinstance(last, RunFailed):
         return EXIT_FAILED
     return EXIT_FAILED
+
+
+def _answer_text(answer: Any) -> str:
+    """A string answer as it is; anything else as JSON (never a Python repr)."""
+    if isinstance(answer, str):
+        return answer
+    return json.dumps(answer, ensure_ascii=False, default=str)
 
 
 def _status_text(event: Event) -> str:
