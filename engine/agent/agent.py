@@ -201,11 +201,14 @@ class Agent:
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event)."""
         last: Event | None = None
+        session = session_id or ""
         async for event in self.run(input, session_id=session_id):
             if on_event is not None:
                 on_event(event)
+            if isinstance(event, RunStarted):
+                session = event.session_id
             last = event
-        return _result(last)
+        return _result(last, session)
 
     def run_sync(
         self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
@@ -215,31 +218,56 @@ class Agent:
 
     # -- one run ---------------------------------------------------------------------------------
     async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
-        rounds = 0
+        # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
+        # run fails before it could open the session (busy, store down).
+        state = _DriveState()
+
+        def tracked(cls: type[Event], /, **payload: Any) -> Event:
+            if cls is RunStarted:
+                state.started = True
+            return emit(cls, **payload)
+
         try:
             async with self.store.lock(session_id):
-                ctx = await self._open_session(input, session_id, run_id, emit)
-                rounds = ctx.round
-                outcome = await self._run_loop(ctx)
-                rounds = ctx.round
-                await ctx.after_agent()
-                status = {"completed": "completed", "paused": "paused", "failed": "failed"}[outcome.status]
-                await self.store.update_session(session_id, status=status)
+                try:
+                    ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked)
+                    outcome = await self._run_loop(ctx)
+                    await ctx.after_agent()
+                    await self.store.update_session(session_id, status=outcome.status)
+                except CodeactError:
+                    # Only the run holding the lock may mark the session failed (never a busy one).
+                    with contextlib.suppress(CodeactError):
+                        if await self.store.get_session(session_id) is not None:
+                            await self.store.update_session(session_id, status="failed")
+                    raise
             if outcome.status == "failed":
                 error = outcome.error or {"code": "run.failed", "message": outcome.reason}
-                emit(RunFailed, error=error, rounds=rounds)
+                emit(RunFailed, error=error, rounds=ctx.recorded)
             else:
-                emit(RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=rounds)
+                emit(RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=ctx.recorded)
         except CodeactError as exc:
-            with contextlib.suppress(CodeactError):
-                if await self.store.get_session(session_id) is not None:
-                    await self.store.update_session(session_id, status="failed")
+            if not state.started:
+                meta = None
+                with contextlib.suppress(CodeactError):
+                    meta = await self.store.get_session(session_id)
+                self._emit_started(emit, session_id, input, resumed=meta is not None)
             emit(
                 RunFailed,
                 error={"code": exc.code, "message": exc.message},
                 retryable=bool(getattr(exc, "retryable", False)),
-                rounds=rounds,
+                rounds=state.ctx.recorded if state.ctx is not None else 0,
             )
+
+    def _emit_started(self, emit: Callable[..., Event], session_id: str, input: str, *, resumed: bool) -> None:
+        spec = self.spec
+        emit(
+            RunStarted,
+            session_id=session_id,
+            blueprint_id=spec.id,
+            model=spec.model.model,
+            input=input,
+            resumed=resumed,
+        )
 
     async def _open_session(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> RunContext:
         spec = self.spec
@@ -261,14 +289,7 @@ class Agent:
             history = SegmentHistory(Segment.model_validate(s) for s in await self.store.segments(session_id))
             variables, done = await self.store.variables(session_id), meta.rounds
             await self.store.update_session(session_id, status="active")
-        emit(
-            RunStarted,
-            session_id=session_id,
-            blueprint_id=spec.id,
-            model=spec.model.model,
-            input=input,
-            resumed=meta is not None,
-        )
+        self._emit_started(emit, session_id, input, resumed=meta is not None)
         ctx = RunContext(
             spec=spec,
             run_id=run_id,
@@ -284,6 +305,7 @@ class Agent:
             stream=self.stream,
             round=done,
             first_round=done + 1,
+            recorded=done,
         )
         user = history.add(SegmentKind.USER, input, round_index=done)
         ctx.pending_segments.append(user)
@@ -348,6 +370,12 @@ class Agent:
             return Outcome(status="completed", reason="hook", answer=exc.reason)
 
 
+@dataclass
+class _DriveState:
+    started: bool = False
+    ctx: RunContext | None = None
+
+
 def _sandbox_note(sandbox: Sandbox) -> dict[str, Any]:
     policy = sandbox.policy
     return {
@@ -358,12 +386,12 @@ def _sandbox_note(sandbox: Sandbox) -> dict[str, Any]:
     }
 
 
-def _result(last: Event | None) -> RunResult:
+def _result(last: Event | None, session_id: str) -> RunResult:
     if isinstance(last, RunCompleted):
         status: Literal["completed", "paused"] = "paused" if last.reason == "ask_user" else "completed"
         return RunResult(
             run_id=last.run_id,
-            session_id="",
+            session_id=session_id,
             status=status,
             answer=last.answer,
             reason=last.reason,
@@ -372,7 +400,7 @@ def _result(last: Event | None) -> RunResult:
     if isinstance(last, RunFailed):
         return RunResult(
             run_id=last.run_id,
-            session_id="",
+            session_id=session_id,
             status="failed",
             reason=str(last.error.get("code", "")),
             rounds=last.rounds,

@@ -327,6 +327,7 @@ class CodeActLoop:
             timings=timings,
         )
         await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
+        ctx.recorded = ctx.round
 
 
 _DEFAULT_WINDOW = 32_768

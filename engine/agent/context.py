@@ -52,7 +52,10 @@ class Outcome:
 
 @dataclass(kw_only=True)
 class RunContext:
-    """Everything one run of a loop needs; the loops read and update it."""
+    """Everything one run of a loop needs; the loops read and update it.
+
+    ``round`` is the round in progress (or the last one); ``recorded`` the last round written to the store.
+    """
 
     spec: AgentSpec
     run_id: str
@@ -70,6 +73,7 @@ class RunContext:
     stream: bool = True
     round: int = 0
     first_round: int = 1
+    recorded: int = 0
     pending_segments: list[Any] = field(default_factory=list)
 
     def hook_context(self, *, purpose: str | None = None, reply: str | None = None) -> HookContext:

@@ -115,6 +115,7 @@ class ReactLoop:
             timings={"tools": float(len(called))},
         )
         await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
+        ctx.recorded = ctx.round
 
 
 _NO_FINISH = object()

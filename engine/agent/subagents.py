@@ -1,0 +1,93 @@
+"""Sub-agents as a toolkit (seed ``002``'s AgentTool): ``await agents.reviewer(task="...")``.
+
+A blueprint's ``subagents: {name: {path, description}}`` become the operations of a dynamic
+toolkit named ``agents``, granted to the parent. Calling one runs the sub-agent to the end in a
+session of its own (``<parent session>.<name>.<n>``, recorded in the same store, so it can be
+inspected and replayed) and returns its answer; a failed sub-agent run is a tool error the
+parent's code can catch. Sub-agents share the host's model client, store, toolkits, sandbox
+factory, approver, hooks and interceptors.
+
+The sub-agent's whole run happens inside one toolkit call of the parent's round, so the parent's
+round deadline (``sandbox.limits.timeoutSeconds``) must leave room for it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import TYPE_CHECKING, Any
+
+from toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+
+if TYPE_CHECKING:
+    from engine.agent.agent import Agent
+    from engine.blueprint import SubagentSpec
+
+__all__ = ["SUBAGENT_TOOLKIT", "SubagentToolkit"]
+
+SUBAGENT_TOOLKIT = "agents"
+_SUBAGENT_TIMEOUT_S = 600.0
+_IDENT = re.compile(r"[^0-9A-Za-z_]")
+
+
+def operation_name(name: str) -> str:
+    """A sub-agent's name as a Python identifier (``code-reviewer`` -> ``code_reviewer``)."""
+    ident = _IDENT.sub("_", name)
+    return ident if ident and not ident[0].isdigit() else f"agent_{ident}"
+
+
+class SubagentToolkit(DynamicToolkit):
+    """The ``agents`` toolkit of one parent agent."""
+
+    name = SUBAGENT_TOOLKIT
+    description = "Sub-agents: each operation hands a task to a specialised agent and returns its answer"
+
+    def __init__(self, parent: Agent, subagents: tuple[SubagentSpec, ...]) -> None:
+        self._parent = parent
+        self._subagents = {operation_name(s.name): s for s in subagents}
+        self._counter = itertools.count(1)
+
+    def operations(self) -> list[OperationSpec]:
+        """One operation per sub-agent, taking the task text."""
+        return [
+            OperationSpec.from_json_schema(
+                op,
+                description=sub.description or f"Run the {sub.name!r} sub-agent on a task.",
+                schema={
+                    "type": "object",
+                    "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}},
+                    "required": ["task"],
+                },
+                returns="str",
+                returns_description="The sub-agent's final answer.",
+                timeout=_SUBAGENT_TIMEOUT_S,
+            )
+            for op, sub in self._subagents.items()
+        ]
+
+    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+        """Run the sub-agent to the end and return its answer."""
+        from engine.agent.agent import Agent
+
+        sub = self._subagents[operation]
+        parent = self._parent
+        child = Agent(
+            sub.spec,
+            model=parent.model,
+            store=parent.store,
+            registry=parent.registry,
+            sandbox_factory=parent.sandbox_factory,
+            approver=parent.approver,
+            hooks=parent.hooks,
+            interceptors=parent.interceptors,
+            stream=False,
+            user=parent.user,
+        )
+        session = f"{context.session_id}.{operation}.{next(self._counter)}"[:128]
+        result = await child.invoke(str(params["task"]), session_id=session)
+        if result.status == "failed":
+            message = (result.error or {}).get("message", result.reason)
+            raise RuntimeError(f"sub-agent {sub.name!r} failed (session {session}): {message}")
+        if result.status == "paused":
+            raise RuntimeError(f"sub-agent {sub.name!r} asked the user a question it cannot answer: {result.answer}")
+        return result.answer
