@@ -319,6 +319,9 @@ def replay_command(
         raise typer.Exit(EXIT_USAGE) from None
     try:
         report = asyncio.run(_replay(opened, session, registry, live, json_output))
+    except _Usage as exc:
+        typer.echo(f"codeact replay: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     except CodeactError as exc:
         typer.echo(f"codeact replay: {exc}", err=True)
         raise typer.Exit(EXIT_FAILED) from None
@@ -339,6 +342,14 @@ async def _replay(store: Any, session: str, registry: Any, live: bool, json_outp
     try:
         meta = await store.get_session(session)
         note = dict(meta.extra.get("sandbox") or {}) if meta is not None else {}
+        if live and meta is not None:
+            missing = sorted(name for name in meta.extra.get("grants") or {} if name not in registry)
+            if missing:
+                names = ", ".join(repr(name) for name in missing)
+                raise _Usage(
+                    f"--live calls the tools for real, but the session's toolkit(s) {names} are not loaded: "
+                    "pass --toolkit MODULE:OBJECT for each (or replay without --live to answer from the record)"
+                )
 
         def factory(handler: Any) -> Any:
             from sandbox import DockerSandbox, SubprocessSandbox
