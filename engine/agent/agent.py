@@ -254,7 +254,7 @@ class Agent:
             emit(
                 RunFailed,
                 error={"code": exc.code, "message": exc.message},
-                retryable=bool(getattr(exc, "retryable", False)),
+                retryable=_retryable(exc),
                 rounds=state.ctx.recorded if state.ctx is not None else 0,
             )
 
@@ -333,6 +333,7 @@ class Agent:
                 session_id=ctx.session_id, run_id=ctx.run_id, user=self.user, model=model_access, emit=express
             ),
             approval=approve,
+            record=False,  # the eventing bridge logs every call, including the ones it refuses
         )
         handler = EventingBridge(
             bridge,
@@ -353,7 +354,7 @@ class Agent:
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
         bridge, handler = self._bridge(ctx)
-        ctx.bridge = bridge
+        ctx.bridge, ctx.handler = bridge, handler
         try:
             await ctx.before_agent()
             if self.spec.kind == "react":
@@ -368,6 +369,17 @@ class Agent:
                 await sandbox.aclose()
         except EndRun as exc:
             return Outcome(status="completed", reason="hook", answer=exc.reason)
+
+
+_RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.session_busy"})
+
+
+def _retryable(exc: CodeactError) -> bool:
+    """Model errors say so themselves; a store outage or a busy session may pass too."""
+    flag = getattr(exc, "retryable", None)
+    if isinstance(flag, bool):
+        return flag
+    return exc.code in _RETRYABLE_STORE_CODES
 
 
 @dataclass

@@ -301,7 +301,7 @@ class CodeActLoop:
         result: Any = None,
     ) -> None:
         ctx = self.ctx
-        calls = tuple(c.to_json() for c in ctx.bridge.drain_calls()) if ctx.bridge is not None else ()
+        calls = ctx.drain_calls()
         segments = [s.model_dump(mode="json") for s in ctx.pending_segments]
         ctx.pending_segments.clear()
         record = RoundRecord(

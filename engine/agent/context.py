@@ -14,6 +14,7 @@ from engine.model import ModelReply
 from segments import Prompt, SegmentHistory
 
 if TYPE_CHECKING:
+    from engine.agent.support import EventingBridge
     from engine.blueprint import AgentSpec
     from engine.model import ModelClient
     from engine.store import Store
@@ -70,11 +71,18 @@ class RunContext:
     interceptors: Sequence[Any] = ()
     sandbox: Sandbox | None = None
     bridge: ToolkitBridge | None = None
+    handler: EventingBridge | None = None
     stream: bool = True
     round: int = 0
     first_round: int = 1
     recorded: int = 0
     pending_segments: list[Any] = field(default_factory=list)
+
+    def drain_calls(self) -> tuple[dict[str, Any], ...]:
+        """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""
+        if self.handler is None:
+            return ()
+        return tuple(c.to_json() for c in self.handler.drain_calls())
 
     def hook_context(self, *, purpose: str | None = None, reply: str | None = None) -> HookContext:
         """The view hooks get of this run."""

@@ -99,7 +99,7 @@ class ReactLoop:
 
     async def _record(self, started: float, t0: float, reply: str, called: tuple[str, ...]) -> None:
         ctx = self.ctx
-        calls = tuple(c.to_json() for c in ctx.bridge.drain_calls()) if ctx.bridge is not None else ()
+        calls = ctx.drain_calls()
         segments = [s.model_dump(mode="json") for s in ctx.pending_segments]
         ctx.pending_segments.clear()
         record = RoundRecord(

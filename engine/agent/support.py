@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from engine.agent.hooks import ModelCall, ToolCall, chain
 from engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from sandbox.runtime import protocol as _p
-from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge
+from toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge
 
 __all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
 
@@ -68,7 +70,10 @@ def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict
 class EventingBridge:
     """Wraps a :class:`~toolkits.ToolkitBridge`: emits tool events, applies grant approvals and interceptors.
 
-    It implements ``sandbox.channel.RpcHandler`` like the bridge it wraps; the sandbox serves it.
+    It implements ``sandbox.channel.RpcHandler`` like the bridge it wraps; the sandbox serves it. It keeps
+    the call log of the round (:meth:`drain_calls`): every call with exactly the result or error the code
+    got, including calls refused here (approval policy, interceptors) that never reached the bridge, so
+    replay answers them the same way. Build the wrapped bridge with ``record=False``.
     """
 
     def __init__(
@@ -87,11 +92,17 @@ class EventingBridge:
         self._policies = dict(policies)
         self._approver = approver
         self._calls = 0
+        self._records: list[CallRecord] = []
         self._call = chain(interceptors, "intercept_tool", self._forward)
 
     def manifest(self) -> dict[str, Any]:
         """The wrapped bridge's manifest."""
         return self.bridge.manifest()
+
+    def drain_calls(self) -> list[CallRecord]:
+        """The calls made since the last drain, in order of arrival; clears them."""
+        records, self._records = self._records, []
+        return records
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one runtime request with events around it."""
@@ -101,27 +112,55 @@ class EventingBridge:
         toolkit = str(params.get("toolkit")) if isinstance(params.get("toolkit"), str) else ""
         operation = str(params.get("operation")) if isinstance(params.get("operation"), str) else ""
         arguments: dict[str, Any] = dict(raw_args) if isinstance(raw_args, dict) else {}
+        sequence = self._calls
         self._calls += 1
         call_id = f"call-{self._calls}"
         rnd = self._round()
         self._emit(
             ToolCallStarted, call_id=call_id, toolkit=toolkit, operation=operation, arguments=arguments, round=rnd
         )
+        started_at, t0 = time.time(), time.perf_counter()
+        result: Any = None
+        error: _p.RpcError | None = None
         try:
             await self._check_grant(toolkit, operation, arguments, call_id)
             result = await self._call(ToolCall(toolkit=toolkit, operation=operation, arguments=arguments))
+            return result
         except _p.RpcError as exc:
+            error = exc
+            raise
+        except asyncio.CancelledError:
+            error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
+            raise
+        except Exception as exc:  # an interceptor refused the call (or failed): the code sees its message
+            error = _p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__})
+            raise error from None
+        finally:
+            duration = time.perf_counter() - t0
+            failure = _error_json(error) if error is not None else None
+            self._records.append(
+                CallRecord(
+                    sequence=sequence,
+                    session_id=self.bridge.session_id,
+                    toolkit=toolkit,
+                    operation=operation,
+                    arguments=arguments,
+                    result=None if failure is not None else result,
+                    error=failure,
+                    started_at=started_at,
+                    duration_s=duration,
+                )
+            )
             self._emit(
                 ToolCallCompleted,
                 call_id=call_id,
                 toolkit=toolkit,
                 operation=operation,
-                error={"code": exc.code, "name": exc.name, "message": exc.message},
+                result=None if failure is not None else result,
+                error=failure,
+                duration_s=duration,
                 round=rnd,
             )
-            raise
-        self._emit(ToolCallCompleted, call_id=call_id, toolkit=toolkit, operation=operation, result=result, round=rnd)
-        return result
 
     async def _forward(self, request: ToolCall) -> Any:
         params = {"toolkit": request.toolkit, "operation": request.operation, "arguments": request.arguments}
@@ -133,24 +172,42 @@ class EventingBridge:
             return  # ungranted calls are refused by the bridge itself, never approved here
         if policy == "deny":
             raise _p.RpcError(_p.APPROVAL_DENIED, f"{toolkit}.{operation} is denied by the blueprint's approval policy")
-        decision = await ask_approval(
-            self._approver,
-            self._emit,
-            ApprovalRequest(
-                session_id=self.bridge.session_id,
-                sequence=self._calls,
-                toolkit=toolkit,
-                operation=operation,
-                description="",
-                arguments=arguments,
-            ),
-            request_id=call_id,
-            round_index=self._round(),
-        )
+        try:
+            decision = await ask_approval(
+                self._approver,
+                self._emit,
+                ApprovalRequest(
+                    session_id=self.bridge.session_id,
+                    sequence=self._calls,
+                    toolkit=toolkit,
+                    operation=operation,
+                    description="",
+                    arguments=arguments,
+                ),
+                request_id=call_id,
+                round_index=self._round(),
+            )
+        except Exception as exc:  # a failing approver denies; it never crashes the round
+            raise _p.RpcError(
+                _p.APPROVAL_DENIED,
+                f"{toolkit}.{operation} was not approved: the approver failed ({type(exc).__name__})",
+            ) from None
         if not decision.allow:
             raise _p.RpcError(
                 _p.APPROVAL_DENIED, f"{toolkit}.{operation} was not approved: {decision.reason or 'denied'}"
             )
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def _error_json(err: _p.RpcError) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": err.code, "name": err.name, "message": err.message}
+    if err.data is not None:
+        out["data"] = err.data
+    return out
 
 
 async def ask_approval(
