@@ -114,8 +114,18 @@ def _provider_of(model: str, resolved: str | None, declared: str | None) -> str:
     return declared or "openai"
 
 
-def _approver(approve_all: bool, deny_all: bool) -> Any:
+class _Spinner:
+    """The terminal spinner of a run (None off a terminal); paused while the user answers a question."""
+
+    def __init__(self) -> None:
+        self.status: Any = None
+
+
+def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
     from toolkits import ApprovalDecision
+
+    # Calls gathered in one round may ask at the same time: one question on the terminal at a time.
+    asking = asyncio.Lock()
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
         if approve_all:
@@ -125,10 +135,31 @@ def _approver(approve_all: bool, deny_all: bool) -> Any:
         if not sys.stdin.isatty():
             return ApprovalDecision(allow=False, reason="denied: not interactive (pass --approve-all to allow)")
         question = f"Allow {request.toolkit}.{request.operation}({json.dumps(request.arguments)[:200]})?"
-        allowed = await asyncio.to_thread(typer.confirm, question, default=False, err=True)
+        async with asking:
+            for _ in range(3):  # let the renderer print the events queued so far (the tool call) first
+                await asyncio.sleep(0)
+            status = spinner.status
+            if status is not None:
+                status.stop()  # a live spinner would overwrite the question
+            try:
+                allowed = await asyncio.to_thread(_ask, question)
+            finally:
+                if status is not None:
+                    status.start()
         return ApprovalDecision(allow=allowed, reason="approved by the user" if allowed else "denied by the user")
 
     return approve
+
+
+def _ask(question: str) -> bool:
+    """Ask a yes/no question on stderr, read the answer from stdin (no, unless ``y``/``yes``).
+
+    Not ``typer.confirm``: click reads with ``input(" ")``, which writes that space to stdout, and
+    stdout carries only the final answer.
+    """
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def run_command(
@@ -158,6 +189,7 @@ def run_command(
     err = Console(stderr=True)
     if not err.is_terminal:
         err = Console(stderr=True, soft_wrap=True)
+    spinner = _Spinner()
     try:
         agent = _build(
             file,
@@ -174,11 +206,12 @@ def run_command(
             approve_all=approve_all,
             deny_all=deny_all,
             json_output=json_output,
+            spinner=spinner,
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    code = asyncio.run(_drive(agent, input, session, json_output=json_output, console=err))
+    code = asyncio.run(_drive(agent, input, session, json_output=json_output, console=err, spinner=spinner))
     raise typer.Exit(code)
 
 
@@ -198,6 +231,7 @@ def _build(
     approve_all: bool,
     deny_all: bool,
     json_output: bool,
+    spinner: _Spinner,
 ) -> Any:
     from engine.agent import Agent, default_sandbox_factory
     from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
@@ -227,7 +261,7 @@ def _build(
         opened = open_store(store)
     except StoreError as exc:
         raise _Usage(f"--store: {exc.message}") from None
-    approver = _approver(approve_all, deny_all)
+    approver = _approver(approve_all, deny_all, spinner)
     try:
         spec = AgentFactory().create(
             bp,
@@ -253,11 +287,14 @@ def _build(
     )
 
 
-async def _drive(agent: Any, input: str, session: str | None, *, json_output: bool, console: Any) -> int:
+async def _drive(
+    agent: Any, input: str, session: str | None, *, json_output: bool, console: Any, spinner: _Spinner
+) -> int:
     from engine.events import RunCompleted, RunFailed, render_event
 
     last: Event | None = None
     status = None if json_output or not console.is_terminal else console.status("working...", spinner="dots")
+    spinner.status = status
     try:
         if status is not None:
             status.start()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -460,6 +461,13 @@ try:
 except Exception as e:
     print("refused:", e)
 """
+DEPLOY_RESULT = """
+try:
+    d = devops.deploy_app(app_id="checkout-api", version="2.4.0")
+    result = f"deployed {d['id']} {d['status']}"
+except Exception as e:
+    result = f"refused: {e}"
+"""
 ASK = "toolkits:\n  - ref: system\n  - ref: devops\n    approval: ask\n"
 
 
@@ -506,3 +514,60 @@ def test_auto_approval_does_not_ask(tmp_path: Path) -> None:
     stream = events(out)
     assert not [e for e in stream if e["type"] == "action.requested"]
     assert next(e for e in stream if e["type"] == "code.completed")["stdout"] == "deployed D-1001 succeeded\n"
+
+
+def _run_in_a_terminal(args: list[str], answer: bytes) -> tuple[int, str, str]:
+    """Run ``codeact`` with stdin and stderr on a pseudo-terminal, answering its first [y/N] question."""
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "codeact"), *args],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm", "COLUMNS": "120"},
+    )
+    os.close(slave)
+    screen, asked = b"", False
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            screen += chunk
+            if not asked and b"[y/N]" in screen:
+                os.write(master, answer)
+                asked = True
+        stdout, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        os.close(master)
+    rc = proc.returncode
+    return rc, stdout.decode(), screen.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [
+        pytest.param(b"y\n", "deployed D-1001 succeeded", id="yes"),
+        pytest.param(b"n\n", "refused: devops.deploy_app was not approved: denied by the user", id="no"),
+    ],
+)
+def test_a_terminal_user_answers_the_approval_question(tmp_path: Path, answer: bytes, result: str) -> None:
+    replies(tmp_path, DEPLOY_RESULT, "system.finish(result)")
+    path = blueprint(tmp_path, ASK)
+    rc, out, screen = _run_in_a_terminal(
+        ["run", str(path), "--input", "deploy", "--store", store_url(tmp_path), "--toolkit", DEVOPS], answer
+    )
+    assert rc == 0, screen
+    assert 'Allow devops.deploy_app({"app_id": "checkout-api", "version": "2.4.0"})? [y/N]:' in screen
+    assert out == result + "\n"
