@@ -179,3 +179,16 @@ def test_run_and_replay_on_redis(redis_store: str) -> None:
     rc, out, _ = cli("sessions", "show", "demo-redis", "--store", redis_store, "--json")
     assert rc == 0
     assert json.loads(out)["session"]["rounds"] == 5
+
+
+def test_a_docker_session_replays_in_docker(tmp_path: Path, docker_client: Any) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    path = _blueprint(tmp_path, "v = [n * n for n in range(4)]\nprint(v)", "system.finish(v)")
+    rc, out, err = cli("run", str(path), "--input", "x", "--store", store, "--session", "dk", "--sandbox", "docker")
+    assert rc == 0, err
+    assert out == "[0, 1, 4, 9]\n"
+    rc, out, _ = cli("sessions", "show", "dk", "--store", store, "--json")
+    assert json.loads(out)["session"]["extra"]["sandbox"]["backend"] == "docker"
+    rc, out, err = cli("replay", "dk", "--store", store, "--json")
+    assert rc == 0, err
+    assert [r["status"] for r in json.loads(out)["rounds"]] == ["match", "match"]

@@ -571,3 +571,34 @@ def test_a_terminal_user_answers_the_approval_question(tmp_path: Path, answer: b
     assert rc == 0, screen
     assert 'Allow devops.deploy_app({"app_id": "checkout-api", "version": "2.4.0"})? [y/N]:' in screen
     assert out == result + "\n"
+
+
+def test_a_second_run_on_a_busy_session_fails_clearly(tmp_path: Path) -> None:
+    store = store_url(tmp_path)
+    replies(tmp_path, "system.sleep(5)", "system.finish('first')")
+    path = blueprint(tmp_path)
+    first = subprocess.Popen(
+        [str(Path(sys.executable).parent / "codeact"), "run", str(path), "--input", "x", "--store", store]
+        + ["--session", "L", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None
+        for line in first.stdout:  # wait until the first run holds the lock and runs its code
+            if json.loads(line)["type"] == "code.started":
+                break
+        rc, out, err = cli("run", str(path), "--input", "y", "--store", store, "--session", "L")
+        assert rc == 1
+        assert out == ""
+        assert "[store.session_busy] session 'L' is in use by another run (lock held until " in err
+        assert "); wait or use another --session" in err
+        rest, _ = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.communicate()
+    assert first.returncode == 0
+    assert json.loads(rest.splitlines()[-1])["answer"] == "first"
+    assert show("L", store)["session"]["rounds"] == 2
