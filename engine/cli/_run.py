@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -211,7 +212,10 @@ def run_command(
     except _Usage as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    code = asyncio.run(_drive(agent, input, session, json_output=json_output, console=err, spinner=spinner))
+    again = f"codeact run {shlex.quote(str(file))}" + (f" --store {shlex.quote(store)}" if store else "")
+    code = asyncio.run(
+        _drive(agent, input, session, json_output=json_output, console=err, spinner=spinner, again=again)
+    )
     raise typer.Exit(code)
 
 
@@ -288,11 +292,19 @@ def _build(
 
 
 async def _drive(
-    agent: Any, input: str, session: str | None, *, json_output: bool, console: Any, spinner: _Spinner
+    agent: Any,
+    input: str,
+    session: str | None,
+    *,
+    json_output: bool,
+    console: Any,
+    spinner: _Spinner,
+    again: str,
 ) -> int:
-    from engine.events import RunCompleted, RunFailed, render_event
+    from engine.events import RunCompleted, RunFailed, RunStarted, render_event
 
     last: Event | None = None
+    session_id = session
     status = None if json_output or not console.is_terminal else console.status("working...", spinner="dots")
     spinner.status = status
     try:
@@ -300,6 +312,8 @@ async def _drive(
             status.start()
         async for event in agent.run(input, session_id=session):
             last = event
+            if isinstance(event, RunStarted):
+                session_id = event.session_id
             if json_output:
                 sys.stdout.write(event.to_json_line() + "\n")
                 sys.stdout.flush()
@@ -315,6 +329,13 @@ async def _drive(
     if isinstance(last, RunCompleted):
         if not json_output and last.answer is not None:
             sys.stdout.write(f"{_answer_text(last.answer)}\n")
+        if not json_output and last.reason == "ask_user":
+            console.print(
+                f"paused: the agent asks the question above; answer with {again} "
+                f"--session {shlex.quote(session_id or '')} --input ANSWER",
+                markup=False,
+                highlight=False,
+            )
         return EXIT_OK
     if isinstance(last, RunFailed):
         return EXIT_FAILED

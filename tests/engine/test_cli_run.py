@@ -432,6 +432,10 @@ def test_ask_user_pauses_and_a_second_run_resumes_with_the_variables(tmp_path: P
     rc, out, err = cli("run", str(path), "--input", "deploy it", "--store", store, "--session", "R")
     assert rc == 0, err
     assert out == "Which environment, staging or production?\n"
+    assert err.splitlines()[-1] == (
+        f"paused: the agent asks the question above; answer with codeact run {path} --store {store} --session R "
+        "--input ANSWER"
+    )
     assert show("R", store)["session"]["status"] == "paused"
 
     second = replies(tmp_path, "print(answer_env := 'staging')\nsystem.finish(f'{answer_env}: {count + 1}')",
