@@ -406,6 +406,8 @@ class Sandbox(abc.ABC):
                 await worker.aclose()
             self._worker = None
             worker = self._worker = await self._take()
+        # The round's clock starts once a runtime is ready: starting one is not the code's time.
+        started = time.perf_counter()
         channel = worker.channel
         channel.begin_round()
         remaining = max(deadline - (time.perf_counter() - started), 0.001)
