@@ -10,7 +10,7 @@ no reader thread, no cross-thread wake-ups, so a call costs one frame each way.
 from __future__ import annotations
 
 import asyncio
-import json
+import select
 import socket
 from collections import deque
 from collections.abc import Callable, Generator
@@ -30,8 +30,10 @@ __all__ = [
 ]
 
 _RECV: Final = 1 << 20
-_loads = json.loads
+_loads = _p.loads
+_dumps = _p.dumps
 _get_running_loop = asyncio._get_running_loop
+_FRAME: Final = '{"jsonrpc":"2.0","id":%d%s%s}}\n'  # id, _call_head(toolkit, operation), arguments
 
 
 class ToolError(Exception):
@@ -132,6 +134,25 @@ class _Call:
         return f"<pending toolkit call #{self.id}>"
 
 
+class _CallFuture(asyncio.Future):  # type: ignore[type-arg]
+    """A call made while an event loop runs: a future that, awaited directly, may skip the loop.
+
+    ``asyncio.gather`` and friends use it as the plain future it is. A direct ``await`` blocks on
+    the socket instead of going round the event loop when the loop has nothing else to do
+    (``Bridge._wait_inline``): a sequential call then costs one frame each way and no loop step.
+    """
+
+    __slots__ = ("_bridge",)
+    _bridge: Bridge
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if not self.done():
+            self._bridge._wait_inline(self)
+        return (yield from super().__await__())
+
+    __iter__ = __await__
+
+
 class Bridge:
     """The runtime's end of the bridge connection.
 
@@ -142,7 +163,10 @@ class Bridge:
 
     def __init__(self, sock: socket.socket, decode: Callable[[Any], Any] = lambda v: v) -> None:
         self.sock = sock
+        self._fd = sock.fileno()
         self._decode = decode
+        self._heads: dict[tuple[str, str], str] = {}
+        self._poller: tuple[int, Any] | None = None  # (self-pipe fd of the loop, select.poll object)
         self._buf = b""
         self._next_id = 0
         self._pending: dict[int, _Call | asyncio.Future[Any]] = {}
@@ -228,30 +252,42 @@ class Bridge:
 
     # -- calls -----------------------------------------------------------------------------------
     def call(self, toolkit: str, operation: str, arguments: dict[str, Any]) -> Any:
-        """Send a ``call`` frame now; return an awaitable of its result."""
+        """Send a ``call`` frame now; return an awaitable of its result.
+
+        Args:
+            toolkit: The toolkit's name.
+            operation: The operation's name.
+            arguments: Codec-encoded arguments by name.
+
+        Raises:
+            sandbox.runtime.protocol.RpcError: ``payload_too_large`` (nothing is sent).
+        """
+        head = self._heads.get((toolkit, operation))
+        if head is None:
+            head = self._heads[(toolkit, operation)] = _call_head(toolkit, operation)
+        return self._call(head, arguments)
+
+    def _call(self, head: str, arguments: dict[str, Any]) -> Any:
         if self.control is not None:
             raise ControlSignal(self.control)  # the round is over: stop code that swallowed the signal
-        self._next_id += 1
-        id_ = self._next_id
+        id_ = self._next_id + 1
+        frame = (_FRAME % (id_, head, _dumps(arguments))).encode("utf-8")
+        if len(frame) > _p.MAX_FRAME:
+            raise _p.RpcError(
+                _p.PAYLOAD_TOO_LARGE, f"frame of {len(frame)} bytes exceeds the {_p.MAX_FRAME}-byte limit"
+            )
+        self._next_id = id_
         loop = _get_running_loop()
-        target: _Call | asyncio.Future[Any]
+        target: _Call | _CallFuture
         if loop is None:
             target = _Call(self, id_)
         else:
-            target = loop.create_future()
+            target = _CallFuture(loop=loop)
+            target._bridge = self
             if self._loop is not loop:
                 self._watch(loop)
         self._pending[id_] = target
-        self.sock.sendall(
-            _p.encode_frame(
-                {
-                    "jsonrpc": "2.0",
-                    "id": id_,
-                    "method": "call",
-                    "params": {"toolkit": toolkit, "operation": operation, "arguments": arguments},
-                }
-            )
-        )
+        self.sock.sendall(frame)
         return target
 
     def wait(self, target: Any) -> None:
@@ -265,7 +301,12 @@ class Bridge:
 
     def sync(self, value: Any) -> Any:
         """``_codeact_sync_``: the result of a toolkit call made inside a plain ``def``."""
-        if isinstance(value, _Call):
+        kind = type(value)
+        if kind is _CallFuture and value._bridge is self:
+            if not value.done():
+                self.wait(value)
+            return value.result()
+        if kind is _Call:
             return value.result()
         if isinstance(value, asyncio.Future):
             if not value.done():
@@ -295,6 +336,44 @@ class Bridge:
         if loop is not None and not loop.is_closed():
             loop.remove_reader(self.sock.fileno())
 
+    def _wait_inline(self, target: _CallFuture) -> None:
+        """Read answers on the socket until ``target`` is resolved, if the event loop is idle.
+
+        Awaiting a call normally goes round the event loop twice (the reader callback, then the
+        task's wake-up). When the loop has nothing else to do (no ready callbacks, no timers, no
+        other file descriptors than this socket and its own wake-up pipe), blocking here is the
+        same thing without the loop's overhead. It stops as soon as the loop has work again:
+        a callback became ready (another task's answer arrived) or the wake-up pipe is readable
+        (a signal, another thread). Loops without these (private) attributes take the loop.
+        """
+        loop = target.get_loop()
+        try:
+            if loop._ready or loop._scheduled:  # type: ignore[attr-defined]
+                return
+            ssock: int = loop._ssock.fileno()  # type: ignore[attr-defined]
+            watched: dict[int, Any] = loop._selector._fd_to_key  # type: ignore[attr-defined]
+        except AttributeError:
+            return
+        fd = self._fd
+        for other in watched:
+            if other != fd and other != ssock:
+                return
+        poller = self._poller
+        if poller is None or poller[0] != ssock:
+            poll = select.poll()
+            poll.register(fd, select.POLLIN)
+            poll.register(ssock, select.POLLIN)
+            poller = self._poller = (ssock, poll)
+        poll = poller[1]
+        ready = loop._ready  # type: ignore[attr-defined]
+        while not target.done():
+            if ready:
+                return
+            for ready_fd, _ in poll.poll():
+                if ready_fd != fd:
+                    return
+            self._on_readable()
+
     def _on_readable(self) -> None:
         try:
             data = self.sock.recv(_RECV, socket.MSG_DONTWAIT)
@@ -313,10 +392,15 @@ async def _await(value: Any) -> Any:
     return await value
 
 
+def _call_head(toolkit: str, operation: str) -> str:
+    """The constant middle of a ``call`` frame, between the id and the arguments."""
+    return f',"method":"call","params":{{"toolkit":{_dumps(toolkit)},"operation":{_dumps(operation)},"arguments":'
+
+
 class _Operation:
     """A callable toolkit operation: maps arguments to parameter names and sends the call."""
 
-    __slots__ = ("_bridge", "_encode", "_label", "_params", "_required", "_toolkit", "_name")
+    __slots__ = ("_bridge", "_encode", "_head", "_label", "_name", "_params", "_required", "_toolkit")
 
     def __init__(
         self,
@@ -332,6 +416,7 @@ class _Operation:
         self._toolkit = toolkit
         self._name = name
         self._label = f"{toolkit}.{name}()"
+        self._head = _call_head(toolkit, name)
         self._params = tuple(params)
         self._required = tuple(required)
 
@@ -358,13 +443,15 @@ class _Operation:
         if missing:
             raise TypeError(f"{self._label} missing required argument(s): {', '.join(map(repr, missing))}")
         encode = self._encode
-        encoded: dict[str, Any] = {}
         for name, value in arguments.items():
+            kind = type(value)
+            if kind is str or kind is int or kind is bool or value is None:
+                continue  # plain JSON: the codec would return it as is
             try:
-                encoded[name] = encode(value)
+                arguments[name] = encode(value)
             except Exception as exc:
                 raise TypeError(f"argument {name!r} of {self._label} cannot be sent to the host: {exc}") from None
-        return self._bridge.call(self._toolkit, self._name, encoded)
+        return self._bridge._call(self._head, arguments)
 
     def __repr__(self) -> str:
         return f"<operation {self._toolkit}.{self._name}({', '.join(self._params)})>"
