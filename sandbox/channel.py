@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import secrets
 import shutil
 import tempfile
 import types
+from asyncio.tasks import _enter_task, _leave_task
 from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
@@ -241,6 +243,7 @@ class Channel:
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._runner: _Runner | None = None
         self._next_id = 0
         self._closed = False
         self.rpc_count = 0
@@ -319,6 +322,7 @@ class Channel:
         self._pending.clear()
         for task in list(self._tasks):
             task.cancel()
+        self._drop_runner()
 
     # -- host -> runtime -------------------------------------------------------------------------
     async def request(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
@@ -393,16 +397,23 @@ class Channel:
             err = _p.RpcError(_p.RATE_LIMITED, f"more than {_MAX_IN_FLIGHT} calls in flight; await some first")
             conn._send(_p.error_response(id_, err))
             return
-        # Eager start: run the handler up to its first suspension right here; most calls that
-        # complete synchronously then cost no task and no extra event-loop iteration.
         coro = self._serve(conn, id_, method, params)
-        try:
-            yielded = coro.send(None)
-        except StopIteration:
-            return
-        task = asyncio.get_running_loop().create_task(_resume(coro, yielded))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        loop = asyncio.get_running_loop()
+        runner = self._runner
+        if runner is None:
+            if asyncio.current_task(loop) is not None:  # not from a protocol callback: an ordinary task
+                task = loop.create_task(coro)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                return
+            runner = self._runner = _Runner(loop, self._tasks)
+        if not runner.start(loop, coro):
+            self._runner = None  # it drives this call to its end now; the next call gets a fresh runner
+
+    def _drop_runner(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.task.cancel()
 
     async def _serve(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
         handler = self.handler
@@ -423,6 +434,7 @@ class Channel:
     # -- shutdown --------------------------------------------------------------------------------
     async def close(self) -> None:
         """Cancel in-flight calls, close the connection and the server, remove the directory."""
+        self._drop_runner()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -435,6 +447,8 @@ class Channel:
     def close_now(self) -> None:
         """Synchronous best-effort close (usable outside the event loop)."""
         self._closed = True
+        with contextlib.suppress(RuntimeError):  # the loop is closed already
+            self._drop_runner()
         if self._peer is not None:
             with contextlib.suppress(Exception):
                 self._peer.close()
@@ -450,23 +464,66 @@ class Channel:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+class _Runner:
+    """A task that request handlers start in, right inside ``data_received`` (an "eager" task).
+
+    Handlers must run inside a task (tools use ``asyncio.timeout``, anyio, ...), but a task per
+    call costs a task, a scheduled first step and a done callback: three event-loop iterations
+    before the answer leaves. Instead the handler's first step runs at once with this idle task
+    entered as the current task (what ``eager_start`` does from Python 3.12 on), in a fresh copy
+    of the context. A handler that finishes there (most calls) has sent its answer, and the runner
+    stays idle for the next call. A handler that suspends is handed to the runner's task, which
+    drives it to its end (so the task the handler saw is the one running it); the channel then
+    makes a new runner for the next call.
+    """
+
+    __slots__ = ("_tasks", "_work", "task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, tasks: set[asyncio.Task[None]]) -> None:
+        self._tasks = tasks
+        self._work: asyncio.Future[tuple[Coroutine[Any, Any, None], Any, contextvars.Context]] = loop.create_future()
+        self.task: asyncio.Task[None] = loop.create_task(self._drive())
+
+    def start(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> bool:
+        """Run ``coro`` up to its first suspension in this runner's task; True when it finished."""
+        context = contextvars.copy_context()
+        task = self.task
+        _enter_task(loop, task)
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return True
+        finally:
+            _leave_task(loop, task)
+        self._tasks.add(task)
+        self._work.set_result((coro, yielded, context))
+        return False
+
+    async def _drive(self) -> None:
+        coro, yielded, context = await self._work
+        try:
+            await _resume(coro, yielded, context)
+        finally:
+            self._tasks.discard(self.task)
+
+
 @types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
-    """Continue a coroutine that was started outside a task (``yielded`` is its first suspension)."""
+def _resume(coro: Coroutine[Any, Any, None], yielded: Any, context: contextvars.Context) -> Generator[Any, Any, None]:
+    """Continue a coroutine whose first step already ran (``yielded`` is its first suspension)."""
     while True:
         try:
             sent = yield yielded
         except GeneratorExit:
-            coro.close()
+            context.run(coro.close)
             raise
         except BaseException as exc:  # cancellation and friends go into the coroutine
             try:
-                yielded = coro.throw(exc)
+                yielded = context.run(coro.throw, exc)
             except StopIteration:
                 return
         else:
             try:
-                yielded = coro.send(sent)
+                yielded = context.run(coro.send, sent)
             except StopIteration:
                 return
 
