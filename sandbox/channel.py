@@ -35,6 +35,7 @@ AUTH_TIMEOUT_S: Final = 30.0
 """An unauthenticated connection that has not sent ``auth`` within this time is closed."""
 
 _MAX_IN_FLIGHT: Final = 4096
+_RESULT: Final = '{"jsonrpc":"2.0","id":%s,"result":%s}\n'
 _SOCKET_NAME: Final = "bridge.sock"
 
 
@@ -99,8 +100,13 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         buf = self._buf
-        buf += data
         limit = _p.MAX_FRAME
+        if not buf and not self._discarding and not self._closed and data.find(b"\n") == len(data) - 1 <= limit - 1:
+            # The common case, one whole frame: no copy through the buffer.
+            if data[:1] == b"{" or data.strip():
+                self._frame(data[:-1])
+            return
+        buf += data
         while not self._closed:
             nl = buf.find(b"\n")
             if self._discarding:
@@ -201,6 +207,20 @@ class _Connection(asyncio.Protocol):
             bad = _p.RpcError(_p.INTERNAL_ERROR, f"result is not JSON-serialisable: {type(exc).__name__}")
             frame = _p.encode_frame(_p.error_response(message.get("id"), bad))
         self._transport.write(frame)
+
+    def _send_result(self, id_: int | str, result: Any) -> None:
+        """``_send(response(id_, result))``, without building the message first."""
+        transport = self._transport
+        if self._closed or transport is None or transport.is_closing():
+            return
+        try:
+            frame = (_RESULT % (_p.dumps(id_), _p.dumps(result))).encode("utf-8")
+        except (TypeError, ValueError):
+            frame = b""
+        if not frame or len(frame) > _p.MAX_FRAME:
+            self._send(_p.response(id_, result))  # says what is wrong with it
+            return
+        transport.write(frame)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -429,7 +449,7 @@ class Channel:
             failed = _p.RpcError(_p.INTERNAL_ERROR, f"the host failed to serve {method!r}: {type(exc).__name__}")
             conn._send(_p.error_response(id_, failed))
         else:
-            conn._send(_p.response(id_, result))
+            conn._send_result(id_, result)
 
     # -- shutdown --------------------------------------------------------------------------------
     async def close(self) -> None:

@@ -386,9 +386,11 @@ class ToolkitBridge:
             raise _p.RpcError(_p.METHOD_NOT_FOUND, f"unknown method {method!r}: the runtime may only send 'call'")
         sequence = self._sequence
         self._sequence += 1
-        raw_toolkit = params.get("toolkit") if isinstance(params, dict) else None
-        raw_operation = params.get("operation") if isinstance(params, dict) else None
-        raw_arguments = params.get("arguments", {}) if isinstance(params, dict) else None
+        if isinstance(params, dict):
+            raw_toolkit, raw_operation = params.get("toolkit"), params.get("operation")
+            raw_arguments = params.get("arguments", {})
+        else:
+            raw_toolkit = raw_operation = raw_arguments = None
         toolkit = raw_toolkit if isinstance(raw_toolkit, str) else ""
         operation = raw_operation if isinstance(raw_operation, str) else ""
         arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
@@ -449,7 +451,6 @@ class ToolkitBridge:
     async def _call(self, sequence: int, toolkit: Any, operation: Any, arguments: Any) -> Any:
         if not (isinstance(toolkit, str) and isinstance(operation, str) and isinstance(arguments, dict)):
             raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
-        label = f"{toolkit}.{operation}"
         bound = self._authorize(toolkit, operation)
         spec = bound.operations[operation]
         if self._limiter is not None and not self._limiter.allow():
@@ -458,14 +459,14 @@ class ToolkitBridge:
                 f"rate limit exceeded: at most {self._limiter.calls} calls per {self._limiter.per:g} s in this "
                 "session; wait, or do more work per call",
             )
-        values = self._decode_arguments(label, arguments)
+        values = self._decode_arguments(toolkit, operation, arguments)
         try:
             validated = bound.validate(operation, values)
         except pydantic.ValidationError as exc:
             errors = field_errors(exc)
             detail = "; ".join(f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors)
             raise _p.RpcError(
-                _p.INVALID_PARAMS, f"invalid arguments for {label}(): {detail}", {"errors": errors}
+                _p.INVALID_PARAMS, f"invalid arguments for {toolkit}.{operation}(): {detail}", {"errors": errors}
             ) from None
         if spec.approval != "auto":
             await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
@@ -477,13 +478,16 @@ class ToolkitBridge:
             value = await _run_with_timeout(bound.invoke(operation, validated, context), timeout)
         except _Expired:
             raise _p.RpcError(
-                _p.DEADLINE_EXCEEDED, f"{label}() did not finish within its {timeout:g} s timeout"
+                _p.DEADLINE_EXCEEDED, f"{toolkit}.{operation}() did not finish within its {timeout:g} s timeout"
             ) from None
         except _p.RpcError:
             raise
         except Exception as exc:  # the tool failed: its message only, never a host traceback or path
             raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
-        return self._encode_result(label, value)
+        kind = type(value)
+        if kind is int or kind is bool or value is None or (kind is str and len(value) * 6 < self._max_result_bytes):
+            return value  # plain JSON that cannot approach the cap: the codec would return it as is
+        return self._encode_result(f"{toolkit}.{operation}", value)
 
     def _authorize(self, toolkit: str, operation: str) -> BoundToolkit:
         granted = self._grants.get(toolkit)
@@ -506,17 +510,21 @@ class ToolkitBridge:
             raise _p.RpcError(_p.UNAUTHORIZED, f"operation {toolkit}.{operation} is not granted to this session")
         return bound
 
-    def _decode_arguments(self, label: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _decode_arguments(self, toolkit: str, operation: str, arguments: dict[str, Any]) -> dict[str, Any]:
         values: dict[str, Any] = {}
         for name, encoded in arguments.items():
             if not isinstance(name, str):  # pragma: no cover -- JSON object keys are always strings
-                raise _p.RpcError(_p.INVALID_PARAMS, f"argument names of {label}() must be strings")
+                raise _p.RpcError(_p.INVALID_PARAMS, f"argument names of {toolkit}.{operation}() must be strings")
+            kind = type(encoded)
+            if kind is not dict and kind is not list:
+                values[name] = encoded  # a JSON scalar decodes to itself
+                continue
             try:
                 values[name] = codec.decode(encoded)
             except Exception as exc:  # Unencodable, ValueError, ...: hostile input must not crash the host
                 raise _p.RpcError(
                     _p.INVALID_PARAMS,
-                    f"argument {name!r} of {label}() could not be decoded: {safe_message(exc)}",
+                    f"argument {name!r} of {toolkit}.{operation}() could not be decoded: {safe_message(exc)}",
                     {"errors": [{"field": name, "message": "undecodable value", "type": "codec"}]},
                 ) from None
         return values
