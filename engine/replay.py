@@ -1,6 +1,7 @@
 """Replay: re-execute a recorded session's code in a fresh sandbox and compare with the record.
 
-Each recorded round's program runs with the variables recorded after the round before it. Toolkit
+Each recorded round's program runs with the variables recorded after the round before it, under the
+rounds' recorded deadline (the session's ``extra.sandbox.deadline_s``). Toolkit
 calls are answered from that round's call record (no model, no live tools, no side effects) unless
 ``live=True``. A round matches when stdout, the error (type and line), the control signal and the
 captured variables all equal the record.
@@ -143,6 +144,9 @@ async def replay_session(
         manifest = ToolkitBridge(registry, grants=grants, session_id=session_id).manifest()
     else:  # toolkits not loaded here: rebuild the manifest from what the record shows
         manifest = ToolkitBridge.replaying(every_call, session_id=session_id).manifest()
+    note = meta.extra.get("sandbox")
+    deadline = note.get("deadline_s") if isinstance(note, dict) else None
+    deadline = float(deadline) if isinstance(deadline, int | float) else None
     switch = _Switch(manifest)
     results: list[RoundReplay] = []
     previous: dict[str, Any] = {}
@@ -151,7 +155,9 @@ async def replay_session(
             if record.code is None:
                 replay = RoundReplay(index=record.index, status="skipped")
             else:
-                replay = await _replay_round(sandbox, switch, record, previous, registry, grants, known, live)
+                replay = await _replay_round(
+                    sandbox, switch, record, previous, registry, grants, known, live, deadline=deadline
+                )
             results.append(replay)
             if on_round is not None:
                 on_round(replay)
@@ -168,6 +174,8 @@ async def _replay_round(
     grants: dict[str, Any],
     known: bool,
     live: bool,
+    *,
+    deadline: float | None,
 ) -> RoundReplay:
     if live:
         bridge = ToolkitBridge(registry, grants=grants, session_id=record.session_id)
@@ -177,7 +185,7 @@ async def _replay_round(
         bridge = ToolkitBridge.replaying(_calls(record), session_id=record.session_id)
     switch.current = bridge
     assert record.code is not None  # noqa: S101 - checked by the caller
-    result = await sandbox.execute(record.code, variables=variables)
+    result = await sandbox.execute(record.code, variables=variables, deadline=deadline)
     switch.current = None
     diffs: list[str] = []
     if result.stdout != record.stdout:

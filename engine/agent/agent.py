@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -168,8 +168,12 @@ class Agent:
         )
 
     # -- public API ----------------------------------------------------------------------------
-    async def run(self, input: str, *, session_id: str | None = None) -> AsyncIterator[Event]:
+    async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
+
+        To stop early, iterate inside ``contextlib.aclosing(agent.run(...))``: closing the iterator
+        cancels the run (the round in progress is not recorded). An iterator that is merely dropped
+        is only closed when the garbage collector finalizes it, and the run goes on until then.
 
         Args:
             input: The user's message.
@@ -349,7 +353,7 @@ class Agent:
         # Replay rebuilds the same sandbox (backend, policy) from this note.
         meta = await self.store.get_session(session_id)
         extra = dict(meta.extra) if meta is not None else {}
-        extra["sandbox"] = _sandbox_note(sandbox)
+        extra["sandbox"] = _sandbox_note(self.spec, sandbox)
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
@@ -388,14 +392,25 @@ class _DriveState:
     ctx: RunContext | None = None
 
 
-def _sandbox_note(sandbox: Sandbox) -> dict[str, Any]:
+def _sandbox_note(spec: AgentSpec, sandbox: Sandbox) -> dict[str, Any]:
     policy = sandbox.policy
     return {
         "backend": sandbox.backend,
         "restricted": policy.restricted,
         "imports": sorted(policy.allowed_imports),
         "isolation": sandbox.isolation,
+        # The rounds' wall-clock deadline, so a replay kills (or lets finish) the same code the same way.
+        "deadline_s": _deadline_of(spec, sandbox),
     }
+
+
+def _deadline_of(spec: AgentSpec, sandbox: Sandbox) -> float | None:
+    declared = spec.sandbox.limits.timeout_seconds
+    if declared is not None:
+        return float(declared)
+    limits = getattr(sandbox, "limits", None)
+    wall = getattr(limits, "wall_s", None)
+    return float(wall) if isinstance(wall, int | float) else None
 
 
 def _result(last: Event | None, session_id: str) -> RunResult:

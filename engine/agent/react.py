@@ -2,7 +2,7 @@
 
 Each turn the model either calls toolkit operations (run on the host through the same bridge the
 sandbox uses, so grants, validation, approvals and the call log are identical) or answers in text,
-which ends the run. ``system__finish`` also ends it.
+which ends the run. ``system__finish`` also ends it; ``system__ask_user`` pauses it, as in CodeAct.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class ReactLoop:
                     ],
                 }
             )
-            finish: Any = _NO_FINISH
+            control: dict[str, Any] | None = None
             for call in reply.tool_calls:
                 toolkit, _, operation = call.name.partition("__")
                 try:
@@ -72,17 +72,17 @@ class ReactLoop:
                         "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
                     )
                     content = json.dumps(result, ensure_ascii=False)
-                    if isinstance(result, dict) and isinstance(result.get("$control"), dict):
+                    if isinstance(result, dict) and isinstance(result.get("$control"), dict) and control is None:
                         control = result["$control"]
-                        if control.get("kind") == "finish":
-                            finish = control.get("answer")
                 except _p.RpcError as exc:
                     content = json.dumps({"error": exc.name, "message": exc.message})
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                 self._segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
             await self._record(started, t0, reply.text, tuple(c.name for c in reply.tool_calls))
-            if finish is not _NO_FINISH:
-                return Outcome(status="completed", reason="finished", answer=finish)
+            if control is not None and control.get("kind") == "finish":
+                return Outcome(status="completed", reason="finished", answer=control.get("answer"))
+            if control is not None and control.get("kind") == "ask_user":
+                return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
         return Outcome(
             status="failed",
             reason="max_turns",
@@ -116,6 +116,3 @@ class ReactLoop:
         )
         await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
         ctx.recorded = ctx.round
-
-
-_NO_FINISH = object()

@@ -107,7 +107,7 @@ async def drop_prefix(url: str, prefix: str) -> None:
         if keys:
             await client.delete(*keys)
     finally:
-        await client.aclose()
+        await client.aclose()  # type: ignore[attr-defined]
 
 
 @pytest.fixture

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
+from engine.replay import replay_session
 from engine.store import Store
+from sandbox import SubprocessSandbox
 
 from .conftest import BASE, MakeAgent, Probe, code, of_type, segments_of, sent_text
 
@@ -82,6 +86,13 @@ async def test_a_round_past_its_deadline_is_killed_and_the_next_round_keeps_the_
     assert record is not None
     assert record.status == "deadline_exceeded"
     assert record.variables == {"kept": "before"}
+    meta = await sqlite_store.get_session("s-deadline")
+    assert meta is not None and meta.extra["sandbox"]["deadline_s"] == 1.0
+    # Replay runs the rounds under the recorded deadline: the spinning round is killed again.
+    report = await replay_session(
+        sqlite_store, "s-deadline", sandbox_factory=lambda h: SubprocessSandbox(bridge=h), registry=built.agent.registry
+    )
+    assert [r.status for r in report.rounds] == ["match"] * 3, report.to_json()
 
 
 async def test_max_turns_fails_the_run_with_a_reason(make_agent: MakeAgent, sqlite_store: Store) -> None:
@@ -231,3 +242,34 @@ async def test_streaming_deltas_add_up_to_each_message(make_agent: MakeAgent) ->
         pieces = [d.text for d in of_type(events, "message.delta") if d.round == done.round]  # type: ignore[attr-defined]
         assert "".join(pieces) == done.text  # type: ignore[attr-defined]
         assert done.sequence > max(d.sequence for d in of_type(events, "message.delta") if d.round == done.round)  # type: ignore[attr-defined]
+
+
+async def test_a_model_failure_fails_the_run_and_keeps_the_rounds(make_agent: MakeAgent, sqlite_store: Store) -> None:
+    built = make_agent(replies=[code("a = 1"), {"error": "auth", "message": "invalid api key"}])
+    events = await built.run("go", session_id="s-model-error")
+
+    failed = events[-1]
+    assert failed.type == "run.failed"
+    assert failed.error["code"].startswith("model.")  # type: ignore[attr-defined]
+    assert "invalid api key" in failed.error["message"]  # type: ignore[attr-defined]
+    assert failed.retryable is False  # type: ignore[attr-defined]
+    assert failed.rounds == 1  # type: ignore[attr-defined]
+    meta = await sqlite_store.get_session("s-model-error")
+    assert meta is not None and (meta.status, meta.rounds) == ("failed", 1)
+
+
+async def test_leaving_the_event_stream_early_releases_the_session(make_agent: MakeAgent, sqlite_store: Store) -> None:
+    # Round 2's first reply is consumed by the abandoned run.
+    built = make_agent(replies=[code("a = 1"), code("b = 2"), code("b = 2"), code("system.finish(a + b)")])
+    async with contextlib.aclosing(built.agent.run("go", session_id="s-early")) as stream:
+        async for event in stream:
+            if event.type == "code.started" and event.round == 2:  # type: ignore[attr-defined]
+                break
+    meta = await sqlite_store.get_session("s-early")
+    assert meta is not None and meta.rounds == 1
+    # The lock is free again: the session continues where the record ends.
+    events = await built.run("continue", session_id="s-early")
+    assert events[-1].type == "run.completed"
+    assert events[-1].answer == 3  # type: ignore[attr-defined]
+    assert [e.round for e in of_type(events, "round.started")] == [2, 3]  # type: ignore[attr-defined]
+    assert "b = 2" in (await sqlite_store.round("s-early", 2)).code  # type: ignore[union-attr,operator]

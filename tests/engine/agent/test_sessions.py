@@ -79,6 +79,8 @@ async def test_a_second_run_on_a_busy_session_fails_cleanly(make_agent: MakeAgen
     assert [e.sequence for e in events] == [1, 2]
     failed = events[-1]
     assert failed.error["code"] == "store.session_busy"  # type: ignore[attr-defined]
+    assert failed.retryable is True  # type: ignore[attr-defined]
+    assert events[0].resumed is True  # type: ignore[attr-defined]
     assert failed.error["message"].startswith("session 's-busy' is in use by another run (lock held until ")  # type: ignore[attr-defined]
     assert failed.error["message"].endswith("); wait or use another --session")  # type: ignore[attr-defined]
     assert second.script.requests == []
