@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,6 +18,7 @@ from engine.errors import CodeactError
 from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
 from engine.store import SessionMeta
 from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
+from segments.budget import COMPACTED_TAG
 from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
 
 if TYPE_CHECKING:
@@ -290,7 +291,7 @@ class Agent:
             )
             history, variables, done = SegmentHistory(), {}, 0
         else:
-            history = SegmentHistory(Segment.model_validate(s) for s in await self.store.segments(session_id))
+            history = _restore_history(await self.store.segments(session_id))
             variables, done = await self.store.variables(session_id), meta.rounds
             await self.store.update_session(session_id, status="active")
         self._emit_started(emit, session_id, input, resumed=meta is not None)
@@ -376,6 +377,26 @@ class Agent:
 
 
 _RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.session_busy"})
+
+
+def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
+    """The session's history from its stored segments, with recorded compactions applied again.
+
+    A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
+    1..its ``round_index`` when it was made; the store keeps the originals (append-only), so they are
+    dropped here and the summary takes the place of the first of them, as ``segments.Compactor`` did.
+    """
+    kept: list[Segment] = []
+    for data in stored:
+        segment = Segment.model_validate(data)
+        if segment.kind == SegmentKind.ROUND and COMPACTED_TAG in segment.tags:
+            covered = [i for i, s in enumerate(kept) if 0 < s.round_index <= segment.round_index]
+            if covered:
+                kept = [s for s in kept if not 0 < s.round_index <= segment.round_index]
+                kept.insert(covered[0], segment)
+                continue
+        kept.append(segment)
+    return SegmentHistory(kept)
 
 
 def _retryable(exc: CodeactError) -> bool:

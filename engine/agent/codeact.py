@@ -102,6 +102,8 @@ class CodeActLoop:
         if compaction.summary is None:
             return False
         self.ctx.history = compaction.history
+        # Stored with this round, so a resumed session rebuilds the same history (see agent._restore_history).
+        self.ctx.pending_segments.append(compaction.summary)
         self.ctx.emit(SegmentCreated, segment=compaction.summary.model_dump(mode="json"), round=self.ctx.round)
         return True
 

@@ -273,3 +273,40 @@ async def test_leaving_the_event_stream_early_releases_the_session(make_agent: M
     assert events[-1].answer == 3  # type: ignore[attr-defined]
     assert [e.round for e in of_type(events, "round.started")] == [2, 3]  # type: ignore[attr-defined]
     assert "b = 2" in (await sqlite_store.round("s-early", 2)).code  # type: ignore[union-attr,operator]
+
+
+COMPACT = BASE.replace(
+    "workflow:",
+    "session:\n  compact:\n    enabled: true\n    trigger:\n      maxTurns: 2\nworkflow:",
+)
+
+
+async def test_older_rounds_are_compacted_and_the_summary_is_recorded(make_agent: MakeAgent, store: Store) -> None:
+    replies: list[object] = [
+        {"text": code(f"v{i} = {i}\nprint('round {i} output')"), "purpose": "code"} for i in (1, 2, 3)
+    ]
+    replies += [
+        {"text": "Summary: v1 was set to 1.", "purpose": "utility"},
+        {"text": code("system.finish(v1 + v2 + v3)"), "purpose": "code"},
+    ]
+    built = make_agent(COMPACT, replies, store=store)
+    events = await built.run("sum", session_id="s-compact")
+
+    assert events[-1].type == "run.completed"
+    assert events[-1].answer == 6  # type: ignore[attr-defined]
+    summaries = [s for s in segments_of(events, "Round") if "compacted" in s["tags"]]
+    assert [s["content"] for s in summaries] == ["Summary: v1 was set to 1."]
+    last_prompt = sent_text(built.script.requests[-1])
+    assert "Summary: v1 was set to 1." in last_prompt
+    assert "round 1 output" not in last_prompt
+    # The record resolves: every segment a round's prompt was built from is stored.
+    stored = {s["id"] for s in await store.segments("s-compact")}
+    for record in await store.rounds("s-compact"):
+        assert set(record.segment_ids) <= stored, record.index
+    # A resumed session starts from the compacted history (no second summary call).
+    again = make_agent(COMPACT, [{"text": code("system.finish(v3)"), "purpose": "code"}], store=store)
+    events = await again.run("and v3?", session_id="s-compact")
+    assert events[-1].answer == 3  # type: ignore[attr-defined]
+    resumed_prompt = sent_text(again.script.requests[0])
+    assert "Summary: v1 was set to 1." in resumed_prompt
+    assert "round 1 output" not in resumed_prompt
