@@ -85,6 +85,7 @@ class _Connection(asyncio.Protocol):
         self.authenticated = False
         self._closed = False
         self._auth_timer: asyncio.TimerHandle | None = None
+        self._out: list[bytes] | None = None  # answers held while one read's frames are served
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -107,29 +108,43 @@ class _Connection(asyncio.Protocol):
                 self._frame(data[:-1])
             return
         buf += data
-        while not self._closed:
-            nl = buf.find(b"\n")
-            if self._discarding:
+        # Several frames in one read (gathered calls): their answers leave in one write.
+        self._out = []
+        try:
+            self._frames(buf, limit)
+        finally:
+            out, self._out = self._out, None
+            if out and not self._closed and self._transport is not None:
+                self._transport.write(b"".join(out))
+
+    def _frames(self, buf: bytearray, limit: int) -> None:
+        start = 0  # consumed bytes are dropped once at the end, not frame by frame
+        try:
+            while not self._closed:
+                nl = buf.find(b"\n", start)
+                if self._discarding:
+                    if nl < 0:
+                        start = len(buf)
+                        return
+                    start = nl + 1
+                    self._discarding = False
+                    continue
                 if nl < 0:
-                    buf.clear()
+                    if len(buf) - start >= limit:
+                        start = len(buf)
+                        self._discarding = True
+                        self._reject(_p.RpcError(_p.PAYLOAD_TOO_LARGE, f"frame exceeds the {limit}-byte limit"))
                     return
-                del buf[: nl + 1]
-                self._discarding = False
-                continue
-            if nl < 0:
-                if len(buf) >= limit:
-                    buf.clear()
-                    self._discarding = True
+                if nl + 1 - start > limit:
+                    start = nl + 1
                     self._reject(_p.RpcError(_p.PAYLOAD_TOO_LARGE, f"frame exceeds the {limit}-byte limit"))
-                return
-            if nl + 1 > limit:
-                del buf[: nl + 1]
-                self._reject(_p.RpcError(_p.PAYLOAD_TOO_LARGE, f"frame exceeds the {limit}-byte limit"))
-                continue
-            line = bytes(buf[:nl])
-            del buf[: nl + 1]
-            if line.strip():
-                self._frame(line)
+                    continue
+                line = bytes(buf[start:nl])
+                start = nl + 1
+                if line[:1] == b"{" or line.strip():
+                    self._frame(line)
+        finally:
+            del buf[:start]
 
     def eof_received(self) -> bool | None:
         if self._buf and not self._discarding and self.authenticated:
@@ -206,7 +221,10 @@ class _Connection(asyncio.Protocol):
         except (TypeError, ValueError) as exc:  # a handler returned something that is not JSON
             bad = _p.RpcError(_p.INTERNAL_ERROR, f"result is not JSON-serialisable: {type(exc).__name__}")
             frame = _p.encode_frame(_p.error_response(message.get("id"), bad))
-        self._transport.write(frame)
+        if self._out is not None:
+            self._out.append(frame)
+        else:
+            self._transport.write(frame)
 
     def _send_result(self, id_: int | str, result: Any) -> None:
         """``_send(response(id_, result))``, without building the message first."""
@@ -219,12 +237,17 @@ class _Connection(asyncio.Protocol):
             frame = b""
         if not frame or len(frame) > _p.MAX_FRAME:
             self._send(_p.response(id_, result))  # says what is wrong with it
-            return
-        transport.write(frame)
+        elif self._out is not None:
+            self._out.append(frame)
+        else:
+            transport.write(frame)
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent); answers held back are written first."""
         if self._transport is not None and not self._closed:
+            out, self._out = self._out, None
+            if out:
+                self._transport.write(b"".join(out))
             self._closed = True
             self._transport.close()
             if self.authenticated:
