@@ -313,7 +313,7 @@ class RunCompleted(Event):
 
     Attributes:
         answer: The final answer (codec-encoded when it is not a string), or None.
-        reason: Why it ended (``"finished"``, ``"self_check_passed"``, ``"max_turns"``, ``"stuck"``, ...).
+        reason: Why it ended (``"finished"``, ``"self_check"``, ``"max_turns"``, ``"stuck"``, ...).
         rounds: Rounds recorded in the session after this run.
     """
 
@@ -400,7 +400,7 @@ class EventSequence:
         return cls(run_id=self.run_id, sequence=self.last, timestamp=time.time(), **payload)
 
 
-_SHOWN_SEGMENTS = {"thought", "plan", "next_goal", "express"}
+_SHOWN_SEGMENTS = {"Thought": "magenta", "Plan": "magenta", "NextGoal": "magenta", "Express": "bold"}
 
 
 def render_event(event: Event, console: Console) -> None:
@@ -428,8 +428,9 @@ def render_event(event: Event, console: Console) -> None:
         console.rule(f"round {event.round}", style="dim")
     elif isinstance(event, SegmentCreated):
         kind = str(event.segment.get("kind", ""))
-        if kind in _SHOWN_SEGMENTS:
-            console.print(Text.assemble((f"{kind}: ", "bold"), str(event.segment.get("text", ""))))
+        style = _SHOWN_SEGMENTS.get(kind)
+        if style is not None:
+            console.print(Text.assemble((f"{kind}: ", "bold"), (str(event.segment.get("content", "")), style)))
     elif isinstance(event, CodeStarted):
         if console.is_terminal:
             from rich.syntax import Syntax

@@ -209,10 +209,15 @@ class FimBlock(_Block):
     tokens: FimTokens | None = None
 
 
+def _yaml_off(value: Any) -> Any:
+    # YAML 1.1 reads an unquoted ``off`` as false (the loader coerces it to "false"): it means "off".
+    return "off" if value is False or value == "false" else value
+
+
 class CodeActBlock(_Block):
     """``workflow.codeact`` (codeact): how the CodeAct loop talks to the model."""
 
-    thought: str | None = None
+    thought: Annotated[str | None, BeforeValidator(_yaml_off)] = None
     protocol: str | None = None
     fim: FimBlock | None = None
     self_check: bool | None = None

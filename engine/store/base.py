@@ -174,7 +174,8 @@ class RoundRecord:
         prompt: The full prompt text, or None when only the hash and ``segment_ids`` are kept.
         segment_ids: Ids of the segments the prompt was built from, in order.
         reply: The raw model reply.
-        code: The code that ran (the FIM middle), or None when the reply held none.
+        code: The program that ran (FIM prefix + middle + suffix, what replay re-executes), or None when the
+            reply held no code.
         parse_error: Why no code could be parsed, or None.
         calls: Bridge call records, in call order: ``{"toolkit", "operation", "arguments",
             "result" | "error", "started_at", "duration_s"}``.

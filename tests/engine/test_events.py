@@ -171,7 +171,7 @@ def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
     events = EventSequence("0123456789abcdef")
     for cls, payload in SAMPLES:
         render_event(events.emit(cls, **payload), console)
-    render_event(events.emit(SegmentCreated, segment={"id": "t", "kind": "thought", "text": "check apps"}), console)
+    render_event(events.emit(SegmentCreated, segment={"id": "t", "kind": "Thought", "content": "check apps"}), console)
     assert buffer.getvalue().splitlines() == [
         "run 01234567 · session s1 · scripted/x",
         "─" * 25 + " round 1 " + "─" * 26,
@@ -183,5 +183,21 @@ def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
         '? approval needed: devops.deploy(app="a")',
         "✔ finished after 4 rounds",
         "✖ [store.unavailable] Redis at ... is unreachable",
-        "thought: check apps",
+        "Thought: check apps",
     ]
+
+
+def test_render_event_shows_thought_and_express_segments() -> None:
+    import io
+
+    from rich.console import Console
+
+    from engine.events import EventSequence, SegmentCreated, render_event
+
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=False)
+    seq = EventSequence("r1")
+    render_event(seq.emit(SegmentCreated, segment={"kind": "Thought", "content": "look up P-123"}, round=1), console)
+    render_event(seq.emit(SegmentCreated, segment={"kind": "Express", "content": "done soon"}, round=1), console)
+    render_event(seq.emit(SegmentCreated, segment={"kind": "Evaluation", "content": "hidden"}, round=1), console)
+    assert out.getvalue() == "Thought: look up P-123\nExpress: done soon\n"

@@ -324,3 +324,15 @@ def test_blueprint_built_in_python_validates_too() -> None:
 def test_ai4j_instructions_are_not_templates() -> None:
     text = "version: ai4j.agent/v1\nid: t\nmodel: {provider: p, model: m}\ninstructions: {system: '{{ nope }}'}\n"
     assert validate_blueprint(load_text(text)).issues == ()
+
+
+def test_unquoted_thought_off_means_off() -> None:
+    from engine.blueprint import load_text, validate_blueprint
+
+    bp = load_text(
+        "version: codeact.agent/v1\nid: a\nmodel: {provider: openai, model: m}\n"
+        "workflow: {mode: codeact, codeact: {thought: off}}\n"
+    )
+    assert validate_blueprint(bp).valid
+    assert bp.workflow is not None and bp.workflow.codeact is not None
+    assert bp.workflow.codeact.thought == "off"
