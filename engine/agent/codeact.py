@@ -24,7 +24,6 @@ from engine.agent.support import describe_variables
 from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated
 from engine.store import RoundRecord
 from segments import (
-    ApproxTokenCounter,
     CodeParseError,
     CompactConfig,
     Compactor,
@@ -92,10 +91,11 @@ class CodeActLoop:
         if compactor is None:
             return False
         text = prompt.text if prompt.text is not None else prompt.system + prompt.user
-        # The approximate count is free; the model's exact counter only runs near the threshold.
-        approx = _APPROX.count(text)
+        # Counting tokens costs milliseconds on a long prompt; a prompt with fewer characters than
+        # half the threshold cannot pass it (even at 2 tokens per character), so its length will do.
+        # (The turn limit is still checked by should_compact.)
         threshold = compactor.config.context_ratio * compactor.context_window
-        tokens = compactor.prompt_tokens(text) if approx > threshold / 2 else approx
+        tokens = compactor.prompt_tokens(text) if len(text) >= threshold / 2 else len(text) // 4
         if not compactor.should_compact(self.ctx.history, prompt_tokens=tokens):
             return False
         compaction = await compactor.compact(self.ctx.history)
@@ -333,7 +333,6 @@ class CodeActLoop:
 
 
 _DEFAULT_WINDOW = 32_768
-_APPROX = ApproxTokenCounter()
 
 
 class _ModelCounter:
