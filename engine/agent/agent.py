@@ -150,6 +150,19 @@ class Agent:
         self.stream = stream
         self.user = user
         self.grants, self.policies = grants_for(spec)
+        if spec.subagents:
+            # Sub-agents are the operations of an ``agents`` toolkit only this agent is granted;
+            # the host's registry is copied, not changed.
+            from engine.agent.subagents import SUBAGENT_TOOLKIT, SubagentToolkit
+
+            own = ToolkitRegistry()
+            for name in self.registry.names():
+                bound = self.registry.get(name)
+                if bound is not None and name != SUBAGENT_TOOLKIT:
+                    own.register(bound)
+            own.register(SubagentToolkit(self, spec.subagents))
+            self.registry = own
+            self.grants[SUBAGENT_TOOLKIT] = "*"
         codeact = spec.codeact
         fim_tokens = None
         if codeact.fim_markers is not None:
