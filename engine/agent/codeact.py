@@ -22,7 +22,6 @@ import prompts
 from engine.agent.context import Outcome, RunContext, prompt_hash
 from engine.agent.support import describe_variables
 from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated
-from engine.store import RoundRecord
 from segments import (
     CodeParseError,
     CompactConfig,
@@ -302,34 +301,23 @@ class CodeActLoop:
         usage: dict[str, Any],
         result: Any = None,
     ) -> None:
-        ctx = self.ctx
-        calls = ctx.drain_calls()
-        segments = [s.model_dump(mode="json") for s in ctx.pending_segments]
-        ctx.pending_segments.clear()
-        record = RoundRecord(
-            session_id=ctx.session_id,
-            index=ctx.round,
-            started_at=started,
-            duration_s=time.perf_counter() - t0,
-            prompt_hash=prompt_hash(prompt),
-            prompt=None,
-            segment_ids=tuple(s.id for s in ctx.history.segments),
+        await self.ctx.record_round(
+            started=started,
+            t0=t0,
             reply=reply,
+            prompt_hash=prompt_hash(prompt),
+            segment_ids=tuple(s.id for s in self.ctx.history.segments),
             code=code,
             parse_error=parse_error,
-            calls=calls,
             stdout=result.stdout if result is not None else "",
             stderr=result.stderr if result is not None else "",
             error=result.error.to_json() if result is not None and result.error is not None else None,
             status=status,
             control=result.control if result is not None else None,
-            variables=ctx.variables,
             uncaptured=tuple(u.to_json() for u in result.uncaptured) if result is not None else (),
             usage=usage,
             timings=timings,
         )
-        await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
-        ctx.recorded = ctx.round
 
 
 _DEFAULT_WINDOW = 32_768

@@ -78,6 +78,33 @@ class RunContext:
     recorded: int = 0
     pending_segments: list[Any] = field(default_factory=list)
 
+    async def record_round(self, *, started: float, t0: float, reply: str, **fields: Any) -> None:
+        """Write the current round atomically: its record, the segments added since the last one, the variables.
+
+        Args:
+            started: Wall-clock start of the round (``time.time()``).
+            t0: ``time.perf_counter()`` at the start (for the duration).
+            reply: The raw model reply.
+            **fields: The other ``RoundRecord`` fields the loop knows (code, stdout, error, ...).
+        """
+        from engine.store import RoundRecord
+
+        segments = [s.model_dump(mode="json") for s in self.pending_segments]
+        self.pending_segments.clear()
+        fields.setdefault("prompt_hash", "")
+        record = RoundRecord(
+            session_id=self.session_id,
+            index=self.round,
+            started_at=started,
+            duration_s=time.perf_counter() - t0,
+            reply=reply,
+            calls=self.drain_calls(),
+            variables=self.variables,
+            **fields,
+        )
+        await self.store.append_round(record, segments=segments, variables=self.variables)
+        self.recorded = self.round
+
     def drain_calls(self) -> tuple[dict[str, Any], ...]:
         """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""
         if self.handler is None:

@@ -13,7 +13,6 @@ from typing import Any
 
 from engine.agent.context import Outcome, RunContext
 from engine.events import RoundStarted, SegmentCreated
-from engine.store import RoundRecord
 from sandbox.runtime import protocol as _p
 from segments import SegmentKind
 
@@ -52,7 +51,7 @@ class ReactLoop:
             reply = await ctx.call_model("code", messages=messages, tools=tools or None)
             if not reply.tool_calls:
                 self._segment(SegmentKind.EXPRESS, reply.text)
-                await self._record(started, t0, reply.text, ())
+                await self._record(started, t0, reply.text)
                 return Outcome(status="completed", reason="answered", answer=reply.text)
             messages.append(
                 {
@@ -78,7 +77,7 @@ class ReactLoop:
                     content = json.dumps({"error": exc.name, "message": exc.message})
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                 self._segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
-            await self._record(started, t0, reply.text, tuple(c.name for c in reply.tool_calls))
+            await self._record(started, t0, reply.text)
             if control is not None and control.get("kind") == "finish":
                 return Outcome(status="completed", reason="finished", answer=control.get("answer"))
             if control is not None and control.get("kind") == "ask_user":
@@ -97,22 +96,5 @@ class ReactLoop:
         self.ctx.pending_segments.append(segment)
         self.ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.ctx.round)
 
-    async def _record(self, started: float, t0: float, reply: str, called: tuple[str, ...]) -> None:
-        ctx = self.ctx
-        calls = ctx.drain_calls()
-        segments = [s.model_dump(mode="json") for s in ctx.pending_segments]
-        ctx.pending_segments.clear()
-        record = RoundRecord(
-            session_id=ctx.session_id,
-            index=ctx.round,
-            started_at=started,
-            duration_s=time.perf_counter() - t0,
-            prompt_hash="",
-            reply=reply,
-            calls=calls,
-            status="ok",
-            variables=ctx.variables,
-            timings={"tools": float(len(called))},
-        )
-        await ctx.store.append_round(record, segments=segments, variables=ctx.variables)
-        ctx.recorded = ctx.round
+    async def _record(self, started: float, t0: float, reply: str) -> None:
+        await self.ctx.record_round(started=started, t0=t0, reply=reply, status="ok")
