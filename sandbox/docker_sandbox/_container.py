@@ -1,11 +1,9 @@
-"""The Docker backend: one hardened container per session, full CPython inside.
+"""The Docker backend's containers: the hardened container spec, the worker, ``DockerSandbox``.
 
-This is the ONE module that imports the ``docker`` SDK, and it does so lazily (inside functions),
-so ``import sandbox`` never loads it. Every SDK call runs inside :func:`map_docker_errors`, which
-translates ``docker.errors.*`` (and the transport errors under them) into
-:class:`~sandbox.errors.SandboxError` subclasses once, here; nothing above this module catches
-``docker.*``. Blocking SDK calls run in worker threads (``asyncio.to_thread``) so the event loop
-never stalls on the Docker engine.
+Part of the Docker adapter (``sandbox.docker_sandbox``): the ``docker`` SDK is imported lazily
+(inside functions) and every SDK call runs inside :func:`~sandbox.docker_sandbox._engine.map_docker_errors`.
+Blocking SDK calls run in worker threads (``asyncio.to_thread``) so the event loop never stalls on
+the Docker engine.
 """
 
 from __future__ import annotations
@@ -14,228 +12,23 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
-from sandbox.errors import SandboxError, SandboxImageMissingError
+from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
+from sandbox.errors import SandboxError
 from sandbox.image import ensure_image, image_tag
 from sandbox.subprocess_sandbox import RUNTIME_DIR
 
 if TYPE_CHECKING:
     from sandbox.policy import Policy
 
-__all__ = [
-    "LABEL_SANDBOX",
-    "DockerSandbox",
-    "RemovedContainer",
-    "full_python_policy",
-    "map_docker_errors",
-    "remove_orphans",
-]
-
-LABEL_SANDBOX: Final = "org.codeact.sandbox"
-LABEL_SESSION: Final = "org.codeact.session"
-LABEL_HOST_PID: Final = "org.codeact.host_pid"
-LABEL_HOST_START: Final = "org.codeact.host_start"
-LABEL_HOSTNAME: Final = "org.codeact.hostname"
-
-
-@contextmanager
-def map_docker_errors(action: str) -> Iterator[None]:
-    """Translate Docker SDK errors raised inside the block into ``SandboxError`` subclasses.
-
-    Args:
-        action: What was being done, for the message (``"start a sandbox container"``).
-
-    Raises:
-        SandboxImageMissingError: The engine reports the sandbox image missing.
-        SandboxError: Any other Docker failure; ``code`` is ``sandbox.docker.unavailable`` when
-            the engine cannot be reached, ``sandbox.docker.not_found`` for a vanished object and
-            ``sandbox.docker.api`` when the engine refused the request.
-    """
-    import docker.errors
-
-    try:
-        yield
-    except docker.errors.ImageNotFound as exc:
-        raise SandboxImageMissingError(
-            f"cannot {action}: the Docker sandbox image is missing ({_explain(exc)}); run `make sandbox-image`"
-        ) from None
-    except docker.errors.NotFound as exc:
-        raise SandboxError(
-            f"cannot {action}: the Docker engine no longer knows the object ({_explain(exc)}); "
-            "the container was probably removed from outside, retry the round",
-            code="sandbox.docker.not_found",
-        ) from None
-    except docker.errors.APIError as exc:
-        raise SandboxError(
-            f"cannot {action}: the Docker engine refused the request ({_explain(exc)}); "
-            "check `docker info` and the engine's log",
-            code="sandbox.docker.api",
-        ) from None
-    except (docker.errors.DockerException, OSError) as exc:
-        # OSError covers requests' ConnectionError and socket errors when the engine goes away.
-        raise SandboxError(
-            f"cannot {action}: the Docker engine is not reachable ({exc}); "
-            "start Docker or point DOCKER_HOST at it, or use the subprocess sandbox",
-            code="sandbox.docker.unavailable",
-        ) from None
-
-
-def _explain(exc: Any) -> str:
-    explanation = getattr(exc, "explanation", None)
-    return str(explanation or exc)
-
-
-def _client() -> Any:
-    """A Docker SDK client from the environment (DOCKER_HOST, ...), checked with a ping."""
-    import docker
-
-    with map_docker_errors("connect to the Docker engine"):
-        client = docker.from_env()
-        try:
-            client.ping()
-        except BaseException:
-            client.close()
-            raise
-    return client
-
-
-# ---------------------------------------------------------------------------------------------
-# Host identity labels and orphan collection
-
-
-def _process_start(pid: int) -> str:
-    """The kernel start time of ``pid`` (``/proc/<pid>/stat`` field 22), "" when unknown.
-
-    Stored next to the pid so a recycled pid does not keep an orphan alive.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return ""
-    # The command name (field 2) is in parentheses and may contain spaces: split after it.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else ""
-
-
-def _host_labels(session_id: str) -> dict[str, str]:
-    pid = os.getpid()
-    return {
-        LABEL_SANDBOX: "1",
-        LABEL_SESSION: session_id,
-        LABEL_HOST_PID: str(pid),
-        LABEL_HOST_START: _process_start(pid),
-        LABEL_HOSTNAME: socket.gethostname(),
-    }
-
-
-def _owner_alive(labels: dict[str, str]) -> bool:
-    """Whether the host process that started a container (by its labels) is still running.
-
-    Containers started on another machine (a shared engine) count as alive: their owner cannot
-    be checked from here.
-    """
-    if labels.get(LABEL_HOSTNAME, socket.gethostname()) != socket.gethostname():
-        return True
-    try:
-        pid = int(labels.get(LABEL_HOST_PID, ""))
-    except ValueError:
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    started = labels.get(LABEL_HOST_START, "")
-    return not started or started == _process_start(pid)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RemovedContainer:
-    """A sandbox container that :func:`remove_orphans` removed.
-
-    Attributes:
-        id: The short container id.
-        name: The container name.
-        session: The ``org.codeact.session`` label.
-        host_pid: The ``org.codeact.host_pid`` label (the host process that started it).
-        status: The container's state before removal (``running``, ``exited``, ...).
-    """
-
-    id: str
-    name: str
-    session: str
-    host_pid: str
-    status: str
-
-
-def remove_orphans(*, include_live: bool = False, client: Any = None) -> list[RemovedContainer]:
-    """Remove sandbox containers (label ``org.codeact.sandbox``) whose host process is gone.
-
-    Args:
-        include_live: Remove every sandbox container, also those of running hosts.
-        client: A ``docker.DockerClient``; one is built from the environment when omitted.
-
-    Returns:
-        The removed containers, in the engine's listing order.
-
-    Raises:
-        SandboxError: The Docker engine is unreachable or refused the request.
-    """
-    own_client = client is None
-    docker_client = _client() if client is None else client
-    removed: list[RemovedContainer] = []
-    try:
-        with map_docker_errors("list sandbox containers"):
-            containers = docker_client.containers.list(all=True, filters={"label": f"{LABEL_SANDBOX}=1"})
-        for container in containers:
-            labels: dict[str, str] = dict(container.labels or {})
-            if not include_live and _owner_alive(labels):
-                continue
-            if _force_remove(container):
-                removed.append(
-                    RemovedContainer(
-                        id=container.short_id,
-                        name=container.name,
-                        session=labels.get(LABEL_SESSION, ""),
-                        host_pid=labels.get(LABEL_HOST_PID, ""),
-                        status=container.status,
-                    )
-                )
-    finally:
-        if own_client:
-            docker_client.close()
-    return removed
-
-
-def _force_remove(container: Any) -> bool:
-    """Kill and remove ``container``; False when it was already gone (auto-remove raced us)."""
-    import docker.errors
-
-    try:
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        return False
-    except docker.errors.APIError as exc:
-        if exc.status_code == 409:  # "removal already in progress" (auto_remove after kill)
-            return False
-        with map_docker_errors(f"remove sandbox container {container.short_id}"):
-            raise
-    return True
-
+__all__ = ["DockerSandbox", "full_python_policy"]
 
 # ---------------------------------------------------------------------------------------------
 # Containers
