@@ -1,9 +1,13 @@
 """Toolkit call cost: from sandbox code through the bridge, against an in-process call and a raw socket echo.
 
-Measured in one run (2-core shared machine; figures are medians of a few repetitions):
+Measured in one run (2-core shared machine, so load from other processes moves every figure: the
+sandbox rounds and the raw echo are measured in turn, ``REPEAT`` times, and the ratios are the
+median of the per-repetition ratios; the other figures are medians):
 
 * ``sequential``: 1,000 calls of a trivial async operation, one after another, from code running in
-  the subprocess sandbox (one round; an empty round is subtracted). Target: <= 100 ms in total.
+  the subprocess sandbox (one round; an empty round is subtracted), the faster of the two call
+  paths: awaited at module level (``sequential_await_ms``) and from a plain ``def``, which blocks
+  on the socket (``sequential_sync_style_ms``). Target: <= 100 ms in total.
 * ``gather``: the same 1,000 calls through ``asyncio.gather`` in one round. Target: <= 50 ms.
 * ``in_process``: ``await bridge.handle("call", ...)`` (validation, recording, codec) and a direct
   ``BoundToolkit.call`` on the host, 1,000 times each: what the bridge costs without a socket.
@@ -14,7 +18,8 @@ Measured in one run (2-core shared machine; figures are medians of a few repetit
 * ``payload_1mib``: a 1 MiB argument (``echo``) and a 1 MiB result (``big``) from sandbox code;
   host peak memory through ``tracemalloc`` (measured separately, it slows Python down).
 
-Ratios: ``sequential_vs_raw_echo`` and ``sequential_vs_in_process`` (per call).
+Ratios: ``sequential_vs_raw_echo``, ``gather_vs_raw_echo`` (each against the echo measured right
+before it) and ``sequential_vs_in_process`` (per call).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 from toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry, bind_toolkit, operation, toolkit
 
 CALLS = 1000
-REPEAT = 3
+REPEAT = 7
 MiB = 1024 * 1024
 
 
@@ -60,30 +65,47 @@ def _bridge() -> ToolkitBridge:
     return ToolkitBridge(ToolkitRegistry([Bench()]), session_id="bench", default_timeout=60)
 
 
+_ROUNDS = {
+    "empty": "x = 1",
+    # Calls in a plain def: the synchronous path (``_codeact_sync_``), a blocking read per call.
+    "sync": f"def f(i):\n    return bench.ping(i)\nfor i in range({CALLS}):\n    f(i)\nx = 1",
+    "await": f"for i in range({CALLS}):\n    await bench.ping(i)\nx = 1",
+    "gather": f"import asyncio\nr = await asyncio.gather(*[bench.ping(i) for i in range({CALLS})])\nr = None",
+}
+
+
+async def _once_ms(box: Any, code: str) -> float:
+    started = time.perf_counter()
+    result = await box.execute(code, deadline=120)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.error is not None:
+        raise RuntimeError(f"benchmark round failed: {result.error.type}: {result.error.message}")
+    return elapsed
+
+
 async def _round_ms(box: Any, code: str) -> float:
-    times = []
-    for _ in range(REPEAT):
-        started = time.perf_counter()
-        result = await box.execute(code, deadline=120)
-        times.append((time.perf_counter() - started) * 1000)
-        if result.error is not None:
-            raise RuntimeError(f"benchmark round failed: {result.error.type}: {result.error.message}")
-    return statistics.median(times)
+    return statistics.median([await _once_ms(box, code) for _ in range(REPEAT)])
 
 
 async def _sandbox_figures() -> dict[str, Any]:
     from sandbox import SubprocessSandbox
 
     bridge = _bridge()
+    runs: dict[str, list[float]] = {name: [] for name in ("raw", *_ROUNDS)}
+    seq_ratios, gather_ratios = [], []
     async with SubprocessSandbox(bridge=bridge) as box:
         await box.execute("pass")  # warm: the runtime is started
-        empty = await _round_ms(box, "x = 1")
-        seq_sync = await _round_ms(box, f"for i in range({CALLS}):\n    bench.ping(i)\nx = 1")
-        seq_await = await _round_ms(box, f"for i in range({CALLS}):\n    await bench.ping(i)\nx = 1")
-        gathered = await _round_ms(
-            box, f"import asyncio\nr = await asyncio.gather(*[bench.ping(i) for i in range({CALLS})])\nr = None"
-        )
-        bridge.drain_calls()
+        for _ in range(REPEAT):  # in turn, so that each ratio compares figures taken under the same load
+            raw = await _raw_echo_ms(repeat=1)
+            once = {name: await _once_ms(box, code) for name, code in _ROUNDS.items()}
+            bridge.drain_calls()
+            runs["raw"].append(raw)
+            for name, ms in once.items():
+                runs[name].append(ms)
+            seq_ratios.append((min(once["sync"], once["await"]) - once["empty"]) / raw)
+            gather_ratios.append((once["gather"] - once["empty"]) / raw)
+        med = {name: statistics.median(values) for name, values in runs.items()}
+        empty, seq_sync, seq_await, gathered = med["empty"], med["sync"], med["await"], med["gather"]
         arg_ms = await _round_ms(box, f"n = bench.echo('x' * {MiB})") - empty
         res_ms = await _round_ms(box, f"n = len(bench.big({MiB}))") - empty
         bridge.drain_calls()
@@ -96,6 +118,9 @@ async def _sandbox_figures() -> dict[str, Any]:
         tracemalloc.stop()
     seq = min(seq_sync, seq_await) - empty
     return {
+        "raw_echo_ms": round(med["raw"], 2),
+        "sequential_vs_raw_echo": round(statistics.median(seq_ratios), 2),
+        "gather_vs_raw_echo": round(statistics.median(gather_ratios), 2),
         "empty_round_ms": round(empty, 2),
         "sequential_sync_style_ms": round(seq_sync - empty, 2),
         "sequential_await_ms": round(seq_await - empty, 2),
@@ -220,13 +245,13 @@ class _Echo(asyncio.Protocol):
             self.transport.write(line + b"\n")
 
 
-async def _raw_echo_ms() -> float:
+async def _raw_echo_ms(repeat: int = REPEAT) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "echo.sock")
         server = await asyncio.get_running_loop().create_unix_server(_Echo, path=path)
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _CLIENT, path, str(CALLS), str(REPEAT), stdout=subprocess.PIPE
+                sys.executable, "-c", _CLIENT, path, str(CALLS), str(repeat), stdout=subprocess.PIPE
             )
             out, _ = await proc.communicate()
         finally:
@@ -253,7 +278,8 @@ async def _run() -> dict[str, Any]:
         figures["sandbox"] = {"error": f"{type(exc).__name__}: {exc}"}
         return figures
     figures["sandbox"] = sandbox
-    figures["sequential_vs_raw_echo"] = round(sandbox["sequential_ms"] / raw, 2)
+    figures["sequential_vs_raw_echo"] = sandbox.pop("sequential_vs_raw_echo")
+    figures["gather_vs_raw_echo"] = sandbox.pop("gather_vs_raw_echo")
     figures["sequential_vs_in_process"] = round(sandbox["sequential_ms"] / in_process["bridge_handle_ms"], 2)
     figures["targets"] = {
         "sequential_ms<=100": sandbox["sequential_ms"] <= 100,
