@@ -82,6 +82,7 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._buf = bytearray()
         self._discarding = False  # inside an oversized frame: drop bytes up to the next newline
+        self._scanned = 0  # leading bytes of the buffer known to hold no newline (a frame in pieces)
         self.authenticated = False
         self._closed = False
         self._auth_timer: asyncio.TimerHandle | None = None
@@ -119,9 +120,11 @@ class _Connection(asyncio.Protocol):
 
     def _frames(self, buf: bytearray, limit: int) -> None:
         start = 0  # consumed bytes are dropped once at the end, not frame by frame
+        skip, self._scanned = self._scanned, 0
         try:
             while not self._closed:
-                nl = buf.find(b"\n", start)
+                nl = buf.find(b"\n", start + skip)
+                skip = 0
                 if self._discarding:
                     if nl < 0:
                         start = len(buf)
@@ -134,6 +137,8 @@ class _Connection(asyncio.Protocol):
                         start = len(buf)
                         self._discarding = True
                         self._reject(_p.RpcError(_p.PAYLOAD_TOO_LARGE, f"frame exceeds the {limit}-byte limit"))
+                    else:
+                        self._scanned = len(buf) - start  # a large frame arrives in pieces: search only new bytes
                     return
                 if nl + 1 - start > limit:
                     start = nl + 1

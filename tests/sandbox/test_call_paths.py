@@ -178,3 +178,37 @@ async def test_closing_the_channel_leaves_no_task_behind() -> None:
     await peer.close()
     await asyncio.sleep(0)
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+class _Sizes:
+    """``size.of(value)``: the length of the value; the frames carrying it are big."""
+
+    def manifest(self) -> dict[str, Any]:
+        return {"toolkits": {}}
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        return len(params["arguments"]["value"])
+
+
+@pytest.mark.parametrize(
+    ("sizes", "expected"),
+    [
+        pytest.param([3 * 1024 * 1024, 10], [3 * 1024 * 1024, 10], id="big-frame-in-pieces-then-a-small-one"),
+        pytest.param([p.MAX_FRAME + 10, 10], ["payload_too_large", 10], id="oversized-in-pieces-then-resync"),
+    ],
+)
+async def test_frames_arriving_in_pieces(sizes: list[int], expected: list[Any]) -> None:
+    channel = await Channel.open(_Sizes())
+    peer = await _Peer.connect(channel)
+    try:
+        data = b"".join(json.dumps(_call(i, "of", "x" * n)).encode() + b"\n" for i, n in enumerate(sizes, 1))
+        for offset in range(0, len(data), 100_000):  # many reads per frame on the host
+            peer.writer.write(data[offset : offset + 100_000])
+            await peer.writer.drain()
+            await asyncio.sleep(0)
+        answers = [json.loads(await asyncio.wait_for(peer.reader.readline(), 30)) for _ in sizes]
+    finally:
+        await peer.close()
+        await channel.close()
+    got = [a["result"] if "result" in a else p.ERROR_NAMES[a["error"]["code"]] for a in answers]
+    assert got == expected
