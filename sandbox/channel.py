@@ -55,6 +55,10 @@ class RpcHandler(Protocol):
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one request from the runtime.
 
+        Runs inside a task, from its very first step (which the channel runs as soon as the frame
+        is read, so a handler that does not suspend answers without an event-loop round trip);
+        each request gets its own copy of the context.
+
         Args:
             method: ``"call"`` for toolkit operations.
             params: For ``call``: ``{"toolkit", "operation", "arguments": {name: codec-encoded}}``.

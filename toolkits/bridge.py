@@ -590,13 +590,13 @@ async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> A
     """Await ``coro`` for at most ``timeout`` seconds; raises ``_Expired`` when the time is up.
 
     Tools always run inside a task (anyio, sniffio and ``asyncio.timeout`` need one). The channel
-    may start handlers eagerly, outside any task: then the tool gets a task of its own. Inside a
-    task the tool's first step runs inline, and a timer is armed only if it suspends: most
-    trivial operations finish without ever touching the event loop.
+    runs every handler in a task (an eager one: its first step runs as the frame is read). Inside
+    a task the tool's first step runs inline, and a timer is armed only if it suspends: most
+    trivial operations finish without ever touching the event loop. A caller that drives
+    ``handle()`` outside any task gets one: after one suspension (a driver that resumes it in a
+    task), else a task of the tool's own.
     """
     if asyncio.current_task() is None:
-        # Started eagerly by the channel: suspend once, so the rest runs in the task the channel
-        # creates for a suspended handler (cheaper than a task of our own).
         await _suspend()
         if asyncio.current_task() is None:
             return await _in_own_task(coro, timeout)
