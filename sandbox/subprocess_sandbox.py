@@ -248,7 +248,13 @@ class _ProcessWorker(RuntimeWorker):
                 await self._drain
 
     def cleanup(self) -> None:
-        """Remove the private work dir (``process`` mode)."""
+        """Release the child's pipes and remove the private work dir (``process`` mode)."""
+        # asyncio keeps the child's pipes on the process transport; a sandboxed grandchild may still
+        # hold the stderr pipe after the kill, so EOF need not come: close it now, not at GC time.
+        transport = getattr(self.proc, "_transport", None)
+        if transport is not None:
+            with contextlib.suppress(Exception):
+                transport.close()
         if self.work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
