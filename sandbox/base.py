@@ -436,7 +436,7 @@ class Sandbox(abc.ABC):
             rpc_count = await channel.end_round()
             worker.kill()
             with contextlib.suppress(Exception):
-                await worker.wait_exit(2.0)
+                await worker.wait_exit(5.0)
             detail = worker.crash_detail() if isinstance(exc, ChannelClosedError) else f"bad answer: {exc}"
             await self._discard(worker)
             error = ExecutionError(
