@@ -46,6 +46,10 @@ DEFAULT_IMPORTS: Final = frozenset(
 SYNC_HELPER: Final = "_codeact_sync_"
 """The runtime-provided function that runs a toolkit call to completion from synchronous code."""
 
+CORO_HELPER: Final = "_codeact_coro_"
+"""The runtime-provided coroutine wrapping a toolkit call for APIs that take only coroutines (``create_task``)."""
+
+_CORO_ONLY: Final = frozenset({"create_task", "Task", "run_coroutine_threadsafe"})
 _COMBINATORS: Final = frozenset(
     {"gather", "create_task", "ensure_future", "wait", "wait_for", "shield", "as_completed", "Task",
      "run_coroutine_threadsafe"}
@@ -275,6 +279,11 @@ class _AwaitInserter(ast.NodeTransformer):
             node.keywords = [self.visit(k) for k in node.keywords]
         finally:
             self._protected = protected
+        if name in _CORO_ONLY:
+            # A toolkit call is a future, not a coroutine: give create_task() one that awaits it.
+            node.args = [
+                self._as_coroutine(a) if isinstance(a, ast.Call) and self._is_toolkit_call(a) else a for a in node.args
+            ]
         in_async = self._async[-1]
         if (
             in_async
@@ -294,6 +303,11 @@ class _AwaitInserter(ast.NodeTransformer):
         helper = ast.copy_location(ast.Name(id=SYNC_HELPER, ctx=ast.Load()), node)
         self.internal_names.append(helper)
         return ast.copy_location(ast.Call(func=helper, args=[node], keywords=[]), node)
+
+    def _as_coroutine(self, call: ast.expr) -> ast.expr:
+        helper = ast.copy_location(ast.Name(id=CORO_HELPER, ctx=ast.Load()), call)
+        self.internal_names.append(helper)
+        return ast.copy_location(ast.Call(func=helper, args=[call], keywords=[]), call)
 
 
 # -- the RestrictedPython transform -----------------------------------------------------------------

@@ -47,6 +47,11 @@ def _install_package_alias() -> None:
     sys.modules["sandbox.runtime"] = pkg
 
 
+async def _as_coroutine(awaitable: Any) -> Any:
+    """``_codeact_coro_``: a toolkit call (a future) as a coroutine, for ``asyncio.create_task``."""
+    return await awaitable
+
+
 class CappedWriter:
     """A text stream keeping the head and the tail of what is written, within a byte budget.
 
@@ -269,6 +274,7 @@ class Runtime:
         )
         g.update(self.proxies)
         g["_codeact_sync_"] = self.bridge.sync
+        g["_codeact_coro_"] = _as_coroutine
         g["ToolError"] = self._proxy.ToolError
         g.setdefault("__name__", "__main__")
         baseline = dict(g)

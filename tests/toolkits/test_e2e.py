@@ -102,6 +102,19 @@ async def test_gather_runs_calls_concurrently_on_the_host(box: Sandbox, world: W
     assert max(starts) < min(ends)
 
 
+async def test_create_task_and_task_group_accept_toolkit_calls(box: Sandbox, world: World) -> None:
+    code = (
+        "import asyncio\n"
+        "task = asyncio.create_task(devops.slow(0.05))\n"
+        "async with asyncio.TaskGroup() as tg:\n"
+        "    other = tg.create_task(devops.slow(0.05))\n"
+        "both = [await task, other.result()]\n"
+    )
+    result = await box.execute(code)
+    assert result.ok, result.error
+    assert result.variables["both"] == [0.05, 0.05]
+
+
 async def test_tool_errors_are_catchable_exceptions(box: Sandbox, world: World) -> None:
     result = await box.execute(
         "try:\n"
