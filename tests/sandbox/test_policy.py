@@ -32,6 +32,11 @@ def sync_helper(coro: Any) -> str:
     return f"sync {coro.__name__}"
 
 
+async def coro_helper(awaitable: Any) -> Any:
+    """Stands in for the runtime's `_codeact_coro_`: the toolkit call as a coroutine."""
+    return await awaitable
+
+
 def run(source: str, *, restricted: bool = True, devops: FakeToolkit | None = None) -> dict[str, Any]:
     source = textwrap.dedent(source)
     compiled = compile_code(source, policy=Policy(restricted=restricted), toolkit_names=["devops"])
@@ -42,6 +47,7 @@ def run(source: str, *, restricted: bool = True, devops: FakeToolkit | None = No
     )
     namespace["devops"] = devops or FakeToolkit()
     namespace["_codeact_sync_"] = sync_helper
+    namespace["_codeact_coro_"] = coro_helper
     code = marshal.loads(compiled.code)
 
     async def main() -> None:
