@@ -38,7 +38,11 @@ test: install ## Install everything, start real Redis + Docker, build the image,
 demo: install ## Run the bundled DevOps example agent end to end, offline
 	@scripts/demo.sh
 
-bench: install ## Run the benchmarks, write bench/results.json
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	@touch $@
+
+bench: install $(VENV)/.bench-installed ## Run the benchmarks (installs the bench extra), write bench/results.json
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
 	$(PY) -m bench || rc=$$?; \
