@@ -13,7 +13,10 @@ log() { printf '[services] %s\n' "$*" >&2; }
 apt_install() {
   # Install Debian packages that are missing; apt-get update once per machine.
   local missing=()
-  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  # "install ok installed" only: a removed package keeps its config files and still answers `dpkg -s`.
+  for pkg in "$@"; do
+    [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing+=("$pkg")
+  done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]} (apt-get)"
   if [ ! -f /var/lib/apt/periodic/codeact-updated ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ]; then
