@@ -100,8 +100,8 @@ def default_sandbox_factory(
         limits = Limits(**overrides)
         chosen = backend or declared.backend or "subprocess"
         if chosen == "docker":
-            policy = Policy(restricted=False).widen(*declared.imports)
-            return DockerSandbox(limits=limits, policy=policy, bridge=handler)
+            # The container is the boundary: its default policy is full CPython with the whole stdlib.
+            return DockerSandbox(limits=limits, bridge=handler)
         return SubprocessSandbox(
             limits=limits, policy=Policy().widen(*declared.imports), bridge=handler, isolation=isolation
         )
