@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from toolkits._grants import Grants
 from toolkits.bound import BoundToolkit, bind_toolkit
-from toolkits.bridge import ApprovalDecision, ApprovalRequest, Approver, CallRecord, ToolkitBridge
+from toolkits.bridge import ToolkitBridge
 from toolkits.context import Control, EventSink, ModelAccess, ToolkitContext
 from toolkits.decorators import operation, toolkit
 from toolkits.dynamic import DynamicToolkit
@@ -29,6 +29,7 @@ from toolkits.errors import (
     ToolkitLoadError,
     ToolkitNotFoundError,
 )
+from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord
 from toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_toolkit_ref
 from toolkits.spec import Approval, OperationSpec, ParameterSpec
 from toolkits.stubs import openai_tools, render_stubs
