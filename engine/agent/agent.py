@@ -13,7 +13,14 @@ from engine.agent.codeact import CodeActLoop
 from engine.agent.context import EndRun, Outcome, RunContext
 from engine.agent.hooks import Hook
 from engine.agent.react import ReactLoop
-from engine.agent.support import Approver, EventingBridge, ModelAccessAdapter, ask_approval, grant_policy
+from engine.agent.support import (
+    GRANT_APPROVED,
+    Approver,
+    EventingBridge,
+    ModelAccessAdapter,
+    ask_approval,
+    grant_policy,
+)
 from engine.errors import CodeactError
 from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
 from engine.store import SessionMeta
@@ -339,6 +346,8 @@ class Agent:
                 ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
 
         async def approve(request: ApprovalRequest) -> ApprovalDecision:
+            if GRANT_APPROVED.get():
+                return ApprovalDecision(allow=True, reason="approved for its grant")
             return await ask_approval(
                 self.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -17,6 +18,9 @@ __all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_
 
 Emit = Callable[..., Event]
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+GRANT_APPROVED: contextvars.ContextVar[bool] = contextvars.ContextVar("codeact_grant_approved", default=False)
+"""Set while a call the approver already allowed (for its grant) runs, so it is asked once."""
 
 _RUN = frozenset({"always", "safe", "auto"})
 _ASK = frozenset({"ask", "manual"})
@@ -122,8 +126,10 @@ class EventingBridge:
         started_at, t0 = time.time(), time.perf_counter()
         result: Any = None
         error: _p.RpcError | None = None
+        token = None
         try:
-            await self._check_grant(toolkit, operation, arguments, call_id)
+            if await self._check_grant(toolkit, operation, arguments, call_id):
+                token = GRANT_APPROVED.set(True)  # the operation's own "ask" is not asked a second time
             result = await self._call(ToolCall(toolkit=toolkit, operation=operation, arguments=arguments))
             return result
         except _p.RpcError as exc:
@@ -136,6 +142,8 @@ class EventingBridge:
             error = _p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__})
             raise error from None
         finally:
+            if token is not None:
+                GRANT_APPROVED.reset(token)
             duration = time.perf_counter() - t0
             failure = _error_json(error) if error is not None else None
             self._records.append(
@@ -166,10 +174,11 @@ class EventingBridge:
         params = {"toolkit": request.toolkit, "operation": request.operation, "arguments": request.arguments}
         return await self.bridge.handle("call", params)
 
-    async def _check_grant(self, toolkit: str, operation: str, arguments: dict[str, Any], call_id: str) -> None:
+    async def _check_grant(self, toolkit: str, operation: str, arguments: dict[str, Any], call_id: str) -> bool:
+        """Apply the grant's approval word; True when the approver was asked and allowed the call."""
         policy = self._policies.get(toolkit, "run")
         if policy == "run" or toolkit not in self.bridge.grants:
-            return  # ungranted calls are refused by the bridge itself, never approved here
+            return False  # ungranted calls are refused by the bridge itself, never approved here
         if policy == "deny":
             raise _p.RpcError(_p.APPROVAL_DENIED, f"{toolkit}.{operation} is denied by the blueprint's approval policy")
         try:
@@ -196,6 +205,7 @@ class EventingBridge:
             raise _p.RpcError(
                 _p.APPROVAL_DENIED, f"{toolkit}.{operation} was not approved: {decision.reason or 'denied'}"
             )
+        return True
 
 
 def _message(exc: BaseException) -> str:

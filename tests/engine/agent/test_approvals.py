@@ -7,7 +7,7 @@ import pytest
 from engine.replay import replay_session
 from engine.store import Store
 from sandbox import SubprocessSandbox
-from toolkits import ApprovalDecision, ApprovalRequest
+from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry, operation, toolkit
 
 from .conftest import BASE, MakeAgent, Probe, code, of_type
 
@@ -105,3 +105,35 @@ async def test_grant_approvals(
         sqlite_store, "s-approve", sandbox_factory=lambda h: SubprocessSandbox(bridge=h), registry=built.agent.registry
     )
     assert report.ok, report.to_json()
+
+
+@toolkit(name="ops", description="Operations that ask before they run")
+class _Ops:
+    @operation(approval="ask")
+    async def restart(self, service: str) -> str:
+        """Restart a service.
+
+        Args:
+            service: The service name.
+        """
+        return f"restarted {service}"
+
+
+@pytest.mark.parametrize(
+    "grant",
+    [
+        pytest.param("  - ref: ops\n    approval: ask", id="grant-and-operation-ask"),
+        pytest.param("  - ref: ops", id="operation-asks"),
+    ],
+)
+async def test_a_call_is_asked_about_once(make_agent: MakeAgent, registry: ToolkitRegistry, grant: str) -> None:
+    registry.register(_Ops())
+    approver = _Approver(allow=True)
+    built = make_agent(
+        BASE.replace("  - ref: devops", grant), [code('system.finish(ops.restart("api"))')], approver=approver
+    )
+    events = await built.run("restart the api")
+
+    assert events[-1].answer == "restarted api"  # type: ignore[attr-defined]
+    assert [r.operation for r in approver.requests] == ["restart"]
+    assert len(of_type(events, "action.requested")) == 1
