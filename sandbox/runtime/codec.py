@@ -437,22 +437,7 @@ def decode(obj: Any, *, registry: Mapping[str, type] | None = None) -> Any:
     if type(obj) is not dict and type(obj) is not list:
         return obj
     decoder = _Decoder(registry or {})
-    try:
-        return decoder.walk(obj)
-    except Undecodable:
-        raise
-    except RecursionError:
-        raise Undecodable("nesting too deep") from None
-    except (
-        ValueError,
-        TypeError,
-        KeyError,
-        OverflowError,
-        IndexError,
-        ZeroDivisionError,
-        decimal.InvalidOperation,
-    ) as exc:
-        raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
+    return _guarded(decoder.walk, obj)
 
 
 def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> Any:
@@ -469,21 +454,21 @@ def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> A
         Undecodable: Not JSON, or not valid codec output.
     """
     hook = _Decoder(registry or {}).hook
+    return _guarded(lambda t: _json_loads(t, object_hook=hook), text)
+
+
+_MALFORMED = (ValueError, TypeError, KeyError, OverflowError, IndexError, ZeroDivisionError, decimal.InvalidOperation)
+
+
+def _guarded(run: Callable[[Any], Any], arg: Any) -> Any:
+    """``run(arg)``, with every way hostile data can make decoding fail turned into ``Undecodable``."""
     try:
-        return _json_loads(text, object_hook=hook)
+        return run(arg)
     except Undecodable:
         raise
     except RecursionError:
         raise Undecodable("nesting too deep") from None
-    except (
-        ValueError,
-        TypeError,
-        KeyError,
-        OverflowError,
-        IndexError,
-        ZeroDivisionError,
-        decimal.InvalidOperation,
-    ) as exc:
+    except _MALFORMED as exc:
         raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
 
 
