@@ -230,8 +230,9 @@ class _ProcessWorker(RuntimeWorker):
         elif code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             detail = f"killed by signal {name}"
-        elif code == 137:
-            detail = "killed (SIGKILL: out of memory or a resource limit)"
+        elif code == 128 + signal.SIGKILL:
+            # bubblewrap reports its child's death by SIGKILL as exit status 137.
+            detail = "killed by signal SIGKILL (exit status 137: a kill, out of memory, or a resource limit)"
         else:
             detail = f"exit status {code}"
         last = [line for line in self.stderr_tail().splitlines() if line.strip()]
