@@ -1,11 +1,11 @@
 """``codeact exec FILE.py``: run one code file as one round in a sandbox.
 
 Exit status: 0 the code ran without raising, 1 it raised, 2 usage error (missing file, bad
-option), 3 the sandbox failed or the deadline killed the code.
+option), 3 the sandbox (or the session store) failed or the deadline killed the code.
 
-``--session ID`` carries the captured variables from one invocation to the next. Until the engine
-store takes over, they live in ``$CODEACT_HOME/exec-sessions/ID.json`` (``CODEACT_HOME`` defaults
-to ``~/.codeact``), in their codec-encoded JSON form.
+``--session ID`` runs the file as the next round of a session in the store (``--store``, else
+``CODEACT_STORE``, else ``~/.codeact/sessions.db``): its variables are restored, and the round is
+recorded, so ``codeact sessions show ID`` and ``codeact replay ID`` work on it too.
 """
 
 from __future__ import annotations
