@@ -30,7 +30,7 @@ from toolkits.errors import (
     ToolkitNotFoundError,
 )
 from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord
-from toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_toolkit_ref
+from toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
 from toolkits.spec import Approval, OperationSpec, ParameterSpec
 from toolkits.stubs import openai_tools, render_stubs
 
@@ -58,6 +58,7 @@ __all__ = [
     "ToolkitNotFoundError",
     "ToolkitRegistry",
     "bind_toolkit",
+    "load_registry",
     "load_toolkit_ref",
     "openai_tools",
     "operation",

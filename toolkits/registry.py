@@ -17,7 +17,7 @@ from toolkits.decorators import toolkit_spec
 from toolkits.dynamic import DynamicToolkit
 from toolkits.errors import DuplicateToolkitError, ToolkitDefinitionError, ToolkitLoadError, ToolkitNotFoundError
 
-__all__ = ["ENTRY_POINT_GROUP", "ToolkitRegistry", "load_toolkit_ref"]
+__all__ = ["ENTRY_POINT_GROUP", "ToolkitRegistry", "load_registry", "load_toolkit_ref"]
 
 ENTRY_POINT_GROUP = "codeact.toolkits"
 
@@ -133,6 +133,24 @@ def _unknown(name: str, names: list[str]) -> str:
     close = difflib.get_close_matches(name, names, n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"registered: {', '.join(names) or '(none)'}"
     return f"no toolkit named {name!r} is registered; {hint}"
+
+
+def load_registry(refs: Iterable[str] = (), *, builtins: bool = True, replace: bool = True) -> ToolkitRegistry:
+    """The host's registry: the installed toolkits (entry points) plus ``MODULE:OBJECT`` references.
+
+    Args:
+        refs: ``--toolkit`` references, loaded with :func:`load_toolkit_ref`.
+        builtins: Start from the entry-point toolkits (``system``, installed packages).
+        replace: A reference may replace an installed toolkit of the same name (else that raises).
+
+    Raises:
+        ToolkitLoadError: a reference could not be loaded.
+        DuplicateToolkitError: two toolkits share a name (and ``replace`` is False).
+    """
+    registry = ToolkitRegistry.from_entry_points() if builtins else ToolkitRegistry()
+    for ref in refs:
+        registry.register(load_toolkit_ref(ref), replace=replace)
+    return registry
 
 
 def load_toolkit_ref(ref: str) -> BoundToolkit:

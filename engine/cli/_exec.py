@@ -42,13 +42,10 @@ class _UsageError(Exception):
 def _bridge(toolkit_refs: list[str], session: str) -> RpcHandler | None:
     if not toolkit_refs:
         return None
-    from toolkits import ToolkitBridge, ToolkitError, ToolkitRegistry, load_toolkit_ref
+    from toolkits import ToolkitBridge, ToolkitError, load_registry
 
     try:
-        registry = ToolkitRegistry.from_entry_points()
-        for ref in toolkit_refs:
-            registry.register(load_toolkit_ref(ref), replace=True)
-        return ToolkitBridge(registry, session_id=session)
+        return ToolkitBridge(load_registry(toolkit_refs), session_id=session)
     except ToolkitError as exc:
         raise _UsageError(str(exc)) from None
 

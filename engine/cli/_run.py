@@ -30,15 +30,12 @@ class _Usage(Exception):
 
 
 def _registry(refs: list[str]) -> ToolkitRegistry:
-    from toolkits import ToolkitError, ToolkitRegistry, load_toolkit_ref
+    from toolkits import ToolkitError, load_registry
 
     try:
-        registry = ToolkitRegistry.from_entry_points()
-        for ref in refs:
-            registry.register(load_toolkit_ref(ref), replace=True)
+        return load_registry(refs)
     except ToolkitError as exc:
         raise _Usage(f"--toolkit: {exc}") from None
-    return registry
 
 
 def _scripted_relative(model: str, base: Path | None) -> str:

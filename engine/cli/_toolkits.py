@@ -38,12 +38,10 @@ def list_toolkits(
     ] = True,
 ) -> None:
     """Print the toolkits as the model sees them: Python classes of async stubs."""
-    from toolkits import ToolkitError, ToolkitRegistry, load_toolkit_ref, render_stubs
+    from toolkits import ToolkitError, load_registry, render_stubs
 
     try:
-        registry = ToolkitRegistry.from_entry_points() if builtins else ToolkitRegistry()
-        for ref in toolkit or []:
-            registry.register(load_toolkit_ref(ref))
+        registry = load_registry(toolkit or [], builtins=builtins, replace=False)
     except ToolkitError as exc:
         typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
         raise typer.Exit(2) from None
