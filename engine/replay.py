@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from engine.store import RoundRecord, Store
     from sandbox import RpcHandler, Sandbox
 
-__all__ = ["ReplayReport", "RoundReplay", "replay_session"]
+__all__ = ["ReplayReport", "RoundReplay", "replay_session", "sandbox_note"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +89,41 @@ class _Switch:
         return await self.current.handle(method, params)
 
 
+def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[str, Any]:
+    """What a session records (``extra.sandbox``) so a replay rebuilds the sandbox it ran in.
+
+    Args:
+        sandbox: The session's sandbox.
+        deadline_s: The rounds' wall-clock deadline (default: the sandbox's), so a replay kills
+            (or lets finish) the same code the same way.
+    """
+    policy = sandbox.policy
+    return {
+        "backend": sandbox.backend,
+        "restricted": policy.restricted,
+        "imports": sorted(policy.allowed_imports),
+        "isolation": sandbox.isolation,
+        "deadline_s": deadline_s if deadline_s is not None else sandbox.limits.wall_s,
+    }
+
+
+def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
+    def make(handler: RpcHandler) -> Sandbox:
+        from sandbox import DockerSandbox, SubprocessSandbox
+        from sandbox.policy import Policy
+
+        policy = Policy(
+            restricted=bool(note.get("restricted", True)),
+            allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
+        )
+        if note.get("backend") == "docker":
+            return DockerSandbox(policy=policy, bridge=handler)
+        weak = str(note.get("isolation", "")).startswith("process")
+        return SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
+
+    return make
+
+
 def _calls(record: RoundRecord) -> list[CallRecord]:
     return [CallRecord.from_json(c) for c in record.calls]
 
@@ -114,7 +149,7 @@ async def replay_session(
     store: Store,
     session_id: str,
     *,
-    sandbox_factory: Callable[[RpcHandler], Sandbox],
+    sandbox_factory: Callable[[RpcHandler], Sandbox] | None = None,
     registry: ToolkitRegistry | None = None,
     live: bool = False,
     on_round: Callable[[RoundReplay], None] | None = None,
@@ -124,7 +159,8 @@ async def replay_session(
     Args:
         store: The store holding the session.
         session_id: The session.
-        sandbox_factory: Builds the (fresh) sandbox from the replay's bridge handler.
+        sandbox_factory: Builds the (fresh) sandbox from the replay's bridge handler; by default the
+            sandbox the session ran in, rebuilt from its note (:func:`sandbox_note`).
         registry: The toolkits, for argument names in the manifest and for ``live`` calls.
         live: Call the tools for real instead of answering from the record.
         on_round: Called after each round (progress).
@@ -145,9 +181,12 @@ async def replay_session(
     else:  # toolkits not loaded here: rebuild the manifest from what the record shows
         manifest = ToolkitBridge.replaying(every_call, session_id=session_id).manifest()
     note = meta.extra.get("sandbox")
-    deadline = note.get("deadline_s") if isinstance(note, dict) else None
+    note = dict(note) if isinstance(note, dict) else {}
+    deadline = note.get("deadline_s")
     deadline = float(deadline) if isinstance(deadline, int | float) else None
     switch = _Switch(manifest)
+    if sandbox_factory is None:
+        sandbox_factory = _sandbox_from_note(note)
     results: list[RoundReplay] = []
     previous: dict[str, Any] = {}
     async with sandbox_factory(switch) as sandbox:

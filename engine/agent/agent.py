@@ -23,6 +23,7 @@ from engine.agent.support import (
 )
 from engine.errors import CodeactError
 from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
+from engine.replay import sandbox_note
 from engine.store import SessionMeta
 from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
 from segments.budget import COMPACTED_TAG
@@ -376,7 +377,7 @@ class Agent:
         # Replay rebuilds the same sandbox (backend, policy) from this note.
         meta = await self.store.get_session(session_id)
         extra = dict(meta.extra) if meta is not None else {}
-        extra["sandbox"] = _sandbox_note(self.spec, sandbox)
+        extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.sandbox.limits.timeout_seconds)
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
@@ -433,27 +434,6 @@ def _retryable(exc: CodeactError) -> bool:
 class _DriveState:
     started: bool = False
     ctx: RunContext | None = None
-
-
-def _sandbox_note(spec: AgentSpec, sandbox: Sandbox) -> dict[str, Any]:
-    policy = sandbox.policy
-    return {
-        "backend": sandbox.backend,
-        "restricted": policy.restricted,
-        "imports": sorted(policy.allowed_imports),
-        "isolation": sandbox.isolation,
-        # The rounds' wall-clock deadline, so a replay kills (or lets finish) the same code the same way.
-        "deadline_s": _deadline_of(spec, sandbox),
-    }
-
-
-def _deadline_of(spec: AgentSpec, sandbox: Sandbox) -> float | None:
-    declared = spec.sandbox.limits.timeout_seconds
-    if declared is not None:
-        return float(declared)
-    limits = getattr(sandbox, "limits", None)
-    wall = getattr(limits, "wall_s", None)
-    return float(wall) if isinstance(wall, int | float) else None
 
 
 def _result(last: Event | None, session_id: str) -> RunResult:

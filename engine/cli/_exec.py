@@ -82,6 +82,7 @@ async def _run_in_session(
     timeout: float,
 ) -> ExecutionResult:
     """One round of ``session``: variables restored from the store, the round recorded in it."""
+    from engine.replay import sandbox_note
     from engine.store import RoundRecord, SessionMeta, open_store
 
     store = open_store(store_url)
@@ -104,12 +105,7 @@ async def _run_in_session(
             box = _make_sandbox(kind, bridge, isolation)
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
-                note = {
-                    "backend": box.backend,
-                    "restricted": box.policy.restricted,
-                    "imports": sorted(box.policy.allowed_imports),
-                    "isolation": box.isolation,
-                }
+                note = sandbox_note(box, deadline_s=timeout)
             drain = getattr(bridge, "drain_calls", None)
             calls = tuple(c.to_json() for c in drain()) if drain is not None else ()
             record = RoundRecord(

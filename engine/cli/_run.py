@@ -396,7 +396,6 @@ async def _replay(store: Any, session: str, registry: Any, live: bool, json_outp
 
     try:
         meta = await store.get_session(session)
-        note = dict(meta.extra.get("sandbox") or {}) if meta is not None else {}
         if live and meta is not None:
             missing = sorted(name for name in meta.extra.get("grants") or {} if name not in registry)
             if missing:
@@ -406,27 +405,12 @@ async def _replay(store: Any, session: str, registry: Any, live: bool, json_outp
                     "pass --toolkit MODULE:OBJECT for each (or replay without --live to answer from the record)"
                 )
 
-        def factory(handler: Any) -> Any:
-            from sandbox import DockerSandbox, SubprocessSandbox
-            from sandbox.policy import Policy
-
-            policy = Policy(
-                restricted=bool(note.get("restricted", True)),
-                allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
-            )
-            if note.get("backend") == "docker":
-                return DockerSandbox(policy=policy, bridge=handler)
-            weak = str(note.get("isolation", "")).startswith("process")
-            return SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
-
         def progress(r: Any) -> None:
             if not json_output:
                 line = f"round {r.index}: {r.status}"
                 typer.echo(line + "".join(f"\n    {d}" for d in r.differences))
 
-        return await replay_session(
-            store, session, sandbox_factory=factory, registry=registry, live=live, on_round=progress
-        )
+        return await replay_session(store, session, registry=registry, live=live, on_round=progress)
     finally:
         await store.close()
 
