@@ -124,6 +124,8 @@ class ToolkitBridge:
         default_timeout: Seconds per call when the operation sets none.
         rate_limit: ``(calls, per_seconds)`` for the session, or ``None`` for no limit.
         record: Keep a ``CallRecord`` of every call (see :meth:`drain_calls`).
+        call_events: Send ``tool.call.started`` / ``tool.call.completed`` to ``context.emit`` (a host
+            that logs and reports calls itself turns this off; operations' own events still go there).
         max_result_bytes: Cap on an encoded result (default: what fits in one frame).
     """
 
@@ -138,6 +140,7 @@ class ToolkitBridge:
         default_timeout: float = 30.0,
         rate_limit: tuple[int, float] | None = None,
         record: bool = True,
+        call_events: bool = True,
         max_result_bytes: int | None = None,
     ) -> None:
         if session_id is None and context is None:
@@ -158,6 +161,7 @@ class ToolkitBridge:
         self.default_timeout = float(default_timeout)
         self._limiter = _RateLimiter(*rate_limit) if rate_limit is not None else None
         self._record = record
+        self._call_events = call_events
         self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
         self._records: list[tuple[int, str, str, dict[str, Any], Any, _p.RpcError | None, float, float]] = []
         self._sequence = 0
@@ -294,7 +298,7 @@ class ToolkitBridge:
         arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
         started_at = time.time()
         t0 = time.perf_counter()
-        emit = self._context.emit
+        emit = self._context.emit if self._call_events else None
         if emit is not None:
             emit(
                 "tool.call.started",

@@ -361,7 +361,9 @@ class Agent:
                 session_id=ctx.session_id, run_id=ctx.run_id, user=self.user, model=model_access, emit=express
             ),
             approval=approve,
-            record=False,  # the eventing bridge logs every call, including the ones it refuses
+            # The eventing bridge logs and reports every call, including the ones it refuses.
+            record=False,
+            call_events=False,
         )
         handler = EventingBridge(
             bridge,

@@ -380,6 +380,14 @@ async def test_events_are_emitted() -> None:
     assert "error" not in events[1][1]
 
 
+async def test_call_events_can_be_left_to_the_host() -> None:
+    events: list[tuple[str, dict[str, Any]]] = []
+    context = ToolkitContext(session_id="s1", emit=lambda kind, data: events.append((kind, data)))
+    bridge = ToolkitBridge([DevOps()], context=context, call_events=False)
+    assert await bridge.handle("call", _call("devops", "get_project_info", project_id="1"))
+    assert events == []
+
+
 async def test_gathered_calls_overlap_on_the_host() -> None:
     calls = Calls()
     bridge = _bridge(calls)
