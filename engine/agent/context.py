@@ -210,8 +210,3 @@ def prompt_hash(prompt: Prompt) -> str:
     """sha256 of what was sent (the raw text, or the messages)."""
     body = prompt.text if prompt.text is not None else "\x1e".join(m["content"] for m in prompt.messages)
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-
-def now() -> float:
-    """Wall-clock seconds (one place, so tests and records agree)."""
-    return time.time()

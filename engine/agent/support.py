@@ -52,6 +52,44 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _preview(value: Any, budget: int) -> str:
+    """Compact JSON of ``value``, cut off once it passes ``budget`` characters.
+
+    Runs every round over every variable, so a large list or dict is never encoded whole.
+    """
+    parts: list[str] = []
+    used = 0
+
+    def put(text: str) -> bool:
+        nonlocal used
+        parts.append(text)
+        used += len(text)
+        return used <= budget
+
+    def walk(item: Any) -> bool:
+        if isinstance(item, dict):
+            if not put("{"):
+                return False
+            for i, (key, sub) in enumerate(item.items()):
+                if not put(("," if i else "") + json.dumps(str(key), ensure_ascii=False) + ":") or not walk(sub):
+                    return False
+            return put("}")
+        if isinstance(item, list):
+            if not put("["):
+                return False
+            for i, sub in enumerate(item):
+                if (i and not put(",")) or not walk(sub):
+                    return False
+            return put("]")
+        if isinstance(item, str) and len(item) > budget:
+            item = item[:budget]  # the rest would be cut anyway
+            return put(json.dumps(item, ensure_ascii=False)[:-1])
+        return put(json.dumps(item, ensure_ascii=False, default=str))
+
+    walk(value)
+    return "".join(parts)
+
+
 def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict[str, tuple[str, str]]:
     """``name -> (type, short repr)`` of codec-encoded variables, for the FIM frame header.
 
@@ -64,7 +102,7 @@ def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict
         if isinstance(value, dict) and value.get("$type") == "source":
             text = str(value.get("v", "")).strip().splitlines()[0] if value.get("v") else ""
         else:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+            text = _preview(value, limit + 1)
         if len(text) > limit:
             text = text[: limit - 3] + "..."
         out[name] = (type_name, text)
