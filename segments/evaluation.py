@@ -42,7 +42,7 @@ def format_evaluation(
         frame: The round's frame.
         middle: The code the model wrote (the middle).
         changed: Names of variables the round assigned.
-        uncaptured: Names of variables that could not be kept.
+        uncaptured: Variables that could not be kept: each a name, or ``"name: why and what to do"``.
         max_chars: Longest stdout/stderr kept (the middle of longer output is cut).
     """
     line: int | None = None
@@ -66,5 +66,5 @@ def format_evaluation(
         stdout=_clip(stdout, max_chars),
         stderr=_clip(stderr, max_chars // 2),
         changed=list(changed),
-        uncaptured=list(uncaptured),
+        uncaptured=[one_line(str(item), 400) for item in uncaptured],
     ).strip()

@@ -10,7 +10,9 @@ line ``n`` is middle line ``n - len(prefix lines)`` (:meth:`CodeFrame.map_line`)
 from __future__ import annotations
 
 import ast
+import io
 import textwrap
+import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -178,8 +180,16 @@ class CodeFrame:
         :meth:`map_line` stays exact. A middle without any statement gets a ``pass`` line after it.
         """
         code = normalize_tabs(normalize_newlines(middle)).rstrip()
-        code = fix_first_line(textwrap.dedent(code))
-        lines = [(self.indent + line) if line.strip() else "" for line in code.split("\n")] if code else []
+        code = fix_first_line(_dedent(code))
+        inside = _string_lines(code)
+        lines = (
+            [
+                line if n in inside else (self.indent + line) if line.strip() else ""
+                for n, line in enumerate(code.split("\n"), start=1)
+            ]
+            if code
+            else []
+        )
         if not _has_statement(code):
             lines.append(self.indent + "pass")
         return "\n".join(lines) + "\n"
@@ -211,6 +221,37 @@ class CodeFrame:
     def completion_prefix(self) -> str:
         """The prefix with the hole's indentation, so a completion model continues inside ``try:``."""
         return self.prefix + self.indent
+
+
+def _string_lines(code: str) -> frozenset[int]:
+    """Lines (1-based) that continue a string begun on an earlier line: their text is the string's.
+
+    Indenting or dedenting such a line would change the program's data (the text of a triple-quoted
+    string), so the frame leaves them as written. Empty when ``code`` does not tokenize.
+    """
+    if '"""' not in code and "'''" not in code and "\\\n" not in code:
+        return frozenset()
+    lines: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                lines.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return frozenset()
+    return frozenset(lines)
+
+
+def _dedent(code: str) -> str:
+    """``textwrap.dedent`` that ignores (and keeps) the lines continuing a multi-line string."""
+    inside = _string_lines(code)
+    if not inside:
+        return textwrap.dedent(code)
+    lines = code.split("\n")
+    margins = [
+        len(line) - len(line.lstrip(" ")) for n, line in enumerate(lines, start=1) if n not in inside and line.strip()
+    ]
+    cut = min(margins, default=0)
+    return "\n".join(line if n in inside else line[cut:] for n, line in enumerate(lines, start=1))
 
 
 def _has_statement(code: str) -> bool:

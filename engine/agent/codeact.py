@@ -216,7 +216,7 @@ class CodeActLoop:
             frame=frame,
             middle=block.code,
             changed=changed,
-            uncaptured=[u.name for u in result.uncaptured],
+            uncaptured=[f"{u.name}: {u.reason}" for u in result.uncaptured],
         )
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
         ctx.variables = dict(result.variables)

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import sys
 import types
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from sandbox.runtime import codec
 from sandbox.runtime.guards import SANDBOX_MODULE_NAME
 
-__all__ = ["SOURCE_TAG", "capture", "definition_sources", "split_restorable"]
+__all__ = ["SOURCE_TAG", "Definition", "capture", "collect_definitions", "definition_sources", "split_restorable"]
 
 SOURCE_TAG: Final = "source"
 """``$type`` of a captured function or class definition."""
@@ -44,18 +45,23 @@ def capture(
     baseline: Collection[str] = (),
     max_var_bytes: int = 1 << 20,
     max_total_bytes: int = 8 << 20,
+    definitions: Sequence[Definition] = (),
+    modules: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """Encode the variables of a namespace.
 
     Args:
         namespace: The sandbox namespace after a round (not changed).
-        source_defs: Top-level definition name -> source, for every ``def``/``async def``/``class``
-            the namespace has executed (all rounds and the restored prelude; the runtime accumulates
-            ``definition_sources`` of each). A function or class whose name is not here (lambda,
-            nested definition, alias) is reported as uncaptured.
+        source_defs: Definition name -> source, for every ``def``/``async def``/``class`` the
+            namespace has executed at module level (all rounds and the restored prelude; the runtime
+            accumulates ``definition_sources`` of each).
         baseline: Names never captured nor reported (toolkit proxies, runtime helpers).
         max_var_bytes: Per-variable cap on the encoded size (compact JSON bytes).
         max_total_bytes: Cap on the total encoded size of all captured variables.
+        definitions: The same definitions with their places (:func:`collect_definitions`), so a
+            name defined twice (``if``/``else``) is kept as the definition that actually ran.
+        modules: Module name -> the module object the code sees, where it differs from
+            ``sys.modules`` (the runtime's recording views of ``time``, ``random``...).
 
     Returns:
         ``(variables, uncaptured)``: name -> codec-encoded value (definitions and imports as source
@@ -65,11 +71,12 @@ def capture(
     variables: dict[str, Any] = {}
     uncaptured: list[dict[str, str]] = []
     total = 0
+    context = _Context(namespace, source_defs, definitions, modules or {})
     for name, value in list(namespace.items()):
         if name.startswith("_") or name in skip or _is_builtin(name, value):
             continue
         try:
-            encoded, size = _capture_one(name, value, source_defs, max_var_bytes)
+            encoded, size = _capture_one(name, value, context, max_var_bytes)
         except codec.TooLarge as exc:
             uncaptured.append(
                 _missed(
@@ -97,16 +104,34 @@ def capture(
     return variables, uncaptured
 
 
+class _Context:
+    """What capturing one namespace looks up: its definitions and the modules the code sees."""
+
+    def __init__(
+        self,
+        namespace: Mapping[str, Any],
+        source_defs: Mapping[str, str],
+        definitions: Sequence[Definition],
+        modules: Mapping[str, Any],
+    ) -> None:
+        self.namespace = namespace
+        self.source_defs = source_defs
+        self.by_name: dict[str, list[Definition]] = {}
+        for definition in definitions:
+            self.by_name.setdefault(definition.name, []).append(definition)
+        self.modules = modules
+
+
 def _is_builtin(name: str, value: Any) -> bool:
     return (hasattr(builtins, name) and getattr(builtins, name) is value) or (
         id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type))
     )
 
 
-def _capture_one(name: str, value: Any, source_defs: Mapping[str, str], max_bytes: int) -> tuple[Any, int]:
+def _capture_one(name: str, value: Any, context: _Context, max_bytes: int) -> tuple[Any, int]:
     if isinstance(value, types.ModuleType):
         return _source_tag("import", _module_import(name, value.__name__), max_bytes)
-    definition = _definition(name, value, source_defs)
+    definition = _definition(name, value, context)
     if definition is not None:
         return _source_tag(*definition, max_bytes)
     try:
@@ -114,7 +139,7 @@ def _capture_one(name: str, value: Any, source_defs: Mapping[str, str], max_byte
     except codec.TooLarge:
         raise
     except codec.Unencodable:
-        statement = _name_import(name, value)
+        statement = _name_import(name, value, context.modules)
         if statement is None:
             raise
         return _source_tag("import", statement, max_bytes)
@@ -132,7 +157,7 @@ def _module_import(name: str, module: str) -> str:
     return f"import {module}" if name == module else f"import {module} as {name}"
 
 
-def _name_import(name: str, value: Any) -> str | None:
+def _name_import(name: str, value: Any, modules: Mapping[str, Any]) -> str | None:
     """``from <module> import <attr> [as <name>]`` for a function, class or object of an imported module."""
     module_name = getattr(value, "__module__", None)
     if not isinstance(module_name, str) or module_name in (SANDBOX_MODULE_NAME, "builtins"):
@@ -144,19 +169,24 @@ def _name_import(name: str, value: Any) -> str | None:
     for candidate in dict.fromkeys((top, top.lstrip("_"), module_name)):
         if not candidate or candidate.startswith("_"):
             continue
-        module = sys.modules.get(candidate)
-        for attr in attrs:
-            if not attr.startswith("_") and module is not None and getattr(module, attr, None) is value:
-                return (
-                    f"from {candidate} import {attr}" if attr == name else f"from {candidate} import {attr} as {name}"
-                )
+        for module in (modules.get(candidate), sys.modules.get(candidate)):
+            if module is None:
+                continue
+            for attr in attrs:
+                if not attr.startswith("_") and getattr(module, attr, None) is value:
+                    return (
+                        f"from {candidate} import {attr}"
+                        if attr == name
+                        else f"from {candidate} import {attr} as {name}"
+                    )
     return None
 
 
-def _definition(name: str, value: Any, source_defs: Mapping[str, str]) -> tuple[str, str] | None:
-    """``(kind, source)`` for a function or class the code defined at top level, ``None`` otherwise.
+def _definition(name: str, value: Any, context: _Context) -> tuple[str, str] | None:
+    """``(kind, source)`` for a function or class the code defined, ``None`` for anything else.
 
-    Raises ``Unencodable`` for functions and classes of the code that cannot be kept as source.
+    Raises ``Unencodable`` (with what to do instead) for functions and classes of the code that
+    cannot be kept as source.
     """
     is_class = isinstance(value, type)
     is_function = isinstance(value, (types.FunctionType, types.MethodType)) or (
@@ -165,25 +195,115 @@ def _definition(name: str, value: Any, source_defs: Mapping[str, str]) -> tuple[
     if not (is_class or is_function) or getattr(value, "__module__", None) != SANDBOX_MODULE_NAME:
         return None
     qualname = getattr(value, "__qualname__", None)
+    what = "class" if is_class else "function"
     if qualname == "<lambda>":
-        raise codec.Unencodable("a lambda cannot be captured; define it with def to keep it across rounds")
-    source = source_defs.get(name)
-    if source is None or qualname != name:
-        what = "class" if is_class else "function"
-        label = f"{what} {qualname!r}" if isinstance(qualname, str) else what
         raise codec.Unencodable(
-            f"{label} has no top-level definition named {name!r} in the code (nested or alias); "
-            "define it at top level with def/class to keep it across rounds"
+            f"a lambda cannot be stored; write it as a function (def {name}(...): return ...) to keep it"
         )
-    return ("class" if is_class else "function"), source
+    if isinstance(value, types.MethodType):
+        owner = type(getattr(value, "__self__", None)).__name__
+        method = getattr(value, "__name__", "method")
+        raise codec.Unencodable(
+            f"a bound method ({owner}.{method}) cannot be stored; keep the object and call .{method}() on it"
+        )
+    candidates = context.by_name.get(name, [])
+    picked = _locate(value, candidates) if candidates else None
+    if picked is not None and (qualname == name or picked.decorated):
+        return picked.kind, picked.source
+    source = context.source_defs.get(name)
+    if picked is None and source is not None and qualname == name:
+        return what, source
+    if isinstance(qualname, str) and ".<locals>." in qualname:
+        outer = qualname.partition(".<locals>.")[0]
+        raise codec.Unencodable(
+            f"{what} {qualname!r} was made inside {outer}() and uses its local variables (a closure), which "
+            f"cannot be stored; keep {outer} and call it again in the next round"
+        )
+    if (
+        isinstance(qualname, str)
+        and qualname.isidentifier()
+        and qualname != name
+        and context.namespace.get(qualname) is value
+        and (qualname in context.by_name or qualname in context.source_defs)
+    ):
+        return "alias", f"{name} = {qualname}"
+    label = f"{what} {qualname!r}" if isinstance(qualname, str) else what
+    raise codec.Unencodable(
+        f"{label} has no def/class statement the code ran outside a function, so it cannot be stored; "
+        f"define it with {'class' if is_class else 'def'} {name} in the code (not inside a function) to keep it"
+    )
+
+
+def _locate(value: Any, candidates: Sequence[Definition]) -> Definition | None:
+    """The definition that created ``value``: matched by its code's place, else the last one."""
+    if len(candidates) == 1:
+        return candidates[0]
+    for filename, line in _code_places(value):
+        for definition in reversed(candidates):
+            if definition.filename == filename and definition.start <= line <= definition.end:
+                return definition
+    return candidates[-1]
+
+
+def _code_places(value: Any) -> list[tuple[str, int]]:
+    """``(filename, first line)`` of the code objects a function or class carries."""
+    places: list[tuple[str, int]] = []
+    seen = 0
+    current = value
+    while current is not None and seen < 8:  # functools.wraps chains
+        code = getattr(current, "__code__", None)
+        if isinstance(code, types.CodeType):
+            places.append((code.co_filename, code.co_firstlineno))
+        current = getattr(current, "__wrapped__", None)
+        seen += 1
+    if isinstance(value, type):
+        for member in vars(value).values():
+            target = getattr(member, "__func__", None) or getattr(member, "fget", None) or member
+            code = getattr(target, "__code__", None)
+            if isinstance(code, types.CodeType):
+                places.append((code.co_filename, code.co_firstlineno))
+    return places
 
 
 def _missed(name: str, value: Any, reason: str) -> dict[str, str]:
     kind = type(value)
     type_name = getattr(kind, "__qualname__", None) or kind.__name__
-    if not reason.startswith(("exceeds", "a lambda")) and "no top-level definition" not in reason:
-        reason = f"{reason}: {_short_repr(value)}"
+    if reason.startswith("cannot encode object of type") or reason == "circular reference":
+        reason = f"{_advice(name, value, reason)}: {_short_repr(value)}"
     return {"name": name, "type": str(type_name), "reason": reason}
+
+
+def _advice(name: str, value: Any, reason: str) -> str:
+    """Why a value the codec refused cannot be stored, said as what the code can do instead."""
+    if reason == "circular reference":
+        return "it contains itself (a circular reference), which cannot be stored; keep a copy without the cycle"
+    if isinstance(value, (types.GeneratorType, types.AsyncGeneratorType)):
+        return f"a generator cannot be stored; keep the list instead ({name} = list(...))"
+    if isinstance(value, types.CoroutineType) or type(value).__name__ in ("Task", "Future"):
+        return "a coroutine or task cannot be stored; await it in the round that starts it and keep its result"
+    if hasattr(value, "readable") and hasattr(value, "close") and hasattr(value, "fileno"):
+        return "an open file or stream cannot be stored; keep its path or its contents and open it again next round"
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        inner = reason.removeprefix("cannot encode ")
+        return (
+            f"it holds an {inner}, which cannot be stored; keep only data in it (numbers, str, lists, dicts, "
+            "dataclass instances)"
+        )
+    if type(value).__module__ == SANDBOX_MODULE_NAME:
+        cls = type(value).__name__
+        return (
+            f"an instance of {cls}, a class the code defined, cannot be stored; make {cls} a @dataclass "
+            "(its fields are stored) or keep its data in a dict"
+        )
+    if hasattr(value, "__next__"):
+        return f"an iterator ({type(value).__name__}) cannot be stored; keep list(...) of it instead"
+    if type(value).__name__ == "partial":
+        return f"a functools.partial cannot be stored; define a function with def {name}(...) instead"
+    return (
+        f"a {type(value).__name__} object cannot be stored (only data, imports, and the functions and classes "
+        "the code defines are kept); keep the data it holds (a dict, list, str or number) or create it again "
+        "in each round"
+    )
 
 
 def _short_repr(value: Any) -> str:
@@ -208,29 +328,119 @@ def _size(n: int) -> str:
     return f"{text} {unit}"
 
 
+@dataclasses.dataclass(frozen=True)
+class Definition:
+    """One ``def``/``async def``/``class`` statement the code ran at module level.
+
+    Attributes:
+        name: The name it binds.
+        kind: ``function`` or ``class``.
+        source: Its source, decorators included, dedented to column 0 (ends with a newline).
+        filename: The code object's filename (``<code>``, ``<prelude>``) it came from.
+        start: First line (the first decorator's) in that code.
+        end: Last line in that code.
+        decorated: True when it has decorators (the bound value may be a wrapper).
+    """
+
+    name: str
+    kind: str
+    source: str
+    filename: str = ""
+    start: int = 0
+    end: int = 0
+    decorated: bool = False
+
+
+_BLOCK_FIELDS: Final = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
+    """Every definition of ``source`` whose name Python binds at module level, in source order.
+
+    Module level means the module's body and the bodies of ``try``/``except``/``else``/``finally``,
+    ``if``, ``for``, ``while``, ``with`` and ``match`` blocks in it (the FIM frame runs the model's
+    code inside ``try:``); the bodies of functions and classes are other scopes and are not walked.
+
+    Args:
+        source: Python source (a round's program or a prelude).
+        filename: The filename its code object has, recorded on each definition.
+
+    Returns:
+        The definitions (empty when ``source`` does not parse: the compile step reports that).
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    lines = source.splitlines(keepends=True)
+    found: list[Definition] = []
+    _walk(tree.body, lines, filename, found)
+    return found
+
+
+def _walk(body: list[ast.stmt], lines: list[str], filename: str, found: list[Definition]) -> None:
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            end = node.end_lineno or node.lineno
+            found.append(
+                Definition(
+                    name=node.name,
+                    kind="class" if isinstance(node, ast.ClassDef) else "function",
+                    source=_dedented(node, lines[start - 1 : end]),
+                    filename=filename,
+                    start=start,
+                    end=end,
+                    decorated=bool(node.decorator_list),
+                )
+            )
+            continue
+        for name in _BLOCK_FIELDS:
+            block = getattr(node, name, None)
+            if not block:
+                continue
+            for item in block:
+                if isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    _walk(item.body, lines, filename, found)
+            if isinstance(block[0], ast.stmt):
+                _walk(block, lines, filename, found)
+
+
+def _dedented(node: ast.stmt, chunk: list[str]) -> str:
+    """The statement's lines moved to column 0, exactly (a string spanning lines keeps its text)."""
+    col = node.col_offset
+    text = "".join(chunk).rstrip() + "\n"
+    if col == 0:
+        return text
+    moved = "".join(line[col:] if line[:col].isspace() else line for line in chunk).rstrip() + "\n"
+    if not any(
+        isinstance(sub, (ast.Constant, ast.JoinedStr)) and (sub.end_lineno or sub.lineno) > sub.lineno
+        for sub in ast.walk(node)
+    ):
+        return moved
+    # A string spanning lines: moving its lines would change its text. Keep the moved text only if
+    # it is the same program; otherwise regenerate the source from the tree (comments are lost).
+    try:
+        same = ast.dump(ast.parse(moved).body[0]) == ast.dump(node)
+    except (SyntaxError, ValueError, IndexError):
+        same = False
+    return moved if same else ast.unparse(node).rstrip() + "\n"
+
+
 def definition_sources(source: str) -> dict[str, str]:
-    """The top-level ``def``/``async def``/``class`` statements of ``source``, decorators included.
+    """Name -> source of the (last) module-level definition of each name in ``source``.
 
     Args:
         source: Python source (a round's code or a prelude).
 
     Returns:
-        Name -> exact source text of its (last) top-level definition. Empty when ``source`` does
-        not parse (the compile step reports that).
+        Name -> exact source text, decorators included, dedented (see :func:`collect_definitions`).
+        Empty when ``source`` does not parse.
     """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return {}
-    lines = source.splitlines(keepends=True)
     result: dict[str, str] = {}
-    for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        end = node.end_lineno or node.lineno
-        result.pop(node.name, None)  # a redefinition moves to its new position
-        result[node.name] = "".join(lines[start - 1 : end]).rstrip() + "\n"
+    for definition in collect_definitions(source):
+        result.pop(definition.name, None)  # a redefinition moves to its new position
+        result[definition.name] = definition.source
     return result
 
 
@@ -252,14 +462,21 @@ def split_restorable(variables: Mapping[str, Any]) -> tuple[dict[str, Any], str]
     data: dict[str, Any] = {}
     imports: list[str] = []
     parts: list[str] = []
+    aliases: list[str] = []
     for name, value in variables.items():
         if type(value) is dict and value.get(codec.TAG) == SOURCE_TAG and type(value.get("v")) is str:
             source = value["v"].strip()
-            if value.get("kind") == "import":
+            kind = value.get("kind")
+            if kind == "import":
                 # one failing import (a narrower policy now) must not lose the definitions after it
                 imports.append(f"try:\n    {source}\nexcept ImportError:\n    pass\n")
+            elif kind == "alias":
+                aliases.append(f"try:\n    {source}\nexcept NameError:\n    pass\n")
             else:
                 parts.append(source + "\n")
         else:
             data[name] = value
-    return data, "".join(imports) + ("\n" if imports and parts else "") + "\n\n".join(parts)
+    prelude = "".join(imports) + ("\n" if imports and parts else "") + "\n\n".join(parts)
+    if aliases:
+        prelude += ("\n" if prelude else "") + "".join(aliases)
+    return data, prelude

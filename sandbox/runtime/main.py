@@ -314,14 +314,14 @@ class Runtime:
             bridge.on_request = None
             self._cancel_leftover_tasks()
 
-        try:
-            defs = self._capture.definition_sources(prelude_source)
-            defs.update(self._capture.definition_sources(source))
-        except SyntaxError:
-            defs = self._capture.definition_sources(source)
+        collect = self._capture.collect_definitions
+        found = collect(prelude_source, filename=prelude.co_filename) if prelude is not None else []
+        found += collect(source, filename=code.co_filename)
+        defs = {d.name: d.source for d in found}  # the last definition of a name wins
         variables, lost = self._capture.capture(
             g,
             source_defs=defs,
+            definitions=found,
             baseline=baseline,
             max_var_bytes=int(limits.get("max_var_bytes", 1024 * 1024)),
             max_total_bytes=int(limits.get("max_total_bytes", 16 * 1024 * 1024)),

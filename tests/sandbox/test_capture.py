@@ -11,7 +11,7 @@ import pytest
 
 from sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
 from sandbox.runtime import codec
-from sandbox.runtime.capture import capture, definition_sources, split_restorable
+from sandbox.runtime.capture import capture, collect_definitions, definition_sources, split_restorable
 from sandbox.runtime.guards import restricted_globals
 
 
@@ -33,7 +33,9 @@ def round_of(source: str) -> tuple[dict[str, Any], list[dict[str, str]], dict[st
     source = textwrap.dedent(source)
     namespace = execute(source)
     baseline = restricted_globals(allowed_imports=DEFAULT_IMPORTS)
-    variables, uncaptured = capture(namespace, source_defs=definition_sources(source), baseline=baseline)
+    found = collect_definitions(source, filename="<code>")
+    defs = {d.name: d.source for d in found}
+    variables, uncaptured = capture(namespace, source_defs=defs, definitions=found, baseline=baseline)
     return variables, uncaptured, namespace
 
 
@@ -122,51 +124,46 @@ def test_modules_and_imported_names_are_kept_as_imports() -> None:
             "f = lambda x: x",
             "f",
             "function",
-            "a lambda cannot be captured; define it with def to keep it across rounds",
+            "a lambda cannot be stored; write it as a function (def f(...): return ...) to keep it",
             id="lambda",
         ),
         pytest.param(
             "def outer():\n    def inner():\n        pass\n    return inner\ng = outer()",
             "g",
             "function",
-            "function 'outer.<locals>.inner' has no top-level definition named 'g' in the code (nested or alias); "
-            "define it at top level with def/class to keep it across rounds",
-            id="nested",
-        ),
-        pytest.param(
-            "def f():\n    pass\nalias = f",
-            "alias",
-            "function",
-            "function 'f' has no top-level definition named 'alias' in the code (nested or alias); "
-            "define it at top level with def/class to keep it across rounds",
-            id="alias",
+            "function 'outer.<locals>.inner' was made inside outer() and uses its local variables (a closure), "
+            "which cannot be stored; keep outer and call it again in the next round",
+            id="closure",
         ),
         pytest.param(
             "def gen():\n    yield 1\nit = gen()",
             "it",
             "generator",
-            "cannot encode object of type 'generator': <generator object gen at 0x",
+            "a generator cannot be stored; keep the list instead (it = list(...)): <generator object gen at 0x",
             id="generator",
         ),
         pytest.param(
             "class Thing:\n    def __repr__(self):\n        return 'T' * 200\nthing = Thing()",
             "thing",
             "Thing",
-            "cannot encode object of type 'Thing': " + "T" * 77 + "...",
+            "an instance of Thing, a class the code defined, cannot be stored; make Thing a @dataclass (its fields "
+            "are stored) or keep its data in a dict: " + "T" * 77 + "...",
             id="object-with-long-repr",
         ),
         pytest.param(
             "loop = [1]\nloop.append(loop)",
             "loop",
             "list",
-            "circular reference: [1, [...]]",
+            "it contains itself (a circular reference), which cannot be stored; keep a copy without the cycle: "
+            "[1, [...]]",
             id="circular",
         ),
         pytest.param(
             "class Bad:\n    def __repr__(self):\n        raise ValueError('no')\nbad = Bad()",
             "bad",
             "Bad",
-            "cannot encode object of type 'Bad': <Bad object (repr failed)>",
+            "an instance of Bad, a class the code defined, cannot be stored; make Bad a @dataclass (its fields are "
+            "stored) or keep its data in a dict: <Bad object (repr failed)>",
             id="failing-repr",
         ),
     ],
@@ -243,7 +240,8 @@ def test_definition_sources_are_exact_segments_with_decorators() -> None:
         """
     )
     defs = definition_sources(source)
-    assert list(defs) == ["fetch", "A", "cached"]
+    assert list(defs) == ["fetch", "A", "hidden", "cached"]  # `if` bodies are module level too
+    assert defs["hidden"] == "def hidden():\n    pass\n"
     assert defs["fetch"] == "async def fetch(): return 1\n"
     assert defs["A"] == "class A(\n    object,\n):\n    '''Doc.'''\n\n    def m(self):\n        return 1\n"
     assert defs["cached"] == "def cached(n):\n    return -n\n"

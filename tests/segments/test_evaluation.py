@@ -30,7 +30,7 @@ def test_success_with_output_changes_and_uncaptured() -> None:
     text = format_evaluation(stdout="a\r\nb\n", stderr="warn", changed=["x", "y"], uncaptured=["conn"])
     assert text == (
         "Ran without error.\nOutput:\na\nb\nStderr:\nwarn\nVariables changed: x, y\n"
-        "Not kept for the next round (cannot be stored): conn"
+        "Not kept for the next round:\n- conn"
     )
 
 
