@@ -9,6 +9,7 @@ captured variables all equal the record.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from engine.store import RoundRecord, Store
     from sandbox import RpcHandler, Sandbox
 
-__all__ = ["ReplayReport", "RoundReplay", "replay_session", "sandbox_note"]
+__all__ = ["ReplayReport", "RoundReplay", "replay_session", "sandbox_note", "session_hash_seed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,13 +99,34 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
             (or lets finish) the same code the same way.
     """
     policy = sandbox.policy
-    return {
+    note: dict[str, Any] = {
         "backend": sandbox.backend,
         "restricted": policy.restricted,
         "imports": sorted(policy.allowed_imports),
         "isolation": sandbox.isolation,
         "deadline_s": deadline_s if deadline_s is not None else sandbox.limits.wall_s,
     }
+    if sandbox.hash_seed is not None:
+        note["hash_seed"] = sandbox.hash_seed
+    return note
+
+
+def session_hash_seed(note: Any) -> int:
+    """The string-hash seed of a session: the one its sandbox note recorded, else a new one.
+
+    Every sandbox process of a session (each round's, a resumed run's, Docker's, a replay's) runs
+    with this ``PYTHONHASHSEED``, so set order and ``hash()`` are the same everywhere.
+
+    Args:
+        note: The session's ``extra["sandbox"]`` (:func:`sandbox_note`), or None for a new session.
+    """
+    seed = note.get("hash_seed") if isinstance(note, Mapping) else None
+    if type(seed) is int and 0 < seed <= _MAX_HASH_SEED:
+        return seed
+    return secrets.randbelow(_MAX_HASH_SEED) + 1
+
+
+_MAX_HASH_SEED = 4294967295
 
 
 def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
@@ -116,10 +138,13 @@ def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbo
             restricted=bool(note.get("restricted", True)),
             allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
         )
+        sandbox: Sandbox
         if note.get("backend") == "docker":
-            return DockerSandbox(policy=policy, bridge=handler)
-        weak = str(note.get("isolation", "")).startswith("process")
-        return SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
+            sandbox = DockerSandbox(policy=policy, bridge=handler)
+        else:
+            weak = str(note.get("isolation", "")).startswith("process")
+            sandbox = SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
+        return sandbox
 
     return make
 
@@ -189,7 +214,10 @@ async def replay_session(
         sandbox_factory = _sandbox_from_note(note)
     results: list[RoundReplay] = []
     previous: dict[str, Any] = {}
+    seed = note.get("hash_seed")
     async with sandbox_factory(switch) as sandbox:
+        if type(seed) is int:
+            sandbox.hash_seed = seed  # the session's: set order and hash() as recorded
         for record in records:
             if record.code is None:
                 replay = RoundReplay(index=record.index, status="skipped")
@@ -224,7 +252,9 @@ async def _replay_round(
         bridge = ToolkitBridge.replaying(_calls(record), session_id=record.session_id)
     switch.current = bridge
     assert record.code is not None  # noqa: S101 - checked by the caller
-    result = await sandbox.execute(record.code, variables=variables, deadline=deadline)
+    result = await sandbox.execute(
+        record.code, variables=variables, deadline=deadline, nondeterminism=record.nondeterminism or None
+    )
     switch.current = None
     diffs: list[str] = []
     if result.stdout != record.stdout:
@@ -236,6 +266,11 @@ async def _replay_round(
     if (record.control or None) != (result.control or None):
         diffs.append(f"control: recorded {_short(record.control)}, replayed {_short(result.control)}")
     diffs.extend(_diff_variables(record.variables, result.variables))
+    fed = result.nondeterminism or {}
+    if record.nondeterminism and fed.get("diverged"):
+        diffs.append(f"nondeterminism: {fed['diverged']}")
+    elif record.nondeterminism and fed.get("unread"):
+        diffs.append(f"nondeterminism: {fed['unread']} recorded read(s) of the clock or randomness were not made")
     if not live:
         if bridge.divergence is not None:
             diffs.append(f"calls: {bridge.divergence}")

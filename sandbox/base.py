@@ -180,6 +180,7 @@ class Sandbox(abc.ABC):
         self._lock: asyncio.Lock | None = None
         self._guard: AsyncGenerator[None, None] | None = None
         self._closed = False
+        self._hash_seed: int | None = None
 
     # -- backend hooks ---------------------------------------------------------------------------
     @abc.abstractmethod
@@ -210,6 +211,38 @@ class Sandbox(abc.ABC):
             return []
         toolkits = self.bridge.manifest().get("toolkits")
         return sorted(toolkits) if isinstance(toolkits, dict) else []
+
+    @property
+    def hash_seed(self) -> int | None:
+        """The runtimes' string-hash seed (``PYTHONHASHSEED``), or None for a random one per runtime.
+
+        A session fixes it (recorded with the session) so that set and dict order, ``hash()`` and
+        everything built on them are the same in every round, on resume and on replay. Setting a
+        different seed replaces the runtimes already started.
+        """
+        return self._hash_seed
+
+    @hash_seed.setter
+    def hash_seed(self, seed: int | None) -> None:
+        if seed is not None and (type(seed) is not int or not 0 <= seed <= 4294967295):
+            raise SandboxError(f"hash_seed must be an int in 0..4294967295, got {seed!r}", code="sandbox.config")
+        if seed != self._hash_seed:
+            self._hash_seed = seed
+            if self._worker is not None or self._pool:
+                self._drop_all_now()
+
+    def interpreter(self) -> tuple[list[str], dict[str, str]]:
+        """The runtime interpreter's flags and the environment entries they need.
+
+        ``-I -S`` (isolated: no ``PYTHON*`` variables, no user site, no script directory on the path)
+        unless :attr:`hash_seed` is set: then ``-s -P -S`` (the same minus ``-E``, which would ignore
+        ``PYTHONHASHSEED``) and ``{"PYTHONHASHSEED": seed}``. Backends build the rest of the child's
+        environment from an allow-list, so no other ``PYTHON*`` variable reaches it.
+        """
+        seed = self._hash_seed
+        if seed is None:
+            return ["-I", "-S"], {}
+        return ["-s", "-P", "-S"], {"PYTHONHASHSEED": str(seed)}
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def _bind_loop(self) -> asyncio.Lock:
@@ -331,7 +364,12 @@ class Sandbox(abc.ABC):
 
     # -- one round -------------------------------------------------------------------------------
     async def execute(
-        self, code: str, *, variables: Mapping[str, Any] | None = None, deadline: float | None = None
+        self,
+        code: str,
+        *,
+        variables: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
+        nondeterminism: Mapping[str, Any] | None = None,
     ) -> ExecutionResult:
         """Run ``code`` as one round.
 
@@ -340,6 +378,8 @@ class Sandbox(abc.ABC):
             variables: The session state to restore, codec-ENCODED (a previous result's ``variables``).
             deadline: Wall-clock seconds for this round (default ``limits.wall_s``); past it the
                 runtime is killed and the result says ``deadline_exceeded``.
+            nondeterminism: A recorded round's ``ExecutionResult.nondeterminism`` to feed back (replay):
+                the same ``random`` seed, and the recorded clock/uuid/urandom reads in order.
 
         Returns:
             The round's result; the code raising is a normal result (``status="error"``).
@@ -351,20 +391,30 @@ class Sandbox(abc.ABC):
         lock = await self._bind_loop()
         async with lock:
             return await self._execute(
-                code, dict(variables or {}), self.limits.wall_s if deadline is None else deadline
+                code,
+                dict(variables or {}),
+                self.limits.wall_s if deadline is None else deadline,
+                dict(nondeterminism) if nondeterminism else None,
             )
 
-    async def _execute(self, code: str, variables: dict[str, Any], deadline: float) -> ExecutionResult:
+    async def _execute(
+        self, code: str, variables: dict[str, Any], deadline: float, nondeterminism: dict[str, Any] | None = None
+    ) -> ExecutionResult:
         started = time.perf_counter()
-        result = await self._execute_once(code, variables, deadline, started)
+        result = await self._execute_once(code, variables, deadline, started, nondeterminism)
         if result.status == "crashed" and result.rpc_count == 0 and time.perf_counter() - started < _QUICK_DEATH_S:
             # The runtime was already gone (killed between rounds, the host had not noticed yet):
             # no toolkit call was made, so nothing on the host happened twice. Run on a fresh one.
-            result = await self._execute_once(code, variables, deadline, started)
+            result = await self._execute_once(code, variables, deadline, started, nondeterminism)
         return result
 
     async def _execute_once(
-        self, code: str, variables: dict[str, Any], deadline: float, started: float
+        self,
+        code: str,
+        variables: dict[str, Any],
+        deadline: float,
+        started: float,
+        nondeterminism: dict[str, Any] | None = None,
     ) -> ExecutionResult:
         from sandbox.policy import CompileFailure, compile_code
         from sandbox.runtime.capture import split_restorable
@@ -399,6 +449,8 @@ class Sandbox(abc.ABC):
             "allowed_imports": sorted(policy.allowed_imports),
             "limits": self.limits.runtime_params(),
         }
+        if nondeterminism is not None:
+            params["nondeterminism"] = nondeterminism
 
         worker = self._worker
         if worker is None or not worker.alive:
@@ -516,6 +568,7 @@ class Sandbox(abc.ABC):
             isolation=isolation,
             status="error" if failure is not None else "ok",
             control=control if isinstance(control, dict) else None,
+            nondeterminism=_nondeterminism(answer.get("nondeterminism")),
         )
 
 
@@ -526,6 +579,24 @@ def _compile_error(failure: Any) -> ExecutionError:
     if isinstance(error, dict):
         return ExecutionError.from_json(error)
     return ExecutionError(type="SyntaxError", message=str(failure))
+
+
+def _nondeterminism(data: Any) -> dict[str, Any] | None:
+    """The runtime's (untrusted) record of non-deterministic reads, checked for shape."""
+    if not isinstance(data, dict) or type(data.get("seed")) is not int or not isinstance(data.get("reads"), list):
+        return None
+    out: dict[str, Any] = {"seed": data["seed"], "reads": [r for r in data["reads"] if _is_read(r)]}
+    if isinstance(data.get("diverged"), str):
+        out["diverged"] = data["diverged"][:500]
+    if type(data.get("unread")) is int:
+        out["unread"] = data["unread"]
+    if data.get("truncated") is True:
+        out["truncated"] = True
+    return out
+
+
+def _is_read(entry: Any) -> bool:
+    return type(entry) is list and len(entry) == 2 and type(entry[0]) is str
 
 
 def _consume_exception(task: asyncio.Task[None]) -> None:

@@ -85,6 +85,10 @@ class ExecutionResult:
         isolation: The isolation actually in force, e.g. ``"bwrap+rlimits+restricted"``.
         status: ``ok``, ``error``, ``deadline_exceeded`` or ``crashed``.
         control: The ``$control`` object of a control signal (``{"kind": "finish", ...}``), or None.
+        nondeterminism: What the code read from the clock and the system's randomness, for replay:
+            ``{"seed": <the round's random seed>, "reads": [[kind, value], ...]}`` (plus ``diverged``,
+            ``unread``, ``truncated`` when a replay did not follow the record). None when the runtime
+            did not run the code (compile error, deadline, crash).
     """
 
     stdout: str = ""
@@ -98,6 +102,7 @@ class ExecutionResult:
     isolation: str
     status: ExecutionStatus = "ok"
     control: dict[str, Any] | None = None
+    nondeterminism: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -309,22 +309,23 @@ class SubprocessSandbox(Sandbox):
         limits = self.limits
         executable, _ = python_interpreter()
         config: dict[str, Any] = {"rlimits": limits.rlimits()}
+        flags, seed_env = self.interpreter()
         work_dir: str | None = None
         if self._mode == "bwrap":
             bwrap = self._find_bwrap()
             await _check_bwrap(bwrap, limits)
             channel = await Channel.open(self.bridge)
             config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
-            command = [executable, "-I", "-S", f"{_RUNTIME_MOUNT}/main.py"]
+            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py"]
             argv = bwrap_command(bwrap, bridge_dir=str(channel.directory), limits=limits, command=command)
-            env, cwd = _env(_WORK), None
+            env, cwd = {**_env(_WORK), **seed_env}, None
         else:
             channel = await Channel.open(self.bridge)
             work_dir = tempfile.mkdtemp(prefix="codeact-work-")
             os.chmod(work_dir, 0o700)
             config["socket"] = str(channel.socket_path)
-            argv = [executable, "-I", "-S", str(RUNTIME_DIR / "main.py")]
-            env, cwd = _env(work_dir), work_dir
+            argv = [executable, *flags, str(RUNTIME_DIR / "main.py")]
+            env, cwd = {**_env(work_dir), **seed_env}, work_dir
         config["token"] = channel.token
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -23,7 +23,7 @@ from engine.agent.support import (
 )
 from engine.errors import CodeactError
 from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
-from engine.replay import sandbox_note
+from engine.replay import sandbox_note, session_hash_seed
 from engine.store import SessionMeta
 from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
 from segments.budget import COMPACTED_TAG
@@ -379,6 +379,7 @@ class Agent:
         # Replay rebuilds the same sandbox (backend, policy) from this note.
         meta = await self.store.get_session(session_id)
         extra = dict(meta.extra) if meta is not None else {}
+        sandbox.hash_seed = session_hash_seed(extra.get("sandbox"))  # the session's, kept on resume
         extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.sandbox.limits.timeout_seconds)
         await self.store.update_session(session_id, extra=extra)
 

@@ -315,6 +315,7 @@ class CodeActLoop:
             status=status,
             control=result.control if result is not None else None,
             uncaptured=tuple(u.to_json() for u in result.uncaptured) if result is not None else (),
+            nondeterminism=(result.nondeterminism or {}) if result is not None else {},
             usage=usage,
             timings=timings,
         )

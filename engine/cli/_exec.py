@@ -82,7 +82,7 @@ async def _run_in_session(
     timeout: float,
 ) -> ExecutionResult:
     """One round of ``session``: variables restored from the store, the round recorded in it."""
-    from engine.replay import sandbox_note
+    from engine.replay import sandbox_note, session_hash_seed
     from engine.store import RoundRecord, SessionMeta, open_store
 
     store = open_store(store_url)
@@ -103,6 +103,7 @@ async def _run_in_session(
             variables = await store.variables(session)
             started = time.time()
             box = _make_sandbox(kind, bridge, isolation)
+            box.hash_seed = session_hash_seed(meta.extra.get("sandbox"))
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
                 note = sandbox_note(box, deadline_s=timeout)
@@ -124,6 +125,7 @@ async def _run_in_session(
                 control=result.control,
                 variables=result.variables,
                 uncaptured=tuple(u.to_json() for u in result.uncaptured),
+                nondeterminism=result.nondeterminism or {},
             )
             await store.append_round(record, segments=[], variables=result.variables)
             await store.update_session(session, extra={**meta.extra, "sandbox": note})

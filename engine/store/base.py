@@ -188,6 +188,9 @@ class RoundRecord:
         uncaptured: ``{"name", "type", "reason"}`` for values the codec could not carry.
         usage: Tokens and cost per model call (``{"calls": [...], "total_tokens": ..., "cost": ...}``).
         timings: Named phases in seconds (``model``, ``sandbox``, ``store``, ...).
+        nondeterminism: What the code read from the clock and the system's randomness
+            (``ExecutionResult.nondeterminism``: the round's random seed and the reads, in order), fed
+            back by replay; empty when the round ran no code or was recorded before this existed.
     """
 
     session_id: str
@@ -210,6 +213,7 @@ class RoundRecord:
     uncaptured: tuple[dict[str, str], ...] = ()
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    nondeterminism: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (tuples become lists)."""

@@ -335,9 +335,11 @@ class DockerSandbox(Sandbox):
         channel = await Channel.open(self.bridge, socket_uid=uid if os.geteuid() == 0 else None)
         rlimits = {k: v for k, v in self.limits.rlimits().items() if k != "NPROC"}  # pids cgroup instead
         config = {"socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}", "token": channel.token, "rlimits": rlimits}
+        flags, seed_env = self.interpreter()
         kwargs = spec.run_kwargs(
-            bridge_dir=str(channel.directory), command=["python3", "-I", "-S", f"{_RUNTIME_MOUNT}/main.py"]
+            bridge_dir=str(channel.directory), command=["python3", *flags, f"{_RUNTIME_MOUNT}/main.py"]
         )
+        kwargs["environment"].update(seed_env)
         kwargs["environment"]["CODEACT_RUNTIME_CONFIG"] = json.dumps(config)
 
         abandoned = threading.Event()

@@ -205,6 +205,9 @@ class Runtime:
         self.bridge = bridge
         self.proxies = proxy.build_proxies(manifest, bridge, codec.encode)
         self._loop: asyncio.AbstractEventLoop | None = None
+        import sandbox.runtime.nondet as nondet
+
+        self._views = nondet.Views()
 
     def serve(self) -> None:
         """Answer host requests until ``shutdown`` or until the host goes away."""
@@ -277,6 +280,11 @@ class Runtime:
         g["_codeact_coro_"] = _as_coroutine
         g["ToolError"] = self._proxy.ToolError
         g.setdefault("__name__", "__main__")
+        views = self._views
+        views.begin(params.get("nondeterminism"))
+        builtins_ns = g.get("__builtins__")
+        if isinstance(builtins_ns, dict) and "__import__" in builtins_ns:
+            builtins_ns["__import__"] = views.importer(builtins_ns["__import__"])
         baseline = dict(g)
 
         uncaptured: list[dict[str, str]] = []
@@ -313,6 +321,7 @@ class Runtime:
             bridge.end_round()
             bridge.on_request = None
             self._cancel_leftover_tasks()
+            nondeterminism = views.end()
 
         collect = self._capture.collect_definitions
         found = collect(prelude_source, filename=prelude.co_filename) if prelude is not None else []
@@ -322,6 +331,7 @@ class Runtime:
             g,
             source_defs=defs,
             definitions=found,
+            modules=views.modules,
             baseline=baseline,
             max_var_bytes=int(limits.get("max_var_bytes", 1024 * 1024)),
             max_total_bytes=int(limits.get("max_total_bytes", 16 * 1024 * 1024)),
@@ -335,6 +345,7 @@ class Runtime:
             "uncaptured": uncaptured,
             "control": control,
             "duration_s": round(time.perf_counter() - started, 6),
+            "nondeterminism": nondeterminism,
         }
 
     def _redecode(self, variables: dict[str, Any], g: dict[str, Any]) -> None:
