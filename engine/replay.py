@@ -9,6 +9,7 @@ captured variables all equal the record.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -80,14 +81,34 @@ class _Switch:
     def __init__(self, manifest: dict[str, Any]) -> None:
         self._manifest = manifest
         self.current: ToolkitBridge | None = None
+        self.hung: list[CallRecord] = []
 
     def manifest(self) -> dict[str, Any]:
         return self._manifest
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
-        if self.current is None:
+        current = self.current
+        if current is None:
             raise _p.RpcError(_p.INTERNAL_ERROR, "replay: no round is being replayed")
-        return await self.current.handle(method, params)
+        if self.hung and method == "call" and current.replay_remaining == 0 and isinstance(params, dict):
+            call = self.hung[0]
+            if (params.get("toolkit"), params.get("operation")) == (call.toolkit, call.operation):
+                # The recorded call was still running when the round's deadline killed the sandbox:
+                # it does not answer now either, so the same deadline ends the replayed round.
+                self.hung.pop(0)
+                await asyncio.Event().wait()
+        return await current.handle(method, params)
+
+
+def _unfinished(record: RoundRecord, calls: list[CallRecord]) -> tuple[list[CallRecord], list[CallRecord]]:
+    """Split a round's calls into the answered ones and the ones its deadline cut off (still running)."""
+    if record.status != "deadline_exceeded":
+        return calls, []
+    answered = list(calls)
+    hung: list[CallRecord] = []
+    while answered and (answered[-1].error or {}).get("name") == "cancelled":
+        hung.insert(0, answered.pop())
+    return answered, hung
 
 
 def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[str, Any]:
@@ -244,18 +265,22 @@ async def _replay_round(
     *,
     deadline: float | None,
 ) -> RoundReplay:
+    calls, switch.hung = _unfinished(record, _calls(record))
     if live:
+        switch.hung = []
         bridge = ToolkitBridge(registry, grants=grants, session_id=record.session_id)
     elif known:
-        bridge = ToolkitBridge.replaying(_calls(record), toolkits=registry, grants=grants, session_id=record.session_id)
+        bridge = ToolkitBridge.replaying(calls, toolkits=registry, grants=grants, session_id=record.session_id)
     else:
-        bridge = ToolkitBridge.replaying(_calls(record), session_id=record.session_id)
+        bridge = ToolkitBridge.replaying(calls, session_id=record.session_id)
     switch.current = bridge
     assert record.code is not None  # noqa: S101 - checked by the caller
     result = await sandbox.execute(
         record.code, variables=variables, deadline=deadline, nondeterminism=record.nondeterminism or None
     )
     switch.current = None
+    unmade = len(switch.hung)
+    switch.hung = []
     diffs: list[str] = []
     if result.stdout != record.stdout:
         diffs.append(f"stdout: recorded {_short(record.stdout)}, replayed {_short(result.stdout)}")
@@ -274,8 +299,8 @@ async def _replay_round(
     if not live:
         if bridge.divergence is not None:
             diffs.append(f"calls: {bridge.divergence}")
-        elif bridge.replay_remaining:
-            diffs.append(f"calls: {bridge.replay_remaining} recorded call(s) were not made")
+        elif bridge.replay_remaining or unmade:
+            diffs.append(f"calls: {bridge.replay_remaining + unmade} recorded call(s) were not made")
     return RoundReplay(
         index=record.index,
         status="mismatch" if diffs else "match",
