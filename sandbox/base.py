@@ -583,9 +583,11 @@ def _compile_error(failure: Any) -> ExecutionError:
 
 def _nondeterminism(data: Any) -> dict[str, Any] | None:
     """The runtime's (untrusted) record of non-deterministic reads, checked for shape."""
-    if not isinstance(data, dict) or type(data.get("seed")) is not int or not isinstance(data.get("reads"), list):
+    if not isinstance(data, dict) or not isinstance(data.get("reads"), list):
         return None
-    out: dict[str, Any] = {"seed": data["seed"], "reads": [r for r in data["reads"] if _is_read(r)]}
+    out: dict[str, Any] = {"reads": [r for r in data["reads"] if _is_read(r)]}
+    if type(data.get("seed")) is int:
+        out["seed"] = data["seed"]
     if isinstance(data.get("diverged"), str):
         out["diverged"] = data["diverged"][:500]
     if type(data.get("unread")) is int:

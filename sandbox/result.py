@@ -86,9 +86,10 @@ class ExecutionResult:
         status: ``ok``, ``error``, ``deadline_exceeded`` or ``crashed``.
         control: The ``$control`` object of a control signal (``{"kind": "finish", ...}``), or None.
         nondeterminism: What the code read from the clock and the system's randomness, for replay:
-            ``{"seed": <the round's random seed>, "reads": [[kind, value], ...]}`` (plus ``diverged``,
-            ``unread``, ``truncated`` when a replay did not follow the record). None when the runtime
-            did not run the code (compile error, deadline, crash).
+            ``{"seed": <the round's random seed>, "reads": [[kind, value], ...]}`` (``seed`` when the
+            round imported ``random``; plus ``diverged``, ``unread``, ``truncated`` when a replay did
+            not follow the record). None when there was nothing to record, or the runtime did not run
+            the code (compile error, deadline, crash).
     """
 
     stdout: str = ""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import re
 import sys
 import types
 from collections.abc import Collection, Mapping, Sequence
@@ -368,6 +369,12 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     Returns:
         The definitions (empty when ``source`` does not parse: the compile step reports that).
     """
+    if not _MAY_DEFINE.search(source):
+        return []  # most rounds define nothing: no parse
+    key = (source, filename)
+    cached = _DEFINITIONS_CACHE.get(key)
+    if cached is not None:
+        return list(cached)  # the restored prelude is the same round after round
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -375,7 +382,15 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     lines = source.splitlines(keepends=True)
     found: list[Definition] = []
     _walk(tree.body, lines, filename, found)
+    if len(_DEFINITIONS_CACHE) >= _CACHE_SIZE:
+        _DEFINITIONS_CACHE.pop(next(iter(_DEFINITIONS_CACHE)))
+    _DEFINITIONS_CACHE[key] = tuple(found)
     return found
+
+
+_MAY_DEFINE: Final = re.compile(r"\b(?:def|class)\b")
+_CACHE_SIZE: Final = 4
+_DEFINITIONS_CACHE: dict[tuple[str, str], tuple[Definition, ...]] = {}
 
 
 def _walk(body: list[ast.stmt], lines: list[str], filename: str, found: list[Definition]) -> None:
@@ -413,7 +428,7 @@ def _dedented(node: ast.stmt, chunk: list[str]) -> str:
     if col == 0:
         return text
     moved = "".join(line[col:] if line[:col].isspace() else line for line in chunk).rstrip() + "\n"
-    if not any(
+    if ('"""' not in text and "'''" not in text and "\\\n" not in text) or not any(
         isinstance(sub, (ast.Constant, ast.JoinedStr)) and (sub.end_lineno or sub.lineno) > sub.lineno
         for sub in ast.walk(node)
     ):

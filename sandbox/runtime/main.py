@@ -281,10 +281,14 @@ class Runtime:
         g["ToolError"] = self._proxy.ToolError
         g.setdefault("__name__", "__main__")
         views = self._views
-        views.begin(params.get("nondeterminism"))
+        tape_config = params.get("nondeterminism")
+        # {"record": false} turns recording off (the benchmark's baseline); replay gives the recorded tape
+        recording = not (isinstance(tape_config, dict) and tape_config.get("record") is False)
         builtins_ns = g.get("__builtins__")
-        if isinstance(builtins_ns, dict) and "__import__" in builtins_ns:
-            builtins_ns["__import__"] = views.importer(builtins_ns["__import__"])
+        if recording:
+            views.begin(tape_config)
+            if isinstance(builtins_ns, dict) and "__import__" in builtins_ns:
+                builtins_ns["__import__"] = views.importer(builtins_ns["__import__"])
         baseline = dict(g)
 
         uncaptured: list[dict[str, str]] = []
@@ -321,7 +325,7 @@ class Runtime:
             bridge.end_round()
             bridge.on_request = None
             self._cancel_leftover_tasks()
-            nondeterminism = views.end()
+            nondeterminism = views.end() if recording else None
 
         collect = self._capture.collect_definitions
         found = collect(prelude_source, filename=prelude.co_filename) if prelude is not None else []

@@ -10,8 +10,8 @@ read the clock or the system's randomness, which go through the round's :class:`
   (another kind, or more reads than recorded) is a *divergence*: it is reported and the rest of the
   round reads live values.
 
-The module-level ``random`` functions use one generator, seeded at the start of every round with a
-seed the round records (``random.random()`` is not taped: the seed makes it exact). The views only
+The module-level ``random`` functions use one generator, seeded in every round that imports
+``random`` with a seed the round records (``random.random()`` is not taped: the seed makes it exact). The views only
 change what the code sees: the runtime's own clock, asyncio's and the standard library's internal
 reads are untouched (feeding recorded times to asyncio would break its timers).
 
@@ -97,31 +97,49 @@ class Views:
 
     def __init__(self) -> None:
         self.tape = Tape()
-        self.seed = 0
+        self.seed: int | None = None
+        self._recorded_seed: int | None = None
         self.modules: dict[str, types.ModuleType] = {}
 
     # -- a round ----------------------------------------------------------------------------------
     def begin(self, config: Any) -> None:
-        """Start a round: a new tape (replaying ``config["reads"]`` when given) and a seeded ``random``."""
+        """Start a round: a new tape (replaying ``config["reads"]`` when given).
+
+        ``random`` is seeded when the round first imports it (every round that uses it does: names
+        are restored by re-running their imports), with ``config["seed"]`` on replay: a round that
+        does not use ``random`` pays nothing.
+        """
         replay = config.get("reads") if isinstance(config, dict) else None
         seed = config.get("seed") if isinstance(config, dict) else None
-        if type(seed) is not int:
-            seed = int.from_bytes(_os.urandom(8), "big")
-        self.seed = seed
+        self._recorded_seed = seed if type(seed) is int else None
+        self.seed = None
         self.tape = Tape(list(replay) if isinstance(replay, list) else None)
-        _random.seed(seed)
 
-    def end(self) -> dict[str, Any]:
-        """The round's record: ``{"seed", "reads"[, "diverged"][, "unread"][, "truncated"]}``."""
+    def seed_random(self) -> None:
+        """Seed the module-level ``random`` generator for this round (once)."""
+        if self.seed is None:
+            seed = self._recorded_seed
+            self.seed = seed if seed is not None else int.from_bytes(_os.urandom(8), "big")
+            _random.seed(self.seed)
+
+    def end(self) -> dict[str, Any] | None:
+        """The round's record: ``{["seed"], "reads"[, "diverged"][, "unread"][, "truncated"]}``.
+
+        None when the round neither used ``random`` nor read anything (nothing to replay).
+        """
         tape = self.tape
-        out: dict[str, Any] = {"seed": self.seed, "reads": tape.reads}
+        self.tape = Tape()
+        if self.seed is None and not tape.reads and tape.diverged is None and not tape.unread:
+            return None
+        out: dict[str, Any] = {"reads": tape.reads}
+        if self.seed is not None:
+            out["seed"] = self.seed
         if tape.diverged is not None:
             out["diverged"] = tape.diverged
         if tape.unread:
             out["unread"] = tape.unread
         if tape.truncated:
             out["truncated"] = True
-        self.tape = Tape()
         return out
 
     def importer(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -148,6 +166,8 @@ class Views:
 
     def view(self, name: str) -> types.ModuleType:
         """The view of module ``name`` (built on first use)."""
+        if name == "random" or name == "secrets":
+            self.seed_random()
         module = self.modules.get(name)
         if module is None:
             module = self.modules[name] = _BUILDERS[name](self)
