@@ -32,7 +32,7 @@ class RoundReplay:
 
     Attributes:
         index: The round.
-        status: ``match``, ``mismatch`` or ``skipped`` (the round ran no code).
+        status: ``match``, ``mismatch`` or ``skipped`` (the round ran no code, or was interrupted).
         differences: What differed (``stdout``, ``error``, ``variables: x``, ``calls``...), with detail.
         duration_s: Time to re-execute the round.
     """
@@ -240,7 +240,8 @@ async def replay_session(
         if type(seed) is int:
             sandbox.hash_seed = seed  # the session's: set order and hash() as recorded
         for record in records:
-            if record.code is None:
+            if record.code is None or record.status == "interrupted":
+                # An interrupted round never finished: it is recorded as it was, not re-executed.
                 replay = RoundReplay(index=record.index, status="skipped")
             else:
                 replay = await _replay_round(

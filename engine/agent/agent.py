@@ -13,6 +13,7 @@ from engine.agent.codeact import CodeActLoop
 from engine.agent.context import EndRun, Outcome, RunContext
 from engine.agent.hooks import Hook
 from engine.agent.react import ReactLoop
+from engine.agent.recovery import PendingWriter, fold_pending, record_interrupted
 from engine.agent.support import (
     GRANT_APPROVED,
     Approver,
@@ -32,7 +33,7 @@ from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitCo
 if TYPE_CHECKING:
     from engine.blueprint import AgentSpec
     from engine.model import ModelClient
-    from engine.store import Store
+    from engine.store import SessionLock, Store
     from sandbox import RpcHandler, Sandbox
 
 __all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
@@ -194,7 +195,8 @@ class Agent:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
 
         To stop early, iterate inside ``contextlib.aclosing(agent.run(...))``: closing the iterator
-        cancels the run (the round in progress is not recorded). An iterator that is merely dropped
+        cancels the run: the round in progress is recorded as ``interrupted`` with the toolkit calls it
+        completed, and the session's status becomes ``interrupted``. An iterator that is merely dropped
         is only closed when the garbage collector finalizes it, and the run goes on until then.
 
         Args:
@@ -254,18 +256,35 @@ class Agent:
             return emit(cls, **payload)
 
         try:
-            async with self.store.lock(session_id):
+            async with self.store.lock(session_id) as lock:
                 try:
+                    # A run that died mid-round left its completed calls behind: record them first.
+                    await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
                     ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked)
+                    ctx.fence = lock.token
+                    ctx.writer = PendingWriter(self.store, session_id)
                     outcome = await self._run_loop(ctx)
                     await ctx.after_agent()
+                    await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
                     await self.store.update_session(session_id, status=outcome.status)
-                except CodeactError:
-                    # Only the run holding the lock may mark the session failed (never a busy one).
-                    with contextlib.suppress(CodeactError):
-                        if await self.store.get_session(session_id) is not None:
-                            await self.store.update_session(session_id, status="failed")
+                except asyncio.CancelledError:
+                    # Ctrl-C or a cancel: keep what the round in progress did, then stop.
+                    if state.ctx is not None:
+                        await record_interrupted(state.ctx, reason="the run was cancelled (Ctrl-C or a cancel)")
                     raise
+                except CodeactError as exc:
+                    if exc.code == "store.unavailable":
+                        pass  # the store is down: the session reads `interrupted` once it is back (repair_status)
+                    elif exc.code != "store.lock_lost":  # a fenced-out run must not touch the new owner's session
+                        # Only the run holding the lock may mark the session failed (never a busy one).
+                        with contextlib.suppress(CodeactError):
+                            if await self.store.get_session(session_id) is not None:
+                                await self.store.update_session(session_id, status="failed")
+                    raise
+                finally:
+                    if state.ctx is not None and state.ctx.writer is not None:
+                        await state.ctx.writer.aclose()
+                        state.ctx.writer = None
             if outcome.status == "failed":
                 error = outcome.error or {"code": "run.failed", "message": outcome.reason}
                 emit(RunFailed, error=error, rounds=ctx.recorded)
@@ -372,6 +391,7 @@ class Agent:
             policies=self.policies,
             approver=self.approver,
             interceptors=self.interceptors,
+            on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
         )
         return bridge, handler
 
@@ -423,6 +443,13 @@ def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
                 continue
         kept.append(segment)
     return SegmentHistory(kept)
+
+
+def _gone_reason(lock: SessionLock) -> str:
+    """Why the session's previous run stopped mid-round, as far as the lock tells."""
+    if lock.took_over is not None:
+        return f"its run's process {lock.took_over.owner} died"
+    return "its run stopped before recording it: the host process died, the store became unavailable, or the run failed"
 
 
 def _retryable(exc: CodeactError) -> bool:

@@ -138,6 +138,7 @@ class CodeActLoop:
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         usage: dict[str, Any] = {}
+        ctx.round_started = started
         ctx.emit(RoundStarted, round=n)
         goal_segment = ctx.history.last(SegmentKind.NEXT_GOAL)
         goal = goal_segment.content if goal_segment is not None else None
@@ -182,6 +183,7 @@ class CodeActLoop:
         program = frame.program(block.code) if frame is not None else block.code
         self._add(SegmentKind.CODE, block.code)
         ctx.emit(CodeStarted, round=n, code=block.code)
+        ctx.note_code(program=program, middle=block.code, reply=reply.text)
         ts = time.perf_counter()
         result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline)
         timings["sandbox_s"] = time.perf_counter() - ts

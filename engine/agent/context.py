@@ -14,6 +14,7 @@ from engine.model import ModelReply
 from segments import Prompt, SegmentHistory
 
 if TYPE_CHECKING:
+    from engine.agent.recovery import PendingWriter
     from engine.agent.support import EventingBridge
     from engine.blueprint import AgentSpec
     from engine.model import ModelClient
@@ -77,6 +78,19 @@ class RunContext:
     first_round: int = 1
     recorded: int = 0
     pending_segments: list[Any] = field(default_factory=list)
+    # Recovery (engine/agent/recovery.py): the lock's fencing token, the pending-calls writer, and
+    # what the round in progress is running, for an interrupted round's record.
+    fence: str | None = None
+    writer: PendingWriter | None = None
+    round_started: float = 0.0
+    current_code: str | None = None
+    current_reply: str = ""
+
+    def note_code(self, *, program: str, middle: str, reply: str) -> None:
+        """The round's code is about to run: remember it and write it to the pending list."""
+        self.current_code, self.current_reply = program, reply
+        if self.writer is not None:
+            self.writer.code(self.round, code=program, middle=middle, reply=reply)
 
     async def record_round(self, *, started: float, t0: float, reply: str, **fields: Any) -> None:
         """Write the current round atomically: its record, the segments added since the last one, the variables.
@@ -102,8 +116,11 @@ class RunContext:
             variables=self.variables,
             **fields,
         )
-        await self.store.append_round(record, segments=segments, variables=self.variables)
+        await self.store.append_round(record, segments=segments, variables=self.variables, fence=self.fence)
         self.recorded = self.round
+        self.current_code, self.current_reply = None, ""
+        if self.writer is not None:
+            self.writer.clear()
 
     def drain_calls(self) -> tuple[dict[str, Any], ...]:
         """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""

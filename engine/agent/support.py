@@ -127,8 +127,10 @@ class EventingBridge:
         policies: Mapping[str, str],
         approver: Approver | None,
         interceptors: Sequence[Any] = (),
+        on_call: Callable[[CallRecord], None] | None = None,
     ) -> None:
         self.bridge = bridge
+        self._on_call = on_call
         self._emit = emit
         self._round = round_ref
         self._policies = dict(policies)
@@ -184,19 +186,20 @@ class EventingBridge:
                 GRANT_APPROVED.reset(token)
             duration = time.perf_counter() - t0
             failure = _error_json(error) if error is not None else None
-            self._records.append(
-                CallRecord(
-                    sequence=sequence,
-                    session_id=self.bridge.session_id,
-                    toolkit=toolkit,
-                    operation=operation,
-                    arguments=arguments,
-                    result=None if failure is not None else result,
-                    error=failure,
-                    started_at=started_at,
-                    duration_s=duration,
-                )
+            call_record = CallRecord(
+                sequence=sequence,
+                session_id=self.bridge.session_id,
+                toolkit=toolkit,
+                operation=operation,
+                arguments=arguments,
+                result=None if failure is not None else result,
+                error=failure,
+                started_at=started_at,
+                duration_s=duration,
             )
+            self._records.append(call_record)
+            if self._on_call is not None:
+                self._on_call(call_record)  # written to the store as it completes (engine/agent/recovery.py)
             self._emit(
                 ToolCallCompleted,
                 call_id=call_id,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class _Usage(Exception):
@@ -210,10 +211,49 @@ def run_command(
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from None
     again = f"codeact run {shlex.quote(str(file))}" + (f" --store {shlex.quote(store)}" if store else "")
+    resume = _resume_command(
+        file,
+        [
+            ("--model", model),
+            ("--provider", provider),
+            ("--base-url", base_url),
+            ("--profile", profile),
+            ("--protocol", protocol),
+            ("--store", store),
+            ("--sandbox", sandbox),
+            ("--isolation", isolation if isolation != "bwrap" else None),
+            *[("--toolkit", ref) for ref in toolkit or []],
+        ],
+        [
+            ("--allow-sandbox-declaration", allow_sandbox_declaration),
+            ("--approve-all", approve_all),
+            ("--deny-all", deny_all),
+            ("--json", json_output),
+        ],
+    )
     code = asyncio.run(
-        _drive(agent, input, session, json_output=json_output, console=err, spinner=spinner, again=again)
+        _drive(
+            agent,
+            input,
+            session,
+            json_output=json_output,
+            console=err,
+            spinner=spinner,
+            again=again,
+            resume=resume,
+        )
     )
     raise typer.Exit(code)
+
+
+def _resume_command(file: Path, options: list[tuple[str, str | None]], flags: list[tuple[str, bool]]) -> str:
+    """``codeact run FILE`` with every option the run was given (``--session``/``--input`` are added later)."""
+    words = ["codeact", "run", str(file)]
+    for name, value in options:
+        if value is not None:
+            words += [name, value]
+    words += [name for name, on in flags if on]
+    return shlex.join(words)
 
 
 def _build(
@@ -297,6 +337,7 @@ async def _drive(
     console: Any,
     spinner: _Spinner,
     again: str,
+    resume: str = "",
 ) -> int:
     from engine.events import RunCompleted, RunFailed, RunStarted, render_event
 
@@ -304,6 +345,7 @@ async def _drive(
     session_id = session
     status = None if json_output or not console.is_terminal else console.status("working...", spinner="dots")
     spinner.status = status
+    interrupted = False
     try:
         if status is not None:
             status.start()
@@ -318,11 +360,27 @@ async def _drive(
                 if status is not None:
                     status.update(_status_text(event))
                 render_event(event, console)
+    except asyncio.CancelledError:
+        # Ctrl-C (asyncio.run cancels this task): the agent recorded the round in progress as
+        # interrupted; say how to go on. Returning normally makes asyncio.run end without a traceback.
+        interrupted = True
     finally:
         if status is not None:
             status.stop()
         await agent.store.close()
         await agent.model.aclose()
+    if interrupted:
+        if session_id is not None:
+            command = f"{resume or again} --session {shlex.quote(session_id)} --input continue"
+            console.print(
+                f"interrupted: session {session_id} was saved with the round in progress marked interrupted "
+                f"(the toolkit calls it completed are recorded); resume with:\n  {command}",
+                markup=False,
+                highlight=False,
+            )
+        else:
+            console.print("interrupted before the session was opened: nothing was recorded", markup=False)
+        return EXIT_INTERRUPTED
     if isinstance(last, RunCompleted):
         if not json_output and last.answer is not None:
             sys.stdout.write(f"{_answer_text(last.answer)}\n")

@@ -1,4 +1,8 @@
-"""``codeact sessions list`` / ``codeact sessions show SESSION``: read recorded sessions from the store."""
+"""``codeact sessions list|show|unlock``: read recorded sessions from the store, force a session's lock.
+
+``list`` and ``show`` repair the status of a session whose run is gone (``active`` without a live
+lock becomes ``interrupted``, see ``Store.repair_status``) and show who holds a lock and since when.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.errors import StoreError
-from engine.store import RoundRecord, SessionMeta, Store, open_store
+from engine.store import LockInfo, RoundRecord, SessionMeta, Store, open_store
 
 __all__ = ["register"]
 
@@ -35,6 +39,7 @@ def register(app: typer.Typer) -> None:
     sessions = typer.Typer(name="sessions", help="List and inspect recorded sessions.", no_args_is_help=True)
     sessions.command("list")(list_sessions)
     sessions.command("show")(show_session)
+    sessions.command("unlock")(unlock_session)
     app.add_typer(sessions)
 
 
@@ -43,27 +48,69 @@ def list_sessions(
     limit: Annotated[int, typer.Option("--limit", help="Show at most this many sessions.", min=1)] = 50,
     as_json: Annotated[bool, _JSON_OPTION] = False,
 ) -> None:
-    """List sessions, most recently updated first: id, blueprint, model, status, rounds, updated."""
+    """List sessions, most recently updated first: id, blueprint, model, status, rounds, updated, lock."""
 
-    async def read(opened: Store) -> list[SessionMeta]:
-        return await opened.list_sessions(limit=limit)
+    async def read(opened: Store) -> list[tuple[SessionMeta, LockInfo | None]]:
+        out = []
+        for meta in await opened.list_sessions(limit=limit):
+            if meta.status == "active":
+                meta = await opened.repair_status(meta.session_id) or meta
+            out.append((meta, await opened.lock_info(meta.session_id) if meta.status == "active" else None))
+        return out
 
-    metas, url = _with_store(store, read)
+    found, url = _with_store(store, read)
+    metas = [meta for meta, _ in found]
     out = Console(soft_wrap=True)
     if as_json:
-        out.print_json(json.dumps([meta.to_json() for meta in metas]))
+        rows = [{**meta.to_json(), "lock": lock.to_json() if lock else None} for meta, lock in found]
+        out.print_json(json.dumps(rows))
         return
     if not metas:
         out.print(Text(f"no sessions in {url}"))
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED"):
-        table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column == "ID")
-    for meta in metas:
-        table.add_row(
-            meta.session_id, meta.blueprint_id, meta.model, meta.status, str(meta.rounds), _when(meta.updated_at)
-        )
+    locked = any(lock is not None for _, lock in found)  # the LOCK column only when a run holds one
+    columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED") + (("LOCK",) if locked else ())
+    for column in columns:
+        table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK"))
+    for meta, lock in found:
+        row = [meta.session_id, meta.blueprint_id, meta.model, meta.status, str(meta.rounds), _when(meta.updated_at)]
+        table.add_row(*row, *((_lock_text(lock),) if locked else ()))
     out.print(table)
+
+
+def _lock_text(lock: LockInfo | None) -> str:
+    return "-" if lock is None else f"{lock.owner} since {_when(lock.since)}"
+
+
+def unlock_session(
+    session: Annotated[str, typer.Argument(help="The session id.", show_default=False)],
+    store: Annotated[str | None, _STORE_OPTION] = None,
+) -> None:
+    """Force a session's lock free (when its run is gone); a live holder can then no longer record rounds."""
+
+    async def force(opened: Store) -> tuple[SessionMeta | None, LockInfo | None]:
+        meta = await opened.get_session(session)
+        if meta is None:
+            return None, None
+        holder = await opened.force_unlock(session)
+        return await opened.get_session(session), holder
+
+    (meta, holder), url = _with_store(store, force)
+    if meta is None:
+        _fail(f"session {session!r} not found in {url}", exit_code=1)
+    err = Console(stderr=True, soft_wrap=True)
+    if holder is None:
+        err.print(Text(f"session {session} was not locked; its status is {meta.status}"))
+        return
+    err.print(
+        Text(
+            f"warning: forced the lock of session {session}, held by {holder.owner} since {_when(holder.since)}. "
+            "If that run is still alive it is now fenced out: its next round will not be recorded and it fails. "
+            f"Session status: {meta.status}.",
+            style="yellow",
+        )
+    )
 
 
 def show_session(
@@ -74,7 +121,7 @@ def show_session(
     """Show a session: its metadata, then each round's code, tool calls, output, error and variables."""
 
     async def read(opened: Store) -> tuple[SessionMeta | None, list[RoundRecord], dict[str, Any]]:
-        meta = await opened.get_session(session)
+        meta = await opened.repair_status(session)
         if meta is None:
             return None, [], {}
         return meta, await opened.rounds(session), await opened.variables(session)

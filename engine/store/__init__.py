@@ -8,9 +8,12 @@ loads ``redis``; import it from ``engine.store.redis_store``.
 from __future__ import annotations
 
 from engine.store._factory import default_store_url, open_store
+from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S
 from engine.store.base import (
     ROUND_STATUSES,
     SESSION_STATUSES,
+    LockInfo,
+    LockLostError,
     RoundRecord,
     SessionBusyError,
     SessionLock,
@@ -22,6 +25,10 @@ from engine.store.base import (
 from engine.store.sqlite import SQLiteStore
 
 __all__ = [
+    "HEARTBEAT_S",
+    "LOCK_TTL_S",
+    "LockInfo",
+    "LockLostError",
     "ROUND_STATUSES",
     "RoundRecord",
     "SESSION_STATUSES",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -23,10 +22,13 @@ from types import TracebackType
 from typing import Any, Literal, get_args
 
 from engine.errors import StoreError
+from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S, LockInfo, LockLostError, make_token, parse_token
 
 __all__ = [
     "ROUND_STATUSES",
     "SESSION_STATUSES",
+    "LockInfo",
+    "LockLostError",
     "RoundRecord",
     "SessionBusyError",
     "SessionLock",
@@ -37,9 +39,17 @@ __all__ = [
     "dumps",
 ]
 
-SessionStatus = Literal["active", "completed", "failed", "paused"]
+SessionStatus = Literal["active", "completed", "failed", "paused", "interrupted"]
 SESSION_STATUSES: tuple[str, ...] = get_args(SessionStatus)
-ROUND_STATUSES: tuple[str, ...] = ("ok", "error", "no_code", "parse_error", "deadline_exceeded", "crashed")
+ROUND_STATUSES: tuple[str, ...] = (
+    "ok",
+    "error",
+    "no_code",
+    "parse_error",
+    "deadline_exceeded",
+    "crashed",
+    "interrupted",
+)
 """Usual ``RoundRecord.status`` values (the sandbox's ``ExecutionStatus`` plus the parser's outcomes).
 The store does not enforce them: the loop owns the vocabulary."""
 
@@ -107,7 +117,8 @@ class SessionMeta:
         model: The model name used for code (litellm name).
         created_at: Unix time of creation.
         updated_at: Unix time of the last write (maintained by the store).
-        status: ``active`` while a run goes on, then ``completed``, ``failed`` or ``paused``.
+        status: ``active`` while a run goes on, then ``completed``, ``failed``, ``paused`` or
+            ``interrupted`` (Ctrl-C, a cancel, a store outage, or its run's host died).
         rounds: Number of recorded rounds (maintained by the store).
         title: A short human title, if any.
         input: The first user input, if any.
@@ -237,18 +248,24 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
     """A held (or about to be acquired) session lock; created by ``Store.lock``.
 
     Entering acquires the lock (waiting up to ``wait`` seconds, then ``SessionBusyError``) and starts
-    a background task that refreshes it every ``ttl / 3`` seconds, so a long run keeps it while a
-    crashed holder's lock expires after ``ttl``. Exiting releases it (only if still ours).
+    a heartbeat that renews it every ``beat`` seconds, so a live run keeps it while a dead holder's
+    lock expires ``ttl`` seconds after its last beat. A lock whose owner is a process of this host
+    that no longer runs is taken over at once (``took_over`` names it). The lock's ``token`` is the
+    fencing token: pass it to ``append_round(fence=...)`` so a holder that lost the lock (frozen,
+    partitioned, forced out by ``sessions unlock``) cannot record a round. Exiting releases the lock
+    (only if still ours).
     """
 
-    def __init__(self, store: Store, session_id: str, *, ttl: float, wait: float) -> None:
+    def __init__(self, store: Store, session_id: str, *, ttl: float, wait: float, beat: float | None = None) -> None:
         if ttl <= 0:
             raise StoreError(f"lock ttl must be positive, got {ttl!r}", code="store.invalid_argument")
         self.store = store
         self.session_id = check_session_id(session_id)
         self.ttl = ttl
+        self.beat = beat if beat is not None and beat > 0 else min(HEARTBEAT_S, ttl / 3)
         self.wait = max(0.0, wait)
-        self.token = secrets.token_hex(16)
+        self.token = make_token()
+        self.took_over: LockInfo | None = None
         self._refresher: asyncio.Task[None] | None = None
         self.held = False
 
@@ -259,11 +276,23 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
             held_until = await self.store._acquire_lock(self.session_id, self.token, self.ttl)
             if held_until is None:
                 break
+            holder = await self.store.lock_info(self.session_id)
+            if holder is not None and holder.owner_dead():
+                # The owner process is gone (same host): take its lock over now, not after its expiry.
+                replaced = await self.store._acquire_lock(self.session_id, self.token, self.ttl, replace=holder.token)
+                if replaced is None:
+                    self.took_over = holder
+                    break
             if time.monotonic() >= deadline:
                 when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(held_until))
+                owner = ""
+                if holder is not None:
+                    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.since))
+                    owner = f" by {holder.owner} since {since}"
                 raise SessionBusyError(
-                    f"session {self.session_id!r} is in use by another run (lock held until {when}); "
-                    "wait or use another --session",
+                    f"session {self.session_id!r} is in use by another run (lock held until {when}{owner}; its "
+                    "heartbeat renews it while that run lives); wait or use another --session, or if that run is "
+                    f"gone, force it with `codeact sessions unlock {self.session_id}`",
                     session_id=self.session_id,
                     held_until=held_until,
                 )
@@ -278,19 +307,19 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
         if not await self.store._refresh_lock(self.session_id, self.token, self.ttl):
             self.held = False
             raise SessionBusyError(
-                f"lost the lock on session {self.session_id!r}: it expired and another run took it; "
-                "use a longer lock ttl",
+                f"lost the lock on session {self.session_id!r}: it expired (no heartbeat for {self.ttl:g} s) "
+                "or was forced with `codeact sessions unlock`; this run can no longer record rounds",
                 session_id=self.session_id,
                 held_until=time.time(),
             )
 
     async def _refresh_forever(self) -> None:
         while True:
-            await asyncio.sleep(self.ttl / 3)
+            await asyncio.sleep(self.beat)
             try:
                 await self.refresh()
             except SessionBusyError:
-                return  # lost: ``held`` is now False, and the run's next append_round conflicts loudly
+                return  # lost: ``held`` is now False, and the run's next append_round is fenced out
             except StoreError:
                 continue  # a transient outage: keep trying; the run's own writes fail loudly meanwhile
 
@@ -305,6 +334,8 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
             self._refresher = None
         if self.held:
             self.held = False
+            if isinstance(exc, StoreError) and exc.code == "store.unavailable":
+                return  # the store is down: releasing would only wait for another timeout; the lock expires
             try:
                 await self.store._release_lock(self.session_id, self.token)
             except StoreError:
@@ -344,7 +375,12 @@ class Store(ABC):
 
     @abstractmethod
     async def append_round(
-        self, record: RoundRecord, *, segments: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+        self,
+        record: RoundRecord,
+        *,
+        segments: Sequence[Mapping[str, Any]],
+        variables: Mapping[str, Any],
+        fence: str | None = None,
     ) -> None:
         """Atomically record a round, its new segments and the session's current variables.
 
@@ -354,6 +390,9 @@ class Store(ABC):
                 one recorded at that index is a no-op, so a write retried after a lost reply is safe.
             segments: The segments this round added, as JSON dicts each with an ``"id"``.
             variables: The complete codec-encoded state after the round (replaces the stored set).
+            fence: The writer's lock token (``SessionLock.token``); when given, the write is refused
+                with ``LockLostError`` unless that token still holds the session's lock (checked in
+                the same transaction / script as the write).
         """
 
     @abstractmethod
@@ -380,21 +419,92 @@ class Store(ABC):
     async def close(self) -> None:
         """Release connections; the store must not be used afterwards."""
 
-    def lock(self, session_id: str, *, ttl: float = 300.0, wait: float = 0.0) -> SessionLock:
+    def lock(
+        self, session_id: str, *, ttl: float = LOCK_TTL_S, wait: float = 0.0, beat: float | None = None
+    ) -> SessionLock:
         """An async context manager holding the session's run lock.
 
         Args:
             session_id: The session to lock.
-            ttl: Seconds the lock survives without refresh (a crashed holder blocks at most this long).
-                It is refreshed automatically every ``ttl / 3`` while held.
+            ttl: Seconds the lock survives without a heartbeat (a crashed holder on another host
+                blocks at most this long; one on this host not at all).
             wait: Seconds to wait for another run to release it before ``SessionBusyError``.
+            beat: Seconds between heartbeats (default ``min(3, ttl / 3)``).
         """
-        return SessionLock(self, session_id, ttl=ttl, wait=wait)
+        return SessionLock(self, session_id, ttl=ttl, wait=wait, beat=beat)
+
+    async def lock_info(self, session_id: str) -> LockInfo | None:
+        """Who holds the session's lock and since when, or None when it is free (or expired)."""
+        found = await self._read_lock(check_session_id(session_id))
+        if found is None:
+            return None
+        token, expires_at = found
+        if expires_at <= time.time():
+            return None
+        return parse_token(session_id, token, expires_at)
+
+    async def force_unlock(self, session_id: str) -> LockInfo | None:
+        """Drop the session's lock whoever holds it; returns the holder it had (None if it was free).
+
+        The holder, if still alive, is fenced out: its next ``append_round(fence=...)`` fails with
+        ``LockLostError``. An ``active`` session without a lock then reads as ``interrupted``.
+        """
+        holder = await self.lock_info(session_id)
+        await self._force_unlock(check_session_id(session_id))
+        await self.repair_status(session_id)
+        return holder
+
+    async def repair_status(self, session_id: str) -> SessionMeta | None:
+        """Mark an ``active`` session whose run is gone (no live lock, or a dead owner) ``interrupted``.
+
+        Atomic in the backends: a run that holds the lock is never touched. Returns the session's
+        metadata after the repair (None for an unknown session).
+        """
+        meta = await self.get_session(session_id)
+        if meta is None or meta.status != "active":
+            return meta
+        holder = await self.lock_info(session_id)
+        if holder is not None and not holder.owner_dead():
+            return meta
+        if await self._mark_interrupted(session_id, holder.token if holder is not None else None):
+            return await self.get_session(session_id)
+        return meta
+
+    # Pending calls: what the round in progress did so far, written as it happens (docs/store.md).
+    @abstractmethod
+    async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one entry (``{"round", "kind": "call" | "code", ...}``) to the session's pending list."""
+
+    @abstractmethod
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's pending entries, in the order they were added."""
+
+    @abstractmethod
+    async def clear_pending(self, session_id: str) -> None:
+        """Drop the session's pending entries (after their round was recorded or folded)."""
 
     # Lock primitives the backends implement (used by SessionLock).
     @abstractmethod
-    async def _acquire_lock(self, session_id: str, token: str, ttl: float) -> float | None:
-        """Take the lock if free or expired: None on success, else the holder's expiry (unix time)."""
+    async def _acquire_lock(self, session_id: str, token: str, ttl: float, replace: str | None = None) -> float | None:
+        """Take the lock if free, expired, or held by the token ``replace``.
+
+        Returns None on success, else the holder's expiry (unix time).
+        """
+
+    @abstractmethod
+    async def _read_lock(self, session_id: str) -> tuple[str, float] | None:
+        """``(token, expires_at)`` of the session's lock, or None."""
+
+    @abstractmethod
+    async def _force_unlock(self, session_id: str) -> None:
+        """Delete the session's lock whoever holds it."""
+
+    @abstractmethod
+    async def _mark_interrupted(self, session_id: str, stale_token: str | None) -> bool:
+        """Set status ``interrupted`` if ``active`` and the lock is free, expired or ``stale_token``'s.
+
+        Atomic (one transaction / script); True when the status changed.
+        """
 
     @abstractmethod
     async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
@@ -414,6 +524,14 @@ class Store(ABC):
 
     def _not_found(self, session_id: str) -> StoreError:
         return StoreError(f"session {session_id!r} not found in {self.url}", code="store.not_found")
+
+    def _fenced(self, record: RoundRecord) -> LockLostError:
+        return LockLostError(
+            f"cannot record round {record.index} of session {record.session_id!r} in {self.url}: this run no "
+            "longer holds the session's lock (no heartbeat for too long, or forced with `codeact sessions "
+            "unlock`); another run may own the session now, so this round was not recorded",
+            session_id=record.session_id,
+        )
 
     def _conflict(self, record: RoundRecord, last: int) -> StoreError:
         return StoreError(

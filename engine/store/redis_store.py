@@ -2,7 +2,8 @@
 
 Key layout (docs/store.md): ``{prefix}:sessions`` (zset of ids by updated_at) and, per session,
 ``{prefix}:session:{id}`` (meta hash), ``:rounds`` (list of round JSON), ``:segments`` (list of
-segment JSON), ``:vars`` (hash name -> encoded JSON), ``:lock`` (string token with expiry).
+segment JSON), ``:vars`` (hash name -> encoded JSON), ``:lock`` (string token with expiry),
+``:pending`` (list of the round in progress's completed calls).
 ``append_round`` is one Lua script, so a round is written atomically. Every ``redis.*`` exception
 is translated into ``StoreError`` by ``map_redis_errors`` (the message names the URL without
 credentials).
@@ -25,10 +26,13 @@ from redis.backoff import ExponentialBackoff
 from engine.errors import StoreError
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
-__all__ = ["RedisStore", "map_redis_errors", "redact_url"]
+__all__ = ["DEFAULT_TIMEOUT_S", "RedisStore", "map_redis_errors", "redact_url"]
+
+DEFAULT_TIMEOUT_S = 2.0
+"""Default bound (seconds) of connecting to Redis and of each read and write."""
 
 # Query parameters of a store URL that are ours, not redis-py's.
-_OWN_PARAMS = ("prefix", "ttl")
+_OWN_PARAMS = ("prefix", "ttl", "timeout")
 _SECRET_PARAMS = ("password", "username")
 
 _CREATE = """
@@ -89,14 +93,34 @@ end
 return {0, tonumber(ARGV[2])}
 """
 
-# KEYS: lock. ARGV: token, ttl_ms. Returns {1, 0} when acquired (or already ours), else {0, holder's PTTL}.
+# Fencing (docs/store.md): prepended to the append script, it pops the lock key (last KEYS entry)
+# and the writer's token (last ARGV entry; "" = unfenced) and refuses the write with {3, 0} unless
+# that token holds the lock, in the same atomic script as the write.
+_FENCE = """
+local fence = table.remove(ARGV)
+local lock_key = table.remove(KEYS)
+if fence ~= '' and redis.call('GET', lock_key) ~= fence then return {3, 0} end
+"""
+
+# KEYS: lock. ARGV: token, ttl_ms, replace ("" = none). Returns {1, 0} when acquired (or already
+# ours, or taken over from the token ``replace``), else {0, holder's PTTL}.
 _ACQUIRE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0} end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] or (ARGV[3] ~= '' and holder == ARGV[3]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {1, 0}
 end
 return {0, redis.call('PTTL', KEYS[1])}
+"""
+
+# KEYS: meta, lock. ARGV: stale token ("" = none), updated_at. Returns 1 when the status changed.
+_MARK_INTERRUPTED = """
+local holder = redis.call('GET', KEYS[2])
+if holder and holder ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'interrupted', 'updated_at', ARGV[2])
+return 1
 """
 
 _REFRESH = """
@@ -178,8 +202,10 @@ class RedisStore(Store):
             parameters ``prefix`` and ``ttl`` set the options below, the rest go to redis-py.
         prefix: Prefix of every key (lets several deployments or test runs share a server).
         ttl: Seconds after its last write at which a session expires; None keeps sessions forever.
-        socket_timeout: Seconds before a silent server counts as gone (StoreError).
-        retries: Reconnect attempts (short exponential backoff) before an outage is reported.
+        socket_timeout: Seconds before a silent server counts as gone (``store.unavailable``): the
+            bound of connecting and of each read and write (``?timeout=`` in the URL).
+        retries: Reconnect attempts (short exponential backoff) after a connection error before an
+            outage is reported; a TIMEOUT is never retried (the command may have been applied).
     """
 
     def __init__(
@@ -188,8 +214,8 @@ class RedisStore(Store):
         *,
         prefix: str | None = None,
         ttl: float | None = None,
-        socket_timeout: float = 5.0,
-        retries: int = 2,
+        socket_timeout: float | None = None,
+        retries: int = 1,
     ) -> None:
         redis_url, own = _split_url(url)
         self.url = redact_url(url)
@@ -207,6 +233,17 @@ class RedisStore(Store):
             )
         self.ttl = raw_ttl
         self._ttl_ms = str(int(raw_ttl * 1000)) if raw_ttl else "0"
+        if socket_timeout is None:
+            try:
+                socket_timeout = float(own.get("timeout") or DEFAULT_TIMEOUT_S)
+            except ValueError:
+                socket_timeout = -1.0
+            if not socket_timeout > 0:
+                raise StoreError(
+                    f"invalid timeout {own.get('timeout')!r} for {self.url}: use a positive number of seconds",
+                    code="store.invalid_url",
+                )
+        self.socket_timeout = socket_timeout
         with map_redis_errors(self.url):
             try:
                 self._client: redis.asyncio.Redis[str] = redis.asyncio.Redis.from_url(
@@ -214,15 +251,23 @@ class RedisStore(Store):
                     decode_responses=True,
                     socket_timeout=socket_timeout,
                     socket_connect_timeout=socket_timeout,
-                    retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries),
+                    # Only connection errors are retried (the command was not applied, or a retry is
+                    # harmless: every write of this store is idempotent but create_session, which
+                    # then reports "exists"); a timeout is reported at once.
+                    retry=Retry(
+                        ExponentialBackoff(cap=0.5, base=0.05),
+                        retries,
+                        supported_errors=(redis.exceptions.ConnectionError,),
+                    ),
                     health_check_interval=30,
                 )
             except ValueError as exc:
                 raise StoreError(f"invalid Redis store URL {self.url}: {exc}", code="store.invalid_url") from exc
         self._create = self._client.register_script(_CREATE)
         self._update = self._client.register_script(_UPDATE)
-        self._append = self._client.register_script(_APPEND)
+        self._append = self._client.register_script(_FENCE + _APPEND)
         self._acquire = self._client.register_script(_ACQUIRE)
+        self._mark = self._client.register_script(_MARK_INTERRUPTED)
         self._refresh = self._client.register_script(_REFRESH)
         self._release = self._client.register_script(_RELEASE)
 
@@ -294,7 +339,7 @@ class RedisStore(Store):
 
     async def delete_session(self, session_id: str) -> None:
         """Remove the session and everything recorded for it."""
-        keys = [self._key(session_id, part) for part in ("", "rounds", "segments", "vars")]
+        keys = [self._key(session_id, part) for part in ("", "rounds", "segments", "vars", "pending")]
         with map_redis_errors(self.url):
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.delete(*keys)
@@ -304,7 +349,12 @@ class RedisStore(Store):
     # ---- rounds ---------------------------------------------------------------------------------
 
     async def append_round(
-        self, record: RoundRecord, *, segments: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+        self,
+        record: RoundRecord,
+        *,
+        segments: Sequence[Mapping[str, Any]],
+        variables: Mapping[str, Any],
+        fence: str | None = None,
     ) -> None:
         """Atomically record a round, its new segments and the session's current variables (one Lua script)."""
         session_id = record.session_id
@@ -329,8 +379,12 @@ class RedisStore(Store):
             args.append(dumps(dict(segment), what=f"segment {segment_id!r} of session {session_id!r}"))
         for name, value in variables.items():
             args += [name, dumps(value, what=f"variable {name!r} of session {session_id!r}")]
+        keys.append(self._key(session_id, "lock"))
+        args.append(fence or "")
         with map_redis_errors(self.url):
             status, last = await self._append(keys=keys, args=args)
+        if status == 3:
+            raise self._fenced(record)
         if status == 1:
             raise self._not_found(session_id)
         if status == 2:
@@ -368,10 +422,10 @@ class RedisStore(Store):
 
     # ---- locks ----------------------------------------------------------------------------------
 
-    async def _acquire_lock(self, session_id: str, token: str, ttl: float) -> float | None:
+    async def _acquire_lock(self, session_id: str, token: str, ttl: float, replace: str | None = None) -> float | None:
         key = self._key(session_id, "lock")
         with map_redis_errors(self.url):
-            acquired, pttl = await self._acquire(keys=[key], args=[token, str(max(1, int(ttl * 1000)))])
+            acquired, pttl = await self._acquire(keys=[key], args=[token, str(max(1, int(ttl * 1000))), replace or ""])
         if acquired:
             return None
         # A negative PTTL cannot happen for our locks (always set with PX); report "now" so the caller retries.
@@ -386,6 +440,52 @@ class RedisStore(Store):
         key = self._key(session_id, "lock")
         with map_redis_errors(self.url):
             await self._release(keys=[key], args=[token])
+
+    async def _read_lock(self, session_id: str) -> tuple[str, float] | None:
+        key = self._key(session_id, "lock")
+        with map_redis_errors(self.url):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.get(key)
+                pipe.pttl(key)
+                token, pttl = await pipe.execute()
+        if token is None:
+            return None
+        return str(token), time.time() + max(int(pttl), 0) / 1000
+
+    async def _force_unlock(self, session_id: str) -> None:
+        key = self._key(session_id, "lock")
+        with map_redis_errors(self.url):
+            await self._client.delete(key)
+
+    async def _mark_interrupted(self, session_id: str, stale_token: str | None) -> bool:
+        keys = [self._key(session_id), self._key(session_id, "lock")]
+        with map_redis_errors(self.url):
+            changed = await self._mark(keys=keys, args=[stale_token or "", repr(time.time())])
+            if changed:
+                await self._client.zadd(self._index_key(), {session_id: time.time()})
+        return bool(changed)
+
+    # ---- pending calls --------------------------------------------------------------------------
+
+    async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one entry to the session's pending list."""
+        key = self._key(session_id, "pending")
+        body = dumps(dict(entry), what=f"a pending entry of session {session_id!r}")
+        with map_redis_errors(self.url):
+            await self._client.rpush(key, body)
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's pending entries, in order."""
+        key = self._key(session_id, "pending")
+        with map_redis_errors(self.url):
+            items: list[str] = await self._client.lrange(key, 0, -1)
+        return [json.loads(item) for item in items]
+
+    async def clear_pending(self, session_id: str) -> None:
+        """Drop the session's pending entries."""
+        key = self._key(session_id, "pending")
+        with map_redis_errors(self.url):
+            await self._client.delete(key)
 
     async def close(self) -> None:
         """Close the connection pool."""

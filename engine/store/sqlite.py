@@ -6,6 +6,9 @@ so a slow disk or a WAL checkpoint never stalls the event loop that other sessio
 whose p95 however reached ~5 ms of blocked event loop.
 Several processes may share the file: writes use ``BEGIN IMMEDIATE`` and a busy timeout, and the
 session lock is a row in the ``locks`` table.
+Every operation is bounded (docs/store.md, "Bounded waits"): another process's write lock is
+waited for at most ``busy_timeout`` seconds, and a call that does not return within
+``op_timeout`` seconds (a hung disk or file system) fails with ``store.unavailable``.
 """
 
 from __future__ import annotations
@@ -67,6 +70,12 @@ CREATE TABLE IF NOT EXISTS locks (
     token TEXT NOT NULL,
     expires_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS pending (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pending_by_session ON pending (session_id, seq);
 PRAGMA user_version = 1;
 """
 
@@ -110,9 +119,13 @@ class SQLiteStore(Store):
     Args:
         path: The database file (created with mode 0600, parent directories created), or ``:memory:``.
         busy_timeout: Seconds to wait for another process's write transaction.
+        op_timeout: Seconds after which any one operation fails with ``store.unavailable`` (default
+            ``busy_timeout + 5``).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0, op_timeout: float | None = None
+    ) -> None:
         raw = os.fspath(path)
         memory = raw == ":memory:"
         resolved = raw if memory else str(Path(raw).expanduser().resolve())
@@ -120,6 +133,7 @@ class SQLiteStore(Store):
         self.url = "sqlite:///:memory:" if memory else f"sqlite:///{resolved}"
         self._lock = threading.Lock()
         self._closed = False
+        self.op_timeout = op_timeout if op_timeout is not None else busy_timeout + 5.0
         with self._errors("open"):
             if not memory:
                 self._prepare_file(Path(resolved))
@@ -163,7 +177,15 @@ class SQLiteStore(Store):
             with self._lock, self._errors(action):
                 return fn(*args)
 
-        return await asyncio.to_thread(locked)
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(locked), self.op_timeout)
+        except TimeoutError:
+            raise StoreError(
+                f"SQLite store at {self.url} did not {action} within {self.op_timeout:g} s (a hung disk or file "
+                "system?); a write in flight may still complete; check the file system, or point CODEACT_STORE / "
+                "--store elsewhere",
+                code="store.unavailable",
+            ) from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -251,7 +273,7 @@ class SQLiteStore(Store):
 
         def delete() -> None:
             with self._transaction() as conn:
-                for table in ("sessions", "rounds", "segments", "variables"):
+                for table in ("sessions", "rounds", "segments", "variables", "pending"):
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
         await self._run("delete a session", delete)
@@ -259,7 +281,12 @@ class SQLiteStore(Store):
     # ---- rounds ---------------------------------------------------------------------------------
 
     async def append_round(
-        self, record: RoundRecord, *, segments: Sequence[Mapping[str, Any]], variables: Mapping[str, Any]
+        self,
+        record: RoundRecord,
+        *,
+        segments: Sequence[Mapping[str, Any]],
+        variables: Mapping[str, Any],
+        fence: str | None = None,
     ) -> None:
         """Atomically record a round, its new segments and the session's current variables."""
         session_id = check_session_id(record.session_id)
@@ -285,6 +312,8 @@ class SQLiteStore(Store):
             # Every part is serialized INSIDE the transaction (lazily, by the generators), so a part
             # that fails to serialize rolls back the parts written before it.
             with self._transaction() as conn:
+                if fence is not None:
+                    self._check_fence(conn, record, fence)
                 row = conn.execute("SELECT rounds FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
                 if row is None:
                     raise self._not_found(session_id)
@@ -365,12 +394,17 @@ class SQLiteStore(Store):
 
     # ---- locks ----------------------------------------------------------------------------------
 
-    async def _acquire_lock(self, session_id: str, token: str, ttl: float) -> float | None:
+    def _check_fence(self, conn: sqlite3.Connection, record: RoundRecord, fence: str) -> None:
+        row = conn.execute("SELECT token, expires_at FROM locks WHERE session_id = ?", (record.session_id,)).fetchone()
+        if row is None or row[0] != fence or row[1] <= time.time():
+            raise self._fenced(record)
+
+    async def _acquire_lock(self, session_id: str, token: str, ttl: float, replace: str | None = None) -> float | None:
         def acquire() -> float | None:
             now = time.time()
             with self._transaction() as conn:
                 row = conn.execute("SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)).fetchone()
-                if row is not None and row[0] != token and row[1] > now:
+                if row is not None and row[0] not in (token, replace) and row[1] > now:
                     return float(row[1])
                 conn.execute(
                     "INSERT OR REPLACE INTO locks (session_id, token, expires_at) VALUES (?, ?, ?)",
@@ -382,9 +416,11 @@ class SQLiteStore(Store):
 
     async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
         def refresh() -> bool:
+            # An expired lock is not renewed: another run may have seen it free (Redis behaves the same).
+            now = time.time()
             cursor = self._conn.execute(
-                "UPDATE locks SET expires_at = ? WHERE session_id = ? AND token = ?",
-                (time.time() + ttl, session_id, token),
+                "UPDATE locks SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?",
+                (now + ttl, session_id, token, now),
             )
             return cursor.rowcount == 1
 
@@ -395,6 +431,70 @@ class SQLiteStore(Store):
             self._conn.execute("DELETE FROM locks WHERE session_id = ? AND token = ?", (session_id, token))
 
         await self._run("release a session lock", release)
+
+    async def _read_lock(self, session_id: str) -> tuple[str, float] | None:
+        def read() -> tuple[str, float] | None:
+            row = self._conn.execute(
+                "SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else (str(row[0]), float(row[1]))
+
+        return await self._run("read a session lock", read)
+
+    async def _force_unlock(self, session_id: str) -> None:
+        def unlock() -> None:
+            self._conn.execute("DELETE FROM locks WHERE session_id = ?", (session_id,))
+
+        await self._run("remove a session lock", unlock)
+
+    async def _mark_interrupted(self, session_id: str, stale_token: str | None) -> bool:
+        def mark() -> bool:
+            now = time.time()
+            with self._transaction() as conn:
+                lock = conn.execute(
+                    "SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                if lock is not None and lock[1] > now and lock[0] != stale_token:
+                    return False
+                cursor = conn.execute(
+                    "UPDATE sessions SET status = 'interrupted', updated_at = ? "
+                    "WHERE session_id = ? AND status = 'active'",
+                    (now, session_id),
+                )
+                return cursor.rowcount == 1
+
+        return await self._run("repair a session's status", mark)
+
+    # ---- pending calls --------------------------------------------------------------------------
+
+    async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one entry to the session's pending list."""
+        check_session_id(session_id)
+        body = dumps(dict(entry), what=f"a pending entry of session {session_id!r}")
+
+        def add() -> None:
+            self._conn.execute("INSERT INTO pending (session_id, body) VALUES (?, ?)", (session_id, body))
+
+        await self._run("record a pending call", add)
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        """The session's pending entries, in order."""
+        check_session_id(session_id)
+
+        def read() -> list[str]:
+            rows = self._conn.execute("SELECT body FROM pending WHERE session_id = ? ORDER BY seq", (session_id,))
+            return [row[0] for row in rows.fetchall()]
+
+        return [json.loads(text) for text in await self._run("read pending calls", read)]
+
+    async def clear_pending(self, session_id: str) -> None:
+        """Drop the session's pending entries."""
+        check_session_id(session_id)
+
+        def clear() -> None:
+            self._conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
+
+        await self._run("clear pending calls", clear)
 
     async def close(self) -> None:
         """Close the connection (idempotent)."""

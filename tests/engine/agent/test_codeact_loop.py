@@ -266,13 +266,17 @@ async def test_leaving_the_event_stream_early_releases_the_session(make_agent: M
             if event.type == "code.started" and event.round == 2:  # type: ignore[attr-defined]
                 break
     meta = await sqlite_store.get_session("s-early")
-    assert meta is not None and meta.rounds == 1
+    # The round in progress is recorded as interrupted (with what it ran), the session too.
+    assert meta is not None and (meta.rounds, meta.status) == (2, "interrupted")
+    interrupted = await sqlite_store.round("s-early", 2)
+    assert interrupted is not None and interrupted.status == "interrupted"
+    assert "b = 2" in (interrupted.code or "")
     # The lock is free again: the session continues where the record ends.
     events = await built.run("continue", session_id="s-early")
     assert events[-1].type == "run.completed"
     assert events[-1].answer == 3  # type: ignore[attr-defined]
-    assert [e.round for e in of_type(events, "round.started")] == [2, 3]  # type: ignore[attr-defined]
-    assert "b = 2" in (await sqlite_store.round("s-early", 2)).code  # type: ignore[union-attr,operator]
+    assert [e.round for e in of_type(events, "round.started")] == [3, 4]  # type: ignore[attr-defined]
+    assert "b = 2" in (await sqlite_store.round("s-early", 3)).code  # type: ignore[union-attr,operator]
 
 
 COMPACT = BASE.replace(

@@ -65,10 +65,11 @@ def test_list_shows_sessions_newest_first(store_url: str) -> None:
     code, out, _ = _run("sessions", "list")
     assert code == 0
     lines = [line.split() for line in out.splitlines()]
-    assert lines[0] == ["ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED"]
+    assert lines[0] == ["ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED"]  # LOCK: only when one is held
     assert [row[:5] for row in lines[1:]] == [
         ["s1", "devops-assistant", "scripted/demo", "completed", "3"],
-        ["empty", "other", "ollama/qwen", "active", "0"],
+        # "active" without a run holding its lock: its run is gone, so it is repaired to "interrupted"
+        ["empty", "other", "ollama/qwen", "interrupted", "0"],
     ]
 
 

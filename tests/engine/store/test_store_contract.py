@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 from typing import Any
 
@@ -65,7 +67,8 @@ async def test_update_session_changes_fields_and_updated_at(store: Store) -> Non
         ),
         pytest.param(
             {"status": "done"},
-            "invalid status 'done' for session 's1'; use one of ['active', 'completed', 'failed', 'paused']",
+            "invalid status 'done' for session 's1'; "
+            "use one of ['active', 'completed', 'failed', 'paused', 'interrupted']",
             id="bad-status",
         ),
     ],
@@ -243,10 +246,14 @@ async def test_second_run_on_a_locked_session_fails_clearly(store: Store) -> Non
             async with store.lock("s1"):
                 raise AssertionError("must not enter")
         until = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.value.held_until))
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(held.token.split("|")[3])))
+        owner = f"{socket.gethostname()}:{os.getpid()}"
         assert info.value.message == (
-            f"session 's1' is in use by another run (lock held until {until}); wait or use another --session"
+            f"session 's1' is in use by another run (lock held until {until} by {owner} since {since}; its "
+            "heartbeat renews it while that run lives); wait or use another --session, or if that run is gone, "
+            "force it with `codeact sessions unlock s1`"
         )
-        assert info.value.held_until > time.time() + 200  # the default ttl is 300 s
+        assert info.value.held_until > time.time() + 5  # the default ttl is 10 s, renewed every 3 s
         async with store.lock("other"):  # other sessions are not affected
             pass
     async with store.lock("s1"):  # released on exit
@@ -296,7 +303,8 @@ async def test_refresh_reports_a_lost_lock(store: Store) -> None:
         with pytest.raises(SessionBusyError) as info:
             await lock.refresh()
         assert info.value.message == (
-            "lost the lock on session 's1': it expired and another run took it; use a longer lock ttl"
+            "lost the lock on session 's1': it expired (no heartbeat for 60 s) or was forced with "
+            "`codeact sessions unlock`; this run can no longer record rounds"
         )
     assert await store._acquire_lock("s1", "third", 60) is not None  # exit did not drop the thief's lock
 
