@@ -1,6 +1,20 @@
-"""codeact engine: blueprint -> factory -> agent loop -> model client -> store -> events, CLI."""
+"""codeact engine: blueprint -> factory -> agent loop -> model client -> store -> events, CLI.
+
+The Python API is :class:`Agent` (see docs/python-api.md)::
+
+    from engine import Agent
+
+    with Agent.from_blueprint("agent.yaml", toolkits=[DevOps()], model="openai/gpt-4.1-mini") as agent:
+        result = agent.run_sync("Which login requirements of P-123 are open?")
+        print(result.answer)
+
+``Agent``, ``RunResult`` and ``Event`` are imported on first use, so ``import engine`` (and the
+``codeact validate`` command) stays light.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
     BlueprintError,
@@ -11,4 +25,32 @@ from engine.errors import (
     ToolkitError,
 )
 
-__all__ = ["BlueprintError", "CodeactError", "ModelError", "SandboxError", "StoreError", "ToolkitError"]
+if TYPE_CHECKING:
+    from engine.agent import Agent, RunResult
+    from engine.events import Event
+
+__all__ = [
+    "Agent",
+    "BlueprintError",
+    "CodeactError",
+    "Event",
+    "ModelError",
+    "RunResult",
+    "SandboxError",
+    "StoreError",
+    "ToolkitError",
+]
+
+_LAZY = {"Agent": "engine.agent", "RunResult": "engine.agent", "Event": "engine.events"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the run-time names (``Agent``, ``RunResult``, ``Event``) on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -223,6 +223,21 @@ class ArgumentsValidator:
         return {name: getattr(instance, attr) for attr, name in self._names}
 
 
+def returns_schema(tp: Any) -> dict[str, Any] | None:
+    """The JSON schema of a result type when it refers to structured types (``$ref`` into ``$defs``), else None."""
+    if tp is Any or tp is None:
+        return None
+    try:
+        wrapper = pydantic.create_model("Result", value=(tp, ...))
+        schema = clean_schema(wrapper.model_json_schema())
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticInvalidForJsonSchema, TypeError):
+        return None
+    defs = schema.get("$defs")
+    if not defs:
+        return None
+    return {**schema["properties"]["value"], "$defs": defs}
+
+
 def field_errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
     """Pydantic's errors as JSON-able ``{"field", "message", "type"}`` dicts (input values left out)."""
     errors = []

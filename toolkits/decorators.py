@@ -12,7 +12,7 @@ from typing import Any, TypeVar, overload
 import pydantic
 
 from toolkits._docstring import parse_docstring
-from toolkits._schema import ArgumentsValidator, render_annotation
+from toolkits._schema import ArgumentsValidator, render_annotation, returns_schema
 from toolkits.context import Control, ToolkitContext
 from toolkits.errors import ToolkitDefinitionError
 from toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterSpec
@@ -301,6 +301,7 @@ def _build_operation(
         approval=options.approval,
         timeout=options.timeout,
         input_schema=input_schema,
+        returns_schema=None if returns is Control else returns_schema(returns),
     )
     return MethodOperation(
         spec=spec,

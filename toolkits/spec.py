@@ -49,6 +49,8 @@ class OperationSpec:
         approval: ``"auto"`` runs, ``"ask"`` asks the host's approver first, ``"deny"`` never runs.
         timeout: Seconds before the call fails with ``deadline_exceeded``; ``None`` uses the bridge default.
         input_schema: The JSON schema of the arguments object; derived from ``parameters`` when omitted.
+        returns_schema: The JSON schema of the result (with its ``$defs``), when it names structured
+            types the stub should spell out; None otherwise.
     """
 
     name: str
@@ -59,6 +61,7 @@ class OperationSpec:
     approval: Approval = "auto"
     timeout: float | None = None
     input_schema: Mapping[str, Any] | None = None
+    returns_schema: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):

@@ -7,6 +7,7 @@ from typing import Any
 
 import prompts
 from toolkits._grants import Grants, as_toolkit_map, normalize_grants
+from toolkits._stub_types import TypeCollector
 from toolkits.bound import BoundToolkit
 from toolkits.spec import OperationSpec
 
@@ -31,10 +32,12 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
 
 
-def _signature(spec: OperationSpec) -> str:
+def _signature(spec: OperationSpec, types: TypeCollector, prefix: str) -> str:
     parts = ["self"]
+    defs = (spec.input_schema or {}).get("$defs") or {}
     for param in spec.parameters:
-        text = f"{param.name}: {param.annotation}"
+        annotation = types.annotation(param.schema, defs, prefix=prefix, fallback=param.annotation)
+        text = f"{param.name}: {annotation}"
         if not param.required:
             text += f" = {param.default!r}"
         parts.append(text)
@@ -44,7 +47,9 @@ def _signature(spec: OperationSpec) -> str:
 def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) -> str:
     """Render toolkits as Python classes of ``async def`` stubs: exactly what the model reads.
 
-    Operations with ``approval="deny"`` are left out (they can never run).
+    Operations with ``approval="deny"`` are left out (they can never run). Parameters and
+    results typed as pydantic models or TypedDicts are shown with ``TypedDict`` stubs of their
+    fields (see ``toolkits/_stub_types.py`` for the bounds).
 
     Args:
         toolkits: A ``ToolkitRegistry`` or toolkits (anything ``bind_toolkit`` accepts).
@@ -54,30 +59,39 @@ def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) ->
         Python source (valid syntax), toolkits separated by two blank lines.
     """
     data: list[dict[str, Any]] = []
+    types = TypeCollector()
     for bound, specs in _selected(toolkits, grants):
+        first_type = len(types.types)
+        operations = [
+            {
+                "name": spec.name,
+                "signature": _signature(spec, types, bound.name),
+                "returns": _returns(spec, types, bound.name),
+                "description": _escape(spec.description),
+                "approval": spec.approval,
+                "args": [
+                    {"name": p.name, "description": _escape(p.description)} for p in spec.parameters if p.description
+                ],
+                "returns_description": _escape(spec.returns_description),
+            }
+            for spec in specs
+        ]
         data.append(
             {
                 "name": bound.name,
                 "description": _escape(bound.description),
-                "operations": [
-                    {
-                        "name": spec.name,
-                        "signature": _signature(spec),
-                        "returns": spec.returns,
-                        "description": _escape(spec.description),
-                        "approval": spec.approval,
-                        "args": [
-                            {"name": p.name, "description": _escape(p.description)}
-                            for p in spec.parameters
-                            if p.description
-                        ],
-                        "returns_description": _escape(spec.returns_description),
-                    }
-                    for spec in specs
-                ],
+                "types": [{**t, "description": _escape(t["description"])} for t in types.types[first_type:]],
+                "operations": operations,
             }
         )
     return prompts.render(TEMPLATE, toolkits=data)
+
+
+def _returns(spec: OperationSpec, types: TypeCollector, prefix: str) -> str:
+    schema = spec.returns_schema
+    if not schema:
+        return spec.returns
+    return types.annotation(schema, schema.get("$defs") or {}, prefix=prefix, fallback=spec.returns)
 
 
 def openai_tools(toolkits: Iterable[object], *, grants: Grants | None = None) -> list[dict[str, Any]]:

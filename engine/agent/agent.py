@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,7 +32,7 @@ from segments.budget import COMPACTED_TAG
 from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
 
 if TYPE_CHECKING:
-    from engine.blueprint import AgentSpec
+    from engine.blueprint import AgentSpec, Blueprint
     from engine.model import ModelClient
     from engine.store import SessionLock, Store
     from sandbox import RpcHandler, Sandbox
@@ -119,13 +120,25 @@ def default_sandbox_factory(
 
 
 class Agent:
-    """A CodeAct (or ReAct) agent built from an ``AgentSpec`` and the host's parts.
+    """A CodeAct (or ReAct) agent: the Python API of codeact.
+
+    Build one from a blueprint file with :meth:`from_blueprint` (the usual way), or from an
+    ``AgentSpec`` and the host's parts with the constructor. Then::
+
+        async with Agent.from_blueprint("agent.yaml", toolkits=[DevOps()]) as agent:
+            async for event in agent.run("Deploy the API"):   # events, as they happen
+                ...
+            result = await agent.invoke("And the web app?")   # or just the end
+
+        with Agent.from_blueprint("agent.yaml", toolkits=[DevOps]) as agent:
+            result = agent.run_sync("Deploy the API")          # as often as you like
 
     Args:
         spec: What the factory resolved from the blueprint.
         model: The model client (routes ``code``/``thought``/``utility``).
         store: Where sessions are recorded (SQLite or Redis).
-        registry: The toolkits the blueprint's grants resolve against (``system`` is added).
+        registry: The toolkits the blueprint's grants resolve against (``system`` is added when
+            it is missing; the registry passed in is not changed).
         sandbox_factory: Builds the sandbox of a run from the bridge handler and the spec.
         approver: Asked when a call needs approval; None denies such calls with a reason.
         hooks: Before/after agent and model hooks.
@@ -151,7 +164,12 @@ class Agent:
         self.spec = spec
         self.model = model
         self.store = store
-        self.registry = registry if registry is not None else ToolkitRegistry.from_entry_points()
+        self.registry = _with_system(registry if registry is not None else ToolkitRegistry.from_entry_points())
+        # Resources the agent opened itself (from_blueprint): closed by aclose().
+        self._owned: tuple[Any, ...] = ()
+        # run_sync() runs every call on this one loop: connections a store or model client opened
+        # on it (redis.asyncio binds them to their loop) stay usable from one call to the next.
+        self._runner: asyncio.Runner | None = None
         self.sandbox_factory = sandbox_factory or default_sandbox_factory()
         self.approver = approver
         self.hooks = tuple(hooks)
@@ -191,6 +209,118 @@ class Agent:
         )
 
     # -- public API ----------------------------------------------------------------------------
+    @classmethod
+    def from_blueprint(
+        cls,
+        blueprint: str | os.PathLike[str] | Blueprint,
+        *,
+        toolkits: Iterable[object] | ToolkitRegistry | None = (),
+        model: str | None = None,
+        provider: str | None = None,
+        base_url: str | None = None,
+        profile: str | None = None,
+        protocol: Literal["chat", "completion"] | None = None,
+        store: str | Store | None = None,
+        sandbox: Literal["subprocess", "docker"] | None = None,
+        isolation: Literal["bwrap", "process"] = "bwrap",
+        allow_sandbox_declaration: bool = False,
+        approver: Approver | None = None,
+        hooks: Sequence[Hook] = (),
+        interceptors: Sequence[Any] = (),
+        stream: bool = True,
+        user: str | None = None,
+    ) -> Agent:
+        """Build an agent from a blueprint file, the way ``codeact run`` does.
+
+        The model, store and toolkits are each given once; the agent owns the model client and
+        the store it opens and closes them in :meth:`aclose` (``async with``) or :meth:`close`
+        (``with``). A :class:`~engine.store.Store` object passed as ``store`` stays open.
+
+        Args:
+            blueprint: Path of the blueprint YAML (``codeact.agent/v1``, ``ai4j.agent/v1`` or a
+                kimi-cli agent file), or a loaded ``Blueprint``.
+            toolkits: Your toolkits: ``@toolkit`` classes (instantiated with no arguments) or
+                instances, ``DynamicToolkit`` objects, or ``MODULE:OBJECT`` strings. The installed
+                ones (``system``, entry points) are always there; a ``ToolkitRegistry`` is used as is.
+            model: A litellm model (``openai/gpt-4.1-mini``); default: the blueprint's, a profile
+                or ``$CODEACT_MODEL``.
+            provider: The model provider (``openai-compatible``, ...).
+            base_url: Base URL of an OpenAI-compatible model server.
+            profile: A profile of ``profiles.yaml`` (see docs/profiles.md).
+            protocol: ``chat`` or ``completion`` (raw FIM to ``/v1/completions``).
+            store: ``sqlite:///PATH``, ``redis://HOST:PORT/DB`` or a ``Store``; default
+                ``$CODEACT_STORE`` or ``~/.codeact/sessions.db``.
+            sandbox: ``subprocess`` or ``docker``; default: the blueprint's ``sandbox.backend``.
+            isolation: ``bwrap`` (default) or ``process`` (weaker) for the subprocess sandbox.
+            allow_sandbox_declaration: Accept the blueprint's ``sandbox`` block.
+            approver: Asked when a call needs approval; None denies such calls with a reason.
+            hooks: Before/after agent and model hooks.
+            interceptors: Model and tool interceptors.
+            stream: Stream model replies as ``message.delta`` events.
+            user: Who the agent acts for (passed to toolkits in their context).
+
+        Raises:
+            BlueprintLoadError: The file cannot be read or parsed.
+            BlueprintFactoryError: The blueprint is invalid for this host (its report is attached).
+            ModelError: No model could be chosen, or a profile is missing.
+            ToolkitError: A toolkit is not a toolkit or cannot be loaded.
+            StoreError: The store URL is invalid.
+        """
+        from engine.agent._assemble import assemble
+
+        return assemble(
+            cls,
+            blueprint,
+            toolkits=toolkits,
+            model=model,
+            provider=provider,
+            base_url=base_url,
+            profile=profile,
+            protocol=protocol,
+            store=store,
+            sandbox=sandbox,
+            isolation=isolation,
+            allow_sandbox_declaration=allow_sandbox_declaration,
+            extra={
+                "approver": approver,
+                "hooks": hooks,
+                "interceptors": interceptors,
+                "stream": stream,
+                "user": user,
+            },
+        )
+
+    async def aclose(self) -> None:
+        """Close what the agent opened (the model client and store of :meth:`from_blueprint`)."""
+        owned, self._owned = self._owned, ()
+        for resource in owned:
+            closer = getattr(resource, "aclose", None) or resource.close
+            await closer()
+
+    def close(self) -> None:
+        """Close what the agent opened, and the event loop of :meth:`run_sync` (from sync code)."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            if self._owned:
+                asyncio.run(self.aclose())
+            return
+        try:
+            runner.run(self.aclose())
+        finally:
+            runner.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
 
@@ -241,8 +371,27 @@ class Agent:
     def run_sync(
         self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
     ) -> RunResult:
-        """Synchronous convenience wrapper around :meth:`invoke`."""
-        return asyncio.run(self.invoke(input, session_id=session_id, on_event=on_event))
+        """Run to the end from synchronous code and return the result; call it as often as you like.
+
+        Every call runs on the agent's own event loop (kept until :meth:`close`), so a store or
+        model client that holds connections bound to a loop (Redis) works from one call to the
+        next. Use :meth:`invoke` from async code.
+
+        Raises:
+            CodeactError: Called while an event loop is running (use ``await agent.invoke(...)``).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise CodeactError(
+                "Agent.run_sync() was called inside a running event loop: use `await agent.invoke(...)` "
+                "(or iterate `agent.run(...)`) in async code"
+            )
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
 
     # -- one run ---------------------------------------------------------------------------------
     async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
@@ -420,6 +569,17 @@ class Agent:
                 await sandbox.aclose()
         except EndRun as exc:
             return Outcome(status="completed", reason="hook", answer=exc.reason)
+
+
+def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:
+    """``registry``, or a copy of it with the built-in ``system`` toolkit (every agent is granted it)."""
+    if "system" in registry:
+        return registry
+    from toolkits.builtin.system import SystemToolkit
+
+    own = ToolkitRegistry(bound for bound in registry)
+    own.register(SystemToolkit)
+    return own
 
 
 _RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.session_busy"})

@@ -58,8 +58,11 @@ class SubagentToolkit(DynamicToolkit):
                     "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}},
                     "required": ["task"],
                 },
-                returns="str",
-                returns_description="The sub-agent's final answer.",
+                returns="Any",
+                returns_description=(
+                    "The sub-agent's final answer, exactly the value it passed to system.finish(): "
+                    "a str, or a dict or list when it finished with data."
+                ),
                 timeout=_SUBAGENT_TIMEOUT_S,
             )
             for op, sub in self._subagents.items()

@@ -1,7 +1,9 @@
 """Load blueprints from text, streams and files (ai4j-compatible load errors).
 
 ``load_*`` parse safe YAML (duplicate keys refused), check types with ai4j's codes and
-locations, follow ``extend`` for ``codeact.agent/v1`` and load the declared sub-agents. Problems
+locations, follow ``extend`` for ``codeact.agent/v1`` and load the declared sub-agents. A
+kimi-cli agent file (``version: 1`` with an ``agent:`` block) is resolved by
+:mod:`engine.blueprint.kimi` first and then loads as a ``codeact.agent/v1`` document. Problems
 that make the document unreadable raise :class:`~engine.errors.BlueprintLoadError`; problems
 with inheritance or sub-agents are recorded on the blueprint and reported by the validator.
 """
@@ -15,6 +17,7 @@ from engine.blueprint._coerce import coerce_document
 from engine.blueprint._yaml import parse_yaml
 from engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance
 from engine.blueprint.issues import ValidationIssue
+from engine.blueprint.kimi import is_kimi_document, kimi_to_codeact
 from engine.blueprint.models import CODEACT_VERSION, Blueprint, UnknownField
 from engine.errors import BlueprintLoadError
 
@@ -77,6 +80,10 @@ def _load_file(path: Path, *, shown: str, stack: tuple[Path, ...]) -> Blueprint:
 
 def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: tuple[Path, ...]) -> Blueprint:
     document = parse_yaml(text)
+    kimi = is_kimi_document(document)
+    if kimi:
+        # A kimi-cli agent file: its own inheritance and checks, then it loads as a codeact agent.
+        document = kimi_to_codeact(document, source=source, base_dir=base_dir, label=label)
     codeact = peek_version(document) == CODEACT_VERSION
     coerced = coerce_document(document, Blueprint, codeact=codeact)
     data = coerced.data
@@ -100,6 +107,7 @@ def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: 
             "unknown_fields": tuple(unknown),
             "load_issues": tuple(issues),
             "subagent_blueprints": subagents,
+            "source_format": "kimi" if kimi else "blueprint",
         }
     )
 

@@ -277,6 +277,8 @@ class Blueprint(_Block):
     unknown_fields: tuple[UnknownField, ...] = Field(default=(), exclude=True, repr=False)
     load_issues: tuple[ValidationIssue, ...] = Field(default=(), exclude=True, repr=False)
     subagent_blueprints: dict[str, Blueprint] = Field(default_factory=dict, exclude=True, repr=False)
+    # "kimi" for a kimi-cli agent file (its model comes from the host, as in kimi-cli's config).
+    source_format: str = Field(default="blueprint", exclude=True, repr=False)
 
     @property
     def is_codeact_version(self) -> bool:

@@ -153,6 +153,8 @@ class _Checks:
             )
 
     def model(self, model: ModelBlock | None) -> None:
+        if model is None and self.bp.source_format == "kimi":
+            return  # kimi-cli agent files never name a model: --model, a profile or CODEACT_MODEL does
         if model is None:
             self.error(
                 "$.model", "blueprint.model.required", "model is required; add a model block with provider and model."

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from engine.blueprint import Blueprint
     from engine.events import Event
     from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
@@ -37,80 +36,6 @@ def _registry(refs: list[str]) -> ToolkitRegistry:
         return load_registry(refs)
     except ToolkitError as exc:
         raise _Usage(f"--toolkit: {exc}") from None
-
-
-def _scripted_relative(model: str, base: Path | None) -> str:
-    """``scripted/<file>`` in a blueprint names a file relative to the blueprint."""
-    if not model.startswith("scripted/") or base is None:
-        return model
-    path = Path(model.removeprefix("scripted/"))
-    if path.is_absolute() or model.startswith("scripted/@") or not (base / path).exists():
-        return model
-    return f"scripted/{(base / path).resolve()}"
-
-
-def _model_routes(
-    bp: Blueprint,
-    *,
-    model: str | None,
-    provider: str | None,
-    base_url: str | None,
-    profile: str | None,
-    protocol: str | None,
-) -> tuple[Any, Blueprint]:
-    """The model client of the run, and the blueprint rewritten to name the model that was chosen.
-
-    The command line (``--model``, ``--provider``, ``--base-url``, ``--profile``) and profiles may
-    pick another model than the blueprint's, or give one to a blueprint that names none; the
-    factory, the prompt builder (FIM family) and the session record must all see the model that
-    actually runs. The protocol is decided once (``--protocol`` > ``workflow.codeact.protocol`` >
-    the profile's > ``chat``) and given to both the prompt builder and every model route, so a FIM
-    prompt is never sent as a chat message nor a chat prompt to ``/v1/completions``.
-    """
-    from dataclasses import replace
-
-    from engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
-    from engine.model import ModelClient, resolve_model_routes
-
-    workflow = bp.workflow or WorkflowBlock()
-    codeact = workflow.codeact or CodeActBlock()
-    routes = resolve_model_routes(
-        model=model,
-        provider=provider,
-        base_url=base_url,
-        profile=profile,
-        protocol=protocol or codeact.protocol,  # type: ignore[arg-type]
-        blueprint_model=bp.model,
-    )
-    base = bp.source_path.parent if bp.source_path is not None else None
-    code = routes.get("code") or next(iter(routes.values()))
-    chosen_protocol = code.protocol
-    routes = {
-        p: replace(s, model=_scripted_relative(s.model, base), protocol=chosen_protocol) for p, s in routes.items()
-    }
-    code = routes.get("code") or next(iter(routes.values()))
-    block = bp.model or ModelBlock()
-    update: dict[str, Any] = {}
-    if bp.model is None or not block.model or any((model, provider, base_url, profile)):
-        update["model"] = block.model_copy(
-            update={"model": code.model, "provider": _provider_of(code.model, code.provider, block.provider)}
-        )
-    if codeact.protocol != chosen_protocol and chosen_protocol is not None:
-        update["workflow"] = workflow.model_copy(
-            update={"codeact": codeact.model_copy(update={"protocol": chosen_protocol})}
-        )
-    if update:
-        bp = bp.model_copy(update=update)
-    return ModelClient(routes), bp
-
-
-def _provider_of(model: str, resolved: str | None, declared: str | None) -> str:
-    """The provider the factory should record: the resolved one, the model's prefix, or the blueprint's."""
-    if resolved:
-        return resolved
-    if "/" in model:
-        return model.split("/", 1)[0]
-    return declared or "openai"
 
 
 class _Spinner:
@@ -275,6 +200,7 @@ def _build(
     spinner: _Spinner,
 ) -> Any:
     from engine.agent import Agent, default_sandbox_factory
+    from engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
     from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
     from engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
     from engine.store import open_store

@@ -51,13 +51,15 @@ class ProfileError(ModelConfigError):
 
     Args:
         name: The requested profile name; the message is
-            ``profile not found or incompatible with provider: NAME``.
+            ``profile not found or incompatible with provider: NAME``, followed by ``detail``.
+        detail: Where the profile was looked for and how to create it (empty: no detail).
     """
 
     code = "model.profile"
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"profile not found or incompatible with provider: {name}")
+    def __init__(self, name: str, *, detail: str = "") -> None:
+        message = f"profile not found or incompatible with provider: {name}"
+        super().__init__(f"{message}\n{detail}" if detail else message)
         self.profile = name
 
 

@@ -148,6 +148,32 @@ def load_profiles(*, env: Mapping[str, str] | None = None, cwd: str | Path | Non
     return merged
 
 
+def _profile_help(
+    name: str, chosen: ProfileConfig | None, provider: str | None, *, env: Mapping[str, str], cwd: str | Path | None
+) -> str:
+    """Where the profile was looked for, and how to create it (docs/profiles.md)."""
+    if chosen is not None:
+        return (
+            f"profile {name!r} has provider {chosen.provider!r}, but --provider is {provider!r}: "
+            "drop --provider, or use a profile of that provider"
+        )
+    looked = []
+    for path in profile_paths(env=env, cwd=cwd):
+        if not path.is_file():
+            looked.append(f"{path} (no such file)")
+        else:
+            names = ", ".join(sorted(ProfilesFile.from_file(path).profiles)) or "none"
+            looked.append(f"{path} (profiles: {names})")
+    user_file = profile_paths(env=env, cwd=cwd)[0]
+    return (
+        f"looked in {' and '.join(looked)}.\n"
+        f"Create it in {user_file} (or .codeact/profiles.yaml in the workspace), e.g.:\n"
+        f"  profiles:\n    {name}:\n      provider: openai\n      model: gpt-4.1-mini\n"
+        "      api_key_env: OPENAI_API_KEY\n"
+        "(see docs/profiles.md), or pass --model instead of a profile"
+    )
+
+
 class _Dumpable(Protocol):
     def model_dump(self) -> dict[str, Any]: ...
 
@@ -232,7 +258,8 @@ def resolve_model_settings(
         chosen = known.get(profile_name)
         wanted = canonical_provider(provider)
         if chosen is None or (wanted and chosen.provider and canonical_provider(chosen.provider) != wanted):
-            raise ProfileError(profile_name)
+            detail = "" if profiles is not None else _profile_help(profile_name, chosen, provider, env=env, cwd=cwd)
+            raise ProfileError(profile_name, detail=detail)
 
     layers = [
         _Layer(model=model, provider=provider, api_base=base_url),

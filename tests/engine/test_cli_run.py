@@ -208,7 +208,17 @@ SANDBOX_BLOCK = "sandbox:\n  backend: subprocess\n  limits: {timeoutSeconds: 5}\
         pytest.param(
             lambda t: blueprint(t),
             ("--profile", "nope"),
-            ["profile not found or incompatible with provider: nope"],
+            [
+                "profile not found or incompatible with provider: nope",
+                "looked in {tmp}/home/profiles.yaml (no such file) and {tmp}/.codeact/profiles.yaml (no such file).",
+                "Create it in {tmp}/home/profiles.yaml (or .codeact/profiles.yaml in the workspace), e.g.:",
+                "  profiles:",
+                "    nope:",
+                "      provider: openai",
+                "      model: gpt-4.1-mini",
+                "      api_key_env: OPENAI_API_KEY",
+                "(see docs/profiles.md), or pass --model instead of a profile",
+            ],
             id="unknown-profile",
         ),
         pytest.param(

@@ -22,7 +22,7 @@ def test_stubs_snapshot() -> None:
 def test_stubs_are_valid_python() -> None:
     tree = ast.parse(render_stubs(ToolkitRegistry.from_entry_points()) + render_stubs([DevOps, Weather()]))
     classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
-    assert classes == ["system", "devops", "weather"]
+    assert classes == ["system", "Requirement", "devops", "weather"]
 
 
 def test_stubs_escape_docstring_quotes() -> None:

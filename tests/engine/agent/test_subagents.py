@@ -78,5 +78,29 @@ async def test_subagent_stub_is_shown_to_the_parent(
     assert of_type(events, "run.completed")
     system_prompt = script.requests[0].messages[0]["content"]
     assert "class agents" in system_prompt
-    assert "async def code_reviewer(self, task: str) -> str" in system_prompt
+    assert "async def code_reviewer(self, task: str) -> Any" in system_prompt
+    assert "exactly the value it passed to system.finish()" in system_prompt
     assert textwrap.dedent("Reviews a plan and lists the risks.") in system_prompt
+
+
+async def test_subagent_answer_comes_back_as_it_was_finished(
+    tmp_path: Path, registry: ToolkitRegistry, sqlite_store: Store
+) -> None:
+    # The stub says `-> Any`: a sub-agent that finishes with data hands the parent a dict.
+    script = ScriptedReplies(
+        [
+            code('review = await agents.code_reviewer(task="review")\nprint(type(review).__name__, review["risk"])'),
+            code('system.finish({"risk": "high", "items": [1, 2]})'),
+            code('system.finish(review["items"])'),
+        ]
+    )
+    (tmp_path / "lead.yaml").write_text(PARENT.format(model=script.model))
+    (tmp_path / "reviewer.yaml").write_text(CHILD.format(model=script.model))
+    client = ModelClient(ModelSettings(model=script.model, max_retries=0))
+    spec = AgentFactory().create(
+        load_path(tmp_path / "lead.yaml"), HostContext(model_client=client, toolkit_registry=registry)
+    )
+    agent = Agent(spec, model=client, store=sqlite_store, registry=registry, stream=False)
+    result = await agent.invoke("Review.", session_id="lead-2")
+    assert (result.status, result.answer) == ("completed", [1, 2])
+    assert (await sqlite_store.rounds("lead-2"))[0].stdout == "dict high\n"

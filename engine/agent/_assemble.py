@@ -1,0 +1,190 @@
+"""Assembling an :class:`~engine.agent.Agent` from a blueprint file.
+
+The one path ``codeact run`` and ``Agent.from_blueprint`` share: model routes, toolkit registry,
+store, factory, sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from engine.agent.agent import Agent
+    from engine.blueprint import Blueprint
+    from engine.model import ModelClient
+    from engine.store import Store
+    from toolkits import ToolkitRegistry
+
+__all__ = ["assemble", "model_routes", "provider_of", "scripted_relative", "toolkit_registry"]
+
+AgentT = TypeVar("AgentT", bound="Agent")
+
+
+def scripted_relative(model: str, base: Path | None) -> str:
+    """``scripted/<file>`` in a blueprint names a file relative to the blueprint."""
+    if not model.startswith("scripted/") or base is None:
+        return model
+    path = Path(model.removeprefix("scripted/"))
+    if path.is_absolute() or model.startswith("scripted/@") or not (base / path).exists():
+        return model
+    return f"scripted/{(base / path).resolve()}"
+
+
+def provider_of(model: str, resolved: str | None, declared: str | None) -> str:
+    """The provider the factory should record: the resolved one, the model's prefix, or the blueprint's."""
+    if resolved:
+        return resolved
+    if "/" in model:
+        return model.split("/", 1)[0]
+    return declared or "openai"
+
+
+def model_routes(
+    bp: Blueprint,
+    *,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    profile: str | None,
+    protocol: str | None,
+) -> tuple[ModelClient, Blueprint]:
+    """The model client of the run, and the blueprint rewritten to name the model that was chosen.
+
+    The caller (``--model``, ``--provider``, ``--base-url``, ``--profile``) and profiles may pick
+    another model than the blueprint's, or give one to a blueprint that names none; the factory,
+    the prompt builder (FIM family) and the session record must all see the model that actually
+    runs. The protocol is decided once (``--protocol`` > ``workflow.codeact.protocol`` > the
+    profile's > ``chat``) and given to both the prompt builder and every model route, so a FIM
+    prompt is never sent as a chat message nor a chat prompt to ``/v1/completions``.
+
+    Raises:
+        ModelError: No model could be chosen, or a profile is missing or incompatible.
+    """
+    from engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
+    from engine.model import ModelClient, resolve_model_routes
+
+    workflow = bp.workflow or WorkflowBlock()
+    codeact = workflow.codeact or CodeActBlock()
+    chosen: Any = protocol or codeact.protocol
+    routes = resolve_model_routes(
+        model=model,
+        provider=provider,
+        base_url=base_url,
+        profile=profile,
+        protocol=chosen,
+        blueprint_model=bp.model,
+    )
+    base = bp.source_path.parent if bp.source_path is not None else None
+    code = routes.get("code") or next(iter(routes.values()))
+    chosen_protocol = code.protocol
+    routes = {
+        p: replace(s, model=scripted_relative(s.model, base), protocol=chosen_protocol) for p, s in routes.items()
+    }
+    code = routes.get("code") or next(iter(routes.values()))
+    block = bp.model or ModelBlock()
+    update: dict[str, Any] = {}
+    if bp.model is None or not block.model or any((model, provider, base_url, profile)):
+        update["model"] = block.model_copy(
+            update={"model": code.model, "provider": provider_of(code.model, code.provider, block.provider)}
+        )
+    if codeact.protocol != chosen_protocol and chosen_protocol is not None:
+        update["workflow"] = workflow.model_copy(
+            update={"codeact": codeact.model_copy(update={"protocol": chosen_protocol})}
+        )
+    if update:
+        bp = bp.model_copy(update=update)
+    return ModelClient(routes), bp
+
+
+def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> ToolkitRegistry:
+    """The installed toolkits (``system`` and entry points) plus ``toolkits``.
+
+    Each item is a ``@toolkit`` class (instantiated with no arguments) or instance, a
+    ``DynamicToolkit``, a ``BoundToolkit``, or a ``MODULE:OBJECT`` reference string; an item
+    replaces an installed toolkit of the same name. A ``ToolkitRegistry`` is used as it is.
+
+    Raises:
+        ToolkitError: An item is not a toolkit or a reference cannot be loaded.
+    """
+    from toolkits import ToolkitRegistry, load_registry, load_toolkit_ref
+
+    if isinstance(toolkits, ToolkitRegistry):
+        return toolkits
+    registry = load_registry()
+    for item in toolkits or ():
+        registry.register(load_toolkit_ref(item) if isinstance(item, str) else item, replace=True)
+    return registry
+
+
+def assemble(
+    cls: type[AgentT],
+    blueprint: str | PathLike[str] | Blueprint,
+    *,
+    toolkits: Iterable[object] | ToolkitRegistry | None,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    profile: str | None,
+    protocol: Literal["chat", "completion"] | None,
+    store: str | Store | None,
+    sandbox: Literal["subprocess", "docker"] | None,
+    isolation: Literal["bwrap", "process"],
+    allow_sandbox_declaration: bool,
+    extra: dict[str, Any],
+) -> AgentT:
+    """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
+    from engine.agent.agent import default_sandbox_factory
+    from engine.blueprint import AgentFactory, Blueprint, HostContext, load_path
+    from engine.store import Store, open_store
+
+    bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
+    registry = toolkit_registry(toolkits)
+    client, bp = model_routes(bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol)
+    owned: list[Any] = [client]
+    opened = store if isinstance(store, Store) else open_store(store)
+    if opened is not store:
+        owned.append(opened)
+    try:
+        spec = AgentFactory().create(
+            bp,
+            HostContext(
+                model_client=client,
+                toolkit_registry=registry,
+                store=opened,
+                approval_callback=extra.get("approver"),
+                allow_sandbox_declaration=allow_sandbox_declaration,
+            ),
+        )
+        agent = cls(
+            spec,
+            model=client,
+            store=opened,
+            registry=registry,
+            sandbox_factory=default_sandbox_factory(backend=sandbox, isolation=isolation),
+            **extra,
+        )
+    except BaseException:
+        _close_now(owned)
+        raise
+    agent._owned = tuple(owned)
+    return agent
+
+
+def _close_now(resources: list[Any]) -> None:
+    """Close resources that never served a run (no connection was opened yet; nothing to await on a loop)."""
+    import asyncio
+
+    async def _close() -> None:
+        for resource in resources:
+            closer = getattr(resource, "aclose", None) or resource.close
+            await closer()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(_close())
+    # Inside a running loop the resources hold no connection yet: dropping them is enough.
