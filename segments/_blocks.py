@@ -37,13 +37,14 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 _QUOTE = re.compile(
-    r"\b(?:previous(?:ly)?|earlier|last (?:round|step|time|attempt)|(?:you|i) (?:ran|wrote|tried|executed|had)|"
-    r"original(?:ly)?|old code|failing code|code that failed|already ran|that failed)\b",
+    r"\b(?:(?:i|you) (?:ran|wrote|tried|executed|had written|used)|previously|(?:code|block) that failed|that failed|"
+    r"(?:previous|earlier|last|original|old|failing|failed)\b[^.\n]{0,30}\b(?:code|attempt|version|block|snippet|"
+    r"program))\b",
     re.IGNORECASE,
 )
 _OUTPUT = re.compile(
-    r"\b(?:output|outputs|result|results|prints?|returns?|expected|response|gives?|shows?|you(?:'ll| will) see)"
-    r"\b[^\n]{0,20}[:：]?\s*$",
+    r"(?:\b(?:output|outputs|result|results|prints?|returns?|expected|response|gives?|shows?|you(?:'ll| will) see)"
+    r"\b[^\n]{0,20}[:：]|^\W*(?:output|result|expected output)\W*)\s*$",
     re.IGNORECASE,
 )
 

@@ -70,6 +70,7 @@ _KEYWORD_START = re.compile(
     r"^(?:async|await|class|def|del|elif|else|except|finally|for|from|global|if|import|nonlocal|pass|raise|return|"
     r"try|while|with|yield|print|assert|break|continue|match|case)\b"
 )
+_CALL_OR_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*\(|[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?")
 
 
@@ -301,6 +302,8 @@ def _is_prose(line: str) -> bool:
     if _KEYWORD_START.match(stripped) or syntax_error(stripped) is None:
         return False
     words = _WORD.findall(stripped)
+    if _CALL_OR_ATTRIBUTE.search(stripped) and len(words) < 6:
+        return False  # `system.finish(answer` is broken code, not a sentence
     code_marks = sum(stripped.count(c) for c in "=()[]{}")
     return len(words) >= 2 and code_marks <= 1 + len(words) // 6
 
