@@ -14,6 +14,7 @@ seconds, float), plus a typed payload. ``EventSequence(run_id)`` stamps them::
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -42,8 +43,10 @@ __all__ = [
     "StateUpdated",
     "ToolCallCompleted",
     "ToolCallStarted",
+    "error_summary",
     "event_from_json",
     "render_event",
+    "reply_excerpt",
 ]
 
 _E = TypeVar("_E", bound="Event")
@@ -246,12 +249,17 @@ class CodeCompleted(Event):
 
     Attributes:
         round: The round.
-        status: ``ok``, ``error``, ``deadline_exceeded`` or ``crashed``.
+        status: ``ok``, ``error``, ``deadline_exceeded`` or ``crashed``; for a round in which no code
+            ran, ``parse_error`` (the code does not parse, or the reply was cut off) or ``no_code``.
         stdout: Printed output (truncated).
         stderr: Standard error (truncated).
-        error: ``{"type", "message", "line", "traceback"}`` or None.
+        error: ``{"type", "message", "line", "program_line", "source", "traceback"}`` or None; ``line`` is
+            the line of the model's code, ``program_line`` the line of the program the sandbox ran
+            (frame included), ``source`` the model's line of code. Without code run: ``type``
+            ``SyntaxError`` (with ``line`` and ``source`` when known) or ``NoCode``, and ``reason``.
         variables_changed: Names added or changed by the round.
         duration_s: Sandbox wall time.
+        reply: For a round in which no code ran, what the model said (trimmed); else empty.
     """
 
     type: ClassVar[str] = "code.completed"
@@ -263,6 +271,7 @@ class CodeCompleted(Event):
     error: dict[str, Any] | None = None
     variables_changed: tuple[str, ...] = ()
     duration_s: float = 0.0
+    reply: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -403,6 +412,40 @@ class EventSequence:
 _SHOWN_SEGMENTS = {"Thought": "magenta", "Plan": "magenta", "NextGoal": "magenta", "Express": "bold"}
 
 
+def reply_excerpt(reply: str, limit: int = 300) -> str:
+    """What the model said, trimmed, blank lines squeezed (shown for a round in which no code ran)."""
+    text = re.sub(r"\n\s*\n+", "\n", reply.strip())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def error_summary(error: Mapping[str, Any]) -> str:
+    """One line for a round's error, at the model's line: ``Type: message (line 2: `x = (1, 2`; program line 9)``.
+
+    ``line`` is the model's line (events); a record's error keeps the program's ``line`` and adds
+    ``model_line``, so both shapes are read. A round in which no code ran ends with "nothing ran".
+    """
+    if error.get("type") == "NoCode":
+        return f"nothing ran: {error.get('message')}"
+    if "model_line" in error:  # a record
+        model_line, program_line = error.get("model_line"), error.get("line")
+    elif "program_line" in error or "reason" in error:  # an event
+        model_line, program_line = error.get("line"), error.get("program_line")
+    else:  # an older record, or no frame: only the program's line is known
+        model_line, program_line = None, error.get("line")
+    where: list[str] = []
+    if model_line is not None:
+        source = error.get("source")
+        where.append(f"line {model_line}" + (f": {source}" if source else ""))
+    if program_line is not None and program_line != model_line:
+        where.append(f"program line {program_line}")
+    text = f"{error.get('type')}: {error.get('message')}"
+    if where:
+        text += " (" + "; ".join(where) + ")"
+    if error.get("reason") in ("syntax", "truncated"):
+        text += "; nothing ran"
+    return text
+
+
 def render_event(event: Event, console: Console) -> None:
     """Print a compact, human view of ``event`` on a rich ``console`` (streaming deltas print nothing).
 
@@ -448,11 +491,13 @@ def render_event(event: Event, console: Console) -> None:
         else:
             console.print(Text(f"← {event.toolkit}.{event.operation} -> {short(event.result)}", style="cyan"))
     elif isinstance(event, CodeCompleted):
+        if event.status in ("parse_error", "no_code"):
+            said = event.reply or "(an empty reply)"
+            console.print(Text.assemble(("model said: ", "bold"), (said, "dim")))
         if event.stdout:
             console.print(Text(event.stdout.rstrip("\n"), style="dim"))
         if event.error:
-            line = f" (line {event.error['line']})" if event.error.get("line") is not None else ""
-            console.print(Text(f"{event.error.get('type')}: {event.error.get('message')}{line}", style="red"))
+            console.print(Text(error_summary(event.error), style="red"))
         if event.variables_changed:
             console.print(Text("variables: " + ", ".join(event.variables_changed), style="green"))
     elif isinstance(event, ActionRequested):

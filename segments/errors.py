@@ -52,9 +52,33 @@ class ReplyParseError(CodeactError):
 
 
 class CodeParseError(ReplyParseError):
-    """A model reply holds no runnable code; the message tells the model what to fix."""
+    """A model reply holds no runnable code; the message tells the model what to fix.
+
+    Args:
+        message: The feedback for the model.
+        reason: ``empty``, ``no_code``, ``wrong_language`` or ``syntax``.
+        reply: The raw reply.
+        line: For ``syntax``: the line of the model's code (1-based) the error is on, when known.
+        text: For ``syntax``: that line's text, stripped.
+        detail: For ``syntax``: Python's own message (``'(' was never closed``).
+    """
 
     code = "reply.code.missing"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str = "invalid",
+        reply: str = "",
+        line: int | None = None,
+        text: str = "",
+        detail: str = "",
+    ) -> None:
+        super().__init__(message, reason=reason, reply=reply)
+        self.line = line
+        self.text = text
+        self.detail = detail
 
 
 class ThoughtParseError(ReplyParseError):

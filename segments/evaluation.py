@@ -1,7 +1,13 @@
-"""Write a round's execution result as the content of an Evaluation segment."""
+"""Write a round's execution result as the content of an Evaluation segment.
+
+The error is said once: the frame's handler prints ``Error: ValueError('...')`` before re-raising (so
+code that prints its own progress shows where it stopped), and that printed line is left out of the
+Output the Evaluation quotes, since the ``Failed with ...`` line already says it, with the model's line.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +27,22 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n... [{len(text) - limit} characters cut] ...\n{text[-tail:]}"
 
 
+def _without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
+    """``stdout`` without the frame handler's ``Error: Type(...)`` line for ``error`` (its last such line)."""
+    name = str(error.get("type", "")).rsplit(".", 1)[-1]
+    if not name:
+        return stdout
+    printed = re.compile(rf"^Error: {re.escape(name)}\(.*\)$")
+    lines = normalize_newlines(stdout).split("\n")
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].strip():
+            if printed.match(lines[index]):
+                del lines[index]
+                return "\n".join(lines)
+            break
+    return stdout
+
+
 def format_evaluation(
     *,
     stdout: str = "",
@@ -30,6 +52,7 @@ def format_evaluation(
     middle: str | None = None,
     changed: Sequence[str] = (),
     uncaptured: Sequence[str] = (),
+    notes: Sequence[str] = (),
     max_chars: int = 4000,
 ) -> str:
     """The Evaluation text for one round.
@@ -43,6 +66,7 @@ def format_evaluation(
         middle: The code the model wrote (the middle).
         changed: Names of variables the round assigned.
         uncaptured: Variables that could not be kept: each a name, or ``"name: why and what to do"``.
+        notes: What the parser chose or repaired (several blocks joined, an earlier attempt skipped).
         max_chars: Longest stdout/stderr kept (the middle of longer output is cut).
     """
     line: int | None = None
@@ -54,6 +78,7 @@ def format_evaluation(
             source = one_line(lines[line - 1].strip(), 160) if 0 < line <= len(lines) else ""
     err = None
     if error is not None:
+        stdout = _without_frame_error(stdout, error)
         err = {
             "type": one_line(str(error.get("type", "Error")), 80),
             "message": one_line(str(error.get("message", "")), 500),
@@ -67,4 +92,5 @@ def format_evaluation(
         stderr=_clip(stderr, max_chars // 2),
         changed=list(changed),
         uncaptured=[one_line(str(item), 400) for item in uncaptured],
+        notes=[one_line(note.rstrip("."), 300) for note in notes],
     ).strip()

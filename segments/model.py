@@ -125,11 +125,9 @@ class CodeBlock:
         code: Top-level (dedented) Python that ``ast.parse`` accepts, with ``\\n`` line ends.
         source: Where it was found: raw text, a fenced block, an ``<execute>``-style tag, after a FIM
             marker, or a JSON object's ``code`` field.
-        truncated: True when incomplete trailing lines (a reply cut off mid-statement) were dropped.
         notes: What was repaired, in words the model can read (empty when nothing was).
     """
 
     code: str
     source: CodeSource
-    truncated: bool = False
     notes: tuple[str, ...] = ()

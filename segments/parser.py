@@ -7,17 +7,20 @@ Real replies are messy. :func:`extract_code` accepts, in this order of preferenc
 2. FIM markers echoed back: the text after the last *middle* marker of any family is the middle;
    leftover markers are removed.
 3. A JSON object with a ``code`` (or ``python``) string field.
-4. ``<execute>``, ``<code>``, ``<python>`` or ``<tool_code>`` tags (an unclosed tag runs to the end).
+4. ``<execute>``, ``<code>``, ``<python>`` or ``<tool_code>`` tags (an unclosed tag runs to the end;
+   code may start on the opening tag's line).
 5. Fenced blocks (```` ``` ```` or ``~~~``, three or more): the blocks tagged Python (``python``,
-   ``py``, ``python3``, ``py3``, ``ipython``, ``pycon``) or, when none is tagged, the untagged ones,
-   **joined in order** (a block repeating an earlier one is skipped); if the join does not parse,
-   the last block that does. An unclosed fence runs to the end of the reply.
+   ``py``, ``python3``, ``py3``, ``ipython``, ``pycon``) or, when none is tagged, the untagged ones
+   (example output after "Output:" excluded). An unclosed fence runs to the end of the reply.
+   Several blocks are chosen from as :mod:`segments._blocks` says (steps joined in order; a first
+   attempt, a rewritten block or quoted earlier code skipped; else the trailing blocks that parse),
+   and a note says so.
 6. Raw text: a ``Python:`` label line starts the code; prose lines before and after are dropped.
 
 Then the code is cleaned: CRLF to LF, tabs to spaces, ``>>>`` prompts removed, common indentation
 removed (and the FIM first-line shape repaired), the frame's prefix and suffix removed when the model
-repeated them, and a reply cut off mid-statement loses its incomplete tail until it parses.
-The result always passes ``ast.parse``; otherwise :class:`CodeParseError` says what to fix.
+repeated them. Code that does not parse is never cut down to a part that does (half a plan would
+run): the result passes ``ast.parse``, otherwise :class:`CodeParseError` says what to fix and where.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ import json
 import re
 import textwrap
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import prompts
+from segments._blocks import Block, candidates, fenced_blocks, tag_blocks
 from segments._text import clean_code, fix_first_line, normalize_newlines, syntax_error
 from segments.errors import CodeParseError, ThoughtParseError
 from segments.fim import FIM_FAMILIES, CodeFrame
@@ -56,10 +61,6 @@ _ALL_MARKERS = tuple(
         reverse=True,
     )
 )
-_TAG = re.compile(r"<(execute|code|python|tool_code|execute_python)>(.*?)(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n`]*$")
-_INLINE_FENCE = re.compile(r"^[ \t]*`{3}(?P<lang>python|py)?[ \t]+(?P<code>[^`\n]+?)[ \t]*`{3}[ \t]*$", re.IGNORECASE)
-_PYTHON_LANGS = frozenset({"python", "py", "python3", "py3", "ipython", "pycon", "python-repl", "sage"})
 _CODE_LABEL = re.compile(r"^[ \t]*(?:\*\*)?(?:python|code|py)(?:\*\*)?[ \t]*[:：][ \t]*(?P<rest>.*)$", re.IGNORECASE)
 _SEGMENT_LABEL = re.compile(
     r"^[ \t]*(?:\*\*)?(?:thought|plan|evaluation|next ?goal|express|output|result)(?:\*\*)?[ \t]*[:：]", re.IGNORECASE
@@ -69,68 +70,89 @@ _KEYWORD_START = re.compile(
     r"^(?:async|await|class|def|del|elif|else|except|finally|for|from|global|if|import|nonlocal|pass|raise|return|"
     r"try|while|with|yield|print|assert|break|continue|match|case)\b"
 )
+_CALL_OR_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*\(|[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?")
-_EOF_ERRORS = ("never closed", "unterminated", "unexpected eof", "expected an indented block", "expected ':'")
-_ON_LINE = re.compile(r"on line (\d+)")
 
 
-def _error(reason: str, reply: str, **variables: object) -> CodeParseError:
+def _error(reason: str, reply: str, **variables: Any) -> CodeParseError:
     message = prompts.render("reply_error.j2", reason=reason, **variables).strip()
-    return CodeParseError(message, reason=reason, reply=reply)
+    line = variables.get("line")
+    return CodeParseError(
+        message,
+        reason=reason,
+        reply=reply,
+        line=line if isinstance(line, int) and line > 0 else None,
+        text=str(variables.get("text") or ""),
+        detail=str(variables.get("message") or ""),
+    )
 
 
-def extract_code(reply: str, *, frame: CodeFrame | None = None) -> CodeBlock:
+def extract_code(reply: str, *, frame: CodeFrame | None = None, history: Sequence[str] = ()) -> CodeBlock:
     """The Python code in a model reply.
 
     Args:
         reply: The raw reply text.
         frame: The FIM frame the reply fills; when given, a repeated prefix or suffix is removed.
+        history: Code of earlier rounds; a block repeating one of them is taken as a quote, not run again.
 
     Returns:
-        The code (top level, parses with ``ast.parse``) and how it was found.
+        The code (top level, parses with ``ast.parse``) and how it was found; ``notes`` say what was
+        repaired or chosen (several blocks joined, an earlier attempt skipped), for the Evaluation.
 
     Raises:
         CodeParseError: the reply is empty, holds no Python, or its code does not parse; the message
             is feedback for the model (``reason`` is ``empty``, ``no_code``, ``wrong_language`` or
-            ``syntax``).
+            ``syntax``; for ``syntax``, ``line`` and ``text`` locate the error in the model's code).
     """
     text = _THINK.sub("", normalize_newlines(reply).replace("\ufeff", ""))
     text = _cut_at_end_token(text)
     if not text.strip():
         raise _error("empty", reply)
-    notes: list[str] = []
     source: CodeSource = "raw"
-    candidates: list[str]
+    blocks: list[Block] = []
+    other_langs: list[str] = []
 
     fim = _after_fim_markers(text)
     if fim is not None:
         text, source = fim, "fim"
     decoded = _json_code(text)
-    tags = [m.group(2) for m in _TAG.finditer(text)] if decoded is None else []
+    tags = tag_blocks(text) if decoded is None else []
     if decoded is not None:
         text, source = decoded, "json"
-    elif any(t.strip() for t in tags):
-        text, source = "\n".join(t for t in tags if t.strip()), "tag"
-
-    blocks, other_langs = _fenced_blocks(text)
+    elif any(t.code.strip() for t in tags):
+        source = "tag"
+        for tag in tags:
+            inner, langs = fenced_blocks(tag.code)
+            other_langs += langs
+            if inner:
+                blocks += [Block(lang=b.lang, code=b.code, before=tag.before + b.before) for b in inner]
+            elif not langs and tag.code.strip():
+                blocks.append(tag)
+    if source != "tag":
+        blocks, other_langs = fenced_blocks(text)
+        if blocks:
+            source = "fence" if source == "raw" else source
     if blocks:
-        source = "fence" if source == "raw" else source
-        candidates = _join_candidates(blocks)
+        tried = candidates(blocks, history=history)
     elif other_langs:
         raise _error("wrong_language", reply, languages=sorted(set(other_langs)))
     else:
-        candidates = [_after_code_label(text)]
+        tried = [(_after_code_label(text), ())]
 
-    last_problem: SyntaxError | None = None
-    for candidate in candidates:
-        result = _repair(candidate, frame=frame, raw=source == "raw", notes=list(notes))
+    first_problem: SyntaxError | None = None
+    for candidate, chosen in tried:
+        result = _repair(candidate, frame=frame, raw=source == "raw", notes=list(chosen))
         if isinstance(result, CodeBlock):
-            return CodeBlock(code=result.code, source=source, truncated=result.truncated, notes=result.notes)
-        last_problem = result
-    if last_problem is None:
+            return CodeBlock(code=result.code, source=source, notes=result.notes)
+        first_problem = first_problem or result
+    if blocks and len(tried) > 1:
+        # Nothing parses: report the model's last block, the code it meant to run.
+        last = _repair(blocks[-1].code, frame=frame, raw=False, notes=[])
+        first_problem = last if isinstance(last, SyntaxError) else first_problem
+    if first_problem is None:
         raise _error("no_code", reply)
-    line = (last_problem.text or "").strip()
-    raise _error("syntax", reply, message=last_problem.msg, line=last_problem.lineno or 0, text=line)
+    line = (first_problem.text or "").strip()
+    raise _error("syntax", reply, message=first_problem.msg, line=first_problem.lineno or 0, text=line)
 
 
 def _cut_at_end_token(text: str) -> str:
@@ -174,47 +196,6 @@ def _json_code(text: str) -> str | None:
             if isinstance(value, str) and value.strip():
                 return value
     return None
-
-
-def _fenced_blocks(text: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """``([(language, code)], [other languages seen])``: the Python-ish blocks and the rest."""
-    blocks: list[tuple[str, str, bool]] = []  # (lang, code, closed)
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        inline = _INLINE_FENCE.match(lines[i])
-        if inline:
-            blocks.append(((inline.group("lang") or "").lower(), inline.group("code"), True))
-            i += 1
-            continue
-        opened = _FENCE_OPEN.match(lines[i])
-        if not opened:
-            i += 1
-            continue
-        fence, lang = opened.group("fence"), opened.group("lang").lower()
-        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        body: list[str] = []
-        i += 1
-        while i < len(lines) and not closing.match(lines[i]):
-            body.append(lines[i])
-            i += 1
-        blocks.append((lang, "\n".join(body), i < len(lines)))
-        i += 1
-    tagged: list[tuple[str, str]] = [(lang, code) for lang, code, _ in blocks if lang in _PYTHON_LANGS and code.strip()]
-    untagged: list[tuple[str, str]] = [(lang, code) for lang, code, _ in blocks if not lang and code.strip()]
-    others = [lang for lang, code, _ in blocks if lang and lang not in _PYTHON_LANGS and code.strip()]
-    return (tagged or untagged), others
-
-
-def _join_candidates(blocks: list[tuple[str, str]]) -> list[str]:
-    unique: list[str] = []
-    for _, code in blocks:
-        if code.strip() and code.strip() not in (u.strip() for u in unique):
-            unique.append(code)
-    if len(unique) == 1:
-        return unique
-    joined = "\n".join(clean_code(u) for u in unique)
-    return [joined, *reversed(unique)]
 
 
 def _after_code_label(text: str) -> str:
@@ -294,10 +275,6 @@ def _repair(code: str, *, frame: CodeFrame | None, raw: bool, notes: list[str]) 
             error = syntax_error(code)
             if error is None:
                 return _block(code, notes) if _looks_like_code(code) else None
-    truncated = _drop_incomplete_tail(code, error)
-    if truncated is not None:
-        notes.append("the reply was cut off: its incomplete last statement was dropped")
-        return _block(truncated, notes, truncated=True)
     if raw:
         span = _largest_code_span(code)
         if span is not None:
@@ -306,8 +283,8 @@ def _repair(code: str, *, frame: CodeFrame | None, raw: bool, notes: list[str]) 
     return error
 
 
-def _block(code: str, notes: Sequence[str], *, truncated: bool = False) -> CodeBlock:
-    return CodeBlock(code=code, source="raw", truncated=truncated, notes=tuple(dict.fromkeys(notes)))
+def _block(code: str, notes: Sequence[str]) -> CodeBlock:
+    return CodeBlock(code=code, source="raw", notes=tuple(dict.fromkeys(notes)))
 
 
 def _looks_like_code(code: str) -> bool:
@@ -325,8 +302,15 @@ def _is_prose(line: str) -> bool:
     if _KEYWORD_START.match(stripped) or syntax_error(stripped) is None:
         return False
     words = _WORD.findall(stripped)
+    if _CALL_OR_ATTRIBUTE.search(stripped) and len(words) < 6:
+        return False  # `system.finish(answer` is broken code, not a sentence
     code_marks = sum(stripped.count(c) for c in "=()[]{}")
     return len(words) >= 2 and code_marks <= 1 + len(words) // 6
+
+
+def _is_prose_paragraph(paragraph: str) -> bool:
+    lines = [line for line in paragraph.split("\n") if line.strip()]
+    return bool(lines) and sum(_is_prose(line.lstrip()) for line in lines) * 2 > len(lines)
 
 
 def _trim_prose(code: str) -> str:
@@ -339,29 +323,18 @@ def _trim_prose(code: str) -> str:
     return "\n".join(lines[start:end])
 
 
-def _drop_incomplete_tail(code: str, error: SyntaxError) -> str | None:
-    """Drop trailing lines of a reply cut off mid-statement, until the rest parses."""
-    lines = code.split("\n")
-    last = len(lines)
-    lineno = error.lineno or last
-    message = (error.msg or "").lower()
-    if not (lineno >= last or any(marker in message for marker in _EOF_ERRORS)):
-        return None
-    referenced = [int(n) for n in _ON_LINE.findall(message)]
-    floor = max(min([lineno, *referenced]) - 1, 1)
-    for keep in range(last - 1, floor - 1, -1):
-        candidate = "\n".join(lines[:keep]).rstrip()
-        if candidate and syntax_error(candidate) is None and _looks_like_code(candidate):
-            return clean_code(candidate)
-    return None
-
-
 def _largest_code_span(code: str) -> str | None:
-    """The longest run of blank-line-separated paragraphs that parses (bounded work)."""
+    """The longest run of blank-line-separated paragraphs that parses, all others being prose (bounded work).
+
+    A paragraph left out must read as prose: code that does not parse is never cut away to run the rest.
+    """
     paragraphs = [p for p in re.split(r"\n[ \t]*\n", code) if p.strip()][:40]
+    prose = [_is_prose_paragraph(p) for p in paragraphs]
     best: str | None = None
     for size in range(len(paragraphs), 0, -1):
         for start in range(0, len(paragraphs) - size + 1):
+            if not all(prose[:start]) or not all(prose[start + size :]):
+                continue
             candidate = clean_code("\n\n".join(paragraphs[start : start + size]))
             if syntax_error(candidate) is None and _looks_like_code(candidate):
                 if best is None or len(candidate) > len(best):

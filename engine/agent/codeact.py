@@ -19,9 +19,10 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import prompts
+from engine.agent._reply import complete_reply, no_code_outcome, truncated_error
 from engine.agent.context import Outcome, RunContext, prompt_hash
 from engine.agent.support import describe_variables
-from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated
+from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
 from segments import (
     CodeParseError,
     CompactConfig,
@@ -157,25 +158,34 @@ class CodeActLoop:
         if await self._maybe_compact(prompt):
             prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
         reply = await ctx.call_model("code", prompt=prompt)
-        usage["code"] = dict(reply.usage)
+        full = await complete_reply(ctx, prompt, reply.text, reply.finish_reason, dict(reply.usage))
+        usage["code"] = full.usage
         timings["model_s"] = time.perf_counter() - tc
         if self.thought_mode == "inline":
-            self._add_thought(_FENCE.sub("", reply.text), quiet=True)
+            self._add_thought(_FENCE.sub("", full.text), quiet=True)
 
         try:
-            block = extract_code(reply.text, frame=prompt.frame)
+            if full.truncated:
+                raise truncated_error(full.text, full.continuations)
+            history = [s.content for s in ctx.history.segments if s.kind == SegmentKind.CODE]
+            block = extract_code(full.text, frame=prompt.frame, history=history)
         except CodeParseError as exc:
+            # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
+            status, said = no_code_outcome(exc)
             self._add(SegmentKind.EVALUATION, exc.message, tags=("error",))
+            ctx.emit(CodeCompleted, round=n, status=status, error=said, reply=reply_excerpt(full.text))
+            record_error = {("model_line" if k == "line" else k): v for k, v in said.items()}
             await self._record(
                 started,
                 t0,
                 prompt=prompt,
-                reply=reply.text,
+                reply=full.text,
                 code=None,
                 parse_error=exc.message,
-                status="no_code",
+                status=status,
                 timings=timings,
                 usage=usage,
+                error=record_error,
             )
             return self._stuck_check(code=None, error=f"parse:{exc.message}")
 
@@ -191,9 +201,14 @@ class CodeActLoop:
         removed = tuple(sorted(set(ctx.variables) - set(result.variables)))
         error = result.error.to_json() if result.error is not None else None
         shown = error
+        recorded = error
         if error is not None and frame is not None and isinstance(error.get("line"), int):
-            # Events speak in the model's lines; the record keeps the program's.
-            shown = {**error, "line": frame.map_line(error["line"], block.code), "program_line": error["line"]}
+            # Events speak in the model's lines; the record keeps the program's (replay compares it)
+            # and adds the model's, so `sessions show` says the same line as the terminal.
+            model_line = frame.map_line(error["line"], block.code)
+            source = _source_line(block.code, model_line)
+            shown = {**error, "line": model_line, "program_line": error["line"], "source": source}
+            recorded = {**error, "model_line": model_line, "source": source}
         ctx.emit(
             CodeCompleted,
             round=n,
@@ -219,6 +234,7 @@ class CodeActLoop:
             middle=block.code,
             changed=changed,
             uncaptured=[f"{u.name}: {u.reason}" for u in result.uncaptured],
+            notes=block.notes,
         )
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
         ctx.variables = dict(result.variables)
@@ -233,6 +249,7 @@ class CodeActLoop:
             timings=timings,
             usage=usage,
             result=result,
+            error=recorded,
         )
         control = result.control
         if control is not None:
@@ -302,6 +319,7 @@ class CodeActLoop:
         timings: dict[str, float],
         usage: dict[str, Any],
         result: Any = None,
+        error: dict[str, Any] | None = None,
     ) -> None:
         await self.ctx.record_round(
             started=started,
@@ -313,7 +331,7 @@ class CodeActLoop:
             parse_error=parse_error,
             stdout=result.stdout if result is not None else "",
             stderr=result.stderr if result is not None else "",
-            error=result.error.to_json() if result is not None and result.error is not None else None,
+            error=error,
             status=status,
             control=result.control if result is not None else None,
             uncaptured=tuple(u.to_json() for u in result.uncaptured) if result is not None else (),
@@ -324,6 +342,11 @@ class CodeActLoop:
 
 
 _DEFAULT_WINDOW = 32_768
+
+
+def _source_line(code: str, line: int | None) -> str:
+    lines = code.split("\n")
+    return lines[line - 1].strip()[:160] if line is not None and 0 < line <= len(lines) else ""
 
 
 class _ModelCounter:

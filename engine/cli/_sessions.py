@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.errors import StoreError
+from engine.events import error_summary, reply_excerpt
 from engine.store import LockInfo, RoundRecord, SessionMeta, Store, open_store
 
 __all__ = ["register"]
@@ -211,8 +212,12 @@ def _print_round(out: Console, record: RoundRecord, previous: Mapping[str, Any])
     if record.code is not None:
         out.print(Text("  code:", style="bold"))
         _print_code(out, record.code)
-    elif record.parse_error:
-        out.print(Text.assemble(("  no code: ", "bold red"), record.parse_error))
+    elif record.status in ("parse_error", "no_code") or record.parse_error:
+        out.print(Text.assemble(("  model said: ", "bold"), (reply_excerpt(record.reply) or "(an empty reply)", "dim")))
+        if record.error:
+            out.print(Text.assemble(("  error: ", "bold red"), error_summary(record.error)))
+        elif record.parse_error:
+            out.print(Text.assemble(("  no code ran: ", "bold red"), record.parse_error))
     if record.calls:
         out.print(Text("  calls:", style="bold"))
         for call in record.calls:
@@ -220,11 +225,8 @@ def _print_round(out: Console, record: RoundRecord, previous: Mapping[str, Any])
     if record.stdout:
         out.print(Text("  stdout:", style="bold"))
         out.print(Text(_indent(_head(record.stdout)), style="dim"))
-    if record.error:
-        error = record.error
-        line = f" (line {error['line']})" if error.get("line") is not None else ""
-        summary = f"{error.get('type', 'Error')}: {error.get('message', '')}{line}"
-        out.print(Text.assemble(("  error: ", "bold red"), summary))
+    if record.error and record.code is not None:  # (no code: printed above)
+        out.print(Text.assemble(("  error: ", "bold red"), error_summary(record.error)))
     if record.control:
         out.print(Text.assemble(("  control: ", "bold"), _short(record.control)))
     changes = _variable_changes(previous, record.variables)

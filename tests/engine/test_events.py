@@ -109,6 +109,7 @@ def test_to_json_is_flat_with_the_payload() -> None:
         "error": None,
         "variables_changed": ["a"],
         "duration_s": 0.0,
+        "reply": "",
     }
 
 

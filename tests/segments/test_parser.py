@@ -125,14 +125,40 @@ CASES = [
     pytest.param('{"code": "print(3)"}', "print(3)", id="json-code"),
     pytest.param('{"thought": "x", "python": "a = 1\\nprint(a)"}', "a = 1\nprint(a)", id="json-python-key"),
     pytest.param(f'{F}json\n{{"code": "print(3)"}}\n{F}', "print(3)", id="json-in-fence"),
-    # --- cut off ---
-    pytest.param("x = 1\nprint(foo(x,", "x = 1", id="cut-open-paren"),
-    pytest.param("x = 1\ny = {\n  'a': 1,\n  'b':", "x = 1", id="cut-open-dict"),
-    pytest.param('x = 1\nprint("hel', "x = 1", id="cut-open-string"),
-    pytest.param("x = 1\nfor i in range(3):", "x = 1", id="cut-block-header"),
-    pytest.param("x = 1\nif x:\n    print(x)\nelse", "x = 1\nif x:\n    print(x)", id="cut-after-else"),
-    pytest.param(f"{F}python\nx = 1\nprint(x\n", "x = 1", id="cut-unclosed-fence"),
-    pytest.param('x = 1\ns = """abc\ndef', "x = 1", id="cut-triple-quote"),
+    # --- tags with code on the opening tag's line ---
+    pytest.param("<execute> print(x) </execute>", "print(x)", id="tag-inline-spaces"),
+    pytest.param(
+        "<execute> graph = {\n    'a': ['b'],\n    'b': [],\n}\nprint(graph)\n</execute>",
+        "graph = {\n    'a': ['b'],\n    'b': [],\n}\nprint(graph)",
+        id="tag-code-on-tag-line-then-block",
+    ),
+    pytest.param(
+        "<execute> for n in range(2):\n        print(n)\n</execute>",
+        "for n in range(2):\n        print(n)",
+        id="tag-code-on-tag-line-indented-body",
+    ),
+    # --- several blocks ---
+    pytest.param(
+        f"{F}python\nx = int('a')\n{F}\nWait, that fails. Corrected:\n{F}python\nx = int('1')\nprint(x)\n{F}",
+        "x = int('1')\nprint(x)",
+        id="blocks-first-attempt-then-correction",
+    ),
+    pytest.param(
+        f"{F}python\ndef area(r):\n    return 3.14 * r\n{F}\n{F}python\ndef area(r):\n    return 3.14 * r * r\n"
+        f"print(area(2))\n{F}",
+        "def area(r):\n    return 3.14 * r * r\nprint(area(2))",
+        id="blocks-function-rewritten",
+    ),
+    pytest.param(
+        f"The code I ran before:\n{F}python\nprint(total)\n{F}\nNow:\n{F}python\ntotal = 3\nprint(total)\n{F}",
+        "total = 3\nprint(total)",
+        id="blocks-quoted-earlier-code",
+    ),
+    pytest.param(
+        "<execute>x = (1, 2</execute>\nOops, fixed:\n<execute>x = (1, 2)\nprint(x)</execute>",
+        "x = (1, 2)\nprint(x)",
+        id="tags-broken-then-fixed",
+    ),
 ]
 
 
@@ -149,26 +175,24 @@ def test_there_are_at_least_sixty_reply_shapes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("reply", "source", "truncated"),
+    ("reply", "source"),
     [
-        pytest.param("print(1)", "raw", False, id="raw"),
-        pytest.param(f"{F}python\nprint(1)\n{F}", "fence", False, id="fence"),
-        pytest.param("<execute>print(1)</execute>", "tag", False, id="tag"),
-        pytest.param("<|fim_middle|>print(1)", "fim", False, id="fim"),
-        pytest.param('{"code": "print(1)"}', "json", False, id="json"),
-        pytest.param("x = 1\nprint(x,", "raw", True, id="truncated"),
+        pytest.param("print(1)", "raw", id="raw"),
+        pytest.param(f"{F}python\nprint(1)\n{F}", "fence", id="fence"),
+        pytest.param("<execute>print(1)</execute>", "tag", id="tag"),
+        pytest.param("<|fim_middle|>print(1)", "fim", id="fim"),
+        pytest.param('{"code": "print(1)"}', "json", id="json"),
     ],
 )
-def test_code_block_reports_source(reply: str, source: str, truncated: bool) -> None:
-    block = extract_code(reply)
-    assert (block.source, block.truncated) == (source, truncated)
+def test_code_block_reports_source(reply: str, source: str) -> None:
+    assert extract_code(reply).source == source
 
 
 def test_notes_say_what_was_repaired() -> None:
     block = extract_code(FRAME.prefix + "    print(1)\n" + FRAME.suffix, frame=FRAME)
     assert block.notes == ("the reply repeated the frame's prefix or suffix; only the middle was kept",)
-    assert extract_code("x = 1\nprint(x,").notes == (
-        "the reply was cut off: its incomplete last statement was dropped",
+    assert extract_code(f"First:\n{F}python\nx = 1\n{F}\nThen:\n{F}python\nprint(x)\n{F}").notes == (
+        "your reply held 2 code blocks; they ran as one program, in order",
     )
 
 
@@ -212,6 +236,14 @@ ERRORS = [
         id="syntax-error",
     ),
     pytest.param(f"{F}python\ndef f(:\n    pass\nprint(1)\n{F}", "syntax", None, id="syntax-error-in-fence"),
+    # a reply cut off mid-statement is a syntax error: no part of it runs
+    pytest.param("x = 1\nprint(foo(x,", "syntax", None, id="cut-open-paren"),
+    pytest.param("x = 1\ny = {\n  'a': 1,\n  'b':", "syntax", None, id="cut-open-dict"),
+    pytest.param('x = 1\nprint("hel', "syntax", None, id="cut-open-string"),
+    pytest.param("x = 1\nfor i in range(3):", "syntax", None, id="cut-block-header"),
+    pytest.param("x = 1\nif x:\n    print(x)\nelse", "syntax", None, id="cut-after-else"),
+    pytest.param(f"{F}python\nx = 1\nprint(x\n", "syntax", None, id="cut-unclosed-fence"),
+    pytest.param('x = 1\ns = """abc\ndef', "syntax", None, id="cut-triple-quote"),
 ]
 
 
@@ -224,6 +256,33 @@ def test_extract_code_errors(reply: str, reason: str, message: str | None) -> No
     assert caught.value.reply == reply
     if message is not None:
         assert str(caught.value) == message
+
+
+def test_broken_code_is_never_cut_down_to_what_parses() -> None:
+    with pytest.raises(CodeParseError) as caught:
+        extract_code("keep = 41\nx = (1, 2\nprint(x)", frame=FRAME)
+    error = caught.value
+    assert (error.reason, error.line, error.text, error.detail) == ("syntax", 2, "x = (1, 2", "'(' was never closed")
+    assert str(error) == (
+        "The code in your reply does not parse: '(' was never closed (line 2: `x = (1, 2`). Reply with the whole "
+        "corrected code, not a diff."
+    )
+
+
+def test_the_line_of_a_broken_block_is_the_line_in_that_block() -> None:
+    reply = f"Load:\n{F}python\nrows = [1]\n{F}\nThen:\n{F}python\nfor r in rows:\nprint(r)\n{F}"
+    with pytest.raises(CodeParseError) as caught:
+        extract_code(reply, frame=FRAME)
+    assert (caught.value.line, caught.value.text) == (2, "print(r)")
+
+
+def test_a_block_repeating_an_earlier_rounds_code_is_not_run_again() -> None:
+    reply = f"{F}python\nrows = load()\n{F}\n{F}python\nprint(len(rows))\n{F}"
+    block = extract_code(reply, history=["rows = load()"])
+    assert block.code == "print(len(rows))"
+    assert block.notes == (
+        "your reply held 2 code blocks; only the last one ran (code quoted from an earlier round was not run again)",
+    )
 
 
 def _kinds(segments: list[Segment]) -> list[tuple[str, str]]:

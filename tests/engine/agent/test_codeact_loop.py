@@ -16,14 +16,14 @@ FINISH = code('system.finish("done")')
 
 
 @pytest.mark.parametrize(
-    ("bad_reply", "evaluation"),
+    ("bad_reply", "evaluation", "status"),
     [
-        pytest.param("I will look at the project first.", "contains no Python code", id="no-code"),
-        pytest.param(code("x = (1,"), "does not parse", id="syntax-error"),
+        pytest.param("I will look at the project first.", "contains no Python code", "no_code", id="no-code"),
+        pytest.param(code("x = (1,"), "does not parse", "parse_error", id="syntax-error"),
     ],
 )
 async def test_a_reply_without_runnable_code_becomes_an_evaluation(
-    make_agent: MakeAgent, sqlite_store: Store, bad_reply: str, evaluation: str
+    make_agent: MakeAgent, sqlite_store: Store, bad_reply: str, evaluation: str, status: str
 ) -> None:
     built = make_agent(replies=[bad_reply, code("x = 41 + 1"), code("system.finish(x)")])
     events = await built.run("compute x", session_id="s-bad")
@@ -38,7 +38,7 @@ async def test_a_reply_without_runnable_code_becomes_an_evaluation(
     assert evaluation in first_eval[0]["content"], first_eval[0]["content"]
     record = await sqlite_store.round("s-bad", 1)
     assert record is not None
-    assert (record.code, record.status, record.reply) == (None, "no_code", bad_reply)
+    assert (record.code, record.status, record.reply) == (None, status, bad_reply)
     assert record.parse_error == first_eval[0]["content"]
     assert not of_type(events, "code.started")[0].code.startswith("I will")  # type: ignore[attr-defined]
 

@@ -101,7 +101,7 @@ def test_show_prints_rounds_code_calls_output_errors_and_variable_changes(store_
         "  stdout:",
         *[f"    line {n}" for n in range(20)],
         "    ... (10 more lines)",
-        "  error: ToolError: cluster is down (line 1)",
+        "  error: ToolError: cluster is down (program line 1)",  # a record without the model's line
         "  variables:",
         '    + plan = ["a", "b"]',
         "",

@@ -1,0 +1,104 @@
+"""The reply side of a code round: a cut-off reply continued, code that cannot run turned into an outcome.
+
+* A reply cut by the token limit (finish reason ``length``) is continued: the model is asked for the
+  rest (chat: the partial reply as the assistant's turn, then a request to continue; completion: the
+  prompt plus the partial reply, which the model simply extends), at most :data:`MAX_CONTINUATIONS`
+  times, and the pieces are concatenated. A reply still cut off after that runs nothing.
+* A reply whose code does not parse runs nothing either (the parser never cuts code down to what
+  parses): the syntax error, at the model's line, is the round's outcome — in the Evaluation, the
+  ``code.completed`` event (status ``parse_error``), the terminal and the record.
+* A round without code (prose only, an empty reply, a bash block) says what the model wrote and why
+  nothing ran (status ``no_code``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import prompts
+from segments import CodeParseError
+
+if TYPE_CHECKING:
+    from engine.agent.context import RunContext
+    from segments import Prompt
+
+__all__ = ["MAX_CONTINUATIONS", "FullReply", "complete_reply", "no_code_outcome", "truncated_error"]
+
+MAX_CONTINUATIONS = 2
+"""How many times a reply cut off by the token limit is continued before the round gives up."""
+
+_OPEN_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*[\w+#.-]*[ \t]*\n")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullReply:
+    """The model's reply after continuations.
+
+    Attributes:
+        text: The reply, continuations concatenated.
+        truncated: Still cut off by the token limit after :data:`MAX_CONTINUATIONS` continuations.
+        continuations: How many continuation calls were made.
+        usage: Token usage summed over the calls.
+    """
+
+    text: str
+    truncated: bool
+    continuations: int
+    usage: dict[str, Any]
+
+
+async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str | None,
+                         usage: dict[str, Any]) -> FullReply:  # fmt: skip
+    """Continue ``text`` while the model stops at its token limit (bounded); see the module docstring."""
+    total = dict(usage)
+    count = 0
+    while finish == "length" and count < MAX_CONTINUATIONS:
+        count += 1
+        if prompt.protocol == "completion" and prompt.text is not None:
+            more = await ctx.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
+        else:
+            request = prompts.render("reply_continue.j2").strip()
+            messages = (*prompt.messages, {"role": "assistant", "content": text}, {"role": "user", "content": request})
+            more = await ctx.call_model("code", messages=messages)
+        piece = more.text
+        if _unclosed_fence(text):
+            piece = _OPEN_FENCE.sub("", piece, count=1)  # the model re-opened the block it was writing
+        text += piece
+        finish = more.finish_reason
+        for key, value in more.usage.items():
+            if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
+                total[key] = total.get(key, 0) + value
+    total["continuations"] = count
+    return FullReply(text=text, truncated=finish == "length", continuations=count, usage=total)
+
+
+def _unclosed_fence(text: str) -> bool:
+    fences = re.findall(r"^[ \t]*(?:`{3,}|~{3,})", text, flags=re.MULTILINE)
+    return len(fences) % 2 == 1
+
+
+def truncated_error(reply: str, continuations: int) -> CodeParseError:
+    """The outcome of a reply still cut off after its continuations: nothing of it runs."""
+    message = prompts.render("reply_error.j2", reason="truncated", continued=continuations).strip()
+    return CodeParseError(message, reason="truncated", reply=reply, detail="reply cut off at the token limit")
+
+
+def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, Any]]:
+    """``(status, error dict)`` of a round whose reply gave no code to run.
+
+    The error dict is what ``code.completed`` and the record carry: ``type`` (``SyntaxError`` for code
+    that does not parse or a reply cut off, else ``NoCode``), ``message`` (Python's words, or why
+    nothing ran), ``reason`` (the parser's), and for a syntax error ``line`` (the model's line) and
+    ``source`` (its text).
+    """
+    if error.reason in ("syntax", "truncated"):
+        data: dict[str, Any] = {"type": "SyntaxError", "message": error.detail or error.message, "reason": error.reason}
+        if error.line is not None:
+            data["line"] = error.line
+        if error.text:
+            data["source"] = error.text
+        return "parse_error", data
+    return "no_code", {"type": "NoCode", "message": error.message, "reason": error.reason}
