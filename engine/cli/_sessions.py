@@ -1,4 +1,9 @@
-"""``codeact sessions list`` / ``codeact sessions show SESSION``: read recorded sessions from the store."""
+"""``codeact sessions list`` / ``show SESSION`` / ``truncate SESSION --after N``: read and repair recorded sessions.
+
+An entry that does not decode (round record, variable, segment, session metadata) is printed as its
+``CorruptRecordError`` message (session, round, field and the ``truncate`` that repairs it), on stderr,
+while everything else is still shown; the command then exits 1. Never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from rich.text import Text
 
 from engine.errors import StoreError
 from engine.store import RoundRecord, SessionMeta, Store, open_store
+from engine.store._records import CorruptRecordError, RoundEntry
 
 __all__ = ["register"]
 
@@ -35,6 +41,7 @@ def register(app: typer.Typer) -> None:
     sessions = typer.Typer(name="sessions", help="List and inspect recorded sessions.", no_args_is_help=True)
     sessions.command("list")(list_sessions)
     sessions.command("show")(show_session)
+    sessions.command("truncate")(truncate_session)
     app.add_typer(sessions)
 
 
@@ -42,28 +49,54 @@ def list_sessions(
     store: Annotated[str | None, _STORE_OPTION] = None,
     limit: Annotated[int, typer.Option("--limit", help="Show at most this many sessions.", min=1)] = 50,
     as_json: Annotated[bool, _JSON_OPTION] = False,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Read each session whole to name unreadable entries.")
+    ] = True,
 ) -> None:
-    """List sessions, most recently updated first: id, blueprint, model, status, rounds, updated."""
+    """List sessions, most recently updated first: id, blueprint, model, status, rounds, updated.
 
-    async def read(opened: Store) -> list[SessionMeta]:
-        return await opened.list_sessions(limit=limit)
+    Each listed session is read whole (rounds, segments, variables) so an unreadable entry is named;
+    ``--no-check`` reads the metadata only.
+    """
 
-    metas, url = _with_store(store, read)
+    async def read(opened: Store) -> list[tuple[SessionMeta | None, str, CorruptRecordError | None]]:
+        rows: list[tuple[SessionMeta | None, str, CorruptRecordError | None]] = []
+        for item in await opened.scan_sessions(limit=limit):
+            if isinstance(item, CorruptRecordError):
+                rows.append((None, item.session_id, item))
+                continue
+            problem = None
+            if check:
+                try:
+                    await opened.check_session(item.session_id)
+                except CorruptRecordError as exc:
+                    problem = exc
+            rows.append((item, item.session_id, problem))
+        return rows
+
+    rows, url = _with_store(store, read)
     out = Console(soft_wrap=True)
+    problems = [problem for _, _, problem in rows if problem is not None]
     if as_json:
-        out.print_json(json.dumps([meta.to_json() for meta in metas]))
-        return
-    if not metas:
+        items = [
+            {**(meta.to_json() if meta else {"session_id": sid}), **({"problem": p.message} if p else {})}
+            for meta, sid, p in rows
+        ]
+        out.print_json(json.dumps(items, ensure_ascii=False))
+    elif not rows:
         out.print(Text(f"no sessions in {url}"))
-        return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED"):
-        table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column == "ID")
-    for meta in metas:
-        table.add_row(
-            meta.session_id, meta.blueprint_id, meta.model, meta.status, str(meta.rounds), _when(meta.updated_at)
-        )
-    out.print(table)
+    else:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED"):
+            table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column == "ID")
+        for meta, sid, problem in rows:
+            if meta is None:
+                table.add_row(sid, "?", "?", "unreadable", "?", "?")
+                continue
+            status = f"{meta.status} (unreadable)" if problem is not None else meta.status
+            table.add_row(sid, meta.blueprint_id, meta.model, status, str(meta.rounds), _when(meta.updated_at))
+        out.print(table)
+    _report_problems(problems)
 
 
 def show_session(
@@ -73,25 +106,100 @@ def show_session(
 ) -> None:
     """Show a session: its metadata, then each round's code, tool calls, output, error and variables."""
 
-    async def read(opened: Store) -> tuple[SessionMeta | None, list[RoundRecord], dict[str, Any]]:
-        meta = await opened.get_session(session)
-        if meta is None:
-            return None, [], {}
-        return meta, await opened.rounds(session), await opened.variables(session)
+    async def read(opened: Store) -> _Shown | None:
+        problems: list[CorruptRecordError] = []
+        try:
+            meta = await opened.get_session(session)
+        except CorruptRecordError as exc:
+            meta, problems = None, [exc]
+        else:
+            if meta is None:
+                return None
+        read = await opened.read_rounds(session)
+        if read.problem is not None:
+            problems.append(read.problem)
+        problems.extend(p for e in read.entries if (p := e.problem) is not None and p is not read.problem)
+        variables: dict[str, Any] = {}
+        try:
+            await opened.segments(session)
+        except CorruptRecordError as exc:
+            problems.append(exc)
+        try:
+            variables = await opened.variables(session)
+        except CorruptRecordError as exc:
+            problems.append(exc)
+        return _Shown(meta=meta, entries=list(read.entries), variables=variables, problems=problems)
 
-    (meta, rounds, variables), url = _with_store(store, read)
-    if meta is None:
+    shown, url = _with_store(store, read)
+    if shown is None:
         _fail(f"session {session!r} not found in {url}", exit_code=1)
+    meta = shown.meta
     out = Console(soft_wrap=True)
     if as_json:
-        data = {"session": meta.to_json(), "rounds": [r.to_json() for r in rounds], "variables": variables}
+        data: dict[str, Any] = {
+            "session": meta.to_json() if meta is not None else None,
+            "rounds": [e.record.to_json() for e in shown.entries if e.record is not None and e.trusted],
+            "variables": shown.variables,
+        }
+        if shown.problems:
+            data["problems"] = [p.message for p in shown.problems]
         out.print_json(json.dumps(data, ensure_ascii=False))
+    else:
+        if meta is not None:
+            _print_meta(out, meta, url)
+        else:
+            out.print(Text.assemble(("session ", "bold"), (session, "bold cyan"), f"  ({url})"))
+            out.print(Text("  metadata  unreadable (see below)", style="red"))
+        for entry in shown.entries:
+            _print_entry(out, entry)
+    _report_problems(shown.problems)
+
+
+class _Shown:
+    def __init__(
+        self,
+        *,
+        meta: SessionMeta | None,
+        entries: list[RoundEntry],
+        variables: dict[str, Any],
+        problems: list[CorruptRecordError],
+    ) -> None:
+        self.meta, self.entries, self.variables, self.problems = meta, entries, variables, problems
+
+
+def truncate_session(
+    session: Annotated[str, typer.Argument(help="The session id.", show_default=False)],
+    after: Annotated[int, typer.Option("--after", help="The last round to keep (0 keeps none).", min=0)],
+    store: Annotated[str | None, _STORE_OPTION] = None,
+) -> None:
+    """Drop the rounds after round N with their segments; restore the variables as of round N.
+
+    Repairs a session with an unreadable entry (the error names the N to use); unreadable metadata
+    fields are reset to defaults. Refused while a run holds the session.
+    """
+
+    async def run(opened: Store) -> Any:
+        async with opened.lock(session):
+            return await opened.truncate(session, after=after)
+
+    report, url = _with_store(store, run)
+    kept = f"rounds 1-{after}" if after else "no rounds"
+    line = (
+        f"truncated session {session!r} in {url}: kept {kept}, dropped {report.dropped_rounds} round(s) and "
+        f"{report.dropped_segments} segment(s); {report.variables} variable(s) as of round {after}"
+    )
+    if report.repaired:
+        line += f"; reset unreadable metadata field(s): {', '.join(report.repaired)}"
+    Console(soft_wrap=True).print(Text(line))
+
+
+def _report_problems(problems: list[CorruptRecordError]) -> None:
+    if not problems:
         return
-    _print_meta(out, meta, url)
-    previous: Mapping[str, Any] = {}
-    for record in rounds:
-        _print_round(out, record, previous)
-        previous = record.variables
+    err = Console(stderr=True, soft_wrap=True)
+    for problem in problems:
+        err.print(Text(problem.message, style="red"))
+    raise typer.Exit(1)
 
 
 def _with_store(url: str | None, read: Callable[[Store], Awaitable[_T]]) -> tuple[_T, str]:
@@ -146,7 +254,14 @@ def _print_meta(out: Console, meta: SessionMeta, url: str) -> None:
         out.print(Text.assemble(f"  {name:<10}", value))
 
 
-def _print_round(out: Console, record: RoundRecord, previous: Mapping[str, Any]) -> None:
+def _print_entry(out: Console, entry: RoundEntry) -> None:
+    if entry.record is None:
+        out.print(Text.assemble("\n", (f"round {entry.index}", "bold"), "  ", ("unreadable", "red")))
+        return
+    _print_round(out, entry.record, entry)
+
+
+def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
     style = "green" if record.status == "ok" else "red"
     header = Text.assemble(
         "\n",
@@ -180,7 +295,7 @@ def _print_round(out: Console, record: RoundRecord, previous: Mapping[str, Any])
         out.print(Text.assemble(("  error: ", "bold red"), summary))
     if record.control:
         out.print(Text.assemble(("  control: ", "bold"), _short(record.control)))
-    changes = _variable_changes(previous, record.variables)
+    changes = _variable_changes(entry)
     if changes:
         out.print(Text("  variables:", style="bold"))
         for change in changes:
@@ -213,14 +328,14 @@ def _call_line(call: Mapping[str, Any]) -> Text:
     return line
 
 
-def _variable_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Text]:
+def _variable_changes(entry: RoundEntry) -> list[Text]:
+    assert entry.record is not None  # noqa: S101 - checked by the caller
+    after = entry.record.variables
     lines = []
-    for name in sorted(after):
-        if name not in before:
-            lines.append(Text(f"    + {name} = {_short(_json(after[name]))}", style="green"))
-        elif after[name] != before[name]:
-            lines.append(Text(f"    ~ {name} = {_short(_json(after[name]))}", style="yellow"))
-    lines.extend(Text(f"    - {name}", style="red") for name in sorted(set(before) - set(after)))
+    for name in sorted(entry.changed):
+        style, mark = ("green", "+") if name in entry.added else ("yellow", "~")
+        lines.append(Text(f"    {mark} {name} = {_short(_json(after.get(name, entry.changed[name])))}", style=style))
+    lines.extend(Text(f"    - {name}", style="red") for name in sorted(entry.removed))
     return lines
 
 

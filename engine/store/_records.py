@@ -238,6 +238,7 @@ class RoundEntry:
             variables of later records rest on an unknown state: ``trusted`` is False.
         changed: The variables the round set (new or changed values).
         removed: The variables the round deleted.
+        added: The names in ``changed`` that the round before did not hold.
         problem: Why the record is unreadable, or None.
         trusted: False for rounds after an unreadable one.
         table_segments: Segments in the segment list after this round, when the record says.
@@ -247,6 +248,7 @@ class RoundEntry:
     record: RoundRecord | None
     changed: Mapping[str, Any] = field(default_factory=dict)
     removed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
     problem: CorruptRecordError | None = None
     trusted: bool = True
     table_segments: int | None = None
@@ -269,7 +271,9 @@ class RoundsRead:
     tail: Tail
 
 
-def _decode_one(session_id: str, index: int, body: str, prev: Tail) -> tuple[RoundEntry, Tail]:
+def _decode_one(
+    session_id: str, index: int, body: str, prev: Tail, *, lenient: bool = False
+) -> tuple[RoundEntry, Tail]:
     try:
         data = json.loads(body)
     except (ValueError, TypeError) as exc:
@@ -290,7 +294,7 @@ def _decode_one(session_id: str, index: int, body: str, prev: Tail) -> tuple[Rou
         if not (
             isinstance(segments, dict)
             and isinstance(segments.get("keep"), int)
-            and 0 <= segments["keep"] <= len(prev.segment_ids)
+            and 0 <= segments["keep"] <= (2**62 if lenient else len(prev.segment_ids))
             and _list_of(_is_str)(segments.get("add"))
         ):
             expected = "expected {keep: N, add: [ids]} within the round before"
@@ -316,7 +320,8 @@ def _decode_one(session_id: str, index: int, body: str, prev: Tail) -> tuple[Rou
         table_segments=table,
         digest=body_digest(body),
     )
-    entry = RoundEntry(index=index, record=record, changed=changed, removed=removed, table_segments=table)
+    added = tuple(name for name in changed if name not in prev.variables)
+    entry = RoundEntry(index=index, record=record, changed=changed, removed=removed, added=added, table_segments=table)
     return entry, tail
 
 
@@ -343,7 +348,8 @@ def decode_rounds_from(session_id: str, start: Tail, bodies: Iterable[tuple[int,
             entries.append(RoundEntry(index=expected, record=None, problem=problem, trusted=False))
         expected = index + 1
         try:
-            entry, state = _decode_one(session_id, index, body, state)
+            # After an unreadable round the state is unknown: decode the rest on their own, leniently.
+            entry, state = _decode_one(session_id, index, body, state, lenient=problem is not None)
         except CorruptRecordError as exc:
             problem = problem or exc
             entries.append(RoundEntry(index=index, record=None, problem=exc, trusted=False))
@@ -360,6 +366,7 @@ def decode_rounds_from(session_id: str, start: Tail, bodies: Iterable[tuple[int,
                     record=entry.record,
                     changed=entry.changed,
                     removed=entry.removed,
+                    added=entry.added,
                     trusted=False,
                     table_segments=entry.table_segments,
                 )
