@@ -100,9 +100,10 @@ def round_error(session_id: str, index: int, reason: str, *, field: str | None =
     """The error for round ``index`` of ``session_id`` (repair: keep the rounds before it)."""
     where = f"field {field!r}: " if field else ""
     after = max(0, index - 1)
+    kept = "no rounds" if after == 0 else "round 1" if after == 1 else f"rounds 1-{after}"
     return CorruptRecordError(
         f"round {index} of session {session_id!r} is unreadable: {where}{reason}"
-        + _repair_hint(session_id, after, f"drop it and the rounds after it (keeping rounds 1-{after})"),
+        + _repair_hint(session_id, after, f"drop it and the rounds after it (keeping {kept})"),
         session_id=session_id,
         part="round",
         round=index,
