@@ -6,6 +6,11 @@ calls are answered from that round's call record (no model, no live tools, no si
 ``live=True``. A round matches when stdout, the error (type and line), the control signal and the
 captured variables all equal the record.
 
+A round whose call record was capped (``toolkits.records.RecordCaps``: an argument or result over
+64 KiB, or calls over the per-round count) cannot be answered from the record: without ``live`` it is
+reported ``skipped`` with "not replayable: ..." (the rounds after it still replay from their own
+records); with ``live`` it runs against the real tools like every other round.
+
 An unreadable round record stops the replay there: the rounds before it are replayed, and the report's
 ``problem`` names the bad round (nothing from it, or after it, is executed).
 """
@@ -179,7 +184,7 @@ async def replay_session(
         raise StoreError(f"session {session_id!r} not found in {store.url}", code="store.notFound")
     read = await store.read_rounds(session_id)
     records = list(read.rounds)  # the readable rounds before the first unreadable one
-    every_call = [c for r in records for c in _calls(r)]
+    every_call = [c for r in records for c in _calls(r) if c.capped is None or c.toolkit]
     # Without recorded grants (an old session, or metadata reset by `sessions truncate`), the toolkits
     # the record shows calls to are the grants.
     recorded_grants = {"system": "*", **{c.toolkit: "*" for c in every_call if c.toolkit}}
@@ -239,6 +244,18 @@ async def _replay_round(
     *,
     deadline: float | None,
 ) -> RoundReplay:
+    capped = next((c for c in _calls(record) if c.capped is not None), None)
+    if capped is not None and not live:
+        what = f"{capped.toolkit}.{capped.operation}" if capped.toolkit else "the calls after the cap"
+        reason = capped.capped.get("reason", "capped") if capped.capped else "capped"
+        return RoundReplay(
+            index=record.index,
+            status="skipped",
+            differences=(
+                f"not replayable: the result of {what} (call #{capped.sequence}) was not recorded in full ({reason}); "
+                "replay with --live to call the tools",
+            ),
+        )
     if live:
         bridge = ToolkitBridge(registry, grants=grants, session_id=record.session_id)
     elif known:
