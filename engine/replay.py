@@ -5,6 +5,14 @@ rounds' recorded deadline (the session's ``extra.sandbox.deadline_s``). Toolkit
 calls are answered from that round's call record (no model, no live tools, no side effects) unless
 ``live=True``. A round matches when stdout, the error (type and line), the control signal and the
 captured variables all equal the record.
+
+A round whose call record was capped (``toolkits.records.RecordCaps``: an argument or result over
+64 KiB, or calls over the per-round count) cannot be answered from the record: without ``live`` it is
+reported ``skipped`` with "not replayable: ..." (the rounds after it still replay from their own
+records); with ``live`` it runs against the real tools like every other round.
+
+An unreadable round record stops the replay there: the rounds before it are replayed, and the report's
+``problem`` names the bad round (nothing from it, or after it, is executed).
 """
 
 from __future__ import annotations
@@ -59,11 +67,13 @@ class ReplayReport:
     session_id: str
     live: bool
     rounds: tuple[RoundReplay, ...] = field(default_factory=tuple)
+    problem: str | None = None
+    """Why the replay stopped before the last recorded round (an unreadable record), or None."""
 
     @property
     def ok(self) -> bool:
-        """True when no round mismatched."""
-        return all(r.status != "mismatch" for r in self.rounds)
+        """True when no round mismatched and every recorded round could be read."""
+        return self.problem is None and all(r.status != "mismatch" for r in self.rounds)
 
     def to_json(self) -> dict[str, Any]:
         """``{"session_id", "live", "ok", "rounds": [...]}``."""
@@ -72,6 +82,7 @@ class ReplayReport:
             "live": self.live,
             "ok": self.ok,
             "rounds": [r.to_json() for r in self.rounds],
+            **({"problem": self.problem} if self.problem is not None else {}),
         }
 
 
@@ -217,11 +228,15 @@ async def replay_session(
     meta = await store.get_session(session_id)
     if meta is None:
         raise StoreError(f"session {session_id!r} not found in {store.url}", code="store.notFound")
-    records = await store.rounds(session_id)
-    grants: dict[str, Any] = dict(meta.extra.get("grants") or {"system": "*"})
+    read = await store.read_rounds(session_id)
+    records = list(read.rounds)  # the readable rounds before the first unreadable one
+    every_call = [c for r in records for c in _calls(r) if c.capped is None or c.toolkit]
+    # Without recorded grants (an old session, or metadata reset by `sessions truncate`), the toolkits
+    # the record shows calls to are the grants.
+    recorded_grants = {"system": "*", **{c.toolkit: "*" for c in every_call if c.toolkit}}
+    grants: dict[str, Any] = dict(meta.extra.get("grants") or recorded_grants)
     registry = registry if registry is not None else ToolkitRegistry.from_entry_points()
     known = all(name in registry for name in grants)
-    every_call = [c for r in records for c in _calls(r)]
     if known:
         manifest = ToolkitBridge(registry, grants=grants, session_id=session_id).manifest()
     else:  # toolkits not loaded here: rebuild the manifest from what the record shows
@@ -251,7 +266,20 @@ async def replay_session(
             if on_round is not None:
                 on_round(replay)
             previous = dict(record.variables)
-    return ReplayReport(session_id=session_id, live=live, rounds=tuple(results))
+    problem = read.problem.message if read.problem is not None else await _other_problem(store, session_id)
+    return ReplayReport(session_id=session_id, live=live, rounds=tuple(results), problem=problem)
+
+
+async def _other_problem(store: Store, session_id: str) -> str | None:
+    """An unreadable segment or variable (replay does not need them, but the session is damaged), or None."""
+    from engine.store._records import CorruptRecordError
+
+    try:
+        await store.segments(session_id)
+        await store.variables(session_id)
+    except CorruptRecordError as exc:
+        return exc.message
+    return None
 
 
 async def _replay_round(
@@ -266,6 +294,18 @@ async def _replay_round(
     *,
     deadline: float | None,
 ) -> RoundReplay:
+    capped = next((c for c in _calls(record) if c.capped is not None), None)
+    if capped is not None and not live:
+        what = f"{capped.toolkit}.{capped.operation}" if capped.toolkit else "the calls after the cap"
+        reason = capped.capped.get("reason", "capped") if capped.capped else "capped"
+        return RoundReplay(
+            index=record.index,
+            status="skipped",
+            differences=(
+                f"not replayable: the result of {what} (call #{capped.sequence}) was not recorded in full ({reason}); "
+                "replay with --live to call the tools",
+            ),
+        )
     calls, switch.hung = _unfinished(record, _calls(record))
     if live:
         switch.hung = []

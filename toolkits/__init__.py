@@ -29,7 +29,7 @@ from toolkits.errors import (
     ToolkitLoadError,
     ToolkitNotFoundError,
 )
-from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord
+from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, RecordCaps, cap_calls
 from toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
 from toolkits.spec import Approval, OperationSpec, ParameterSpec
 from toolkits.stubs import openai_tools, render_stubs
@@ -50,6 +50,7 @@ __all__ = [
     "ModelAccess",
     "OperationSpec",
     "ParameterSpec",
+    "RecordCaps",
     "ToolkitBridge",
     "ToolkitContext",
     "ToolkitDefinitionError",
@@ -58,6 +59,7 @@ __all__ = [
     "ToolkitNotFoundError",
     "ToolkitRegistry",
     "bind_toolkit",
+    "cap_calls",
     "load_registry",
     "load_toolkit_ref",
     "openai_tools",

@@ -27,7 +27,7 @@ from toolkits._schema import field_errors
 from toolkits.bound import BoundToolkit
 from toolkits.context import Control, ToolkitContext
 from toolkits.errors import ToolkitError
-from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord
+from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
 from toolkits.registry import ToolkitRegistry
 from toolkits.stubs import openai_tools, render_stubs
 
@@ -262,11 +262,11 @@ class ToolkitBridge:
         return openai_tools([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
 
     def drain_calls(self) -> list[CallRecord]:
-        """The calls recorded since the last drain, in order of arrival; clears them."""
+        """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
         raw, self._records = self._records, []
         raw.sort(key=lambda r: r[0])
         session_id = self.session_id
-        return [
+        records = [
             CallRecord(
                 sequence=sequence,
                 session_id=session_id,
@@ -280,6 +280,7 @@ class ToolkitBridge:
             )
             for sequence, toolkit, operation, arguments, result, error, started_at, duration in raw
         ]
+        return cap_calls(records)  # bounded per round (toolkits/records.py RecordCaps)
 
     # -- RpcHandler ------------------------------------------------------------------------------
     async def handle(self, method: str, params: dict[str, Any]) -> Any:

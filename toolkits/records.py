@@ -1,15 +1,27 @@
-"""What the bridge records and asks about: approval requests and decisions, call records."""
+"""What the bridge records and asks about: approval requests and decisions, call records and their caps.
+
+Recorded calls are bounded per round (:class:`RecordCaps`, applied by :func:`cap_calls` where the
+bridges hand their call log out): an argument or result over its byte cap is replaced by
+``{"$capped": {"bytes": N, "sha256": H}}`` and the call's ``capped`` note says what was left out; calls
+over the per-round count are folded into ONE record that counts them per operation and digests them.
+No call is ever dropped silently. A round whose record holds a capped call cannot be replayed from the
+record (replay reports it "not replayable"; ``codeact replay --live`` calls the tools instead).
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from toolkits.errors import ToolkitError
 
-__all__ = ["ApprovalDecision", "ApprovalRequest", "Approver", "CallRecord"]
+__all__ = ["ApprovalDecision", "ApprovalRequest", "Approver", "CallRecord", "RecordCaps", "cap_calls"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +75,7 @@ class CallRecord:
         error: ``{"code", "name", "message"[, "data"]}`` when it failed.
         started_at: Wall-clock start (``time.time()``).
         duration_s: How long the call took on the host.
+        capped: What the record left out, when a cap applied (``{"reason", ...}``), else None.
     """
 
     sequence: int
@@ -74,6 +87,7 @@ class CallRecord:
     error: dict[str, Any] | None = None
     started_at: float = 0.0
     duration_s: float = 0.0
+    capped: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -88,8 +102,11 @@ class CallRecord:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (for the store)."""
-        return dataclasses.asdict(self)
+        """A JSON-able dict (for the store); ``capped`` only when set."""
+        data = dataclasses.asdict(self)
+        if data["capped"] is None:
+            del data["capped"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CallRecord:
@@ -109,6 +126,136 @@ class CallRecord:
                 error=dict(data["error"]) if data.get("error") is not None else None,
                 started_at=float(data.get("started_at", 0.0)),
                 duration_s=float(data.get("duration_s", 0.0)),
+                capped=dict(data["capped"]) if data.get("capped") is not None else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ToolkitError(f"not a call record ({type(exc).__name__}: {exc}): {dict(data)!r:.200}") from None
+
+
+_KIB = 1024
+
+
+def _env_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ToolkitError(f"{name}={raw!r} is not a whole number; set it to a count (bytes or calls)") from None
+    if value < 1:
+        raise ToolkitError(f"{name}={raw!r} must be at least 1")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordCaps:
+    """Per-round bounds on what the call record keeps (see the module docstring).
+
+    Attributes:
+        argument_bytes: Cap on one call's encoded arguments (64 KiB).
+        result_bytes: Cap on one call's encoded result or error (64 KiB).
+        calls: Calls per round recorded one by one (1,000); the rest are folded into one summary.
+    """
+
+    argument_bytes: int = 64 * _KIB
+    result_bytes: int = 64 * _KIB
+    calls: int = 1000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RecordCaps:
+        """The caps from the environment (the defaults where a variable is unset).
+
+        The variables: ``CODEACT_RECORD_ARGUMENT_BYTES``, ``CODEACT_RECORD_RESULT_BYTES``, ``CODEACT_RECORD_CALLS``.
+
+        Raises:
+            ToolkitError: A variable is not a positive whole number.
+        """
+        env = os.environ if environ is None else environ
+        default = cls()
+        return cls(
+            argument_bytes=_env_int(env, "CODEACT_RECORD_ARGUMENT_BYTES", default.argument_bytes),
+            result_bytes=_env_int(env, "CODEACT_RECORD_RESULT_BYTES", default.result_bytes),
+            calls=_env_int(env, "CODEACT_RECORD_CALLS", default.calls),
+        )
+
+
+def _encoded(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=repr)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _cap_one(call: CallRecord, caps: RecordCaps) -> CallRecord:
+    note: dict[str, Any] = {}
+    changes: dict[str, Any] = {}
+    parts: list[tuple[str, Any, int]] = [("arguments", call.arguments, caps.argument_bytes)]
+    parts.append(
+        ("error", call.error, caps.result_bytes)
+        if call.error is not None
+        else ("result", call.result, caps.result_bytes)
+    )
+    for name, value, limit in parts:
+        if value is None:
+            continue
+        text = _encoded(value)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            stub = {"bytes": size, "sha256": _digest(text)}
+            note[name] = stub
+            if name == "error":
+                assert call.error is not None  # noqa: S101 - this part exists only then
+                changes[name] = {k: call.error.get(k) for k in ("code", "name")} | {
+                    "message": str(call.error.get("message", ""))[:1000],
+                    "$capped": stub,
+                }
+            else:
+                changes[name] = {"$capped": stub}
+    if not note:
+        return call
+    note["reason"] = (
+        "over the per-call record cap ("
+        + ", ".join(f"{name} {stub['bytes']} bytes" for name, stub in note.items() if isinstance(stub, dict))
+        + ")"
+    )
+    return dataclasses.replace(call, capped=note, **changes)
+
+
+def cap_calls(calls: Sequence[CallRecord], caps: RecordCaps | None = None) -> list[CallRecord]:
+    """``calls`` bounded by ``caps`` (default ``RecordCaps.from_env()``): big parts digested, extra calls folded.
+
+    The first ``caps.calls`` calls are kept one by one (a part over its byte cap replaced by its size and
+    SHA-256); the calls after them become ONE record with ``capped = {"reason", "calls": N, "operations":
+    {"toolkit.operation": count}, "errors": E, "sha256": digest of all of them}``.
+    """
+    caps = caps if caps is not None else RecordCaps.from_env()
+    kept = [_cap_one(call, caps) for call in calls[: caps.calls]]
+    rest = calls[caps.calls :]
+    if rest:
+        digest = hashlib.sha256()
+        operations: Counter[str] = Counter()
+        for call in rest:
+            operations[f"{call.toolkit}.{call.operation}"] += 1
+            digest.update(_encoded([call.toolkit, call.operation, call.arguments, call.result, call.error]).encode())
+        first = rest[0]
+        kept.append(
+            CallRecord(
+                sequence=first.sequence,
+                session_id=first.session_id,
+                toolkit="",
+                operation="",
+                arguments={},
+                started_at=first.started_at,
+                duration_s=sum(call.duration_s for call in rest),
+                capped={
+                    "reason": f"{len(rest)} call(s) over the per-round cap of {caps.calls} recorded calls",
+                    "calls": len(rest),
+                    "operations": dict(operations),
+                    "errors": sum(call.error is not None for call in rest),
+                    "sha256": digest.hexdigest(),
+                },
+            )
+        )
+    return kept

@@ -480,6 +480,7 @@ class Agent:
             )
             history, variables, done = SegmentHistory(), {}, 0
         else:
+            await self.store.check_session(session_id)  # an unreadable entry refuses the resume, naming it
             history = _restore_history(await self.store.segments(session_id))
             variables, done = await self.store.variables(session_id), meta.rounds
             await self.store.update_session(session_id, status="active")

@@ -12,7 +12,7 @@ from typing import Any
 from engine.agent.hooks import ModelCall, ToolCall, chain
 from engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from sandbox.runtime import protocol as _p
-from toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge
+from toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
 
 __all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
 
@@ -144,9 +144,9 @@ class EventingBridge:
         return self.bridge.manifest()
 
     def drain_calls(self) -> list[CallRecord]:
-        """The calls made since the last drain, in order of arrival; clears them."""
+        """The calls made since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
         records, self._records = self._records, []
-        return records
+        return cap_calls(records)
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one runtime request with events around it."""

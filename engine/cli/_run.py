@@ -372,6 +372,8 @@ def replay_command(
             f"replayed {len(report.rounds)} round(s) of {session}: {matched} match, "
             f"{sum(r.status == 'mismatch' for r in report.rounds)} mismatch"
         )
+    if report.problem is not None:
+        typer.echo(f"codeact replay: stopped: {report.problem}", err=True)
     raise typer.Exit(EXIT_OK if report.ok else EXIT_FAILED)
 
 

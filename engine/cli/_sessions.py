@@ -1,7 +1,10 @@
-"""``codeact sessions list|show|unlock``: read recorded sessions from the store, force a session's lock.
+"""``codeact sessions list|show|unlock|truncate``: read, unlock and repair recorded sessions.
 
 ``list`` and ``show`` repair the status of a session whose run is gone (``active`` without a live
 lock becomes ``interrupted``, see ``Store.repair_status``) and show who holds a lock and since when.
+An entry that does not decode (round record, variable, segment, session metadata) is printed as its
+``CorruptRecordError`` message (session, round, field and the ``truncate`` that repairs it), on stderr,
+while everything else is still shown; the command then exits 1. Never a traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from rich.text import Text
 from engine.errors import StoreError
 from engine.events import error_summary, reply_excerpt
 from engine.store import LockInfo, RoundRecord, SessionMeta, Store, open_store
+from engine.store._records import CorruptRecordError, RoundEntry
 
 __all__ = ["register"]
 
@@ -41,6 +45,7 @@ def register(app: typer.Typer) -> None:
     sessions.command("list")(list_sessions)
     sessions.command("show")(show_session)
     sessions.command("unlock")(unlock_session)
+    sessions.command("truncate")(truncate_session)
     app.add_typer(sessions)
 
 
@@ -48,36 +53,64 @@ def list_sessions(
     store: Annotated[str | None, _STORE_OPTION] = None,
     limit: Annotated[int, typer.Option("--limit", help="Show at most this many sessions.", min=1)] = 50,
     as_json: Annotated[bool, _JSON_OPTION] = False,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Read each session whole to name unreadable entries.")
+    ] = True,
 ) -> None:
-    """List sessions, most recently updated first: id, blueprint, model, status, rounds, updated, lock."""
+    """List sessions, most recently updated first: id, blueprint, model, status, rounds, updated, lock.
 
-    async def read(opened: Store) -> list[tuple[SessionMeta, LockInfo | None]]:
-        out = []
-        for meta in await opened.list_sessions(limit=limit):
-            if meta.status == "active":
-                meta = await opened.repair_status(meta.session_id) or meta
-            out.append((meta, await opened.lock_info(meta.session_id) if meta.status == "active" else None))
-        return out
+    Each listed session is read whole (rounds, segments, variables) so an unreadable entry is named;
+    ``--no-check`` reads the metadata only.
+    """
 
-    found, url = _with_store(store, read)
-    metas = [meta for meta, _ in found]
+    async def read(opened: Store) -> list[tuple[SessionMeta | None, str, CorruptRecordError | None, LockInfo | None]]:
+        rows: list[tuple[SessionMeta | None, str, CorruptRecordError | None, LockInfo | None]] = []
+        for item in await opened.scan_sessions(limit=limit):
+            if isinstance(item, CorruptRecordError):
+                rows.append((None, item.session_id, item, None))
+                continue
+            if item.status == "active":
+                item = await opened.repair_status(item.session_id) or item
+            lock = await opened.lock_info(item.session_id) if item.status == "active" else None
+            problem = None
+            if check:
+                try:
+                    await opened.check_session(item.session_id)
+                except CorruptRecordError as exc:
+                    problem = exc
+            rows.append((item, item.session_id, problem, lock))
+        return rows
+
+    rows, url = _with_store(store, read)
     out = Console(soft_wrap=True)
+    problems = [problem for _, _, problem, _ in rows if problem is not None]
     if as_json:
-        rows = [{**meta.to_json(), "lock": lock.to_json() if lock else None} for meta, lock in found]
-        out.print_json(json.dumps(rows))
-        return
-    if not metas:
+        items = [
+            {
+                **(meta.to_json() if meta else {"session_id": sid}),
+                "lock": lock.to_json() if lock else None,
+                **({"problem": p.message} if p else {}),
+            }
+            for meta, sid, p, lock in rows
+        ]
+        out.print_json(json.dumps(items, ensure_ascii=False))
+    elif not rows:
         out.print(Text(f"no sessions in {url}"))
-        return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    locked = any(lock is not None for _, lock in found)  # the LOCK column only when a run holds one
-    columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED") + (("LOCK",) if locked else ())
-    for column in columns:
-        table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK"))
-    for meta, lock in found:
-        row = [meta.session_id, meta.blueprint_id, meta.model, meta.status, str(meta.rounds), _when(meta.updated_at)]
-        table.add_row(*row, *((_lock_text(lock),) if locked else ()))
-    out.print(table)
+    else:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        locked = any(lock is not None for *_, lock in rows)  # the LOCK column only when a run holds one
+        columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED") + (("LOCK",) if locked else ())
+        for column in columns:
+            table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK"))
+        for meta, sid, problem, lock in rows:
+            if meta is None:
+                table.add_row(sid, "?", "?", "unreadable", "?", "?", *(("-",) if locked else ()))
+                continue
+            status = f"{meta.status} (unreadable)" if problem is not None else meta.status
+            row = [sid, meta.blueprint_id, meta.model, status, str(meta.rounds), _when(meta.updated_at)]
+            table.add_row(*row, *((_lock_text(lock),) if locked else ()))
+        out.print(table)
+    _report_problems(problems)
 
 
 def _lock_text(lock: LockInfo | None) -> str:
@@ -121,25 +154,100 @@ def show_session(
 ) -> None:
     """Show a session: its metadata, then each round's code, tool calls, output, error and variables."""
 
-    async def read(opened: Store) -> tuple[SessionMeta | None, list[RoundRecord], dict[str, Any]]:
-        meta = await opened.repair_status(session)
-        if meta is None:
-            return None, [], {}
-        return meta, await opened.rounds(session), await opened.variables(session)
+    async def read(opened: Store) -> _Shown | None:
+        problems: list[CorruptRecordError] = []
+        try:
+            meta = await opened.repair_status(session)
+        except CorruptRecordError as exc:
+            meta, problems = None, [exc]
+        else:
+            if meta is None:
+                return None
+        read = await opened.read_rounds(session)
+        if read.problem is not None:
+            problems.append(read.problem)
+        problems.extend(p for e in read.entries if (p := e.problem) is not None and p is not read.problem)
+        variables: dict[str, Any] = {}
+        try:
+            await opened.segments(session)
+        except CorruptRecordError as exc:
+            problems.append(exc)
+        try:
+            variables = await opened.variables(session)
+        except CorruptRecordError as exc:
+            problems.append(exc)
+        return _Shown(meta=meta, entries=list(read.entries), variables=variables, problems=problems)
 
-    (meta, rounds, variables), url = _with_store(store, read)
-    if meta is None:
+    shown, url = _with_store(store, read)
+    if shown is None:
         _fail(f"session {session!r} not found in {url}", exit_code=1)
+    meta = shown.meta
     out = Console(soft_wrap=True)
     if as_json:
-        data = {"session": meta.to_json(), "rounds": [r.to_json() for r in rounds], "variables": variables}
+        data: dict[str, Any] = {
+            "session": meta.to_json() if meta is not None else None,
+            "rounds": [e.record.to_json() for e in shown.entries if e.record is not None and e.trusted],
+            "variables": shown.variables,
+        }
+        if shown.problems:
+            data["problems"] = [p.message for p in shown.problems]
         out.print_json(json.dumps(data, ensure_ascii=False))
+    else:
+        if meta is not None:
+            _print_meta(out, meta, url)
+        else:
+            out.print(Text.assemble(("session ", "bold"), (session, "bold cyan"), f"  ({url})"))
+            out.print(Text("  metadata  unreadable (see below)", style="red"))
+        for entry in shown.entries:
+            _print_entry(out, entry)
+    _report_problems(shown.problems)
+
+
+class _Shown:
+    def __init__(
+        self,
+        *,
+        meta: SessionMeta | None,
+        entries: list[RoundEntry],
+        variables: dict[str, Any],
+        problems: list[CorruptRecordError],
+    ) -> None:
+        self.meta, self.entries, self.variables, self.problems = meta, entries, variables, problems
+
+
+def truncate_session(
+    session: Annotated[str, typer.Argument(help="The session id.", show_default=False)],
+    after: Annotated[int, typer.Option("--after", help="The last round to keep (0 keeps none).", min=0)],
+    store: Annotated[str | None, _STORE_OPTION] = None,
+) -> None:
+    """Drop the rounds after round N with their segments; restore the variables as of round N.
+
+    Repairs a session with an unreadable entry (the error names the N to use); unreadable metadata
+    fields are reset to defaults. Refused while a run holds the session.
+    """
+
+    async def run(opened: Store) -> Any:
+        async with opened.lock(session):
+            return await opened.truncate(session, after=after)
+
+    report, url = _with_store(store, run)
+    kept = f"rounds 1-{after}" if after else "no rounds"
+    line = (
+        f"truncated session {session!r} in {url}: kept {kept}, dropped {report.dropped_rounds} round(s) and "
+        f"{report.dropped_segments} segment(s); {report.variables} variable(s) as of round {after}"
+    )
+    if report.repaired:
+        line += f"; reset unreadable metadata field(s): {', '.join(report.repaired)}"
+    Console(soft_wrap=True).print(Text(line))
+
+
+def _report_problems(problems: list[CorruptRecordError]) -> None:
+    if not problems:
         return
-    _print_meta(out, meta, url)
-    previous: Mapping[str, Any] = {}
-    for record in rounds:
-        _print_round(out, record, previous)
-        previous = record.variables
+    err = Console(stderr=True, soft_wrap=True)
+    for problem in problems:
+        err.print(Text(problem.message, style="red"))
+    raise typer.Exit(1)
 
 
 def _with_store(url: str | None, read: Callable[[Store], Awaitable[_T]]) -> tuple[_T, str]:
@@ -194,7 +302,14 @@ def _print_meta(out: Console, meta: SessionMeta, url: str) -> None:
         out.print(Text.assemble(f"  {name:<10}", value))
 
 
-def _print_round(out: Console, record: RoundRecord, previous: Mapping[str, Any]) -> None:
+def _print_entry(out: Console, entry: RoundEntry) -> None:
+    if entry.record is None:
+        out.print(Text.assemble("\n", (f"round {entry.index}", "bold"), "  ", ("unreadable", "red")))
+        return
+    _print_round(out, entry.record, entry)
+
+
+def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
     style = "green" if record.status == "ok" else "red"
     header = Text.assemble(
         "\n",
@@ -229,7 +344,7 @@ def _print_round(out: Console, record: RoundRecord, previous: Mapping[str, Any])
         out.print(Text.assemble(("  error: ", "bold red"), error_summary(record.error)))
     if record.control:
         out.print(Text.assemble(("  control: ", "bold"), _short(record.control)))
-    changes = _variable_changes(previous, record.variables)
+    changes = _variable_changes(entry)
     if changes:
         out.print(Text("  variables:", style="bold"))
         for change in changes:
@@ -262,14 +377,14 @@ def _call_line(call: Mapping[str, Any]) -> Text:
     return line
 
 
-def _variable_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Text]:
+def _variable_changes(entry: RoundEntry) -> list[Text]:
+    assert entry.record is not None  # noqa: S101 - checked by the caller
+    after = entry.record.variables
     lines = []
-    for name in sorted(after):
-        if name not in before:
-            lines.append(Text(f"    + {name} = {_short(_json(after[name]))}", style="green"))
-        elif after[name] != before[name]:
-            lines.append(Text(f"    ~ {name} = {_short(_json(after[name]))}", style="yellow"))
-    lines.extend(Text(f"    - {name}", style="red") for name in sorted(set(before) - set(after)))
+    for name in sorted(entry.changed):
+        style, mark = ("green", "+") if name in entry.added else ("yellow", "~")
+        lines.append(Text(f"    {mark} {name} = {_short(_json(after.get(name, entry.changed[name])))}", style=style))
+    lines.extend(Text(f"    - {name}", style="red") for name in sorted(entry.removed))
     return lines
 
 

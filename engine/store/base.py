@@ -19,10 +19,13 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field, fields, replace
 from types import TracebackType
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from engine.errors import StoreError
 from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S, LockInfo, LockLostError, make_token, parse_token
+
+if TYPE_CHECKING:
+    from engine.store._records import CorruptRecordError, RoundsRead, TruncateReport
 
 __all__ = [
     "ROUND_STATUSES",
@@ -418,6 +421,31 @@ class Store(ABC):
     @abstractmethod
     async def close(self) -> None:
         """Release connections; the store must not be used afterwards."""
+
+    # Reading records back and repairing them (engine/store/_records.py owns the stored format).
+    async def read_rounds(self, session_id: str) -> RoundsRead:
+        """Every stored round decoded, the first unreadable one named instead of raised (``RoundsRead``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement read_rounds")
+
+    async def scan_sessions(self, *, limit: int = 50) -> list[SessionMeta | CorruptRecordError]:
+        """Like ``list_sessions``, with an unreadable session's metadata as its ``CorruptRecordError``."""
+        return list(await self.list_sessions(limit=limit))
+
+    async def truncate(self, session_id: str, *, after: int) -> TruncateReport:
+        """Drop the rounds after round ``after`` and their segments, atomically (``codeact sessions truncate``).
+
+        The variables are restored as of round ``after`` and unreadable metadata fields reset to defaults.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement truncate")
+
+    async def check_session(self, session_id: str) -> None:
+        """Read everything the session holds; raise the first ``CorruptRecordError`` (a resume checks this first)."""
+        await self.get_session(session_id)
+        read = await self.read_rounds(session_id)
+        if read.problem is not None:
+            raise read.problem
+        await self.segments(session_id)
+        await self.variables(session_id)
 
     def lock(
         self, session_id: str, *, ttl: float = LOCK_TTL_S, wait: float = 0.0, beat: float | None = None

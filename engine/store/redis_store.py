@@ -24,6 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from engine.errors import StoreError
+from engine.store import _records as _rec
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RedisStore", "map_redis_errors", "redact_url"]
@@ -55,10 +56,12 @@ return 1
 """
 
 # KEYS: meta, rounds, segments, vars, index.
-# ARGV: session_id, index, record, updated_at, ttl_ms, n_segments, segments..., name/value pairs...
+# ARGV: session_id, index, record, updated_at, ttl_ms, previous record's sha1, segments before ('' = any),
+#       n_segments, segments..., name/value pairs...
 # Returns {0, index} on success (also when this exact round is already recorded), {1, 0} for an
-# unknown session, {2, last} for a wrong index. Every check runs before the first write, and a
-# script runs atomically, so a round is all or nothing.
+# unknown session, {2, last} for a wrong index, {3, 0} when the record was encoded against another
+# previous round than the stored one (the client re-reads and retries). Every check runs before the
+# first write, and a script runs atomically, so a round is all or nothing.
 _APPEND = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {1, 0} end
 local last = tonumber(redis.call('HGET', KEYS[1], 'rounds') or '0')
@@ -68,9 +71,11 @@ if last + 1 ~= index then
   if last >= index and redis.call('LINDEX', KEYS[2], index - 1) == ARGV[3] then return {0, index} end
   return {2, last}
 end
+if index > 1 and redis.sha1hex(redis.call('LINDEX', KEYS[2], index - 2) or '') ~= ARGV[6] then return {3, 0} end
+if ARGV[7] ~= '' and redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[7]) then return {3, 0} end
 redis.call('RPUSH', KEYS[2], ARGV[3])
-local n_segments = tonumber(ARGV[6])
-local first = 7
+local n_segments = tonumber(ARGV[8])
+local first = 9
 local stop = first + n_segments - 1
 while first <= stop do
   local upto = math.min(first + 199, stop)
@@ -94,12 +99,12 @@ return {0, tonumber(ARGV[2])}
 """
 
 # Fencing (docs/store.md): prepended to the append script, it pops the lock key (last KEYS entry)
-# and the writer's token (last ARGV entry; "" = unfenced) and refuses the write with {3, 0} unless
+# and the writer's token (last ARGV entry; "" = unfenced) and refuses the write with {4, 0} unless
 # that token holds the lock, in the same atomic script as the write.
 _FENCE = """
 local fence = table.remove(ARGV)
 local lock_key = table.remove(KEYS)
-if fence ~= '' and redis.call('GET', lock_key) ~= fence then return {3, 0} end
+if fence ~= '' and redis.call('GET', lock_key) ~= fence then return {4, 0} end
 """
 
 # KEYS: lock. ARGV: token, ttl_ms, replace ("" = none). Returns {1, 0} when acquired (or already
@@ -185,13 +190,26 @@ def _meta_to_hash(meta: SessionMeta) -> dict[str, str]:
     return out
 
 
-def _meta_from_hash(data: Mapping[str, str]) -> SessionMeta:
+def _meta_from_hash(session_id: str, data: Mapping[str, str]) -> SessionMeta:
     values: dict[str, Any] = dict(data)
-    values["created_at"] = float(values["created_at"])
-    values["updated_at"] = float(values["updated_at"])
-    values["rounds"] = int(values["rounds"])
-    values["extra"] = json.loads(values.get("extra", "{}"))
-    return SessionMeta.from_json(values)
+    values.setdefault("extra", "{}")
+    values.setdefault("updated_at", values.get("created_at"))
+    return _rec.decode_meta(session_id, values)
+
+
+def _meta_or_problem(session_id: str, data: Mapping[str, str]) -> SessionMeta | _rec.CorruptRecordError:
+    try:
+        return _meta_from_hash(session_id, data)
+    except _rec.CorruptRecordError as exc:
+        return exc
+
+
+def _segment_id(body: str) -> str:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ""
+    return str(data.get("id", "")) if isinstance(data, dict) else ""
 
 
 class RedisStore(Store):
@@ -270,6 +288,7 @@ class RedisStore(Store):
         self._mark = self._client.register_script(_MARK_INTERRUPTED)
         self._refresh = self._client.register_script(_REFRESH)
         self._release = self._client.register_script(_RELEASE)
+        self._tails = _rec.TailCache()
 
     # ---- keys (docs/store.md) --------------------------------------------------------------------
 
@@ -301,9 +320,13 @@ class RedisStore(Store):
         key = self._key(session_id)
         with map_redis_errors(self.url):
             data = await self._client.hgetall(key)
-        return _meta_from_hash(data) if data else None
+        return _meta_from_hash(session_id, data) if data else None
 
     async def list_sessions(self, *, limit: int = 50) -> list[SessionMeta]:
+        """Up to ``limit`` sessions, most recently updated first (unreadable ones left out: see ``scan_sessions``)."""
+        return [meta for meta in await self.scan_sessions(limit=limit) if isinstance(meta, SessionMeta)]
+
+    async def scan_sessions(self, *, limit: int = 50) -> list[SessionMeta | _rec.CorruptRecordError]:
         """Up to ``limit`` sessions, most recently updated first (expired ones are dropped from the index)."""
         if limit <= 0:
             return []
@@ -316,7 +339,7 @@ class RedisStore(Store):
             expired = [session_id for session_id, data in zip(ids, found, strict=True) if not data]
             if expired:
                 await self._client.zrem(self._index_key(), *expired)
-        return [_meta_from_hash(data) for data in found if data]
+        return [_meta_or_problem(i, data) for i, data in zip(ids, found, strict=True) if data]
 
     async def update_session(self, session_id: str, **fields: Any) -> SessionMeta:
         """Change metadata fields; returns the new meta (see ``Store.update_session``)."""
@@ -340,6 +363,7 @@ class RedisStore(Store):
     async def delete_session(self, session_id: str) -> None:
         """Remove the session and everything recorded for it."""
         keys = [self._key(session_id, part) for part in ("", "rounds", "segments", "vars", "pending")]
+        self._tails.drop(session_id)
         with map_redis_errors(self.url):
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.delete(*keys)
@@ -360,14 +384,7 @@ class RedisStore(Store):
         session_id = record.session_id
         keys = [self._key(session_id, part) for part in ("", "rounds", "segments", "vars")] + [self._index_key()]
         # Everything is serialized before anything is sent: a value that fails leaves Redis untouched.
-        args: list[str] = [
-            session_id,
-            str(record.index),
-            dumps(record.to_json(), what=f"round {record.index} of session {session_id!r}"),
-            repr(time.time()),
-            self._ttl_ms,
-            str(len(segments)),
-        ]
+        parts: list[str] = []
         for offset, segment in enumerate(segments, start=1):
             segment_id = segment.get("id")
             if not isinstance(segment_id, str) or not segment_id:
@@ -376,49 +393,146 @@ class RedisStore(Store):
                     "it has no string 'id'",
                     code="store.invalid_segment",
                 )
-            args.append(dumps(dict(segment), what=f"segment {segment_id!r} of session {session_id!r}"))
-        for name, value in variables.items():
-            args += [name, dumps(value, what=f"variable {name!r} of session {session_id!r}")]
-        keys.append(self._key(session_id, "lock"))
-        args.append(fence or "")
-        with map_redis_errors(self.url):
-            status, last = await self._append(keys=keys, args=args)
-        if status == 3:
+            parts.append(dumps(dict(segment), what=f"segment {segment_id!r} of session {session_id!r}"))
+        for attempt in (1, 2):
+            before = await self._tail_before(session_id, record.index, fresh=attempt == 2)
+            if before.table_segments is None:
+                with map_redis_errors(self.url):
+                    count = int(await self._client.llen(keys[2]))
+            else:
+                count = before.table_segments
+            body, tail, _set, _deleted = _rec.encode_round(record, before, table_segments=count + len(segments))
+            assert tail.texts is not None  # noqa: S101 - encode_round sets them
+            args: list[str] = [
+                session_id,
+                str(record.index),
+                body,
+                repr(time.time()),
+                self._ttl_ms,
+                before.digest,
+                "" if before.table_segments is None else str(before.table_segments),
+                str(len(parts)),
+                *parts,
+            ]
+            same = variables == record.variables
+            for name, value in variables.items():
+                text = tail.texts[name] if same else dumps(value, what=f"variable {name!r} of session {session_id!r}")
+                args += [name, text]
+            with map_redis_errors(self.url):
+                status, last = await self._append(keys=[*keys, self._key(session_id, "lock")], args=[*args, fence or ""])
+            if status == 3 and attempt == 1:
+                continue  # the cached previous round is stale (another process wrote): re-read it
+            break
+        if status != 0:
+            self._tails.drop(session_id)
+        if status == 4:
             raise self._fenced(record)
         if status == 1:
             raise self._not_found(session_id)
-        if status == 2:
+        if status in (2, 3):
             raise self._conflict(record, int(last))
+        self._tails.put(session_id, before, tail)
+
+    async def _tail_before(self, session_id: str, index: int, *, fresh: bool = False) -> _rec.Tail:
+        """The state after round ``index - 1``: cached (the script checks its digest), else decoded."""
+        if index <= 1:
+            return _rec.Tail()
+        cached = None if fresh else self._tails.get(session_id, index - 1)
+        if cached is not None:
+            return cached
+        read = _rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=index - 1))
+        if read.problem is not None:
+            raise read.problem
+        self._tails.put(session_id, _rec.Tail(), read.tail)
+        return read.tail
+
+    async def _raw_rounds(self, session_id: str, *, since: int = 1, upto: int | None = None) -> list[tuple[int, str]]:
+        key = self._key(session_id, "rounds")
+        with map_redis_errors(self.url):
+            items: list[str] = await self._client.lrange(key, since - 1, -1 if upto is None else upto - 1)
+        return list(enumerate(items, start=since))
+
+    async def read_rounds(self, session_id: str) -> _rec.RoundsRead:
+        """Every stored round decoded; the first unreadable one named (see ``Store.read_rounds``)."""
+        return _rec.decode_rounds(session_id, await self._raw_rounds(session_id))
 
     async def rounds(self, session_id: str) -> list[RoundRecord]:
-        """Every recorded round of the session, in order."""
-        key = self._key(session_id, "rounds")
-        with map_redis_errors(self.url):
-            items: list[str] = await self._client.lrange(key, 0, -1)
-        return [RoundRecord.from_json(json.loads(item)) for item in items]
+        """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""
+        read = await self.read_rounds(session_id)
+        if read.problem is not None:
+            raise read.problem
+        return list(read.rounds)
 
     async def round(self, session_id: str, index: int) -> RoundRecord | None:
-        """Round ``index`` (1-based), or None."""
-        key = self._key(session_id, "rounds")
+        """Round ``index`` (1-based), or None; ``CorruptRecordError`` when it (or one before it) is unreadable."""
+        check_session_id(session_id)
         if index < 1:
             return None
-        with map_redis_errors(self.url):
-            item: str | None = await self._client.lindex(key, index - 1)
-        return None if item is None else RoundRecord.from_json(json.loads(item))
+        cached = self._tails.get(session_id, index - 1)
+        if cached is not None:
+            bodies = dict(await self._raw_rounds(session_id, since=max(1, index - 1), upto=index))
+            if index - 1 == 0 or _rec.body_digest(bodies.get(index - 1)) == cached.digest:
+                if index not in bodies:
+                    return None
+                return _rec.pick_round(_rec.decode_rounds_from(session_id, cached, [(index, bodies[index])]), index)
+        return _rec.pick_round(_rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=index)), index)
 
     async def segments(self, session_id: str) -> list[dict[str, Any]]:
-        """All segments of the session, in order."""
+        """All segments of the session, in order; ``CorruptRecordError`` naming an unreadable one."""
         key = self._key(session_id, "segments")
         with map_redis_errors(self.url):
             items: list[str] = await self._client.lrange(key, 0, -1)
-        return [json.loads(item) for item in items]
+        return await _rec.decode_segments(self, session_id, enumerate(items, start=1))
 
     async def variables(self, session_id: str) -> dict[str, Any]:
-        """The session's current codec-encoded variables by name."""
+        """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
         key = self._key(session_id, "vars")
         with map_redis_errors(self.url):
             data: dict[str, str] = await self._client.hgetall(key)
-        return {name: json.loads(data[name]) for name in sorted(data)}
+            count = await self._client.hget(self._key(session_id), "rounds")
+        rounds = int(count) if isinstance(count, str) and count.isdigit() else None
+        return {name: _rec.decode_variable(session_id, name, data[name], rounds=rounds) for name in sorted(data)}
+
+    async def truncate(self, session_id: str, *, after: int) -> _rec.TruncateReport:
+        """Keep rounds 1..``after`` (see ``Store.truncate``); one MULTI/EXEC transaction."""
+        if after < 0:
+            raise StoreError(f"--after must be 0 or more, got {after}", code="store.invalid_argument")
+        meta_key, rounds_key, segments_key, vars_key = (
+            self._key(session_id, part) for part in ("", "rounds", "segments", "vars")
+        )
+        self._tails.drop(session_id)
+        with map_redis_errors(self.url):
+            raw_meta: dict[str, str] = await self._client.hgetall(meta_key)
+            total = int(await self._client.llen(rounds_key))
+            bodies: list[str] = await self._client.lrange(segments_key, 0, -1)
+        if not raw_meta:
+            raise self._not_found(session_id)
+        read = _rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=after))
+        ids = [_segment_id(body) for body in bodies]
+        keep = _rec.segments_after(read, after, ids)
+        state = read.rounds[after - 1].variables if after else {}
+        meta, repaired = _rec.repair_meta(session_id, raw_meta, rounds=after, now=time.time())
+        fields: dict[str | bytes, bytes | float | int | str] = dict(_meta_to_hash(meta).items())
+        with map_redis_errors(self.url):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.ltrim(rounds_key, 0, after - 1) if after else pipe.delete(rounds_key)
+                pipe.ltrim(segments_key, 0, keep - 1) if keep else pipe.delete(segments_key)
+                pipe.delete(vars_key)
+                if state:
+                    pipe.hset(vars_key, mapping={k: dumps(v, what=f"variable {k!r}") for k, v in state.items()})
+                pipe.delete(meta_key)
+                pipe.hset(meta_key, mapping=fields)
+                pipe.zadd(self._index_key(), {session_id: meta.updated_at})
+                await pipe.execute()
+        self._tails.drop(session_id)
+        return _rec.TruncateReport(
+            session_id=session_id,
+            after=after,
+            dropped_rounds=max(0, total - after),
+            dropped_segments=len(ids) - keep,
+            variables=len(state),
+            repaired=tuple(repaired),
+        )
 
     # ---- locks ----------------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ waited for at most ``busy_timeout`` seconds, and a call that does not return wit
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import threading
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.errors import StoreError
+from engine.store import _records as _rec
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
 __all__ = ["SQLiteStore"]
@@ -96,9 +96,23 @@ _SELECT_META = f"SELECT {', '.join(_META_COLUMNS)} FROM sessions"
 
 
 def _meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
-    data = dict(zip(_META_COLUMNS, row, strict=True))
-    data["extra"] = json.loads(data["extra"])
-    return SessionMeta.from_json(data)
+    return _rec.decode_meta(str(row[0]), dict(zip(_META_COLUMNS, row, strict=True)))
+
+
+def _meta_or_problem(row: tuple[Any, ...]) -> SessionMeta | _rec.CorruptRecordError:
+    try:
+        return _meta_from_row(row)
+    except _rec.CorruptRecordError as exc:
+        return exc
+
+
+def _text(texts: Mapping[str, str] | None, session_id: str, name: str, value: Any) -> str:
+    return texts[name] if texts is not None else dumps(value, what=f"variable {name!r} of session {session_id!r}")
+
+
+def _rounds_count(value: Any) -> int:
+    """The ``rounds`` column, or -1 when it is unreadable (so every append is a conflict)."""
+    return value if isinstance(value, int) else -1
 
 
 def _path_from_url(url: str) -> str:
@@ -134,6 +148,7 @@ class SQLiteStore(Store):
         self._lock = threading.Lock()
         self._closed = False
         self.op_timeout = op_timeout if op_timeout is not None else busy_timeout + 5.0
+        self._tails = _rec.TailCache()
         with self._errors("open"):
             if not memory:
                 self._prepare_file(Path(resolved))
@@ -238,13 +253,17 @@ class SQLiteStore(Store):
         return await self._run("read a session", self._get, check_session_id(session_id))
 
     async def list_sessions(self, *, limit: int = 50) -> list[SessionMeta]:
-        """Up to ``limit`` sessions, most recently updated first."""
+        """Up to ``limit`` sessions, most recently updated first (unreadable ones left out: see ``scan_sessions``)."""
+        return [meta for meta in await self.scan_sessions(limit=limit) if isinstance(meta, SessionMeta)]
 
-        def list_() -> list[SessionMeta]:
+    async def scan_sessions(self, *, limit: int = 50) -> list[SessionMeta | _rec.CorruptRecordError]:
+        """Up to ``limit`` sessions, most recently updated first; an unreadable one as its error."""
+
+        def list_() -> list[SessionMeta | _rec.CorruptRecordError]:
             rows = self._conn.execute(
                 f"{_SELECT_META} ORDER BY updated_at DESC, session_id LIMIT ?", (max(0, limit),)
             ).fetchall()
-            return [_meta_from_row(row) for row in rows]
+            return [_meta_or_problem(row) for row in rows]
 
         return await self._run("list sessions", list_)
 
@@ -276,6 +295,7 @@ class SQLiteStore(Store):
                 for table in ("sessions", "rounds", "segments", "variables", "pending"):
                     conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
 
+        self._tails.drop(session_id)
         await self._run("delete a session", delete)
 
     # ---- rounds ---------------------------------------------------------------------------------
@@ -304,93 +324,194 @@ class SQLiteStore(Store):
                 body = dumps(dict(segment), what=f"segment {segment_id!r} of session {session_id!r}")
                 yield session_id, start + offset, segment_id, body
 
-        def variable_rows() -> Iterator[tuple[str, str, str]]:
-            for name, value in variables.items():
-                yield session_id, name, dumps(value, what=f"variable {name!r} of session {session_id!r}")
-
-        def append() -> None:
-            # Every part is serialized INSIDE the transaction (lazily, by the generators), so a part
-            # that fails to serialize rolls back the parts written before it.
+        def append() -> _rec.Tail:
+            # Every part is serialized INSIDE the transaction, so a part that fails to serialize rolls
+            # back the parts written before it.
             with self._transaction() as conn:
                 if fence is not None:
                     self._check_fence(conn, record, fence)
                 row = conn.execute("SELECT rounds FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
                 if row is None:
                     raise self._not_found(session_id)
-                body = dumps(record.to_json(), what=f"round {record.index} of session {session_id!r}")
-                if record.index != row[0] + 1:
+                last = _rounds_count(row[0])
+                (last_pos,) = conn.execute(
+                    "SELECT COALESCE(MAX(pos), 0) FROM segments WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                before = self._tail_before(session_id, record.index)
+                # A retried round counts the segments as they stood before it, not as they stand now.
+                base = last_pos if record.index == last + 1 or before.table_segments is None else before.table_segments
+                body, tail, _set, _deleted = _rec.encode_round(record, before, table_segments=base + len(segments))
+                if record.index != last + 1:
                     stored = conn.execute(
                         "SELECT record FROM rounds WHERE session_id = ? AND idx = ?", (session_id, record.index)
                     ).fetchone()
                     if stored is not None and stored[0] == body:
-                        return  # the same round again (a retried write): already recorded
-                    raise self._conflict(record, row[0])
+                        return tail  # the same round again (a retried write): already recorded
+                    raise self._conflict(record, last)
                 conn.execute(
                     "INSERT INTO rounds (session_id, idx, record) VALUES (?, ?, ?)", (session_id, record.index, body)
                 )
-                (last_pos,) = conn.execute(
-                    "SELECT COALESCE(MAX(pos), 0) FROM segments WHERE session_id = ?", (session_id,)
-                ).fetchone()
                 conn.executemany(
                     "INSERT INTO segments (session_id, pos, segment_id, body) VALUES (?, ?, ?, ?)",
                     segment_rows(last_pos),
                 )
+                assert tail.texts is not None  # noqa: S101 - encode_round sets them
+                texts = tail.texts if variables == record.variables else None
                 conn.execute("DELETE FROM variables WHERE session_id = ?", (session_id,))
-                conn.executemany("INSERT INTO variables (session_id, name, value) VALUES (?, ?, ?)", variable_rows())
+                conn.executemany(
+                    "INSERT INTO variables (session_id, name, value) VALUES (?, ?, ?)",
+                    ((session_id, name, _text(texts, session_id, name, value)) for name, value in variables.items()),
+                )
                 conn.execute(
                     "UPDATE sessions SET rounds = ?, updated_at = ? WHERE session_id = ?",
                     (record.index, now, session_id),
                 )
+                return tail
 
-        await self._run("record a round", append)
+        try:
+            tail = await self._run("record a round", append)
+        except StoreError:
+            self._tails.drop(session_id)
+            raise
+        before = self._tails.get(session_id, record.index - 1) or _rec.Tail()
+        self._tails.put(session_id, before, tail)
+
+    def _tail_before(self, session_id: str, index: int) -> _rec.Tail:
+        """The state after round ``index - 1`` (cached and verified, else decoded); called under the lock."""
+        if index <= 1:
+            return _rec.Tail()
+        cached = self._tails.get(session_id, index - 1)
+        if cached is not None:
+            row = self._conn.execute(
+                "SELECT record FROM rounds WHERE session_id = ? AND idx = ?", (session_id, index - 1)
+            ).fetchone()
+            if row is not None and _rec.body_digest(row[0]) == cached.digest:
+                return cached
+        read = _rec.decode_rounds(session_id, self._raw_rounds(session_id, upto=index - 1))
+        if read.problem is not None:
+            raise read.problem
+        self._tails.put(session_id, _rec.Tail(), read.tail)
+        return read.tail
+
+    def _raw_rounds(self, session_id: str, *, upto: int | None = None, since: int = 1) -> list[tuple[int, str]]:
+        rows = self._conn.execute(
+            "SELECT idx, record FROM rounds WHERE session_id = ? AND idx >= ? AND idx <= ? ORDER BY idx",
+            (session_id, since, upto if upto is not None else 2**62),
+        ).fetchall()
+        return [(int(idx), str(body)) for idx, body in rows]
+
+    async def read_rounds(self, session_id: str) -> _rec.RoundsRead:
+        """Every stored round decoded; the first unreadable one named (see ``Store.read_rounds``)."""
+        check_session_id(session_id)
+        raw = await self._run("read rounds", self._raw_rounds, session_id)
+        return _rec.decode_rounds(session_id, raw)
 
     async def rounds(self, session_id: str) -> list[RoundRecord]:
-        """Every recorded round of the session, in order."""
-        check_session_id(session_id)
-
-        def read() -> list[str]:
-            rows = self._conn.execute(
-                "SELECT record FROM rounds WHERE session_id = ? ORDER BY idx", (session_id,)
-            ).fetchall()
-            return [row[0] for row in rows]
-
-        return [RoundRecord.from_json(json.loads(text)) for text in await self._run("read rounds", read)]
+        """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""
+        read = await self.read_rounds(session_id)
+        if read.problem is not None:
+            raise read.problem
+        return list(read.rounds)
 
     async def round(self, session_id: str, index: int) -> RoundRecord | None:
-        """Round ``index`` (1-based), or None."""
+        """Round ``index`` (1-based), or None; ``CorruptRecordError`` when it (or one before it) is unreadable."""
         check_session_id(session_id)
+        if index < 1:
+            return None
 
-        def read() -> str | None:
-            row = self._conn.execute(
-                "SELECT record FROM rounds WHERE session_id = ? AND idx = ?", (session_id, index)
-            ).fetchone()
-            return None if row is None else str(row[0])
+        def read() -> _rec.RoundsRead:
+            cached = self._tails.get(session_id, index - 1)
+            if cached is not None:
+                raw = self._raw_rounds(session_id, since=index - 1, upto=index)
+                bodies = dict(raw)
+                if index - 1 == 0 or _rec.body_digest(bodies.get(index - 1)) == cached.digest:
+                    if index not in bodies:
+                        return _rec.decode_rounds(session_id, [])
+                    return _rec.decode_rounds_from(session_id, cached, [(index, bodies[index])])
+            return _rec.decode_rounds(session_id, self._raw_rounds(session_id, upto=index))
 
-        text = await self._run("read a round", read)
-        return None if text is None else RoundRecord.from_json(json.loads(text))
+        decoded = await self._run("read a round", read)
+        return _rec.pick_round(decoded, index)
 
     async def segments(self, session_id: str) -> list[dict[str, Any]]:
-        """All segments of the session, in order."""
+        """All segments of the session, in order; ``CorruptRecordError`` naming an unreadable one."""
         check_session_id(session_id)
 
-        def read() -> list[str]:
+        def read() -> list[tuple[int, str]]:
             rows = self._conn.execute(
-                "SELECT body FROM segments WHERE session_id = ? ORDER BY pos", (session_id,)
+                "SELECT pos, body FROM segments WHERE session_id = ? ORDER BY pos", (session_id,)
             ).fetchall()
-            return [row[0] for row in rows]
+            return [(int(pos), str(body)) for pos, body in rows]
 
-        return [json.loads(text) for text in await self._run("read segments", read)]
+        rows = await self._run("read segments", read)
+        return await _rec.decode_segments(self, session_id, rows)
 
     async def variables(self, session_id: str) -> dict[str, Any]:
-        """The session's current codec-encoded variables by name."""
+        """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
         check_session_id(session_id)
 
-        def read() -> list[tuple[str, str]]:
-            return self._conn.execute(
+        def read() -> tuple[list[tuple[str, str]], Any]:
+            rows = self._conn.execute(
                 "SELECT name, value FROM variables WHERE session_id = ? ORDER BY name", (session_id,)
             ).fetchall()
+            count = self._conn.execute("SELECT rounds FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+            return rows, count[0] if count else None
 
-        return {name: json.loads(value) for name, value in await self._run("read variables", read)}
+        rows, count = await self._run("read variables", read)
+        rounds = count if isinstance(count, int) else None
+        return {name: _rec.decode_variable(session_id, name, value, rounds=rounds) for name, value in rows}
+
+    async def truncate(self, session_id: str, *, after: int) -> _rec.TruncateReport:
+        """Keep rounds 1..``after`` (see ``Store.truncate``)."""
+        check_session_id(session_id)
+        if after < 0:
+            raise StoreError(f"--after must be 0 or more, got {after}", code="store.invalid_argument")
+
+        def truncate() -> _rec.TruncateReport:
+            with self._transaction() as conn:
+                row = conn.execute(f"{_SELECT_META} WHERE session_id = ?", (session_id,)).fetchone()
+                if row is None:
+                    raise self._not_found(session_id)
+                read = _rec.decode_rounds(session_id, self._raw_rounds(session_id, upto=after))
+                ids = [
+                    str(r[0])
+                    for r in conn.execute(
+                        "SELECT segment_id FROM segments WHERE session_id = ? ORDER BY pos", (session_id,)
+                    ).fetchall()
+                ]
+                keep = _rec.segments_after(read, after, ids)
+                state = read.rounds[after - 1].variables if after else {}
+                (total_rounds,) = conn.execute(
+                    "SELECT COUNT(*) FROM rounds WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                conn.execute("DELETE FROM rounds WHERE session_id = ? AND idx > ?", (session_id, after))
+                conn.execute("DELETE FROM segments WHERE session_id = ? AND pos > ?", (session_id, keep))
+                conn.execute("DELETE FROM variables WHERE session_id = ?", (session_id,))
+                conn.executemany(
+                    "INSERT INTO variables (session_id, name, value) VALUES (?, ?, ?)",
+                    ((session_id, name, dumps(value, what=f"variable {name!r}")) for name, value in state.items()),
+                )
+                meta, repaired = _rec.repair_meta(
+                    session_id, dict(zip(_META_COLUMNS, row, strict=True)), rounds=after, now=time.time()
+                )
+                assignments = ", ".join(f"{name} = ?" for name in _META_COLUMNS[1:])
+                values = [getattr(meta, name) for name in _META_COLUMNS[1:]]
+                values[-1] = dumps(meta.extra, what="extra")
+                conn.execute(f"UPDATE sessions SET {assignments} WHERE session_id = ?", (*values, session_id))
+                return _rec.TruncateReport(
+                    session_id=session_id,
+                    after=after,
+                    dropped_rounds=max(0, int(total_rounds) - after),
+                    dropped_segments=len(ids) - keep,
+                    variables=len(state),
+                    repaired=tuple(repaired),
+                )
+
+        self._tails.drop(session_id)
+        try:
+            return await self._run("truncate a session", truncate)
+        finally:
+            self._tails.drop(session_id)
 
     # ---- locks ----------------------------------------------------------------------------------
 
