@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.errors import IsolationUnavailableError, SandboxError
+from sandbox.leftovers import dir_prefix, host_tag, session_of
 
 if TYPE_CHECKING:
     from sandbox.policy import Policy
@@ -270,6 +271,8 @@ class SubprocessSandbox(Sandbox):
         isolation: ``"bwrap"`` (default) or ``"process"``: explicitly weaker, without namespaces.
         pool_size: Runtimes started ahead of need.
         bwrap: Path of the bubblewrap binary (default: found on PATH).
+        session_id: The session, named on the runtime's command line for ``codeact sandbox gc``
+            (default: the bridge's ``session_id``).
 
     Raises:
         IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test.
@@ -286,12 +289,15 @@ class SubprocessSandbox(Sandbox):
         isolation: Literal["bwrap", "process"] = "bwrap",
         pool_size: int = 0,
         bwrap: str | None = None,
+        session_id: str | None = None,
     ) -> None:
         if isolation not in ("bwrap", "process"):
             raise ValueError(f"isolation must be 'bwrap' or 'process', got {isolation!r}")
         super().__init__(limits=limits, policy=policy, bridge=bridge, pool_size=pool_size)
         self._mode = isolation
         self._bwrap = bwrap
+        self.session_id = session_id or session_of(bridge) or ""
+        """Named on the runtime's command line, for ``codeact sandbox gc``."""
 
     @property
     def isolation(self) -> str:
@@ -315,15 +321,15 @@ class SubprocessSandbox(Sandbox):
             await _check_bwrap(bwrap, limits)
             channel = await Channel.open(self.bridge)
             config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
-            command = [executable, "-I", "-S", f"{_RUNTIME_MOUNT}/main.py"]
+            command = [executable, "-I", "-S", f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
             argv = bwrap_command(bwrap, bridge_dir=str(channel.directory), limits=limits, command=command)
             env, cwd = _env(_WORK), None
         else:
             channel = await Channel.open(self.bridge)
-            work_dir = tempfile.mkdtemp(prefix="codeact-work-")
+            work_dir = tempfile.mkdtemp(prefix=dir_prefix("work"))
             os.chmod(work_dir, 0o700)
             config["socket"] = str(channel.socket_path)
-            argv = [executable, "-I", "-S", str(RUNTIME_DIR / "main.py")]
+            argv = [executable, "-I", "-S", str(RUNTIME_DIR / "main.py"), *self._owner_args()]
             env, cwd = _env(work_dir), work_dir
         config["token"] = channel.token
         try:
@@ -354,6 +360,10 @@ class SubprocessSandbox(Sandbox):
             await worker.aclose()
             raise
         return worker
+
+    def _owner_args(self) -> list[str]:
+        """``--host <pid>.<start> --session <id>``: who owns the runtime (read by ``codeact sandbox gc``)."""
+        return ["--host", host_tag(), "--session", self.session_id or "-"]
 
     async def _wait_connected(self, worker: _ProcessWorker) -> None:
         connected = asyncio.ensure_future(worker.channel.wait_connected(self.limits.start_timeout_s))

@@ -1,7 +1,7 @@
 """The runtime that runs INSIDE the sandbox (standard library only).
 
-Launch: ``python3 -I -S <runtime_dir>/main.py [--config JSON]``; without ``--config`` the first
-line of stdin is the configuration::
+Launch: ``python3 -I -S <runtime_dir>/main.py [--config JSON | --config-file PATH] [--host PID.START]``;
+without ``--config``/``--config-file`` the first line of stdin is the configuration::
 
     {"socket": "/run/codeact/bridge.sock", "token": "...", "rlimits": {"AS": 1073741824, ...}}
 
@@ -432,10 +432,20 @@ def _apply_rlimits(rlimits: dict[str, Any]) -> None:
 
 
 def _read_config(argv: list[str]) -> dict[str, Any]:
-    if len(argv) >= 2 and argv[0] == "--config":
-        raw = argv[1]
+    """The configuration: ``--config JSON``, ``--config-file PATH`` or the first line of stdin.
+
+    Other options (``--host PID.START``, which only names the host for ``codeact sandbox gc``) are
+    ignored. The Docker backend's config file holds the token: the host deletes it as soon as the
+    runtime has authenticated, before any code runs.
+    """
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    if "--config" in options:
+        raw = options["--config"]
+    elif "--config-file" in options:
+        with open(options["--config-file"], encoding="utf-8") as handle:
+            raw = handle.read()
     else:
-        raw = os.environ.pop("CODEACT_RUNTIME_CONFIG", "") or sys.stdin.readline()
+        raw = sys.stdin.readline()
     config = json.loads(raw)
     if not isinstance(config, dict):
         raise SystemExit("codeact runtime: the configuration must be a JSON object")
@@ -448,10 +458,6 @@ def main(argv: list[str] | None = None) -> int:
     config = _read_config(sys.argv[1:] if argv is None else argv)
     from sandbox.runtime import protocol, proxy
 
-    if config.get("rlimits"):
-        _apply_rlimits(config["rlimits"])
-    if config.get("cwd"):
-        os.chdir(config["cwd"])
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(config["socket"]))
     runtime_bridge = proxy.Bridge(sock)
@@ -469,6 +475,13 @@ def main(argv: list[str] | None = None) -> int:
     except proxy.HostGone:
         sys.stderr.write("codeact runtime: the host closed the bridge during authentication\n")
         return 2
+    # From here on the runtime dies with its host, whatever the code does (started before the
+    # rlimits: the watcher thread must not count against NPROC).
+    proxy.watch_host(sock)
+    if config.get("rlimits"):
+        _apply_rlimits(config["rlimits"])
+    if config.get("cwd"):
+        os.chdir(config["cwd"])
     manifest = result.get("manifest") if isinstance(result, dict) else None
     runtime = Runtime(runtime_bridge, manifest or {})
     runtime_bridge._decode = runtime._codec.decode
