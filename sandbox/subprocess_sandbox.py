@@ -42,6 +42,7 @@ _BRIDGE_MOUNT: Final = "/opt/codeact/bridge"
 _WORK: Final = "/work"
 _NOBODY: Final = 65534
 _STDERR_TAIL: Final = 4096
+_REAP_S: Final = 30.0  # how long aclose() waits for a SIGKILLed runtime to be reaped
 _INSTALL_HINT: Final = (
     'install it with `apt-get install bubblewrap` (`make install` does), or pass isolation="process" '
     "to run with resource limits and an environment allow-list only (explicitly weaker)"
@@ -212,8 +213,11 @@ class _ProcessWorker(RuntimeWorker):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        # Not proc.kill(): Popen.send_signal() polls first and would reap a child that just died,
+        # from under asyncio's child watcher (see cleanup()). Until that watcher reaps it, the
+        # pid cannot be reused, so signalling it directly is safe.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.proc.pid, signal.SIGKILL)
 
     async def wait_exit(self, timeout: float) -> None:
         """Wait until the child is reaped."""
@@ -243,6 +247,11 @@ class _ProcessWorker(RuntimeWorker):
 
     async def aclose(self) -> None:
         """Kill, reap, close the channel, remove the work dir."""
+        self.kill()
+        # SIGKILLed, the child dies for sure, but on a loaded machine its reap may take a while:
+        # wait for asyncio's child watcher to do it rather than close the transport under it.
+        with contextlib.suppress(Exception):
+            await self.wait_exit(_REAP_S)
         await super().aclose()
         if self._drain is not None:
             self._drain.cancel()
@@ -255,6 +264,15 @@ class _ProcessWorker(RuntimeWorker):
         # hold the stderr pipe after the kill, so EOF need not come: close it now, not at GC time.
         transport = getattr(self.proc, "_transport", None)
         if transport is not None:
+            # asyncio's child watcher reaps the child in a thread (waitpid(pid, 0)). Closing the
+            # transport calls Popen.poll(), and a Popen dropped unreaped is reaped by the next
+            # subprocess.Popen: either would take the (killed) child from under that thread,
+            # which then logs "Unknown child process pid N, will report returncode 255". Mark
+            # the Popen as done: the watcher stays the only one to reap it.
+            popen = getattr(transport, "_proc", None)
+            if popen is not None and popen.returncode is None:
+                self.kill()
+                popen.returncode = -signal.SIGKILL
             with contextlib.suppress(Exception):
                 transport.close()
         if self.work_dir:

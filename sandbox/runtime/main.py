@@ -319,13 +319,14 @@ class Runtime:
             defs.update(self._capture.definition_sources(source))
         except SyntaxError:
             defs = self._capture.definition_sources(source)
-        variables, lost = self._capture.capture(
-            g,
-            source_defs=defs,
-            baseline=baseline,
-            max_var_bytes=int(limits.get("max_var_bytes", 1024 * 1024)),
-            max_total_bytes=int(limits.get("max_total_bytes", 16 * 1024 * 1024)),
-        )
+        caps = {
+            "max_var_bytes": int(limits.get("max_var_bytes", 1024 * 1024)),
+            "max_total_bytes": int(limits.get("max_total_bytes", 16 * 1024 * 1024)),
+        }
+        try:
+            variables, lost = self._capture.capture(g, source_defs=defs, baseline=baseline, **caps)
+        except MemoryError:
+            variables, lost, error = self._capture_short_of_memory(g, defs, baseline, caps, error, code, source)
         uncaptured.extend(_uncaptured_json(lost))
         return {
             "stdout": stdout.getvalue(),
@@ -336,6 +337,60 @@ class Runtime:
             "control": control,
             "duration_s": round(time.perf_counter() - started, 6),
         }
+
+    def _capture_short_of_memory(
+        self,
+        g: dict[str, Any],
+        defs: dict[str, str],
+        baseline: dict[str, Any],
+        caps: dict[str, int],
+        error: dict[str, Any] | None,
+        code: types.CodeType,
+        source: str,
+    ) -> tuple[dict[str, Any], list[Any], dict[str, Any] | None]:
+        """Capture variable by variable after the memory ran out encoding them all at once.
+
+        The variables whose encoding runs out of memory are left out, and the round reports a
+        ``MemoryError`` at the line that last assigned the first of them (unless the code
+        failed already), as a MemoryError raised by the code itself would be.
+        """
+        variables: dict[str, Any] = {}
+        lost: list[Any] = []
+        failed: list[str] = []
+        budget = caps["max_total_bytes"]
+        for name, value in list(g.items()):
+            if name in baseline or name.startswith("_"):
+                continue
+            try:
+                one, missed = self._capture.capture(
+                    {name: value}, source_defs=defs, max_var_bytes=caps["max_var_bytes"], max_total_bytes=budget
+                )
+            except MemoryError:
+                failed.append(name)
+                lost.append({"name": name, "type": type(value).__name__, "reason": "out of memory while saving it"})
+                continue
+            for key, encoded in one.items():
+                variables[key] = encoded
+                budget -= len(json.dumps(encoded, separators=(",", ":")))
+            lost.extend(missed)
+        if failed and error is None:
+            names = ", ".join(failed)
+            message = (
+                f"out of memory while saving {names} after the code ran: the round's variables must fit the "
+                "sandbox's memory several times over; keep large data smaller, or write it to a file"
+            )
+            line = _last_assignment(source, failed[0])
+            text = "Traceback (most recent call last):\n"
+            if line is not None:
+                lines = source.splitlines()
+                text += f'  File "{code.co_filename}", line {line}, in <module>\n    {lines[line - 1].strip()}\n'
+            error = {
+                "type": "MemoryError",
+                "message": message,
+                "line": line,
+                "traceback": text + f"MemoryError: {message}",
+            }
+        return variables, lost, error
 
     def _redecode(self, variables: dict[str, Any], g: dict[str, Any]) -> None:
         """Decode tagged instances again once the prelude re-defined their classes.
@@ -380,6 +435,23 @@ class Runtime:
             loop.close()
             self._loop = None
         self.bridge.unwatch()
+
+
+def _last_assignment(source: str, name: str) -> int | None:
+    """The line of the last top-level statement of ``source`` that binds ``name``, if any."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError):
+        return None
+    line: int | None = None
+    for stmt in tree.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                line = stmt.lineno
+                break
+    return line
 
 
 def _uncaptured_json(lost: Any) -> list[dict[str, str]]:
