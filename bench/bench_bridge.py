@@ -9,6 +9,8 @@ median of the per-repetition ratios; the other figures are medians):
   paths: awaited at module level (``sequential_await_ms``) and from a plain ``def``, which blocks
   on the socket (``sequential_sync_style_ms``). Target: <= 100 ms in total.
 * ``gather``: the same 1,000 calls through ``asyncio.gather`` in one round. Target: <= 50 ms.
+* ``sequential_sync_op_ms``: the awaited calls of a trivial synchronous (``def``) operation;
+  ``sync_op_vs_async_op`` is its ratio to the ``async def`` one. Target: <= 1.3.
 * ``in_process``: ``await bridge.handle("call", ...)`` (validation, recording, codec) and a direct
   ``BoundToolkit.call`` on the host, 1,000 times each: what the bridge costs without a socket.
 * ``channel_bridge``: 1,000 sequential ``call`` frames from a child process over the real channel
@@ -51,6 +53,11 @@ class Bench:
         return n
 
     @operation
+    def ping_sync(self, n: int) -> int:
+        """Return n (a plain ``def``: the synchronous operation path)."""
+        return n
+
+    @operation
     async def echo(self, value: str) -> int:
         """Return the length of value."""
         return len(value)
@@ -70,6 +77,8 @@ _ROUNDS = {
     # Calls in a plain def: the synchronous path (``_codeact_sync_``), a blocking read per call.
     "sync": f"def f(i):\n    return bench.ping(i)\nfor i in range({CALLS}):\n    f(i)\nx = 1",
     "await": f"for i in range({CALLS}):\n    await bench.ping(i)\nx = 1",
+    # The same calls of a synchronous (``def``) operation on the host.
+    "await_sync_op": f"for i in range({CALLS}):\n    await bench.ping_sync(i)\nx = 1",
     "gather": f"import asyncio\nr = await asyncio.gather(*[bench.ping(i) for i in range({CALLS})])\nr = None",
 }
 
@@ -92,7 +101,7 @@ async def _sandbox_figures() -> dict[str, Any]:
 
     bridge = _bridge()
     runs: dict[str, list[float]] = {name: [] for name in ("raw", *_ROUNDS)}
-    seq_ratios, gather_ratios = [], []
+    seq_ratios, gather_ratios, sync_op_ratios = [], [], []
     async with SubprocessSandbox(bridge=bridge) as box:
         await box.execute("pass")  # warm: the runtime is started
         for _ in range(REPEAT):  # in turn, so that each ratio compares figures taken under the same load
@@ -104,6 +113,7 @@ async def _sandbox_figures() -> dict[str, Any]:
                 runs[name].append(ms)
             seq_ratios.append((min(once["sync"], once["await"]) - once["empty"]) / raw)
             gather_ratios.append((once["gather"] - once["empty"]) / raw)
+            sync_op_ratios.append((once["await_sync_op"] - once["empty"]) / (once["await"] - once["empty"]))
         med = {name: statistics.median(values) for name, values in runs.items()}
         empty, seq_sync, seq_await, gathered = med["empty"], med["sync"], med["await"], med["gather"]
         arg_ms = await _round_ms(box, f"n = bench.echo('x' * {MiB})") - empty
@@ -127,6 +137,8 @@ async def _sandbox_figures() -> dict[str, Any]:
         "sequential_ms": round(seq, 2),
         "sequential_per_call_us": round(seq * 1000 / CALLS, 1),
         "gather_ms": round(gathered - empty, 2),
+        "sequential_sync_op_ms": round(med["await_sync_op"] - empty, 2),
+        "sync_op_vs_async_op": round(statistics.median(sync_op_ratios), 2),
         "payload_1mib": {
             "argument_ms": round(arg_ms, 2),
             "result_ms": round(res_ms, 2),
@@ -284,6 +296,7 @@ async def _run() -> dict[str, Any]:
     figures["targets"] = {
         "sequential_ms<=100": sandbox["sequential_ms"] <= 100,
         "gather_ms<=50": sandbox["gather_ms"] <= 50,
+        "sync_op_vs_async_op<=1.3": sandbox["sync_op_vs_async_op"] <= 1.3,
     }
     return figures
 

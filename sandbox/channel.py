@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from sandbox.errors import SandboxError
+from sandbox.leftovers import dir_prefix
 from sandbox.runtime import protocol as _p
 
 __all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler"]
@@ -37,6 +38,7 @@ AUTH_TIMEOUT_S: Final = 30.0
 _MAX_IN_FLIGHT: Final = 4096
 _RESULT: Final = '{"jsonrpc":"2.0","id":%s,"result":%s}\n'
 _SOCKET_NAME: Final = "bridge.sock"
+_CONFIG_NAME: Final = "runtime.json"
 
 
 @runtime_checkable
@@ -298,6 +300,7 @@ class Channel:
         self._runner: _Runner | None = None
         self._next_id = 0
         self._closed = False
+        self._config_file: Path | None = None
         self.rpc_count = 0
         """Toolkit calls received since the last ``begin_round()``."""
 
@@ -321,7 +324,7 @@ class Channel:
         Returns:
             The listening channel.
         """
-        directory = Path(tempfile.mkdtemp(prefix="codeact-bridge-", dir=parent))
+        directory = Path(tempfile.mkdtemp(prefix=dir_prefix("bridge"), dir=parent))
         os.chmod(directory, 0o700)
         channel = cls(handler, directory=directory, socket_uid=socket_uid, auth_timeout_s=auth_timeout_s)
         try:
@@ -335,6 +338,36 @@ class Channel:
             channel.close_now()
             raise
         return channel
+
+    def write_config(self, config: dict[str, Any]) -> Path:
+        """Write the runtime's configuration (which holds the token) into the private directory.
+
+        For a runtime that cannot read it from stdin (a container): it reads the file at start-up
+        and the channel deletes it as soon as a runtime authenticates, before any code can run,
+        so the token is in no file, environment or argument the code can read.
+
+        Args:
+            config: The JSON-able configuration.
+
+        Returns:
+            The file's path on the host (``directory / "runtime.json"``).
+        """
+        path = self.directory / _CONFIG_NAME
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            if self._socket_uid is not None:
+                os.fchown(fd, self._socket_uid, -1)
+            os.write(fd, _p.dumps(config).encode("utf-8"))
+        finally:
+            os.close(fd)
+        self._config_file = path
+        return path
+
+    def _forget_config(self) -> None:
+        path, self._config_file = self._config_file, None
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     # -- state -----------------------------------------------------------------------------------
     @property
@@ -357,6 +390,7 @@ class Channel:
         await asyncio.wait_for(asyncio.shield(self._connected), timeout)
 
     def _peer_connected(self, conn: _Connection) -> None:
+        self._forget_config()
         self._peer = conn
         if not self._connected.done():
             self._connected.set_result(None)

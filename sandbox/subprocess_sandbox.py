@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.errors import IsolationUnavailableError, SandboxError
+from sandbox.leftovers import dir_prefix, host_tag, session_of
 
 if TYPE_CHECKING:
     from sandbox.policy import Policy
@@ -41,6 +42,7 @@ _BRIDGE_MOUNT: Final = "/opt/codeact/bridge"
 _WORK: Final = "/work"
 _NOBODY: Final = 65534
 _STDERR_TAIL: Final = 4096
+_REAP_S: Final = 30.0  # how long aclose() waits for a SIGKILLed runtime to be reaped
 _INSTALL_HINT: Final = (
     'install it with `apt-get install bubblewrap` (`make install` does), or pass isolation="process" '
     "to run with resource limits and an environment allow-list only (explicitly weaker)"
@@ -211,8 +213,11 @@ class _ProcessWorker(RuntimeWorker):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        # Not proc.kill(): Popen.send_signal() polls first and would reap a child that just died,
+        # from under asyncio's child watcher (see cleanup()). Until that watcher reaps it, the
+        # pid cannot be reused, so signalling it directly is safe.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.proc.pid, signal.SIGKILL)
 
     async def wait_exit(self, timeout: float) -> None:
         """Wait until the child is reaped."""
@@ -242,6 +247,11 @@ class _ProcessWorker(RuntimeWorker):
 
     async def aclose(self) -> None:
         """Kill, reap, close the channel, remove the work dir."""
+        self.kill()
+        # SIGKILLed, the child dies for sure, but on a loaded machine its reap may take a while:
+        # wait for asyncio's child watcher to do it rather than close the transport under it.
+        with contextlib.suppress(Exception):
+            await self.wait_exit(_REAP_S)
         await super().aclose()
         if self._drain is not None:
             self._drain.cancel()
@@ -254,6 +264,15 @@ class _ProcessWorker(RuntimeWorker):
         # hold the stderr pipe after the kill, so EOF need not come: close it now, not at GC time.
         transport = getattr(self.proc, "_transport", None)
         if transport is not None:
+            # asyncio's child watcher reaps the child in a thread (waitpid(pid, 0)). Closing the
+            # transport calls Popen.poll(), and a Popen dropped unreaped is reaped by the next
+            # subprocess.Popen: either would take the (killed) child from under that thread,
+            # which then logs "Unknown child process pid N, will report returncode 255". Mark
+            # the Popen as done: the watcher stays the only one to reap it.
+            popen = getattr(transport, "_proc", None)
+            if popen is not None and popen.returncode is None:
+                self.kill()
+                popen.returncode = -signal.SIGKILL
             with contextlib.suppress(Exception):
                 transport.close()
         if self.work_dir:
@@ -270,6 +289,8 @@ class SubprocessSandbox(Sandbox):
         isolation: ``"bwrap"`` (default) or ``"process"``: explicitly weaker, without namespaces.
         pool_size: Runtimes started ahead of need.
         bwrap: Path of the bubblewrap binary (default: found on PATH).
+        session_id: The session, named on the runtime's command line for ``codeact sandbox gc``
+            (default: the bridge's ``session_id``).
 
     Raises:
         IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test.
@@ -286,12 +307,15 @@ class SubprocessSandbox(Sandbox):
         isolation: Literal["bwrap", "process"] = "bwrap",
         pool_size: int = 0,
         bwrap: str | None = None,
+        session_id: str | None = None,
     ) -> None:
         if isolation not in ("bwrap", "process"):
             raise ValueError(f"isolation must be 'bwrap' or 'process', got {isolation!r}")
         super().__init__(limits=limits, policy=policy, bridge=bridge, pool_size=pool_size)
         self._mode = isolation
         self._bwrap = bwrap
+        self.session_id = session_id or session_of(bridge) or ""
+        """Named on the runtime's command line, for ``codeact sandbox gc``."""
 
     @property
     def isolation(self) -> str:
@@ -316,15 +340,15 @@ class SubprocessSandbox(Sandbox):
             await _check_bwrap(bwrap, limits)
             channel = await Channel.open(self.bridge)
             config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
-            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py"]
+            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
             argv = bwrap_command(bwrap, bridge_dir=str(channel.directory), limits=limits, command=command)
             env, cwd = {**_env(_WORK), **seed_env}, None
         else:
             channel = await Channel.open(self.bridge)
-            work_dir = tempfile.mkdtemp(prefix="codeact-work-")
+            work_dir = tempfile.mkdtemp(prefix=dir_prefix("work"))
             os.chmod(work_dir, 0o700)
             config["socket"] = str(channel.socket_path)
-            argv = [executable, *flags, str(RUNTIME_DIR / "main.py")]
+            argv = [executable, *flags, str(RUNTIME_DIR / "main.py"), *self._owner_args()]
             env, cwd = {**_env(work_dir), **seed_env}, work_dir
         config["token"] = channel.token
         try:
@@ -355,6 +379,10 @@ class SubprocessSandbox(Sandbox):
             await worker.aclose()
             raise
         return worker
+
+    def _owner_args(self) -> list[str]:
+        """``--host <pid>.<start> --session <id>``: who owns the runtime (read by ``codeact sandbox gc``)."""
+        return ["--host", host_tag(), "--session", self.session_id or "-"]
 
     async def _wait_connected(self, worker: _ProcessWorker) -> None:
         connected = asyncio.ensure_future(worker.channel.wait_connected(self.limits.start_timeout_s))

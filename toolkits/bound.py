@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from toolkits._schema import ArgumentsValidator, type_from_schema
+from toolkits._sync import SyncOperation
 from toolkits.context import ToolkitContext
 from toolkits.decorators import MethodOperation, toolkit_spec
 from toolkits.dynamic import DynamicToolkit
@@ -129,12 +129,14 @@ def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
             return await method(**arguments)
 
     else:
+        # A blocking tool must not stall the other calls of the round: it runs in a worker thread,
+        # or inline once its calls have proven fast (toolkits._sync).
+        run_sync = SyncOperation(method)
 
         async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
             if context_param is not None:
                 arguments = {**arguments, context_param: context}
-            # A blocking tool must not stall the other calls of the round: run it in a worker thread.
-            return await asyncio.to_thread(method, **arguments)
+            return await run_sync(arguments)
 
     return _BoundOperation(
         spec=op.spec, validate=op.validator, invoke=invoke, wants_context=op.context_param is not None

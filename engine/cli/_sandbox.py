@@ -1,4 +1,4 @@
-"""``codeact sandbox ...``: maintenance of the sandbox backends (``gc`` removes orphan containers)."""
+"""``codeact sandbox ...``: maintenance of the sandbox backends (``gc`` removes what crashed hosts left)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from typing import Annotated
 
 import typer
 
-from sandbox.errors import SandboxError
-
 _sandbox_app = typer.Typer(
     name="sandbox",
-    help="Maintain the sandbox backends (Docker containers left behind by crashed hosts).",
+    help="Maintain the sandbox backends (containers, runtimes and directories left behind by crashed hosts).",
     no_args_is_help=True,
 )
 
@@ -19,36 +17,48 @@ _sandbox_app = typer.Typer(
 @_sandbox_app.command("gc")
 def gc(
     all_: Annotated[
-        bool, typer.Option("--all", help="Remove every codeact sandbox container, also those of running hosts.")
+        bool, typer.Option("--all", help="Remove every codeact sandbox leftover, also those of running hosts.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the removed containers as one JSON array.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was removed as one JSON array.")] = False,
 ) -> None:
-    """Remove sandbox containers whose host process is no longer alive (found by label).
+    """Remove what crashed hosts left behind: containers, runtimes, bridge socket and work directories.
 
+    Each resource names its host process (container labels, the runtime's command line, the
+    directory name); those whose host is no longer alive are removed, with their session.
     Exit 0 when the collection ran (also when nothing was removed), 3 when Docker failed.
     """
-    # The docker SDK loads only here, never for other commands.
-    from sandbox.docker_sandbox import remove_orphans
+    from sandbox.leftovers import remove_leftovers
 
-    try:
-        removed = remove_orphans(include_live=all_)
-    except SandboxError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        raise typer.Exit(3) from None
+    removed, docker_error = remove_leftovers(include_live=all_)
     if as_json:
         typer.echo(
             json.dumps(
                 [
-                    {"id": c.id, "name": c.name, "session": c.session, "host_pid": c.host_pid, "status": c.status}
+                    {
+                        "kind": c.kind,
+                        "id": c.id,
+                        "name": c.name,
+                        "session": c.session,
+                        "host_pid": c.host_pid,
+                        "status": c.status,
+                    }
                     for c in removed
                 ]
             )
         )
-        return
-    for c in removed:
-        typer.echo(f"removed {c.id} {c.name} (session {c.session!r}, host pid {c.host_pid}, {c.status})")
-    scope = "sandbox containers" if all_ else "orphan sandbox containers"
-    typer.echo(f"{len(removed)} {scope} removed")
+    else:
+        for c in removed:
+            what = f"{c.id} {c.name}" if c.kind == "container" else f"{_KINDS[c.kind]} {c.id}"
+            session = f"session {c.session!r}, " if c.session and c.session != "-" else ""
+            typer.echo(f"removed {what} ({session}host pid {c.host_pid or '?'}, {c.status})")
+        scope = "sandbox leftovers" if all_ else "orphan sandbox leftovers"
+        typer.echo(f"{len(removed)} {scope} removed")
+    if docker_error is not None and not docker_error.startswith("the docker SDK is not installed"):
+        typer.echo(f"error: {docker_error}", err=True)
+        raise typer.Exit(3)
+
+
+_KINDS = {"runtime": "runtime process", "socket_dir": "bridge socket directory", "work_dir": "work directory"}
 
 
 def register(app: typer.Typer) -> None:

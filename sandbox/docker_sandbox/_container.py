@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sys
 import threading
@@ -23,6 +22,7 @@ from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
 from sandbox.errors import SandboxError
 from sandbox.image import ensure_image, image_tag
+from sandbox.leftovers import session_of
 from sandbox.subprocess_sandbox import RUNTIME_DIR
 
 if TYPE_CHECKING:
@@ -245,7 +245,7 @@ class DockerSandbox(Sandbox):
             and the replacement after a kill do not wait for a container to start.
         cpus: CPU quota in CPUs (default 1.0).
         image: The image to run (default :func:`sandbox.image.image_tag`, built by ``make sandbox-image``).
-        session_id: The ``org.codeact.session`` label (default: a random id).
+        session_id: The ``org.codeact.session`` label (default: the bridge's ``session_id``, else a random id).
 
     Raises:
         SandboxImageMissingError: (on first start) the image is not built.
@@ -275,7 +275,7 @@ class DockerSandbox(Sandbox):
         )
         self.cpus = cpus
         self.image = image
-        self.session_id = session_id or uuid.uuid4().hex
+        self.session_id = session_id or session_of(bridge) or uuid.uuid4().hex
         self._client: Any = None
         self._client_lock: asyncio.Lock | None = None
 
@@ -336,11 +336,12 @@ class DockerSandbox(Sandbox):
         rlimits = {k: v for k, v in self.limits.rlimits().items() if k != "NPROC"}  # pids cgroup instead
         config = {"socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}", "token": channel.token, "rlimits": rlimits}
         flags, seed_env = self.interpreter()
-        kwargs = spec.run_kwargs(
-            bridge_dir=str(channel.directory), command=["python3", *flags, f"{_RUNTIME_MOUNT}/main.py"]
-        )
+        # The token travels in a file of the private bridge directory that the channel deletes as
+        # soon as the runtime authenticates: never in the environment (/proc/1/environ) or argv.
+        config_file = channel.write_config(config)
+        command = ["python3", *flags, f"{_RUNTIME_MOUNT}/main.py", "--config-file", f"{_BRIDGE_MOUNT}/{config_file.name}"]
+        kwargs = spec.run_kwargs(bridge_dir=str(channel.directory), command=command)
         kwargs["environment"].update(seed_env)
-        kwargs["environment"]["CODEACT_RUNTIME_CONFIG"] = json.dumps(config)
 
         abandoned = threading.Event()
 

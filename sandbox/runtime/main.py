@@ -1,7 +1,7 @@
 """The runtime that runs INSIDE the sandbox (standard library only).
 
-Launch: ``python3 -I -S <runtime_dir>/main.py [--config JSON]``; without ``--config`` the first
-line of stdin is the configuration::
+Launch: ``python3 -I -S <runtime_dir>/main.py [--config JSON | --config-file PATH] [--host PID.START]``;
+without ``--config``/``--config-file`` the first line of stdin is the configuration::
 
     {"socket": "/run/codeact/bridge.sock", "token": "...", "rlimits": {"AS": 1073741824, ...}}
 
@@ -331,15 +331,16 @@ class Runtime:
         found = collect(prelude_source, filename=prelude.co_filename) if prelude is not None else []
         found += collect(source, filename=code.co_filename)
         defs = {d.name: d.source for d in found}  # the last definition of a name wins
-        variables, lost = self._capture.capture(
-            g,
-            source_defs=defs,
-            definitions=found,
-            modules=views.modules,
-            baseline=baseline,
-            max_var_bytes=int(limits.get("max_var_bytes", 1024 * 1024)),
-            max_total_bytes=int(limits.get("max_total_bytes", 16 * 1024 * 1024)),
-        )
+        caps = {
+            "max_var_bytes": int(limits.get("max_var_bytes", 1024 * 1024)),
+            "max_total_bytes": int(limits.get("max_total_bytes", 16 * 1024 * 1024)),
+        }
+        try:
+            variables, lost = self._capture.capture(
+                g, source_defs=defs, definitions=found, modules=views.modules, baseline=baseline, **caps
+            )
+        except MemoryError:
+            variables, lost, error = self._capture_short_of_memory(g, defs, baseline, caps, error, code, source)
         uncaptured.extend(_uncaptured_json(lost))
         return {
             "stdout": stdout.getvalue(),
@@ -351,6 +352,60 @@ class Runtime:
             "duration_s": round(time.perf_counter() - started, 6),
             "nondeterminism": nondeterminism,
         }
+
+    def _capture_short_of_memory(
+        self,
+        g: dict[str, Any],
+        defs: dict[str, str],
+        baseline: dict[str, Any],
+        caps: dict[str, int],
+        error: dict[str, Any] | None,
+        code: types.CodeType,
+        source: str,
+    ) -> tuple[dict[str, Any], list[Any], dict[str, Any] | None]:
+        """Capture variable by variable after the memory ran out encoding them all at once.
+
+        The variables whose encoding runs out of memory are left out, and the round reports a
+        ``MemoryError`` at the line that last assigned the first of them (unless the code
+        failed already), as a MemoryError raised by the code itself would be.
+        """
+        variables: dict[str, Any] = {}
+        lost: list[Any] = []
+        failed: list[str] = []
+        budget = caps["max_total_bytes"]
+        for name, value in list(g.items()):
+            if name in baseline or name.startswith("_"):
+                continue
+            try:
+                one, missed = self._capture.capture(
+                    {name: value}, source_defs=defs, max_var_bytes=caps["max_var_bytes"], max_total_bytes=budget
+                )
+            except MemoryError:
+                failed.append(name)
+                lost.append({"name": name, "type": type(value).__name__, "reason": "out of memory while saving it"})
+                continue
+            for key, encoded in one.items():
+                variables[key] = encoded
+                budget -= len(json.dumps(encoded, separators=(",", ":")))
+            lost.extend(missed)
+        if failed and error is None:
+            names = ", ".join(failed)
+            message = (
+                f"out of memory while saving {names} after the code ran: the round's variables must fit the "
+                "sandbox's memory several times over; keep large data smaller, or write it to a file"
+            )
+            line = _last_assignment(source, failed[0])
+            text = "Traceback (most recent call last):\n"
+            if line is not None:
+                lines = source.splitlines()
+                text += f'  File "{code.co_filename}", line {line}, in <module>\n    {lines[line - 1].strip()}\n'
+            error = {
+                "type": "MemoryError",
+                "message": message,
+                "line": line,
+                "traceback": text + f"MemoryError: {message}",
+            }
+        return variables, lost, error
 
     def _redecode(self, variables: dict[str, Any], g: dict[str, Any]) -> None:
         """Decode tagged instances again once the prelude re-defined their classes.
@@ -395,6 +450,23 @@ class Runtime:
             loop.close()
             self._loop = None
         self.bridge.unwatch()
+
+
+def _last_assignment(source: str, name: str) -> int | None:
+    """The line of the last top-level statement of ``source`` that binds ``name``, if any."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError):
+        return None
+    line: int | None = None
+    for stmt in tree.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                line = stmt.lineno
+                break
+    return line
 
 
 def _uncaptured_json(lost: Any) -> list[dict[str, str]]:
@@ -447,10 +519,20 @@ def _apply_rlimits(rlimits: dict[str, Any]) -> None:
 
 
 def _read_config(argv: list[str]) -> dict[str, Any]:
-    if len(argv) >= 2 and argv[0] == "--config":
-        raw = argv[1]
+    """The configuration: ``--config JSON``, ``--config-file PATH`` or the first line of stdin.
+
+    Other options (``--host PID.START``, which only names the host for ``codeact sandbox gc``) are
+    ignored. The Docker backend's config file holds the token: the host deletes it as soon as the
+    runtime has authenticated, before any code runs.
+    """
+    options = dict(zip(argv[::2], argv[1::2], strict=False))
+    if "--config" in options:
+        raw = options["--config"]
+    elif "--config-file" in options:
+        with open(options["--config-file"], encoding="utf-8") as handle:
+            raw = handle.read()
     else:
-        raw = os.environ.pop("CODEACT_RUNTIME_CONFIG", "") or sys.stdin.readline()
+        raw = sys.stdin.readline()
     config = json.loads(raw)
     if not isinstance(config, dict):
         raise SystemExit("codeact runtime: the configuration must be a JSON object")
@@ -463,10 +545,6 @@ def main(argv: list[str] | None = None) -> int:
     config = _read_config(sys.argv[1:] if argv is None else argv)
     from sandbox.runtime import protocol, proxy
 
-    if config.get("rlimits"):
-        _apply_rlimits(config["rlimits"])
-    if config.get("cwd"):
-        os.chdir(config["cwd"])
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(config["socket"]))
     runtime_bridge = proxy.Bridge(sock)
@@ -484,6 +562,13 @@ def main(argv: list[str] | None = None) -> int:
     except proxy.HostGone:
         sys.stderr.write("codeact runtime: the host closed the bridge during authentication\n")
         return 2
+    # From here on the runtime dies with its host, whatever the code does (started before the
+    # rlimits: the watcher thread must not count against NPROC).
+    proxy.watch_host(sock)
+    if config.get("rlimits"):
+        _apply_rlimits(config["rlimits"])
+    if config.get("cwd"):
+        os.chdir(config["cwd"])
     manifest = result.get("manifest") if isinstance(result, dict) else None
     runtime = Runtime(runtime_bridge, manifest or {})
     runtime_bridge._decode = runtime._codec.decode

@@ -10,8 +10,11 @@ no reader thread, no cross-thread wake-ups, so a call costs one frame each way.
 from __future__ import annotations
 
 import asyncio
+import os
 import select
+import signal
 import socket
+import threading
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Final
@@ -20,6 +23,7 @@ from sandbox.runtime import protocol as _p
 
 __all__ = [
     "Bridge",
+    "watch_host",
     "ControlSignal",
     "HostGone",
     "ToolError",
@@ -260,7 +264,7 @@ class Bridge:
             arguments: Codec-encoded arguments by name.
 
         Raises:
-            sandbox.runtime.protocol.RpcError: ``payload_too_large`` (nothing is sent).
+            ToolError: ``code == "payload_too_large"`` when the frame would exceed the cap (nothing is sent).
         """
         head = self._heads.get((toolkit, operation))
         if head is None:
@@ -273,8 +277,11 @@ class Bridge:
         id_ = self._next_id + 1
         frame = (_FRAME % (id_, head, _dumps(arguments))).encode("utf-8")
         if len(frame) > _p.MAX_FRAME:
-            raise _p.RpcError(
-                _p.PAYLOAD_TOO_LARGE, f"frame of {len(frame)} bytes exceeds the {_p.MAX_FRAME}-byte limit"
+            raise ToolError(
+                f"the call's arguments take {len(frame)} bytes, over the bridge's {_p.MAX_FRAME}-byte frame limit; "
+                "pass less data per call (split it, or send a reference such as a path)",
+                code="payload_too_large",
+                data={"bytes": len(frame), "limit": _p.MAX_FRAME},
             )
         self._next_id = id_
         loop = _get_running_loop()
@@ -386,6 +393,56 @@ class Bridge:
         self.unwatch()
         self._pending.clear()
         self.control = None
+
+
+def watch_host(sock: socket.socket, on_gone: Callable[[], None] | None = None) -> threading.Thread:
+    """Start a daemon thread that ends the runtime as soon as the host's end of ``sock`` closes.
+
+    The thread only polls for a hang-up (``POLLRDHUP``/``POLLHUP``/``POLLERR``), never for data,
+    so it does not compete with the main thread's reads; it runs whatever the user's code does
+    (sleeping, blocked in ``asyncio.sleep``, a loop), as it needs no cooperation from it.
+
+    Args:
+        sock: The connected bridge socket.
+        on_gone: What to do on a hang-up (default :func:`exit_now`).
+
+    Returns:
+        The started thread.
+    """
+    fd = sock.fileno()
+    action = on_gone or exit_now
+
+    def watch() -> None:
+        poll = select.poll()
+        poll.register(fd, select.POLLRDHUP)  # POLLHUP, POLLERR and POLLNVAL are always reported
+        while True:
+            try:
+                events = poll.poll()
+            except InterruptedError:  # pragma: no cover - PEP 475 retries
+                continue
+            except OSError:
+                break
+            if events:
+                break
+        action()
+
+    thread = threading.Thread(target=watch, name="codeact-host-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def exit_now(status: int = 70) -> None:
+    """Kill the runtime's process group (what the code started) and exit at once, without cleanup.
+
+    As pid 1 of a container (or of a pid namespace) the kernel kills the rest when it exits.
+    """
+    if os.getpid() != 1:
+        try:
+            if os.getpgrp() == os.getpid():  # the runtime leads its group: take the code's children too
+                os.killpg(0, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(status)
 
 
 async def _await(value: Any) -> Any:

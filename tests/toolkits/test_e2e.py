@@ -179,7 +179,7 @@ async def test_payload_caps_on_arguments_and_results(box: Sandbox, world: World)
         "try:\n"
         "    devops.echo('x' * (9 * 1024 * 1024))\n"
         "except Exception as exc:\n"
-        "    arg_error = type(exc).__name__\n"
+        "    arg_error = [type(exc).__name__, exc.code]\n"
         "try:\n"
         "    devops.big(9 * 1024 * 1024)\n"
         "except Exception as exc:\n"
@@ -187,7 +187,8 @@ async def test_payload_caps_on_arguments_and_results(box: Sandbox, world: World)
         "ok = len(devops.big(1024 * 1024))\n"
     )
     assert result.error is None, result.error
-    assert result.variables["arg_error"] == "RpcError"  # refused in the sandbox: the frame would exceed 8 MiB
+    # refused in the sandbox (the frame would exceed 8 MiB), as docs/protocol.md says: a ToolError
+    assert result.variables["arg_error"] == ["ToolError", "payload_too_large"]
     assert result.variables["result_error"] == ["ToolError", "payload_too_large"]
     assert result.variables["ok"] == 1024 * 1024
     errors = [r.error["name"] for r in world.bridge.drain_calls() if r.error]

@@ -1,0 +1,235 @@
+"""What a crashed host leaves behind, and how ``codeact sandbox gc`` finds and removes it.
+
+Every sandbox resource names the host process that made it, as ``<pid>.<start time>`` (the
+kernel start time makes a recycled pid harmless):
+
+* bridge socket directories: ``<tmp>/codeact-bridge-<pid>.<start>-XXXX``;
+* ``process``-isolation work directories: ``<tmp>/codeact-work-<pid>.<start>-XXXX``;
+* subprocess runtimes (and their bubblewrap): ``--host <pid>.<start> --session <id>`` on their
+  command line;
+* Docker containers: labels (``sandbox.docker_sandbox``), collected by :func:`remove_leftovers`
+  too when the Docker engine is reachable.
+
+A runtime exits by itself within moments of its host's death (it watches its bridge socket), so
+``gc`` mostly finds directories and stopped containers; it kills runtimes it finds all the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+__all__ = [
+    "BRIDGE_DIR_PREFIX",
+    "WORK_DIR_PREFIX",
+    "Leftover",
+    "dir_prefix",
+    "host_tag",
+    "remove_leftovers",
+    "session_of",
+    "tag_alive",
+]
+
+BRIDGE_DIR_PREFIX: Final = "codeact-bridge-"
+WORK_DIR_PREFIX: Final = "codeact-work-"
+_UNTAGGED_AGE_S: Final = 3600.0  # a directory without an owner tag (older versions) is stale after this
+_RUNTIME_SCRIPT: Final = "runtime/main.py"
+
+
+def process_start(pid: int) -> str:
+    """The kernel start time of ``pid`` (``/proc/<pid>/stat`` field 22), "" when unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return ""
+    # The command name (field 2) is in parentheses and may contain spaces: split after it.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else ""
+
+
+def host_tag(pid: int | None = None) -> str:
+    """``<pid>.<start time>`` of this process (or of ``pid``): names the owner of a sandbox resource."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}.{process_start(pid) or 0}"
+
+
+def session_of(handler: object) -> str | None:
+    """The session id a bridge handler serves (``ToolkitBridge.session_id``, or its wrapped ``bridge``'s)."""
+    for candidate in (handler, getattr(handler, "bridge", None)):
+        session = getattr(candidate, "session_id", None)
+        if isinstance(session, str) and session:
+            return session
+    return None
+
+
+def dir_prefix(kind: str) -> str:
+    """The ``mkdtemp`` prefix of a resource directory of this host (``kind``: ``bridge`` or ``work``)."""
+    return f"codeact-{kind}-{host_tag()}-"
+
+
+def tag_alive(tag: str) -> bool:
+    """Whether the host process named by a ``<pid>.<start>`` tag is still running.
+
+    Args:
+        tag: From :func:`host_tag`.
+
+    Returns:
+        False for a malformed tag, a dead pid or a pid now used by another process.
+    """
+    pid_text, _, start = tag.partition(".")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    return start in ("", "0") or start == process_start(pid)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leftover:
+    """One resource that :func:`remove_leftovers` removed.
+
+    Attributes:
+        kind: ``container``, ``runtime`` (a subprocess runtime or its bubblewrap), ``socket_dir``
+            or ``work_dir``.
+        id: The container's short id, the process id, or the directory path.
+        session: The session it served ("" when unknown).
+        host_pid: The host process that made it ("" when unknown).
+        status: What it was doing (``running``, ``exited``, ``stale``...).
+        name: The container's name ("" for other kinds).
+    """
+
+    kind: Literal["container", "runtime", "socket_dir", "work_dir"]
+    id: str
+    name: str = ""
+    session: str
+    host_pid: str
+    status: str
+
+
+def remove_leftovers(
+    *, include_live: bool = False, docker: bool = True, temp_dir: str | Path | None = None
+) -> tuple[list[Leftover], str | None]:
+    """Remove every sandbox leftover whose host is gone (or every one, with ``include_live``).
+
+    Args:
+        include_live: Also remove the resources of running hosts (their sandboxes break).
+        docker: Also collect Docker containers (by label).
+        temp_dir: Where the directories live (default: the system temp dir).
+
+    Returns:
+        ``(removed, docker_error)``: what was removed, and why containers could not be collected
+        (None when they were, or ``docker`` is False).
+    """
+    removed = _kill_runtimes(include_live)
+    removed += _remove_dirs(Path(temp_dir or tempfile.gettempdir()), include_live)
+    docker_error: str | None = None
+    if docker:
+        from sandbox.errors import SandboxError
+
+        try:
+            from sandbox.docker_sandbox import remove_orphans
+
+            for c in remove_orphans(include_live=include_live):
+                removed.append(
+                    Leftover(
+                        kind="container", id=c.id, name=c.name, session=c.session, host_pid=c.host_pid, status=c.status
+                    )
+                )
+        except SandboxError as exc:
+            docker_error = exc.message
+        except ImportError as exc:  # the docker SDK is not installed: nothing can have been started
+            docker_error = f"the docker SDK is not installed ({exc})"
+    return removed, docker_error
+
+
+def _runtime_processes() -> list[tuple[int, str, str]]:
+    """``(pid, host tag, session)`` of every subprocess runtime (or bubblewrap) visible in /proc."""
+    found: list[tuple[int, str, str]] = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode("utf-8", "replace") for a in argv]
+        if "--host" not in args or not any(a.endswith(_RUNTIME_SCRIPT) for a in args):
+            continue
+        options = dict(zip(args, args[1:], strict=False))
+        found.append((int(entry), options.get("--host", ""), options.get("--session", "")))
+    return found
+
+
+def _kill_runtimes(include_live: bool) -> list[Leftover]:
+    removed: list[Leftover] = []
+    for pid, tag, session in _runtime_processes():
+        if not include_live and tag_alive(tag):
+            continue
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+        removed.append(
+            Leftover(kind="runtime", id=str(pid), session=session, host_pid=tag.partition(".")[0], status="running")
+        )
+    return removed
+
+
+def _remove_dirs(tmp: Path, include_live: bool) -> list[Leftover]:
+    removed: list[Leftover] = []
+    now = time.time()
+    try:
+        entries = list(tmp.iterdir())
+    except OSError:
+        return removed
+    for path in entries:
+        name = path.name
+        if name.startswith(BRIDGE_DIR_PREFIX):
+            kind: Literal["socket_dir", "work_dir"] = "socket_dir"
+            rest = name[len(BRIDGE_DIR_PREFIX) :]
+        elif name.startswith(WORK_DIR_PREFIX):
+            kind, rest = "work_dir", name[len(WORK_DIR_PREFIX) :]
+        else:
+            continue
+        with contextlib.suppress(OSError):
+            if path.is_symlink() or not path.is_dir() or (path.stat().st_uid != os.geteuid() and os.geteuid() != 0):
+                continue
+        tag, sep, _ = rest.rpartition("-")
+        owner = tag if sep and "." in tag else ""
+        if not include_live:
+            if owner:
+                if tag_alive(owner):
+                    continue
+            else:
+                try:
+                    if now - path.stat().st_mtime < _UNTAGGED_AGE_S:
+                        continue
+                except OSError:
+                    continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(
+                Leftover(kind=kind, id=str(path), session="", host_pid=owner.partition(".")[0], status="stale")
+            )
+    return removed

@@ -1,0 +1,154 @@
+"""The sandbox dies with its host: SIGKILL a real ``codeact exec`` mid-round, the runtime goes too.
+
+Each test starts ``codeact exec`` on a round that never ends by itself (a busy loop, or an
+``asyncio.sleep``), waits for its runtime to run, SIGKILLs the host and polls (bounded) until
+the runtime process / container is gone. ``codeact sandbox gc`` then removes what is left
+(socket and work directories, the stopped container) and names the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.errors import SandboxImageMissingError
+from sandbox.image import ensure_image
+from sandbox.leftovers import _runtime_processes, tag_alive
+
+CODEACT = str(Path(sys.executable).with_name("codeact"))
+BUSY = "n = 0\nwhile True:\n    n += 1\n"
+ASLEEP = "import asyncio\nprint('sleeping')\nawait asyncio.sleep(600)\n"
+BOUND_S = 10.0  # generous: the runtime notices the hang-up within milliseconds
+
+
+def _poll(predicate: Callable[[], bool], bound: float = BOUND_S) -> bool:
+    give_up = time.monotonic() + bound
+    while time.monotonic() < give_up:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+
+    def start(code: str, *args: str) -> subprocess.Popen[str]:
+        script = tmp_path / f"round{len(started)}.py"
+        script.write_text(code)
+        proc = subprocess.Popen(
+            [CODEACT, "exec", str(script), "--timeout", "600", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def _runtimes_of(pid: int) -> list[int]:
+    return [p for p, tag, _ in _runtime_processes() if tag.startswith(f"{pid}.")]
+
+
+@pytest.mark.parametrize("isolation", ["process", "bwrap"])
+@pytest.mark.parametrize("code", [BUSY, ASLEEP], ids=["busy-loop", "asyncio-sleep"])
+def test_subprocess_runtime_dies_with_its_host(
+    host: Callable[..., subprocess.Popen[str]], isolation: str, code: str
+) -> None:
+    proc = host(code, "--isolation", isolation)
+    assert _poll(lambda: bool(_runtimes_of(proc.pid)), 30), "the runtime never started"
+    time.sleep(1.0)  # let the round begin
+    runtimes = _runtimes_of(proc.pid)
+    assert runtimes and proc.poll() is None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _poll(lambda: not _runtimes_of(proc.pid)), f"runtime processes {_runtimes_of(proc.pid)} outlived the host"
+    assert not tag_alive(f"{proc.pid}.1")
+
+
+def test_gc_removes_directories_of_dead_hosts_and_keeps_live_ones(
+    host: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    dead = host(BUSY, "--isolation", "process")
+    live = host(BUSY, "--isolation", "process")
+    assert _poll(lambda: bool(_runtimes_of(dead.pid)) and bool(_runtimes_of(live.pid)), 30)
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.wait()
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    mine = lambda pid: sorted(p.name for p in tmp.glob(f"codeact-*-{pid}.*"))  # noqa: E731
+    assert len(mine(dead.pid)) == 2  # the bridge socket dir and the work dir were left behind
+    result = subprocess.run([CODEACT, "sandbox", "gc", "--json"], capture_output=True, text=True, check=False)
+    assert result.returncode in (0, 3), result.stderr  # 3: no Docker engine here; the rest ran
+    removed = json.loads(result.stdout)
+    kinds = {entry["kind"] for entry in removed if entry["host_pid"] == str(dead.pid)}
+    assert kinds == {"socket_dir", "work_dir"}
+    assert mine(dead.pid) == []
+    assert len(mine(live.pid)) == 2  # a running host keeps its sandbox
+    assert live.poll() is None and _runtimes_of(live.pid)
+
+
+@pytest.mark.integration
+@pytest.mark.docker
+def test_container_stops_with_its_host_and_gc_names_the_session(
+    host: Callable[..., subprocess.Popen[str]], docker_client: Any
+) -> None:
+    try:
+        ensure_image(docker_client)
+    except SandboxImageMissingError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    proc = host(ASLEEP, "--sandbox", "docker")
+
+    def containers(**filters: str) -> list[Any]:
+        labels = [f"org.codeact.host_pid={proc.pid}", *(f"{k}={v}" for k, v in filters.items())]
+        return list(docker_client.containers.list(all=True, filters={"label": labels}))
+
+    assert _poll(lambda: any(c.status == "running" for c in containers()), 60), "no container started"
+    time.sleep(1.5)  # let the round begin
+    sessions = {c.labels["org.codeact.session"] for c in containers()}
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    def stopped() -> bool:
+        return all(
+            c.status != "running"
+            for c in docker_client.containers.list(all=True, filters={"label": f"org.codeact.host_pid={proc.pid}"})
+        )
+
+    assert _poll(stopped), "a container kept running after its host died"
+    result = subprocess.run([CODEACT, "sandbox", "gc"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    for session in sessions:
+        assert f"(session {session!r}, host pid {proc.pid}, exited)" in result.stdout
+    assert containers() == []
+
+
+def test_subprocess_sandbox_names_the_session_on_the_runtime_command_line() -> None:
+    import asyncio
+
+    from sandbox import SubprocessSandbox
+
+    session = f"named-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> list[str]:
+        async with SubprocessSandbox(isolation="process", session_id=session) as box:
+            await box.execute("x = 1")
+            return [s for _, tag, s in _runtime_processes() if tag.startswith(f"{os.getpid()}.")]
+
+    assert session in asyncio.run(main())
