@@ -38,6 +38,7 @@ __all__ = ["SubprocessSandbox", "bwrap_command", "python_interpreter"]
 RUNTIME_DIR: Final = Path(__file__).resolve().parent / "runtime"
 _RUNTIME_MOUNT: Final = "/opt/codeact/runtime"
 _BRIDGE_MOUNT: Final = "/opt/codeact/bridge"
+_ENV_MOUNT: Final = "/opt/codeact/env"
 _WORK: Final = "/work"
 _NOBODY: Final = 65534
 _STDERR_TAIL: Final = 4096
@@ -69,7 +70,9 @@ def _env(home: str) -> dict[str, str]:
     }
 
 
-def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[str]) -> list[str]:
+def bwrap_command(
+    bwrap: str, *, bridge_dir: str, limits: Limits, command: list[str], env_dir: str | None = None
+) -> list[str]:
     """The bubblewrap command line that runs ``command`` isolated.
 
     Args:
@@ -77,6 +80,7 @@ def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[
         bridge_dir: The host directory holding the bridge socket (bound at /opt/codeact/bridge).
         limits: Sizes of the work dir and /tmp.
         command: What to run inside (interpreter paths are the host's, bound read-only).
+        env_dir: A declared environment's package directory, bound read-only at ``/opt/codeact/env``.
 
     Returns:
         The argv.
@@ -121,6 +125,7 @@ def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[
         "--ro-bind",
         bridge_dir,
         _BRIDGE_MOUNT,
+        *(["--ro-bind", env_dir, _ENV_MOUNT] if env_dir else []),
         "--proc",
         "/proc",
         "--dev",
@@ -270,6 +275,8 @@ class SubprocessSandbox(Sandbox):
         isolation: ``"bwrap"`` (default) or ``"process"``: explicitly weaker, without namespaces.
         pool_size: Runtimes started ahead of need.
         bwrap: Path of the bubblewrap binary (default: found on PATH).
+        env_dir: A declared environment's package directory (``sandbox.env``), mounted read-only
+            and put on the runtime's ``sys.path``; None: the standard library only.
 
     Raises:
         IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test.
@@ -286,12 +293,14 @@ class SubprocessSandbox(Sandbox):
         isolation: Literal["bwrap", "process"] = "bwrap",
         pool_size: int = 0,
         bwrap: str | None = None,
+        env_dir: str | None = None,
     ) -> None:
         if isolation not in ("bwrap", "process"):
             raise ValueError(f"isolation must be 'bwrap' or 'process', got {isolation!r}")
         super().__init__(limits=limits, policy=policy, bridge=bridge, pool_size=pool_size)
         self._mode = isolation
         self._bwrap = bwrap
+        self.env_dir = env_dir
 
     @property
     def isolation(self) -> str:
@@ -316,8 +325,12 @@ class SubprocessSandbox(Sandbox):
             channel = await Channel.open(self.bridge)
             config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
             command = [executable, "-I", "-S", f"{_RUNTIME_MOUNT}/main.py"]
-            argv = bwrap_command(bwrap, bridge_dir=str(channel.directory), limits=limits, command=command)
+            argv = bwrap_command(
+                bwrap, bridge_dir=str(channel.directory), limits=limits, command=command, env_dir=self.env_dir
+            )
             env, cwd = _env(_WORK), None
+            if self.env_dir:
+                config["sys_path"] = [_ENV_MOUNT]
         else:
             channel = await Channel.open(self.bridge)
             work_dir = tempfile.mkdtemp(prefix="codeact-work-")
@@ -325,6 +338,8 @@ class SubprocessSandbox(Sandbox):
             config["socket"] = str(channel.socket_path)
             argv = [executable, "-I", "-S", str(RUNTIME_DIR / "main.py")]
             env, cwd = _env(work_dir), work_dir
+            if self.env_dir:
+                config["sys_path"] = [self.env_dir]
         config["token"] = channel.token
         try:
             proc = await asyncio.create_subprocess_exec(

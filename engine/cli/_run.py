@@ -276,6 +276,7 @@ def _build(
         )
     except BlueprintFactoryError as exc:
         raise _Usage(format_factory_error(exc)) from None
+    _prepare_environment(spec, sandbox)
     factory = default_sandbox_factory(backend=sandbox, isolation=isolation)  # type: ignore[arg-type]
     return Agent(
         spec,
@@ -286,6 +287,18 @@ def _build(
         approver=approver,
         stream=json_output,
     )
+
+
+def _prepare_environment(spec: Any, backend: str | None) -> None:
+    """Build the declared environment now, with progress on stderr, so the run starts on a cache hit."""
+    from engine.agent.sandboxes import declared_environment
+    from sandbox.errors import EnvironmentBuildError
+
+    chosen = backend or spec.sandbox.backend or "subprocess"
+    try:
+        declared_environment(spec.sandbox, "docker" if chosen == "docker" else "subprocess")
+    except EnvironmentBuildError as exc:
+        raise _Usage(f"Sandbox environment error [{exc.code}]: {exc.message}") from None
 
 
 async def _drive(

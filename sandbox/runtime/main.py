@@ -448,6 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     config = _read_config(sys.argv[1:] if argv is None else argv)
     from sandbox.runtime import protocol, proxy
 
+    for entry in config.get("sys_path") or ():
+        # A declared environment's packages (mounted read-only); after the stdlib, so they cannot shadow it.
+        if isinstance(entry, str) and entry not in sys.path:
+            sys.path.append(entry)
     if config.get("rlimits"):
         _apply_rlimits(config["rlimits"])
     if config.get("cwd"):
