@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sandbox.artifacts import Artifact
+
 __all__ = ["ExecutionError", "ExecutionResult", "ExecutionStatus", "Uncaptured", "truncate_output"]
 
 ExecutionStatus = Literal["ok", "error", "deadline_exceeded", "crashed"]
@@ -85,6 +87,7 @@ class ExecutionResult:
         isolation: The isolation actually in force, e.g. ``"bwrap+rlimits+restricted"``.
         status: ``ok``, ``error``, ``deadline_exceeded`` or ``crashed``.
         control: The ``$control`` object of a control signal (``{"kind": "finish", ...}``), or None.
+        artifacts: Files the round wrote into ``outputs/`` (kept, or refused with a reason).
     """
 
     stdout: str = ""
@@ -98,6 +101,7 @@ class ExecutionResult:
     isolation: str
     status: ExecutionStatus = "ok"
     control: dict[str, Any] | None = None
+    artifacts: tuple[Artifact, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -119,6 +123,7 @@ class ExecutionResult:
             "backend": self.backend,
             "isolation": self.isolation,
             "control": self.control,
+            "artifacts": [a.to_json() for a in self.artifacts],
         }
 
 

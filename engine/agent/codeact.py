@@ -19,6 +19,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import prompts
+from engine.agent.artifacts import emit_artifacts, with_artifacts
 from engine.agent.context import Outcome, RunContext, prompt_hash
 from engine.agent.support import describe_variables
 from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated
@@ -218,6 +219,8 @@ class CodeActLoop:
             changed=changed,
             uncaptured=[u.name for u in result.uncaptured],
         )
+        evaluation = with_artifacts(evaluation, result.artifacts)
+        emit_artifacts(ctx, n, result.artifacts)
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
         ctx.variables = dict(result.variables)
         await self._record(
@@ -315,6 +318,7 @@ class CodeActLoop:
             status=status,
             control=result.control if result is not None else None,
             uncaptured=tuple(u.to_json() for u in result.uncaptured) if result is not None else (),
+            artifacts=tuple(a.to_json(with_data=True) for a in result.artifacts) if result is not None else (),
             usage=usage,
             timings=timings,
         )

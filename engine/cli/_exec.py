@@ -149,6 +149,7 @@ async def _run_in_session(
                 control=result.control,
                 variables=result.variables,
                 uncaptured=tuple(u.to_json() for u in result.uncaptured),
+                artifacts=tuple(a.to_json(with_data=True) for a in result.artifacts),
             )
             await store.append_round(record, segments=[], variables=result.variables)
             await store.update_session(session, extra={**meta.extra, "sandbox": note})
@@ -185,6 +186,11 @@ def _print_human(result: ExecutionResult) -> None:
         sys.stderr.write(f"control signal: {json.dumps(result.control, default=str)}\n")
     for item in result.uncaptured:
         sys.stderr.write(f"not captured: {item.name} ({item.type}): {item.reason}\n")
+    for art in result.artifacts:
+        if art.refused is None:
+            sys.stderr.write(f"artifact: {art.name} ({art.mime}, {art.size} bytes)\n")
+        else:
+            sys.stderr.write(f"artifact refused: {art.name} ({art.refused})\n")
 
 
 def _exit_code(result: ExecutionResult) -> int:
@@ -233,6 +239,9 @@ def exec_command(
     allow_sandbox_declaration: Annotated[
         bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
     ] = False,
+    artifacts: Annotated[
+        Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
+    ] = None,
 ) -> None:
     """Run FILE.py as one round in the sandbox (exit 0 ok, 1 raised, 2 usage, 3 sandbox/deadline)."""
     from sandbox import SandboxError
@@ -306,6 +315,15 @@ def exec_command(
         typer.echo(f"codeact exec: {what} failed: {exc}", err=True)
         raise typer.Exit(EXIT_SANDBOX) from None
 
+    if artifacts is not None and result.artifacts:
+        from engine.cli._artifacts import write_artifacts
+
+        try:
+            written = write_artifacts(artifacts, [a.to_json(with_data=True) for a in result.artifacts])
+        except OSError as exc:
+            typer.echo(f"codeact exec: cannot write the artifacts to {str(artifacts)!r}: {exc}", err=True)
+        else:
+            typer.echo(f"{len(written)} artifact(s) written to {artifacts}", err=True)
     if json_output:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, default=str))
     else:

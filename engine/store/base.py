@@ -158,7 +158,7 @@ class SessionMeta:
         return replace(self, **changes, updated_at=time.time())
 
 
-_TUPLE_FIELDS = ("segment_ids", "calls", "uncaptured")
+_TUPLE_FIELDS = ("segment_ids", "calls", "uncaptured", "artifacts")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +188,8 @@ class RoundRecord:
         uncaptured: ``{"name", "type", "reason"}`` for values the codec could not carry.
         usage: Tokens and cost per model call (``{"calls": [...], "total_tokens": ..., "cost": ...}``).
         timings: Named phases in seconds (``model``, ``sandbox``, ``store``, ...).
+        artifacts: Files the round wrote into ``outputs/``: ``{"name", "mime", "size", "refused",
+            "data_b64"}`` (``refused`` set and no content when over a size cap).
     """
 
     session_id: str
@@ -210,6 +212,7 @@ class RoundRecord:
     uncaptured: tuple[dict[str, str], ...] = ()
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    artifacts: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (tuples become lists)."""

@@ -204,6 +204,9 @@ class Runtime:
         self._proxy = proxy
         self.bridge = bridge
         self.proxies = proxy.build_proxies(manifest, bridge, codec.encode)
+        import sandbox.runtime.artifacts as artifacts
+
+        self._outputs = artifacts.prepare()  # outputs/ and the headless matplotlib backend
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def serve(self) -> None:
@@ -315,6 +318,10 @@ class Runtime:
             self._cancel_leftover_tasks()
 
         try:
+            produced = self._outputs.collect(limits)
+        except Exception as exc:  # the round's result matters more than its files
+            produced = [{"name": "outputs/", "size": 0, "refused": f"could not be collected: {exc}"[:500]}]
+        try:
             defs = self._capture.definition_sources(prelude_source)
             defs.update(self._capture.definition_sources(source))
         except SyntaxError:
@@ -334,6 +341,7 @@ class Runtime:
             "variables": variables,
             "uncaptured": uncaptured,
             "control": control,
+            "artifacts": produced,
             "duration_s": round(time.perf_counter() - started, 6),
         }
 

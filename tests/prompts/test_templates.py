@@ -99,6 +99,14 @@ CASES = [
         },
         id="evaluation",
     ),
+    pytest.param(
+        "artifacts.j2",
+        {
+            "kept": [{"name": "chart.png", "mime": "image/png", "size": 20480}],
+            "refused": [{"name": "big.csv", "reason": "9000000 bytes is over the 2097152-byte limit per file"}],
+        },
+        id="artifacts",
+    ),
     pytest.param("reply_error.j2", {"reason": "empty"}, id="reply_error-empty"),
     pytest.param(
         "reply_error.j2",
