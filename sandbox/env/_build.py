@@ -129,7 +129,7 @@ def _pip_command(recipe: Recipe, site: Path, *, index_url: str | None) -> list[s
     ]
     if index_url is not None:
         # An explicit index replaces the host's configuration (find-links, extra indexes) entirely.
-        argv += ["--isolated", "--index-url", index_url, "--retries", "0", "--timeout", "10"]
+        argv += ["--isolated", "--index-url", index_url, "--retries", "1", "--timeout", "10"]
     if recipe.backend == "docker":
         argv += ["--only-binary=:all:", "--implementation", "cp", "--python-version", recipe.python]
         argv += ["--abi", "cp" + recipe.python.replace(".", "")]
@@ -159,8 +159,9 @@ def _pip_failure(recipe: Recipe, returncode: int, lines: list[str]) -> Environme
     pip_message = " | ".join(shown)[-1500:] or f"pip exited with status {returncode}"
     where = "the host" if recipe.backend == "subprocess" else f"the Docker image (Python {recipe.python})"
     subject = f"package {package!r}" if package else f"the packages {', '.join(recipe.requirements)}"
+    unreachable = "the package index could not be reached; " if network else ""
     return EnvironmentBuildError(
-        f"cannot install {subject} into the sandbox environment for {where}: pip says: {pip_message}. "
+        f"cannot install {subject} into the sandbox environment for {where}: {unreachable}pip says: {pip_message}. "
         "Check the name and version in the blueprint's sandbox.packages, and that the package index is "
         "reachable from the host; nothing was cached.",
         package=package or ", ".join(recipe.requirements),

@@ -128,7 +128,8 @@ def test_unknown_keys_are_ignored_for_forward_compatibility() -> None:
     [
         pytest.param(
             {"type": "artifact.deleted", "run_id": "r"},
-            "unknown event type 'artifact.deleted'; known types: ['action.requested', 'artifact.created', 'code.completed', "
+            "unknown event type 'artifact.deleted'; known types: ['action.requested', 'artifact.created', "
+            "'code.completed', "
             "'code.started', 'message.completed', 'message.delta', 'round.started', 'run.completed', "
             "'run.failed', 'run.started', 'segment.created', 'state.updated', 'tool.call.completed', "
             "'tool.call.started']",
