@@ -20,6 +20,7 @@
     ├── SandboxError                    sandbox.errors: the sandbox could not run the code
     │   ├── IsolationUnavailableError   bubblewrap missing and no weaker mode named
     │   ├── SandboxImageMissingError    the Docker image is not built (`make sandbox-image`)
+    │   ├── EnvironmentBuildError       a declared environment (packages/preset) could not be built
     │   └── ChannelClosedError          sandbox.channel: the runtime connection is gone
     ├── ToolkitError                    toolkits.errors: toolkit registration / bridge host side
     │   ├── ToolkitDefinitionError      a decorated toolkit is declared wrongly (names the method)
@@ -41,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from prompts.errors import CodeactError, TemplateError
-from sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
+from sandbox.errors import EnvironmentBuildError, IsolationUnavailableError, SandboxError, SandboxImageMissingError
 from segments.errors import CodeParseError
 from toolkits.errors import ToolkitDefinitionError, ToolkitError, ToolkitNotFoundError
 
@@ -51,6 +52,7 @@ __all__ = [
     "BlueprintLoadError",
     "CodeParseError",
     "CodeactError",
+    "EnvironmentBuildError",
     "IsolationUnavailableError",
     "ModelError",
     "SandboxError",

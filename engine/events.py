@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENT_TYPES",
     "ActionRequested",
+    "ArtifactCreated",
     "CodeCompleted",
     "CodeStarted",
     "Event",
@@ -294,6 +295,32 @@ class StateUpdated(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ArtifactCreated(Event):
+    """A round's code wrote a file into ``outputs/`` (or showed a matplotlib figure).
+
+    Attributes:
+        round: The round.
+        session_id: The session whose round record stores the file.
+        name: The file's path relative to ``outputs/``.
+        mime: Its MIME type (decided by the host).
+        size: Its size in bytes.
+        refused: Why it was not kept (over a size cap), or None when it is stored.
+        uri: Where to fetch it: ``codeact://sessions/<session>/rounds/<n>/artifacts/<name>``
+            (``codeact sessions show SESSION --artifacts DIR`` writes it to DIR).
+    """
+
+    type: ClassVar[str] = "artifact.created"
+
+    round: int
+    session_id: str
+    name: str
+    mime: str
+    size: int
+    refused: str | None = None
+    uri: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ActionRequested(Event):
     """The run needs the host's decision (a tool call that requires approval).
 
@@ -363,6 +390,7 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         CodeStarted,
         CodeCompleted,
         StateUpdated,
+        ArtifactCreated,
         ActionRequested,
         RunCompleted,
         RunFailed,
@@ -500,6 +528,11 @@ def render_event(event: Event, console: Console) -> None:
             console.print(Text(error_summary(event.error), style="red"))
         if event.variables_changed:
             console.print(Text("variables: " + ", ".join(event.variables_changed), style="green"))
+    elif isinstance(event, ArtifactCreated):
+        if event.refused is None:
+            console.print(Text(f"artifact: {event.name} ({event.mime}, {event.size} bytes)", style="green"))
+        else:
+            console.print(Text(f"artifact refused: {event.name} ({event.refused})", style="yellow"))
     elif isinstance(event, ActionRequested):
         args = call_args(event.arguments)
         console.print(Text(f"? {event.kind} needed: {event.toolkit}.{event.operation}({args})", style="yellow"))

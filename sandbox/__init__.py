@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sandbox.artifacts import Artifact
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox import DockerSandbox
@@ -11,6 +12,7 @@ from sandbox.result import ExecutionError, ExecutionResult, Uncaptured
 from sandbox.subprocess_sandbox import SubprocessSandbox
 
 __all__ = [
+    "Artifact",
     "Channel",
     "CompileFailure",
     "CompiledCode",

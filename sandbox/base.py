@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Self
 
+from sandbox.artifacts import artifacts_from_answer
 from sandbox.channel import Channel, ChannelClosedError, RpcHandler
 from sandbox.errors import SandboxError
 from sandbox.result import ExecutionError, ExecutionResult, ExecutionStatus, Uncaptured, truncate_output
@@ -34,6 +35,9 @@ _KiB: Final = 1024
 _MiB: Final = 1024 * 1024
 _GiB: Final = 1024 * 1024 * 1024
 
+
+_MAX_ROUND_ARTIFACT_BYTES: Final = 5 * _MiB
+"""Artifacts travel base64-encoded in the round's result frame (8 MiB at most): the per-round cap stops below."""
 
 _QUICK_DEATH_S = 0.5
 """A crash this soon after a round started, with no call made, is a runtime that was already dead."""
@@ -55,6 +59,8 @@ class Limits:
         max_var_bytes: Largest encoded variable that is captured.
         max_total_bytes: Largest total of encoded variables that is captured.
         start_timeout_s: How long a runtime may take to start and authenticate.
+        artifact_bytes: Largest file of ``outputs/`` returned as an artifact (larger: refused with a note).
+        round_artifact_bytes: Largest total of a round's artifacts (kept under the bridge's frame size).
     """
 
     wall_s: float = 10.0
@@ -68,6 +74,8 @@ class Limits:
     max_var_bytes: int = 1 * _MiB
     max_total_bytes: int = 16 * _MiB
     start_timeout_s: float = 15.0
+    artifact_bytes: int = 2 * _MiB
+    round_artifact_bytes: int = 4 * _MiB
 
     def runtime_params(self) -> dict[str, Any]:
         """The per-round ``limits`` object of the ``execute`` request."""
@@ -76,6 +84,8 @@ class Limits:
             "cpu_s": self.cpu_s,
             "max_var_bytes": self.max_var_bytes,
             "max_total_bytes": self.max_total_bytes,
+            "artifact_bytes": self.artifact_bytes,
+            "round_artifact_bytes": min(self.round_artifact_bytes, _MAX_ROUND_ARTIFACT_BYTES),
         }
 
     def rlimits(self) -> dict[str, int]:
@@ -569,6 +579,11 @@ class Sandbox(abc.ABC):
             status="error" if failure is not None else "ok",
             control=control if isinstance(control, dict) else None,
             nondeterminism=_nondeterminism(answer.get("nondeterminism")),
+            artifacts=artifacts_from_answer(
+                answer.get("artifacts"),
+                file_bytes=self.limits.artifact_bytes,
+                round_bytes=min(self.limits.round_artifact_bytes, _MAX_ROUND_ARTIFACT_BYTES),
+            ),
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prompts.errors import CodeactError
 
-__all__ = ["IsolationUnavailableError", "SandboxError", "SandboxImageMissingError"]
+__all__ = ["EnvironmentBuildError", "IsolationUnavailableError", "SandboxError", "SandboxImageMissingError"]
 
 
 class SandboxError(CodeactError):
@@ -23,3 +23,20 @@ class SandboxImageMissingError(SandboxError):
     """The Docker sandbox image is not built."""
 
     code = "sandbox.image.missing"
+
+
+class EnvironmentBuildError(SandboxError):
+    """A declared sandbox environment (``sandbox.packages`` / ``sandbox.preset``) could not be built.
+
+    Args:
+        message: What failed (names the package and quotes pip's message) and what to do.
+        package: The requirement that failed, or the whole list when pip did not say which.
+        pip_message: pip's own error lines, or "" when pip did not run.
+    """
+
+    code = "sandbox.env.build"
+
+    def __init__(self, message: str, *, package: str = "", pip_message: str = "") -> None:
+        super().__init__(message)
+        self.package = package
+        self.pip_message = pip_message

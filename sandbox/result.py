@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sandbox.artifacts import Artifact
+
 __all__ = ["ExecutionError", "ExecutionResult", "ExecutionStatus", "Uncaptured", "truncate_output"]
 
 ExecutionStatus = Literal["ok", "error", "deadline_exceeded", "crashed"]
@@ -90,6 +92,7 @@ class ExecutionResult:
             round imported ``random``; plus ``diverged``, ``unread``, ``truncated`` when a replay did
             not follow the record). None when there was nothing to record, or the runtime did not run
             the code (compile error, deadline, crash).
+        artifacts: Files the round wrote into ``outputs/`` (kept, or refused with a reason).
     """
 
     stdout: str = ""
@@ -104,6 +107,7 @@ class ExecutionResult:
     status: ExecutionStatus = "ok"
     control: dict[str, Any] | None = None
     nondeterminism: dict[str, Any] | None = None
+    artifacts: tuple[Artifact, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -125,6 +129,7 @@ class ExecutionResult:
             "backend": self.backend,
             "isolation": self.isolation,
             "control": self.control,
+            "artifacts": [a.to_json() for a in self.artifacts],
         }
 
 

@@ -39,6 +39,7 @@ __all__ = ["SubprocessSandbox", "bwrap_command", "python_interpreter"]
 RUNTIME_DIR: Final = Path(__file__).resolve().parent / "runtime"
 _RUNTIME_MOUNT: Final = "/opt/codeact/runtime"
 _BRIDGE_MOUNT: Final = "/opt/codeact/bridge"
+_ENV_MOUNT: Final = "/opt/codeact/env"
 _WORK: Final = "/work"
 _NOBODY: Final = 65534
 _STDERR_TAIL: Final = 4096
@@ -71,7 +72,9 @@ def _env(home: str) -> dict[str, str]:
     }
 
 
-def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[str]) -> list[str]:
+def bwrap_command(
+    bwrap: str, *, bridge_dir: str, limits: Limits, command: list[str], env_dir: str | None = None
+) -> list[str]:
     """The bubblewrap command line that runs ``command`` isolated.
 
     Args:
@@ -79,6 +82,7 @@ def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[
         bridge_dir: The host directory holding the bridge socket (bound at /opt/codeact/bridge).
         limits: Sizes of the work dir and /tmp.
         command: What to run inside (interpreter paths are the host's, bound read-only).
+        env_dir: A declared environment's package directory, bound read-only at ``/opt/codeact/env``.
 
     Returns:
         The argv.
@@ -123,6 +127,7 @@ def bwrap_command(bwrap: str, *, bridge_dir: str, limits: Limits, command: list[
         "--ro-bind",
         bridge_dir,
         _BRIDGE_MOUNT,
+        *(["--ro-bind", env_dir, _ENV_MOUNT] if env_dir else []),
         "--proc",
         "/proc",
         "--dev",
@@ -291,6 +296,8 @@ class SubprocessSandbox(Sandbox):
         bwrap: Path of the bubblewrap binary (default: found on PATH).
         session_id: The session, named on the runtime's command line for ``codeact sandbox gc``
             (default: the bridge's ``session_id``).
+        env_dir: A declared environment's package directory (``sandbox.env``), mounted read-only
+            and put on the runtime's ``sys.path``; None: the standard library only.
 
     Raises:
         IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test.
@@ -308,14 +315,20 @@ class SubprocessSandbox(Sandbox):
         pool_size: int = 0,
         bwrap: str | None = None,
         session_id: str | None = None,
+        env_dir: str | None = None,
     ) -> None:
         if isolation not in ("bwrap", "process"):
             raise ValueError(f"isolation must be 'bwrap' or 'process', got {isolation!r}")
         super().__init__(limits=limits, policy=policy, bridge=bridge, pool_size=pool_size)
         self._mode = isolation
         self._bwrap = bwrap
-        self.session_id = session_id or session_of(bridge) or ""
-        """Named on the runtime's command line, for ``codeact sandbox gc``."""
+            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
+            argv = bwrap_command(
+                bwrap, bridge_dir=str(channel.directory), limits=limits, command=command, env_dir=self.env_dir
+            )
+            env, cwd = {**_env(_WORK), **seed_env}, None
+            if self.env_dir:
+                config["sys_path"] = [_ENV_MOUNT]
 
     @property
     def isolation(self) -> str:
@@ -340,9 +353,10 @@ class SubprocessSandbox(Sandbox):
             await _check_bwrap(bwrap, limits)
             channel = await Channel.open(self.bridge)
             config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
-            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
-            argv = bwrap_command(bwrap, bridge_dir=str(channel.directory), limits=limits, command=command)
-            env, cwd = {**_env(_WORK), **seed_env}, None
+            argv = [executable, *flags, str(RUNTIME_DIR / "main.py"), *self._owner_args()]
+            env, cwd = {**_env(work_dir), **seed_env}, work_dir
+            if self.env_dir:
+                config["sys_path"] = [self.env_dir]
         else:
             channel = await Channel.open(self.bridge)
             work_dir = tempfile.mkdtemp(prefix=dir_prefix("work"))
@@ -350,6 +364,8 @@ class SubprocessSandbox(Sandbox):
             config["socket"] = str(channel.socket_path)
             argv = [executable, *flags, str(RUNTIME_DIR / "main.py"), *self._owner_args()]
             env, cwd = {**_env(work_dir), **seed_env}, work_dir
+            if self.env_dir:
+                config["sys_path"] = [self.env_dir]
         config["token"] = channel.token
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -93,27 +93,20 @@ def default_sandbox_factory(
     """A factory building the spec's sandbox (``backend`` overrides the blueprint's choice)."""
 
     def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
-        from sandbox import DockerSandbox, Limits, SubprocessSandbox
-        from sandbox.policy import Policy
+        from engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
 
         declared = spec.sandbox
-        lim = declared.limits
-        overrides: dict[str, Any] = {}
-        if lim.timeout_seconds is not None:
-            overrides["wall_s"] = float(lim.timeout_seconds)
-        if lim.memory_mb is not None:
-            overrides["memory_bytes"] = int(lim.memory_mb) * 1024 * 1024
-        if lim.pids is not None:
-            overrides["processes"] = int(lim.pids)
-        if lim.output_bytes is not None:
-            overrides["output_bytes"] = int(lim.output_bytes)
-        limits = Limits(**overrides)
         chosen = backend or declared.backend or "subprocess"
-        if chosen == "docker":
-            # The container is the boundary: its default policy is full CPython with the whole stdlib.
-            return DockerSandbox(limits=limits, bridge=handler)
-        return SubprocessSandbox(
-            limits=limits, policy=Policy().widen(*declared.imports), bridge=handler, isolation=isolation
+        # Built before the run by the CLI (`codeact run`, `codeact sandbox build`): here a cache hit.
+        env = declared_environment(declared, chosen)
+        return make_sandbox(
+            chosen,
+            handler=handler,
+            limits=limits_for(declared),
+            # Docker's default policy is full CPython: its imports widen only when packages are declared.
+            imports=declared.imports if chosen == "subprocess" else (),
+            env=env,
+            isolation=isolation,
         )
 
     return _make

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import prompts
 from engine.agent._reply import complete_reply, no_code_outcome, truncated_error
+from engine.agent.artifacts import emit_artifacts, with_artifacts
 from engine.agent.context import Outcome, RunContext, prompt_hash
 from engine.agent.support import describe_variables
 from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
@@ -236,6 +237,8 @@ class CodeActLoop:
             uncaptured=[f"{u.name}: {u.reason}" for u in result.uncaptured],
             notes=block.notes,
         )
+        evaluation = with_artifacts(evaluation, result.artifacts)
+        emit_artifacts(ctx, n, result.artifacts)
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
         ctx.variables = dict(result.variables)
         await self._record(
@@ -336,6 +339,7 @@ class CodeActLoop:
             control=result.control if result is not None else None,
             uncaptured=tuple(u.to_json() for u in result.uncaptured) if result is not None else (),
             nondeterminism=(result.nondeterminism or {}) if result is not None else {},
+            artifacts=tuple(a.to_json(with_data=True) for a in result.artifacts) if result is not None else (),
             usage=usage,
             timings=timings,
         )

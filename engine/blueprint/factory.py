@@ -260,6 +260,8 @@ class AgentFactory:
                 code="blueprint.model.model.requiredForFactory",
                 report=report,
             )
+        if sandbox.declared and blueprint.sandbox is not None:
+            _sandbox_backend(blueprint.sandbox, report)  # ai4j's provider: mapped to a backend, or refused
         provider = cast(str, _trim(model_block.provider))
         model = ModelSettings(
             provider=provider,
@@ -313,6 +315,31 @@ class AgentFactory:
             host=host,
         )
 
+    def sandbox_settings(self, blueprint: Blueprint, context: HostContext | None = None) -> SandboxSettings:
+        """Only the sandbox part of :meth:`create` (validation, the host's consent, provider, imports).
+
+        ``codeact exec --blueprint`` and ``codeact sandbox build`` use it: they need the sandbox a
+        blueprint declares, not a model.
+
+        Raises:
+            BlueprintFactoryError: The blueprint is invalid, declares a sandbox the host did not
+                allow, names an unknown provider, or asks for imports the host does not allow.
+        """
+        host = context if context is not None else HostContext()
+        report = self._validate(blueprint)
+        if not report.valid:
+            count = len(report.errors)
+            raise BlueprintFactoryError(
+                f"Agent Blueprint validation failed with {count} error{'s' if count != 1 else ''}; "
+                "fix the issues listed (codeact validate FILE shows them).",
+                code="blueprint.validation.failed",
+                report=report,
+            )
+        settings = self._sandbox(blueprint, host, report)
+        if settings.declared and blueprint.sandbox is not None:
+            _sandbox_backend(blueprint.sandbox, report)
+        return settings
+
     def _sandbox(self, blueprint: Blueprint, host: HostContext, report: ValidationReport) -> SandboxSettings:
         declared = sandbox_declared(blueprint)
         if declared and not host.allow_sandbox_declaration:
@@ -336,12 +363,14 @@ class AgentFactory:
                 code="blueprint.sandbox.imports.denied",
                 report=report,
             )
-        return self._sandbox_settings(block, imports)
+        return self._sandbox_settings(block, imports, report)
 
     @staticmethod
-    def _sandbox_settings(block: SandboxBlock, imports: tuple[str, ...]) -> SandboxSettings:
+    def _sandbox_settings(
+        block: SandboxBlock, imports: tuple[str, ...], report: ValidationReport | None = None
+    ) -> SandboxSettings:
         limits = block.limits
-        backend = _trim(block.backend)
+        backend = _sandbox_backend(block, report, strict=False)
         return SandboxSettings(
             declared=True,
             backend=cast(Literal["subprocess", "docker"] | None, backend),
@@ -358,6 +387,8 @@ class AgentFactory:
             else SandboxLimitSettings(),
             imports=imports,
             config=_frozen(block.config),
+            packages=tuple(p.strip() for p in block.packages or [] if p is not None and p.strip()),
+            preset=_trim(block.preset),
         )
 
     @staticmethod
@@ -494,3 +525,41 @@ class AgentFactory:
             max_self_checks=block.max_self_checks if block.max_self_checks is not None else defaults.max_self_checks,
             max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
         )
+
+
+SANDBOX_PROVIDERS: Final[Mapping[str, str]] = {
+    "subprocess": "subprocess",
+    "local": "subprocess",
+    "process": "subprocess",
+    "bubblewrap": "subprocess",
+    "bwrap": "subprocess",
+    "docker": "docker",
+}
+"""ai4j ``sandbox.provider`` names this host runs, and the backend each one selects."""
+
+
+def _sandbox_backend(block: SandboxBlock, report: ValidationReport | None, *, strict: bool = True) -> str | None:
+    """``sandbox.backend``, or the backend ai4j's ``sandbox.provider`` names; an unknown provider is refused."""
+    backend = _trim(block.backend)
+    provider = _trim(block.provider)
+    if provider is None:
+        return backend
+    mapped = SANDBOX_PROVIDERS.get(provider.lower())
+    if not strict:
+        return mapped or backend
+    if mapped is None:
+        raise BlueprintFactoryError(
+            f"sandbox.provider {provider!r} is not a sandbox this host can run; the providers are: "
+            f"{', '.join(sorted(SANDBOX_PROVIDERS))} (docker runs the Docker backend, the others the "
+            "subprocess backend). Set sandbox.provider to one of them, or remove it to use the host's default.",
+            code="blueprint.sandbox.provider.unknown",
+            report=report,
+        )
+    if backend is not None and backend != mapped:
+        raise BlueprintFactoryError(
+            f"sandbox.provider {provider!r} selects the {mapped} backend but sandbox.backend says {backend!r}; "
+            "keep one of them.",
+            code="blueprint.sandbox.provider.conflict",
+            report=report,
+        )
+    return mapped

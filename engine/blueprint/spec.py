@@ -179,6 +179,8 @@ class SandboxSettings:
         imports: Extra modules for the import allow-list, already checked against the host's
             ``allowed_imports`` (a blueprint cannot widen the policy by itself).
         config: Free-form sandbox configuration.
+        packages: pip requirement strings the sandbox's environment installs (``sandbox.packages``).
+        preset: A package preset (``sandbox.preset``, e.g. ``datascience``), or None.
     """
 
     declared: bool = False
@@ -188,6 +190,8 @@ class SandboxSettings:
     limits: SandboxLimitSettings = field(default_factory=SandboxLimitSettings)
     imports: tuple[str, ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+    preset: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -95,6 +95,8 @@ def sandbox_declared(blueprint: Blueprint) -> bool:
         or sandbox.limits is not None
         or sandbox.imports
         or sandbox.config
+        or sandbox.packages
+        or _trim(sandbox.preset)
     )
 
 
@@ -381,6 +383,29 @@ class _Checks:
                     "blueprint.sandbox.imports.invalid",
                     f"sandbox.imports[{index}] must be a module name such as json or collections.abc.",
                 )
+        self._sandbox_packages(sandbox)
+
+    def _sandbox_packages(self, sandbox: SandboxBlock) -> None:
+        from sandbox.env import PRESETS, normalize_requirement
+        from sandbox.errors import EnvironmentBuildError
+
+        for index, requirement in enumerate(sandbox.packages or []):
+            try:
+                normalize_requirement(requirement or "")
+            except EnvironmentBuildError:
+                self.error(
+                    f"$.sandbox.packages[{index}]",
+                    "blueprint.sandbox.packages.invalid",
+                    f"sandbox.packages[{index}] must be a pip requirement such as numpy or pandas>=2.2 "
+                    f"(got {requirement!r}; URLs, paths, options and markers are not accepted).",
+                )
+        preset = _trim(sandbox.preset)
+        if sandbox.preset is not None and preset not in PRESETS:
+            self.error(
+                "$.sandbox.preset",
+                "blueprint.sandbox.preset.unknown",
+                f"sandbox.preset must be one of: {', '.join(sorted(PRESETS))} (got {sandbox.preset!r}).",
+            )
 
     def workflow(self, workflow: WorkflowBlock | None) -> None:
         if workflow is None:

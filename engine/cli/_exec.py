@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from engine.blueprint import SandboxSettings
     from sandbox import ExecutionResult, Sandbox
     from sandbox.channel import RpcHandler
+    from sandbox.env import Environment
 
 __all__ = ["register"]
 
@@ -50,9 +52,24 @@ def _bridge(toolkit_refs: list[str], session: str) -> RpcHandler | None:
         raise _UsageError(str(exc)) from None
 
 
-def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str) -> Sandbox:
+_Declared = tuple["SandboxSettings", "Environment | None"]
+
+
+def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, declared: _Declared | None = None) -> Sandbox:
     import sandbox
 
+    if declared is not None:
+        from engine.agent.sandboxes import limits_for, make_sandbox
+
+        settings, env = declared
+        return make_sandbox(
+            "docker" if kind == "docker" else "subprocess",
+            handler=bridge,
+            limits=limits_for(settings),
+            imports=settings.imports if kind == "subprocess" else (),
+            env=env,
+            isolation="process" if isolation == "process" else "bwrap",
+        )
     if kind == "subprocess":
         return sandbox.SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
     docker_cls = getattr(sandbox, "DockerSandbox", None)
@@ -63,9 +80,16 @@ def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str) -> Sandb
 
 
 async def _run(
-    code: str, *, kind: str, bridge: RpcHandler | None, isolation: str, variables: dict[str, Any], timeout: float
+    code: str,
+    *,
+    kind: str,
+    bridge: RpcHandler | None,
+    isolation: str,
+    variables: dict[str, Any],
+    timeout: float,
+    declared: _Declared | None = None,
 ) -> ExecutionResult:
-    box = _make_sandbox(kind, bridge, isolation)
+    box = _make_sandbox(kind, bridge, isolation, declared)
     async with box:
         return await box.execute(code, variables=variables, deadline=timeout)
 
@@ -80,6 +104,7 @@ async def _run_in_session(
     bridge: RpcHandler | None,
     isolation: str,
     timeout: float,
+    declared: _Declared | None = None,
 ) -> ExecutionResult:
     """One round of ``session``: variables restored from the store, the round recorded in it."""
     from engine.replay import sandbox_note, session_hash_seed
@@ -102,7 +127,7 @@ async def _run_in_session(
                 await store.create_session(meta)
             variables = await store.variables(session)
             started = time.time()
-            box = _make_sandbox(kind, bridge, isolation)
+            box = _make_sandbox(kind, bridge, isolation, declared)
             box.hash_seed = session_hash_seed(meta.extra.get("sandbox"))
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
@@ -126,12 +151,28 @@ async def _run_in_session(
                 variables=result.variables,
                 uncaptured=tuple(u.to_json() for u in result.uncaptured),
                 nondeterminism=result.nondeterminism or {},
+                artifacts=tuple(a.to_json(with_data=True) for a in result.artifacts),
             )
             await store.append_round(record, segments=[], variables=result.variables)
             await store.update_session(session, extra={**meta.extra, "sandbox": note})
             return result
     finally:
         await store.close()
+
+
+def _declared_settings(path: Path, allow: bool) -> SandboxSettings:
+    """The sandbox ``path`` declares (validated, accepted only with ``--allow-sandbox-declaration``)."""
+    from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from engine.errors import BlueprintFactoryError, BlueprintLoadError
+
+    try:
+        loaded = load_path(path)
+    except BlueprintLoadError as exc:
+        raise _UsageError(format_load_error(exc)) from None
+    try:
+        return AgentFactory().sandbox_settings(loaded, HostContext(allow_sandbox_declaration=allow))
+    except BlueprintFactoryError as exc:
+        raise _UsageError(format_factory_error(exc)) from None
 
 
 def _print_human(result: ExecutionResult) -> None:
@@ -147,6 +188,11 @@ def _print_human(result: ExecutionResult) -> None:
         sys.stderr.write(f"control signal: {json.dumps(result.control, default=str)}\n")
     for item in result.uncaptured:
         sys.stderr.write(f"not captured: {item.name} ({item.type}): {item.reason}\n")
+    for art in result.artifacts:
+        if art.refused is None:
+            sys.stderr.write(f"artifact: {art.name} ({art.mime}, {art.size} bytes)\n")
+        else:
+            sys.stderr.write(f"artifact refused: {art.name} ({art.refused})\n")
 
 
 def _exit_code(result: ExecutionResult) -> int:
@@ -160,8 +206,13 @@ def _exit_code(result: ExecutionResult) -> int:
 def exec_command(
     file: Annotated[Path, typer.Argument(help="The Python file to run as one round.", show_default=False)],
     sandbox_kind: Annotated[
-        str, typer.Option("--sandbox", help="Backend: subprocess (bubblewrap) or docker.", metavar="subprocess|docker")
-    ] = "subprocess",
+        str | None,
+        typer.Option(
+            "--sandbox",
+            help="Backend: subprocess (bubblewrap, the default) or docker; overrides the blueprint's.",
+            metavar="subprocess|docker",
+        ),
+    ] = None,
     toolkit: Annotated[
         list[str] | None, typer.Option("--toolkit", help="A toolkit to grant, MODULE:OBJECT (repeatable).")
     ] = None,
@@ -172,7 +223,10 @@ def exec_command(
     store: Annotated[
         str | None, typer.Option("--store", help="Session store URL (default: CODEACT_STORE or ~/.codeact).")
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Wall-clock deadline in seconds.")] = 10.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Wall-clock deadline in seconds (default: the blueprint's, else 10)."),
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the ExecutionResult as one JSON object.")] = False,
     isolation: Annotated[
         str,
@@ -180,15 +234,31 @@ def exec_command(
             "--isolation", help="subprocess only: bwrap (default) or process (explicitly weaker, no namespaces)."
         ),
     ] = "bwrap",
+    blueprint: Annotated[
+        Path | None,
+        typer.Option("--blueprint", help="Run in the sandbox this blueprint declares (backend, packages, limits)."),
+    ] = None,
+    allow_sandbox_declaration: Annotated[
+        bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
+    ] = False,
+    artifacts: Annotated[
+        Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
+    ] = None,
 ) -> None:
     """Run FILE.py as one round in the sandbox (exit 0 ok, 1 raised, 2 usage, 3 sandbox/deadline)."""
     from sandbox import SandboxError
 
+    declared: _Declared | None = None
     try:
-        if sandbox_kind not in ("subprocess", "docker"):
+        if sandbox_kind not in (None, "subprocess", "docker"):
             raise _UsageError(f"--sandbox must be 'subprocess' or 'docker', got {sandbox_kind!r}")
         if isolation not in ("bwrap", "process"):
             raise _UsageError(f"--isolation must be 'bwrap' or 'process', got {isolation!r}")
+        settings = _declared_settings(blueprint, allow_sandbox_declaration) if blueprint is not None else None
+        kind = sandbox_kind or (settings.backend if settings is not None else None) or "subprocess"
+        if timeout is None:
+            declared_timeout = settings.limits.timeout_seconds if settings is not None else None
+            timeout = float(declared_timeout) if declared_timeout is not None else 10.0
         if not timeout > 0:
             raise _UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
         try:
@@ -209,9 +279,21 @@ def exec_command(
     from engine.errors import StoreError
 
     try:
+        if settings is not None:
+            from engine.agent.sandboxes import declared_environment
+
+            declared = (settings, declared_environment(settings, "docker" if kind == "docker" else "subprocess"))
         if session is None:
             result = asyncio.run(
-                _run(code, kind=sandbox_kind, bridge=bridge, isolation=isolation, variables={}, timeout=timeout)
+                _run(
+                    code,
+                    kind=kind,
+                    bridge=bridge,
+                    isolation=isolation,
+                    variables={},
+                    timeout=timeout,
+                    declared=declared,
+                )
             )
         else:
             result = asyncio.run(
@@ -220,10 +302,11 @@ def exec_command(
                     name=file.name,
                     session=session,
                     store_url=store,
-                    kind=sandbox_kind,
+                    kind=kind,
                     bridge=bridge,
                     isolation=isolation,
                     timeout=timeout,
+                    declared=declared,
                 )
             )
     except (SandboxError, StoreError) as exc:
@@ -234,6 +317,15 @@ def exec_command(
         typer.echo(f"codeact exec: {what} failed: {exc}", err=True)
         raise typer.Exit(EXIT_SANDBOX) from None
 
+    if artifacts is not None and result.artifacts:
+        from engine.cli._artifacts import write_artifacts
+
+        try:
+            written = write_artifacts(artifacts, [a.to_json(with_data=True) for a in result.artifacts])
+        except OSError as exc:
+            typer.echo(f"codeact exec: cannot write the artifacts to {str(artifacts)!r}: {exc}", err=True)
+        else:
+            typer.echo(f"{len(written)} artifact(s) written to {artifacts}", err=True)
     if json_output:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, default=str))
     else:

@@ -105,6 +105,9 @@ def run_command(
     approve_all: Annotated[bool, typer.Option("--approve-all", help="Approve every approval request.")] = False,
     deny_all: Annotated[bool, typer.Option("--deny-all", help="Deny every approval request.")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    artifacts: Annotated[
+        Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
+    ] = None,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
@@ -166,6 +169,7 @@ def run_command(
             spinner=spinner,
             again=again,
             resume=resume,
+            artifacts=artifacts,
         )
     )
     raise typer.Exit(code)
@@ -242,6 +246,7 @@ def _build(
         )
     except BlueprintFactoryError as exc:
         raise _Usage(format_factory_error(exc)) from None
+    _prepare_environment(spec, sandbox)
     factory = default_sandbox_factory(backend=sandbox, isolation=isolation)  # type: ignore[arg-type]
     return Agent(
         spec,
@@ -254,6 +259,18 @@ def _build(
     )
 
 
+def _prepare_environment(spec: Any, backend: str | None) -> None:
+    """Build the declared environment now, with progress on stderr, so the run starts on a cache hit."""
+    from engine.agent.sandboxes import declared_environment
+    from sandbox.errors import EnvironmentBuildError
+
+    chosen = backend or spec.sandbox.backend or "subprocess"
+    try:
+        declared_environment(spec.sandbox, "docker" if chosen == "docker" else "subprocess")
+    except EnvironmentBuildError as exc:
+        raise _Usage(f"Sandbox environment error [{exc.code}]: {exc.message}") from None
+
+
 async def _drive(
     agent: Any,
     input: str,
@@ -264,11 +281,13 @@ async def _drive(
     spinner: _Spinner,
     again: str,
     resume: str = "",
+    artifacts: Path | None = None,
 ) -> int:
-    from engine.events import RunCompleted, RunFailed, RunStarted, render_event
+    from engine.events import ArtifactCreated, RunCompleted, RunFailed, RunStarted, render_event
 
     last: Event | None = None
     session_id = session
+    produced: set[tuple[int, str]] = set()
     status = None if json_output or not console.is_terminal else console.status("working...", spinner="dots")
     spinner.status = status
     interrupted = False
@@ -279,6 +298,8 @@ async def _drive(
             last = event
             if isinstance(event, RunStarted):
                 session_id = event.session_id
+            if isinstance(event, ArtifactCreated) and event.refused is None:
+                produced.add((event.round, event.name))
             if json_output:
                 sys.stdout.write(event.to_json_line() + "\n")
                 sys.stdout.flush()
@@ -293,6 +314,8 @@ async def _drive(
     finally:
         if status is not None:
             status.stop()
+        if artifacts is not None and produced and session_id is not None:
+            await _write_run_artifacts(agent.store, session_id, produced, artifacts, console)
         await agent.store.close()
         await agent.model.aclose()
     if interrupted:
@@ -321,6 +344,22 @@ async def _drive(
     if isinstance(last, RunFailed):
         return EXIT_FAILED
     return EXIT_FAILED
+
+
+async def _write_run_artifacts(
+    store: Any, session_id: str, produced: set[tuple[int, str]], directory: Path, console: Any
+) -> None:
+    """Write the artifacts this run produced (read back from the session's round records) to ``directory``."""
+    from engine.cli._artifacts import write_artifacts
+
+    rounds = await store.rounds(session_id)
+    chosen = [a for r in rounds for a in r.artifacts if (r.index, a.get("name")) in produced]
+    try:
+        written = write_artifacts(directory, chosen)
+    except OSError as exc:
+        console.print(f"cannot write the artifacts to {directory}: {exc}", markup=False, highlight=False)
+        return
+    console.print(f"{len(written)} artifact(s) written to {directory}", markup=False, highlight=False)
 
 
 def _answer_text(answer: Any) -> str:

@@ -1,15 +1,24 @@
-"""``codeact sandbox ...``: maintenance of the sandbox backends (``gc`` removes what crashed hosts left)."""
+"""``codeact sandbox ...``: maintenance of the sandbox backends.
+
+``gc`` removes what crashed hosts left (containers, runtimes, directories); ``build`` / ``list`` / ``prune`` manage the cached environments a
+blueprint's ``sandbox.packages`` / ``sandbox.preset`` declare (``sandbox.env``).
+
+Exit status of ``build``: 0 built (or already cached), 2 usage or blueprint error, 3 the build failed.
+``list`` and ``prune``: 0.
+"""
 
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 _sandbox_app = typer.Typer(
     name="sandbox",
-    help="Maintain the sandbox backends (containers, runtimes and directories left behind by crashed hosts).",
+    help="Maintain the sandbox backends: cached environments (build/list/prune) and leftovers of crashed hosts (gc).",
     no_args_is_help=True,
 )
 
@@ -59,6 +68,149 @@ def gc(
 
 
 _KINDS = {"runtime": "runtime process", "socket_dir": "bridge socket directory", "work_dir": "work directory"}
+
+
+@_sandbox_app.command("build")
+def build(
+    blueprint: Annotated[Path, typer.Argument(help="The blueprint whose sandbox block declares packages.")],
+    backend: Annotated[
+        str | None, typer.Option("--sandbox", help="Build for subprocess or docker (default: the blueprint's).")
+    ] = None,
+    index_url: Annotated[
+        str | None, typer.Option("--index-url", help="A package index replacing the host's pip configuration.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the environment as one JSON object.")] = False,
+) -> None:
+    """Build (or find in the cache) the environment BLUEPRINT declares, showing progress."""
+    from engine.agent.sandboxes import declared_environment
+    from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from engine.errors import BlueprintFactoryError, BlueprintLoadError
+    from sandbox.errors import EnvironmentBuildError
+
+    if backend not in (None, "subprocess", "docker"):
+        typer.echo(f"codeact sandbox build: --sandbox must be 'subprocess' or 'docker', got {backend!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        loaded = load_path(blueprint)
+        block = loaded.sandbox
+        own_imports = frozenset(i.strip() for i in (block.imports or []) if i) if block is not None else frozenset()
+        # Building runs none of the model's code: the user asked for it, so the declaration is accepted here.
+        host = HostContext(allow_sandbox_declaration=True, allowed_imports=own_imports)
+        settings = AgentFactory().sandbox_settings(loaded, host)
+    except BlueprintLoadError as exc:
+        typer.echo(format_load_error(exc), err=True)
+        raise typer.Exit(2) from None
+    except BlueprintFactoryError as exc:
+        typer.echo(format_factory_error(exc), err=True)
+        raise typer.Exit(2) from None
+    if not settings.packages and settings.preset is None:
+        typer.echo(
+            f"codeact sandbox build: {str(blueprint)!r} declares no sandbox.packages or sandbox.preset; "
+            "nothing to build",
+            err=True,
+        )
+        raise typer.Exit(2)
+    chosen = backend or settings.backend or "subprocess"
+    import os
+
+    if index_url:
+        os.environ["CODEACT_ENV_INDEX_URL"] = index_url
+    started = time.perf_counter()
+    try:
+        env = declared_environment(settings, "docker" if chosen == "docker" else "subprocess")
+    except EnvironmentBuildError as exc:
+        if as_json:
+            typer.echo(
+                json.dumps({"ok": False, "error": {"code": exc.code, "message": exc.message, "package": exc.package}})
+            )
+        typer.echo(f"codeact sandbox build: {exc.message}", err=True)
+        raise typer.Exit(3) from None
+    assert env is not None  # noqa: S101 - packages or a preset are declared
+    elapsed = time.perf_counter() - started
+    where = env.image if env.image is not None else str(env.site)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "ok": True,
+                    "key": env.key,
+                    "backend": env.backend,
+                    "label": env.label,
+                    "built": env.built,
+                    "where": where,
+                    "modules": sorted(env.modules),
+                    "seconds": round(elapsed, 3),
+                }
+            )
+        )
+        return
+    state = "built" if env.built else "cached"
+    typer.echo(f"{state}: {env.key} ({env.backend}, {env.label}) -> {where}")
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _ago(ts: float) -> str:
+    delta = max(time.time() - ts, 0)
+    if delta < 120:
+        return f"{delta:.0f} s ago"
+    if delta < 7200:
+        return f"{delta / 60:.0f} min ago"
+    if delta < 172800:
+        return f"{delta / 3600:.0f} h ago"
+    return f"{delta / 86400:.0f} days ago"
+
+
+@_sandbox_app.command("list")
+def list_(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the environments as one JSON array.")] = False,
+) -> None:
+    """List cached sandbox environments: what they hold, size, last use."""
+    from sandbox.env import cache_root, list_environments
+
+    entries = list_environments()
+    if as_json:
+        typer.echo(json.dumps([e.to_json() for e in entries]))
+        return
+    if not entries:
+        typer.echo(f"no cached sandbox environments in {cache_root()}")
+        return
+    for e in entries:
+        where = e.image or str(e.path)
+        typer.echo(
+            f"{e.key}  {e.backend:<10} {_size(e.size_bytes):>10}  used {_ago(e.last_used):<14} "
+            f"py{e.python}  {e.label}  [{where}]"
+        )
+    typer.echo(f"{len(entries)} environments, {_size(sum(e.size_bytes for e in entries))} in {cache_root()}")
+
+
+@_sandbox_app.command("prune")
+def prune(
+    keys: Annotated[list[str] | None, typer.Argument(help="Only these environment keys (prefixes).")] = None,
+    unused_days: Annotated[
+        float | None, typer.Option("--unused-days", help="Only environments not used for this many days.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the removed environments as one JSON array.")] = False,
+) -> None:
+    """Remove cached sandbox environments (all, or those named, or those unused for --unused-days)."""
+    from sandbox.env import prune_environments
+
+    removed = prune_environments(
+        keys=tuple(keys or ()), unused_for_s=unused_days * 86400 if unused_days is not None else None
+    )
+    if as_json:
+        typer.echo(json.dumps([e.to_json() for e in removed]))
+        return
+    for e in removed:
+        typer.echo(f"removed {e.key} ({e.backend}, {e.label}, {_size(e.size_bytes)}, used {_ago(e.last_used)})")
+    typer.echo(f"{len(removed)} environments removed, {_size(sum(e.size_bytes for e in removed))} freed")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -151,8 +152,11 @@ def show_session(
     session: Annotated[str, typer.Argument(help="The session id.", show_default=False)],
     store: Annotated[str | None, _STORE_OPTION] = None,
     as_json: Annotated[bool, _JSON_OPTION] = False,
+    artifacts: Annotated[
+        Path | None, typer.Option("--artifacts", help="Write the session's artifacts (outputs/ files) to this folder.")
+    ] = None,
 ) -> None:
-    """Show a session: its metadata, then each round's code, tool calls, output, error and variables."""
+    """Show a session: its metadata, then each round's code, tool calls, output, error, variables, artifacts."""
 
     async def read(opened: Store) -> _Shown | None:
         problems: list[CorruptRecordError] = []
@@ -183,10 +187,22 @@ def show_session(
         _fail(f"session {session!r} not found in {url}", exit_code=1)
     meta = shown.meta
     out = Console(soft_wrap=True)
+    if artifacts is not None:
+        from engine.cli._artifacts import write_artifacts
+
+        written = write_artifacts(artifacts, [a for e in shown.entries if e.record is not None for a in e.record.artifacts])
+        Console(stderr=True, soft_wrap=True).print(f"{len(written)} artifacts written to {artifacts}")
     if as_json:
         data: dict[str, Any] = {
             "session": meta.to_json() if meta is not None else None,
-            "rounds": [e.record.to_json() for e in shown.entries if e.record is not None and e.trusted],
+            "rounds": [
+                {
+                    **e.record.to_json(),
+                    "artifacts": [{k: v for k, v in a.items() if k != "data_b64"} for a in e.record.artifacts],
+                }
+                for e in shown.entries
+                if e.record is not None and e.trusted
+            ],
             "variables": shown.variables,
         }
         if shown.problems:
@@ -351,6 +367,13 @@ def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
             out.print(change)
     for item in record.uncaptured:
         out.print(Text(f"    ! {item.get('name')} ({item.get('type')}) not captured: {item.get('reason')}", "yellow"))
+    if record.artifacts:
+        out.print(Text("  artifacts:", style="bold"))
+        for art in record.artifacts:
+            if art.get("refused") is None:
+                out.print(Text(f"    {art.get('name')} ({art.get('mime')}, {art.get('size')} bytes)", style="green"))
+            else:
+                out.print(Text(f"    ! {art.get('name')} refused: {art.get('refused')}", style="yellow"))
 
 
 def _print_code(out: Console, code: str) -> None:

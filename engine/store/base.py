@@ -172,7 +172,7 @@ class SessionMeta:
         return replace(self, **changes, updated_at=time.time())
 
 
-_TUPLE_FIELDS = ("segment_ids", "calls", "uncaptured")
+_TUPLE_FIELDS = ("segment_ids", "calls", "uncaptured", "artifacts")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +205,8 @@ class RoundRecord:
         nondeterminism: What the code read from the clock and the system's randomness
             (``ExecutionResult.nondeterminism``: the round's random seed and the reads, in order), fed
             back by replay; empty when the round ran no code or was recorded before this existed.
+        artifacts: Files the round wrote into ``outputs/``: ``{"name", "mime", "size", "refused",
+            "data_b64"}`` (``refused`` set and no content when over a size cap).
     """
 
     session_id: str
@@ -228,6 +230,7 @@ class RoundRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     nondeterminism: dict[str, Any] = field(default_factory=dict)
+    artifacts: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (tuples become lists)."""

@@ -246,6 +246,8 @@ class DockerSandbox(Sandbox):
         cpus: CPU quota in CPUs (default 1.0).
         image: The image to run (default :func:`sandbox.image.image_tag`, built by ``make sandbox-image``).
         session_id: The ``org.codeact.session`` label (default: the bridge's ``session_id``, else a random id).
+        sys_path: Directories the runtime appends to ``sys.path`` (a declared environment's
+            ``/opt/codeact/env``, baked into ``image``).
 
     Raises:
         SandboxImageMissingError: (on first start) the image is not built.
@@ -264,6 +266,7 @@ class DockerSandbox(Sandbox):
         cpus: float = 1.0,
         image: str | None = None,
         session_id: str | None = None,
+        sys_path: tuple[str, ...] = (),
     ) -> None:
         if not 0 < cpus <= 64:
             raise ValueError(f"cpus must be in (0, 64], got {cpus}")
@@ -276,6 +279,7 @@ class DockerSandbox(Sandbox):
         self.cpus = cpus
         self.image = image
         self.session_id = session_id or session_of(bridge) or uuid.uuid4().hex
+        self.sys_path = tuple(sys_path)
         self._client: Any = None
         self._client_lock: asyncio.Lock | None = None
 
@@ -334,7 +338,13 @@ class DockerSandbox(Sandbox):
         uid, _ = spec.user
         channel = await Channel.open(self.bridge, socket_uid=uid if os.geteuid() == 0 else None)
         rlimits = {k: v for k, v in self.limits.rlimits().items() if k != "NPROC"}  # pids cgroup instead
-        config = {"socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}", "token": channel.token, "rlimits": rlimits}
+        config: dict[str, Any] = {
+            "socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}",
+            "token": channel.token,
+            "rlimits": rlimits,
+        }
+        if self.sys_path:
+            config["sys_path"] = list(self.sys_path)
         flags, seed_env = self.interpreter()
         # The token travels in a file of the private bridge directory that the channel deletes as
         # soon as the runtime authenticates: never in the environment (/proc/1/environ) or argv.

@@ -204,6 +204,9 @@ class Runtime:
         self._proxy = proxy
         self.bridge = bridge
         self.proxies = proxy.build_proxies(manifest, bridge, codec.encode)
+        import sandbox.runtime.artifacts as artifacts
+
+        self._outputs = artifacts.prepare()  # outputs/ and the headless matplotlib backend
         self._loop: asyncio.AbstractEventLoop | None = None
         import sandbox.runtime.nondet as nondet
 
@@ -341,6 +344,10 @@ class Runtime:
             )
         except MemoryError:
             variables, lost, error = self._capture_short_of_memory(g, defs, baseline, caps, error, code, source)
+        try:
+            produced = self._outputs.collect(limits)
+        except Exception as exc:  # the round's result matters more than its files
+            produced = [{"name": "outputs/", "size": 0, "refused": f"could not be collected: {exc}"[:500]}]
         uncaptured.extend(_uncaptured_json(lost))
         return {
             "stdout": stdout.getvalue(),
@@ -349,6 +356,7 @@ class Runtime:
             "variables": variables,
             "uncaptured": uncaptured,
             "control": control,
+            "artifacts": produced,
             "duration_s": round(time.perf_counter() - started, 6),
             "nondeterminism": nondeterminism,
         }
@@ -545,6 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     config = _read_config(sys.argv[1:] if argv is None else argv)
     from sandbox.runtime import protocol, proxy
 
+    for entry in config.get("sys_path") or ():
+        # A declared environment's packages (mounted read-only); after the stdlib, so they cannot shadow it.
+        if isinstance(entry, str) and entry not in sys.path:
+            sys.path.append(entry)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(config["socket"]))
     runtime_bridge = proxy.Bridge(sock)

@@ -12,6 +12,7 @@ from engine.errors import CodeactError
 from engine.events import (
     EVENT_TYPES,
     ActionRequested,
+    ArtifactCreated,
     CodeCompleted,
     CodeStarted,
     Event,
@@ -40,6 +41,10 @@ SAMPLES: list[tuple[type[Event], dict[str, Any]]] = [
     (CodeStarted, {"round": 1, "code": "x = 1"}),
     (CodeCompleted, {"round": 1, "stdout": "1\n", "variables_changed": ("x", "y"), "duration_s": 0.01}),
     (StateUpdated, {"round": 1, "changed": {"x": 1}, "removed": ("old",), "uncaptured": ({"name": "f"},)}),
+    (
+        ArtifactCreated,
+        {"round": 1, "session_id": "s1", "name": "chart.png", "mime": "image/png", "size": 10, "uri": "codeact://x"},
+    ),
     (ActionRequested, {"request_id": "r1", "toolkit": "devops", "operation": "deploy", "arguments": {"app": "a"}}),
     (RunCompleted, {"answer": "3 deployments failed", "reason": "finished", "rounds": 4}),
     (RunFailed, {"error": {"code": "store.unavailable", "message": "Redis at ... is unreachable"}, "rounds": 2}),
@@ -58,6 +63,7 @@ def test_every_protocol_event_has_a_class() -> None:
             "tool.call.completed",
             "code.started",
             "code.completed",
+            "artifact.created",
             "state.updated",
             "action.requested",
             "run.completed",
@@ -122,8 +128,9 @@ def test_unknown_keys_are_ignored_for_forward_compatibility() -> None:
     ("data", "message"),
     [
         pytest.param(
-            {"type": "artifact.created", "run_id": "r"},
-            "unknown event type 'artifact.created'; known types: ['action.requested', 'code.completed', "
+            {"type": "artifact.deleted", "run_id": "r"},
+            "unknown event type 'artifact.deleted'; known types: ['action.requested', 'artifact.created', "
+            "'code.completed', "
             "'code.started', 'message.completed', 'message.delta', 'round.started', 'run.completed', "
             "'run.failed', 'run.started', 'segment.created', 'state.updated', 'tool.call.completed', "
             "'tool.call.started']",
@@ -181,6 +188,7 @@ def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
         "x = 1",
         "1",
         "variables: x, y",
+        "artifact: chart.png (image/png, 10 bytes)",
         '? approval needed: devops.deploy(app="a")',
         "✔ finished after 4 rounds",
         "✖ [store.unavailable] Redis at ... is unreachable",

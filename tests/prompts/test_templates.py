@@ -116,6 +116,14 @@ CASES = [
     ),
     pytest.param("reply_error.j2", {"reason": "truncated", "continued": 2}, id="reply_error-truncated"),
     pytest.param("reply_continue.j2", {}, id="reply_continue"),
+    pytest.param(
+        "artifacts.j2",
+        {
+            "kept": [{"name": "chart.png", "mime": "image/png", "size": 20480}],
+            "refused": [{"name": "big.csv", "reason": "9000000 bytes is over the 2097152-byte limit per file"}],
+        },
+        id="artifacts",
+    ),
     pytest.param("reply_error.j2", {"reason": "empty"}, id="reply_error-empty"),
     pytest.param(
         "reply_error.j2",

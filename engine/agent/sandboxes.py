@@ -1,0 +1,87 @@
+"""Building the sandbox a spec declares: backend, limits, import policy and declared environment.
+
+One place turns :class:`~engine.blueprint.SandboxSettings` into a running configuration, for
+``codeact run`` (through :func:`engine.agent.default_sandbox_factory`) and ``codeact exec
+--blueprint`` alike. The declared packages (``sandbox.packages`` / ``sandbox.preset``) are built
+(or found in the cache) by :mod:`sandbox.env`; their top-level modules widen the import policy,
+because a host that accepted the declaration accepted those packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from engine.blueprint import SandboxSettings
+    from sandbox import Limits, RpcHandler, Sandbox
+    from sandbox.env import Environment
+
+__all__ = ["declared_environment", "limits_for", "make_sandbox"]
+
+Backend = Literal["subprocess", "docker"]
+
+
+def limits_for(settings: SandboxSettings) -> Limits:
+    """The sandbox ``Limits`` of ``sandbox.limits`` (unset fields keep the backend's defaults)."""
+    from sandbox import Limits
+
+    lim = settings.limits
+    overrides: dict[str, Any] = {}
+    if lim.timeout_seconds is not None:
+        overrides["wall_s"] = float(lim.timeout_seconds)
+    if lim.memory_mb is not None:
+        overrides["memory_bytes"] = int(lim.memory_mb) * 1024 * 1024
+    if lim.pids is not None:
+        overrides["processes"] = int(lim.pids)
+    if lim.output_bytes is not None:
+        overrides["output_bytes"] = int(lim.output_bytes)
+    return Limits(**overrides)
+
+
+def declared_environment(
+    settings: SandboxSettings, backend: Backend, *, progress: Callable[[str], None] | None = None
+) -> Environment | None:
+    """The environment ``settings`` declares on ``backend`` (built on first use), or None.
+
+    Raises:
+        EnvironmentBuildError: A package could not be installed (named, with pip's message).
+    """
+    if not settings.packages and settings.preset is None:
+        return None
+    from sandbox.env import EnvSpec, ensure_environment
+
+    spec = EnvSpec(packages=settings.packages, preset=settings.preset)
+    return ensure_environment(spec, backend=backend, progress=progress)
+
+
+def make_sandbox(
+    backend: Backend,
+    *,
+    handler: RpcHandler | None,
+    limits: Limits | None = None,
+    imports: tuple[str, ...] = (),
+    env: Environment | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+) -> Sandbox:
+    """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules."""
+    from sandbox import DockerSandbox, SubprocessSandbox
+    from sandbox.env import MOUNT_POINT
+    from sandbox.policy import Policy
+
+    modules = sorted(env.modules) if env is not None else []
+    if backend == "docker":
+        from sandbox.docker_sandbox import full_python_policy
+
+        # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
+        policy = full_python_policy().widen(*imports, *modules) if (modules or imports) else None
+        if env is not None and env.image is not None:
+            return DockerSandbox(limits=limits, bridge=handler, policy=policy, image=env.image, sys_path=(MOUNT_POINT,))
+        return DockerSandbox(limits=limits, bridge=handler, policy=policy)
+    return SubprocessSandbox(
+        limits=limits,
+        policy=Policy().widen(*imports, *modules),
+        bridge=handler,
+        isolation=isolation,
+        env_dir=str(env.site) if env is not None and env.site is not None else None,
+    )

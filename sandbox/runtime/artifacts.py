@@ -1,0 +1,165 @@
+"""Artifacts: files the code writes into ``outputs/`` come back to the host with the round.
+
+Runs INSIDE the sandbox (standard library only). The runtime creates ``outputs/`` in its working
+directory when it starts; at the end of each round it
+
+1. saves every matplotlib figure still open as ``outputs/figure-N.png`` and closes it (figures the
+   code showed with ``plt.show()`` were saved at that moment by :mod:`sandbox.runtime.mpl_backend`,
+   the headless backend ``MPLBACKEND`` names);
+2. lists the regular files under ``outputs/`` that are new or changed since the last round;
+3. sends each one (base64) within the per-file and per-round byte caps of the ``execute`` request's
+   ``limits``; a file over a cap is REFUSED with a note (name, size, reason), never dropped silently.
+
+The host checks every entry again (names, sizes, content) and decides the MIME type itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+from typing import Any, Final
+
+__all__ = ["OUTPUTS_DIR", "Outputs", "outputs", "prepare", "save_open_figures"]
+
+OUTPUTS_DIR: Final = "outputs"
+_MAX_FILES: Final = 64
+_DEFAULT_FILE_BYTES: Final = 2 * 1024 * 1024
+_DEFAULT_ROUND_BYTES: Final = 4 * 1024 * 1024
+
+_current: Outputs | None = None
+
+
+class Outputs:
+    """The ``outputs/`` folder of one runtime and what the host has already been sent.
+
+    Args:
+        root: The folder (absolute).
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._sent: dict[str, tuple[int, int]] = {}
+        self._figures = 0
+
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+            for filename in sorted(filenames):
+                path = os.path.join(dirpath, filename)
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if not _is_regular(st.st_mode):
+                    continue
+                found[os.path.relpath(path, self.root)] = (st.st_size, st.st_mtime_ns)
+                if len(found) > 4 * _MAX_FILES:
+                    return found
+        return found
+
+    def save_figures(self) -> None:
+        """Save each open matplotlib figure as ``figure-N.png`` and close it (no-op without pyplot)."""
+        pyplot = sys.modules.get("matplotlib.pyplot")
+        if pyplot is None:
+            return
+        try:
+            numbers = list(pyplot.get_fignums())
+        except Exception:
+            return
+        for number in numbers:
+            try:
+                figure = pyplot.figure(number)
+                self._figures += 1
+                os.makedirs(self.root, exist_ok=True)
+                figure.savefig(os.path.join(self.root, f"figure-{self._figures}.png"), format="png")
+            except Exception as exc:  # a broken figure must not break the round's result
+                sys.stderr.write(f"codeact: could not save figure {number}: {type(exc).__name__}: {exc}\n")
+            finally:
+                try:
+                    pyplot.close(number)
+                except Exception:
+                    pass
+
+    def collect(self, limits: dict[str, Any]) -> list[dict[str, Any]]:
+        """The round's artifacts: ``{"name", "size", "data"}`` or ``{"name", "size", "refused"}``."""
+        self.save_figures()
+        file_cap = _int(limits.get("artifact_bytes"), _DEFAULT_FILE_BYTES)
+        round_cap = _int(limits.get("round_artifact_bytes"), _DEFAULT_ROUND_BYTES)
+        now = self._scan()
+        changed = [name for name, sig in now.items() if self._sent.get(name) != sig]
+        self._sent = now
+        out: list[dict[str, Any]] = []
+        total = 0
+        for index, name in enumerate(changed):
+            size = now[name][0]
+            if index >= _MAX_FILES:
+                out.append({"name": name, "size": size, "refused": f"more than {_MAX_FILES} files in one round"})
+                continue
+            if size > file_cap:
+                reason = f"{size} bytes is over the {file_cap}-byte limit per file"
+                out.append({"name": name, "size": size, "refused": reason})
+                continue
+            if total + size > round_cap:
+                reason = f"the round's artifacts would exceed the {round_cap}-byte limit per round"
+                out.append({"name": name, "size": size, "refused": reason})
+                continue
+            try:
+                with open(os.path.join(self.root, name), "rb") as handle:
+                    data = handle.read(file_cap + 1)
+            except OSError as exc:
+                out.append({"name": name, "size": size, "refused": f"could not be read: {exc.strerror}"})
+                continue
+            if len(data) > file_cap:
+                out.append({"name": name, "size": len(data), "refused": f"over the {file_cap}-byte limit per file"})
+                continue
+            total += len(data)
+            out.append({"name": name, "size": len(data), "data": base64.b64encode(data).decode("ascii")})
+        return out
+
+
+def _is_regular(mode: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(mode)
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def prepare(cwd: str | None = None) -> Outputs:
+    """Create ``outputs/`` and select the headless matplotlib backend (before any user code runs)."""
+    global _current
+    root = os.path.join(os.path.abspath(cwd or os.getcwd()), OUTPUTS_DIR)
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError:
+        pass  # a read-only working directory: no artifacts, the round still runs
+    if _has_matplotlib():
+        os.environ.setdefault("MPLBACKEND", "module://sandbox.runtime.mpl_backend")
+        os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
+    _current = Outputs(root)
+    return _current
+
+
+def _has_matplotlib() -> bool:
+    """True when a declared environment provides matplotlib (the environment stays as it is otherwise)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def outputs() -> Outputs | None:
+    """The runtime's outputs folder, once :func:`prepare` ran."""
+    return _current
+
+
+def save_open_figures() -> None:
+    """Save and close the open figures now (``plt.show()`` under the headless backend)."""
+    if _current is not None:
+        _current.save_figures()
