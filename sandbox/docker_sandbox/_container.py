@@ -334,7 +334,12 @@ class DockerSandbox(Sandbox):
         uid, _ = spec.user
         channel = await Channel.open(self.bridge, socket_uid=uid if os.geteuid() == 0 else None)
         rlimits = {k: v for k, v in self.limits.rlimits().items() if k != "NPROC"}  # pids cgroup instead
-        config = {"socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}", "token": channel.token, "rlimits": rlimits}
+        config: dict[str, Any] = {
+            "socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}",
+            "token": channel.token,
+            "rlimits": rlimits,
+        }
+        config["reap_children"] = True  # the runtime is the container's pid 1: nothing outlives a round
         kwargs = spec.run_kwargs(
             bridge_dir=str(channel.directory), command=["python3", "-I", "-S", f"{_RUNTIME_MOUNT}/main.py"]
         )

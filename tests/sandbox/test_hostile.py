@@ -124,10 +124,13 @@ class Host:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes()
+                comm = (entry / "comm").read_bytes()  # a forked child renamed with prctl(PR_SET_NAME)
+                if (entry / "stat").read_bytes().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    continue  # dead, waiting to be collected: it runs nothing
             except OSError:
                 continue
-            if self.marker.encode() in cmdline and str(os.getpid()) != entry.name:
-                hits.append(f"{entry.name}: {cmdline!r}")
+            if (self.marker.encode() in cmdline or self.marker.encode() in comm) and str(os.getpid()) != entry.name:
+                hits.append(f"{entry.name}: {cmdline!r} ({comm.strip()!r})")
         return hits
 
 
@@ -262,7 +265,11 @@ async def test_hostile_case_is_contained(case: HostileCase, backend: Backend, ho
         result = await sandbox.execute(host.substitute(case.code), deadline=deadline)
         if not case.may_finish:
             assert result.status != "ok", f"{case.id}: the attack ran to the end: {result.stdout[:300]!r}"
+        if case.refused:
+            assert result.status == "error", f"{case.id}: not refused by a limit: {result.status} {result.error}"
         _assert_nothing_leaked(case, host, handler, result)
+        if case.round_reaps:
+            await _assert_no_survivors(host)  # the sandbox is still open: the round's end killed them
         await _assert_benign_round(sandbox, case)
     finally:
         if own:
