@@ -86,9 +86,12 @@ def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def default_sandbox_factory(
-    *, backend: Literal["subprocess", "docker"] | None = None, isolation: Literal["bwrap", "process"] = "bwrap"
+    *,
+    backend: Literal["subprocess", "docker"] | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] | None = None,
 ) -> SandboxFactory:
-    """A factory building the spec's sandbox (``backend`` overrides the blueprint's choice)."""
+    """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice)."""
 
     def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
         from sandbox import DockerSandbox, Limits, SubprocessSandbox
@@ -109,7 +112,7 @@ def default_sandbox_factory(
         chosen = backend or declared.backend or "subprocess"
         if chosen == "docker":
             # The container is the boundary: its default policy is full CPython with the whole stdlib.
-            return DockerSandbox(limits=limits, bridge=handler)
+            return DockerSandbox(limits=limits, bridge=handler, runtime=runtime or declared.runtime or "runc")
         return SubprocessSandbox(
             limits=limits, policy=Policy().widen(*declared.imports), bridge=handler, isolation=isolation
         )

@@ -358,6 +358,7 @@ class AgentFactory:
             else SandboxLimitSettings(),
             imports=imports,
             config=_frozen(block.config),
+            runtime=cast(Literal["runc", "gvisor"] | None, _trim(block.runtime)),
         )
 
     @staticmethod

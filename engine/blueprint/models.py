@@ -183,7 +183,7 @@ class SandboxLimits(_Block):
 class SandboxBlock(_Block):
     """``sandbox``: a declaration the host must accept explicitly."""
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"backend", "limits", "imports"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"backend", "limits", "imports", "runtime"})
 
     enabled: bool | None = None
     provider: str | None = None
@@ -192,6 +192,7 @@ class SandboxBlock(_Block):
     backend: str | None = None
     limits: SandboxLimits | None = None
     imports: list[str | None] | None = None
+    runtime: str | None = None
 
 
 class FimTokens(_Block):

@@ -179,6 +179,7 @@ class SandboxSettings:
         imports: Extra modules for the import allow-list, already checked against the host's
             ``allowed_imports`` (a blueprint cannot widen the policy by itself).
         config: Free-form sandbox configuration.
+        runtime: Docker backend only: ``runc`` or ``gvisor`` (gVisor's user-space kernel); None: runc.
     """
 
     declared: bool = False
@@ -188,6 +189,7 @@ class SandboxSettings:
     limits: SandboxLimitSettings = field(default_factory=SandboxLimitSettings)
     imports: tuple[str, ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
+    runtime: Literal["runc", "gvisor"] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

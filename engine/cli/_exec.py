@@ -50,7 +50,7 @@ def _bridge(toolkit_refs: list[str], session: str) -> RpcHandler | None:
         raise _UsageError(str(exc)) from None
 
 
-def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str) -> Sandbox:
+def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, runtime: str = "runc") -> Sandbox:
     import sandbox
 
     if kind == "subprocess":
@@ -58,14 +58,21 @@ def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str) -> Sandb
     docker_cls = getattr(sandbox, "DockerSandbox", None)
     if docker_cls is None:
         raise sandbox.SandboxError("the Docker sandbox backend is not available in this installation")
-    created: Sandbox = docker_cls(bridge=bridge)
+    created: Sandbox = docker_cls(bridge=bridge, runtime=runtime)
     return created
 
 
 async def _run(
-    code: str, *, kind: str, bridge: RpcHandler | None, isolation: str, variables: dict[str, Any], timeout: float
+    code: str,
+    *,
+    kind: str,
+    bridge: RpcHandler | None,
+    isolation: str,
+    variables: dict[str, Any],
+    timeout: float,
+    runtime: str = "runc",
 ) -> ExecutionResult:
-    box = _make_sandbox(kind, bridge, isolation)
+    box = _make_sandbox(kind, bridge, isolation, runtime)
     async with box:
         return await box.execute(code, variables=variables, deadline=timeout)
 
@@ -80,6 +87,7 @@ async def _run_in_session(
     bridge: RpcHandler | None,
     isolation: str,
     timeout: float,
+    runtime: str = "runc",
 ) -> ExecutionResult:
     """One round of ``session``: variables restored from the store, the round recorded in it."""
     from engine.replay import sandbox_note
@@ -102,7 +110,7 @@ async def _run_in_session(
                 await store.create_session(meta)
             variables = await store.variables(session)
             started = time.time()
-            box = _make_sandbox(kind, bridge, isolation)
+            box = _make_sandbox(kind, bridge, isolation, runtime)
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
                 note = sandbox_note(box, deadline_s=timeout)
@@ -178,6 +186,12 @@ def exec_command(
             "--isolation", help="subprocess only: bwrap (default) or process (explicitly weaker, no namespaces)."
         ),
     ] = "bwrap",
+    runtime: Annotated[
+        str,
+        typer.Option(
+            "--runtime", help="docker only: runc (default) or gvisor (gVisor's kernel between the code and the host)."
+        ),
+    ] = "runc",
 ) -> None:
     """Run FILE.py as one round in the sandbox (exit 0 ok, 1 raised, 2 usage, 3 sandbox/deadline)."""
     from sandbox import SandboxError
@@ -187,6 +201,10 @@ def exec_command(
             raise _UsageError(f"--sandbox must be 'subprocess' or 'docker', got {sandbox_kind!r}")
         if isolation not in ("bwrap", "process"):
             raise _UsageError(f"--isolation must be 'bwrap' or 'process', got {isolation!r}")
+        if runtime not in ("runc", "gvisor"):
+            raise _UsageError(f"--runtime must be 'runc' or 'gvisor', got {runtime!r}")
+        if runtime != "runc" and sandbox_kind != "docker":
+            raise _UsageError(f"--runtime {runtime} runs Docker containers: pass --sandbox docker")
         if not timeout > 0:
             raise _UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
         try:
@@ -209,7 +227,15 @@ def exec_command(
     try:
         if session is None:
             result = asyncio.run(
-                _run(code, kind=sandbox_kind, bridge=bridge, isolation=isolation, variables={}, timeout=timeout)
+                _run(
+                    code,
+                    kind=sandbox_kind,
+                    bridge=bridge,
+                    isolation=isolation,
+                    variables={},
+                    timeout=timeout,
+                    runtime=runtime,
+                )
             )
         else:
             result = asyncio.run(
@@ -222,6 +248,7 @@ def exec_command(
                     bridge=bridge,
                     isolation=isolation,
                     timeout=timeout,
+                    runtime=runtime,
                 )
             )
     except (SandboxError, StoreError) as exc:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
-from sandbox.errors import SandboxError
+from sandbox.errors import IsolationUnavailableError, SandboxError
 from sandbox.image import ensure_image, image_tag
 from sandbox.subprocess_sandbox import RUNTIME_DIR
 
@@ -54,6 +54,7 @@ class _ContainerSpec:
     tmp_bytes: int
     nofile: int
     file_bytes: int
+    runtime: str | None = None  # the engine's OCI runtime name ("runsc" for gVisor), None: the default
 
     @property
     def user(self) -> tuple[int, int]:
@@ -68,7 +69,21 @@ class _ContainerSpec:
 
         uid, gid = self.user
         tmpfs_opts = "rw,nosuid,nodev,noexec"
+        extra: dict[str, Any] = {"runtime": self.runtime} if self.runtime else {}
+        ulimits = [
+            Ulimit(name="core", soft=0, hard=0),
+            Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
+            Ulimit(name="fsize", soft=self.file_bytes, hard=self.file_bytes),
+        ]
+        if self.runtime == "runsc":
+            # gVisor: the container's pids cgroup would count the Sentry's own host threads (a guest
+            # fork storm then kills the whole sandbox); gVisor's kernel enforces RLIMIT_NPROC for the
+            # guest's non-root user instead, processes and threads alike.
+            ulimits.append(Ulimit(name="nproc", soft=self.pids, hard=self.pids))
+        else:
+            extra["pids_limit"] = self.pids
         return {
+            **extra,
             "image": self.image,
             "command": command,
             # Not auto_remove: a crashed container is inspected (OOMKilled, exit code) before the
@@ -85,16 +100,11 @@ class _ContainerSpec:
             "mem_limit": self.memory_bytes,
             "memswap_limit": self.memory_bytes,
             "nano_cpus": int(self.cpus * 1e9),
-            "pids_limit": self.pids,
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "user": f"{uid}:{gid}",
             "oom_score_adj": 1000,
-            "ulimits": [
-                Ulimit(name="core", soft=0, hard=0),
-                Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
-                Ulimit(name="fsize", soft=self.file_bytes, hard=self.file_bytes),
-            ],
+            "ulimits": ulimits,
             # Output written straight to fd 1/2 bypasses capture and lands in the engine's log:
             # cap it so a flood cannot fill the host's disk.
             "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
@@ -246,6 +256,10 @@ class DockerSandbox(Sandbox):
         cpus: CPU quota in CPUs (default 1.0).
         image: The image to run (default :func:`sandbox.image.image_tag`, built by ``make sandbox-image``).
         session_id: The ``org.codeact.session`` label (default: a random id).
+        runtime: ``"runc"`` (default: the engine's default runtime) or ``"gvisor"``: the strongest
+            setting, every container runs on gVisor's user-space kernel (the engine's ``runsc``
+            runtime, registered by ``scripts/services.sh up``). Never falls back to runc: when the
+            engine has no ``runsc`` runtime the first start raises ``IsolationUnavailableError``.
 
     Raises:
         SandboxImageMissingError: (on first start) the image is not built.
@@ -264,9 +278,12 @@ class DockerSandbox(Sandbox):
         cpus: float = 1.0,
         image: str | None = None,
         session_id: str | None = None,
+        runtime: Literal["runc", "gvisor"] = "runc",
     ) -> None:
         if not 0 < cpus <= 64:
             raise ValueError(f"cpus must be in (0, 64], got {cpus}")
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(sorted(RUNTIMES))}, got {runtime!r}")
         super().__init__(
             limits=limits if limits is not None else Limits(memory_bytes=_DEFAULT_MEMORY),
             policy=policy,
@@ -275,6 +292,7 @@ class DockerSandbox(Sandbox):
         )
         self.cpus = cpus
         self.image = image
+        self.runtime = runtime
         self.session_id = session_id or uuid.uuid4().hex
         self._client: Any = None
         self._client_lock: asyncio.Lock | None = None
@@ -290,7 +308,8 @@ class DockerSandbox(Sandbox):
     def isolation(self) -> str:
         """``docker(no-net,ro-root,caps-dropped,non-root)`` plus ``+restricted`` when the policy is on."""
         restricted = "+restricted" if self._policy is not None and self._policy.restricted else ""
-        return f"docker(no-net,ro-root,caps-dropped,non-root){restricted}"
+        kernel = "gvisor," if self.runtime == "gvisor" else ""
+        return f"docker({kernel}no-net,ro-root,caps-dropped,non-root){restricted}"
 
     def _spec(self) -> _ContainerSpec:
         limits = self.limits
@@ -305,6 +324,7 @@ class DockerSandbox(Sandbox):
             tmp_bytes=limits.disk_bytes,
             nofile=limits.open_files,
             file_bytes=limits.file_bytes,
+            runtime=RUNTIMES[self.runtime],
         )
 
     async def _docker(self) -> Any:
@@ -315,9 +335,13 @@ class DockerSandbox(Sandbox):
             if self._client is None:
                 tag = self.image or image_tag()
 
+                runtime = RUNTIMES[self.runtime]
+
                 def connect() -> Any:
                     client = _client()
                     try:
+                        if runtime is not None:
+                            _check_runtime(client, runtime)
                         with map_docker_errors("look up the sandbox image"):
                             ensure_image(client, tag)
                     except BaseException:
@@ -333,7 +357,9 @@ class DockerSandbox(Sandbox):
         spec = self._spec()
         uid, _ = spec.user
         channel = await Channel.open(self.bridge, socket_uid=uid if os.geteuid() == 0 else None)
-        rlimits = {k: v for k, v in self.limits.rlimits().items() if k != "NPROC"}  # pids cgroup instead
+        rlimits = self.limits.rlimits()
+        if self.runtime != "gvisor":
+            del rlimits["NPROC"]  # the pids cgroup instead
         config: dict[str, Any] = {
             "socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}",
             "token": channel.token,
@@ -421,6 +447,24 @@ class DockerSandbox(Sandbox):
 
 
 _DEFAULT_MEMORY: Final = 512 * _MiB
+
+RUNTIMES: Final[dict[str, str | None]] = {"runc": None, "gvisor": "runsc"}
+"""``DockerSandbox(runtime=...)`` -> the engine's OCI runtime name (None: the engine's default, runc)."""
+
+
+def _check_runtime(client: Any, runtime: str) -> None:
+    """Raise unless the engine has ``runtime`` registered: never fall back to runc silently."""
+    with map_docker_errors("list the Docker engine's runtimes"):
+        registered = client.info().get("Runtimes") or {}
+    if runtime not in registered:
+        raise IsolationUnavailableError(
+            f"the Docker engine has no {runtime!r} runtime (gVisor) registered (it has: "
+            f"{', '.join(sorted(registered)) or 'none'}); install it (`apt-get install runsc`) and register it "
+            f'in /etc/docker/daemon.json ("runtimes": {{"{runtime}": {{"path": "/usr/bin/runsc"}}}}), then reload '
+            "dockerd (`scripts/services.sh up` does all of this), or choose runtime runc"
+        )
+
+
 _START_POLL_S: Final = 0.5
 
 

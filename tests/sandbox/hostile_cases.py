@@ -45,8 +45,9 @@ class HostileCase:
             an output flood that is capped); the oracles still apply.
         exhausting: Runs under the short deadline.
         fresh: Needs its own sandbox, closed before the oracles run (background processes).
-        refused: A limit must refuse the attack early: the round ends with an error, not by the
-            deadline (fork bombs and spawn storms meet ``pids.max``, not the clock).
+        refused: A limit must refuse the attack early: the round ends with an error (or, in a
+            container, the memory limit's kill), not by the deadline (fork bombs and spawn storms
+            meet ``pids.max``/``RLIMIT_NPROC``, not the clock).
         round_reaps: Nothing the round started may be alive right after it, the sandbox still open.
     """
 
