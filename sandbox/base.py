@@ -154,6 +154,9 @@ class RuntimeWorker(abc.ABC):
     def cleanup(self) -> None:  # noqa: B027 - optional hook
         """Remove backend resources (work dirs, ...) after the runtime is gone."""
 
+    def reap(self) -> None:  # noqa: B027 - optional hook
+        """Kill the processes the last round started, sparing the runtime (after every round)."""
+
 
 class Sandbox(abc.ABC):
     """Runs one session's rounds; warm between rounds; replaced transparently when it dies.
@@ -517,6 +520,7 @@ class Sandbox(abc.ABC):
                 isolation=worker.isolation,
             )
         rpc_count = await channel.end_round()
+        worker.reap()
         return self._from_answer(started, answer, variables=variables, rpc_count=rpc_count, isolation=worker.isolation)
 
     async def _discard(self, worker: RuntimeWorker) -> None:

@@ -8,6 +8,13 @@ only the interpreter, the system libraries and the runtime, size-limited tmpfs f
 ``/tmp``, its own ``/proc`` and a minimal ``/dev``. The child runs ``python -I -S`` with an
 allow-listed environment, in its own session; the deadline kills the whole process group.
 
+Under all of that, one cgroup per runtime (``sandbox._cgroup``): ``pids.max``, a memory limit and a
+CPU quota for the runtime and everything it starts, which bind root too (``RLIMIT_NPROC`` does not).
+After every round the processes the round started are killed (nothing outlives a round); a kill
+(deadline, close) kills the whole cgroup. ``process_wall`` chooses: ``"auto"`` (default) requires the
+cgroup when the host runs as root and fails closed without it; ``"cgroup"`` always requires it;
+``"rlimits"`` is the explicitly weaker choice without it.
+
 ``isolation="process"`` is the explicitly weaker mode (no bubblewrap: rlimits, the environment
 allow-list and a private work dir only); it is never chosen silently.
 """
@@ -16,16 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from sandbox._cgroup import SandboxCgroup, cgroup_support
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.errors import IsolationUnavailableError, SandboxError
@@ -179,6 +189,20 @@ async def _check_bwrap(bwrap: str, limits: Limits) -> None:
         )
 
 
+@functools.cache
+def _cgroup_available() -> bool:
+    return cgroup_support() is None
+
+
+def _cgroup_choice(wall: str) -> bool:
+    """Whether runtimes get a cgroup: ``auto`` wants one as root (fails closed later) or when available."""
+    if wall == "rlimits":
+        return False
+    if wall == "cgroup" or os.geteuid() == 0:
+        return True
+    return _cgroup_available()
+
+
 def _consume(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
@@ -188,11 +212,19 @@ class _ProcessWorker(RuntimeWorker):
     """A runtime child process (bubblewrap's, or the interpreter itself in ``process`` mode)."""
 
     def __init__(
-        self, *, channel: Channel, isolation: str, proc: asyncio.subprocess.Process, work_dir: str | None
+        self,
+        *,
+        channel: Channel,
+        isolation: str,
+        proc: asyncio.subprocess.Process,
+        work_dir: str | None,
+        cgroup: SandboxCgroup | None = None,
     ) -> None:
         super().__init__(channel=channel, isolation=isolation)
         self.proc = proc
         self.work_dir = work_dir
+        self.cgroup = cgroup
+        self._keep: frozenset[int] = frozenset()  # the runtime's own processes (set once connected)
         self._stderr: deque[bytes] = deque()
         self._stderr_len = 0
         self._drain: asyncio.Task[None] | None = None
@@ -212,17 +244,28 @@ class _ProcessWorker(RuntimeWorker):
         """True once the child has been reaped."""
         return self.proc.returncode is not None
 
+    def mark_started(self) -> None:
+        """Record the processes that make up the runtime (before any code ran): spared by :meth:`reap`."""
+        if self.cgroup is not None:
+            self._keep = frozenset(self.cgroup.processes())
+
+    def reap(self) -> None:
+        """Kill every process the last round started (the runtime itself stays): nothing outlives a round."""
+        if self.cgroup is not None and self._keep and self.proc.returncode is None:
+            self.cgroup.kill(keep=self._keep)
+
     def kill(self) -> None:
-        """SIGKILL the child's whole process group (bubblewrap then tears down its pid namespace)."""
-        if self.proc.returncode is not None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        # Not proc.kill(): Popen.send_signal() polls first and would reap a child that just died,
-        # from under asyncio's child watcher (see cleanup()). Until that watcher reaps it, the
-        # pid cannot be reused, so signalling it directly is safe.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(self.proc.pid, signal.SIGKILL)
+        """SIGKILL the child's whole process group (bubblewrap then tears down its pid namespace) and its cgroup."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            # Not proc.kill(): Popen.send_signal() polls first and would reap a child that just died,
+            # from under asyncio's child watcher (see cleanup()). Until that watcher reaps it, the
+            # pid cannot be reused, so signalling it directly is safe.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+        if self.cgroup is not None:
+            self.cgroup.kill()
 
     async def wait_exit(self, timeout: float) -> None:
         """Wait until the child is reaped."""
@@ -282,6 +325,9 @@ class _ProcessWorker(RuntimeWorker):
                 transport.close()
         if self.work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.kill()
+            self.cgroup.remove()
 
 
 class SubprocessSandbox(Sandbox):
@@ -298,9 +344,15 @@ class SubprocessSandbox(Sandbox):
             (default: the bridge's ``session_id``).
         env_dir: A declared environment's package directory (``sandbox.env``), mounted read-only
             and put on the runtime's ``sys.path``; None: the standard library only.
+        process_wall: ``"auto"`` (default): a cgroup per runtime (``limits.processes`` as
+            ``pids.max``, ``limits.memory_bytes`` for all its processes together, ``cpus``), required
+            when the host runs as root (where ``RLIMIT_NPROC`` does not bind), used when available
+            otherwise; ``"cgroup"``: always required; ``"rlimits"``: no cgroup (explicitly weaker).
+        cpus: CPU quota of the cgroup, in CPUs (default 1.0).
 
     Raises:
-        IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test.
+        IsolationUnavailableError: (on first start) bubblewrap is missing or fails its self-test, or
+            the cgroup is required and cannot be created.
     """
 
     backend: ClassVar[Literal["subprocess", "docker"]] = "subprocess"
@@ -316,25 +368,45 @@ class SubprocessSandbox(Sandbox):
         bwrap: str | None = None,
         session_id: str | None = None,
         env_dir: str | None = None,
+        process_wall: Literal["auto", "cgroup", "rlimits"] = "auto",
+        cpus: float = 1.0,
     ) -> None:
         if isolation not in ("bwrap", "process"):
             raise ValueError(f"isolation must be 'bwrap' or 'process', got {isolation!r}")
+        if process_wall not in ("auto", "cgroup", "rlimits"):
+            raise ValueError(f"process_wall must be 'auto', 'cgroup' or 'rlimits', got {process_wall!r}")
+        if not 0 < cpus <= 64:
+            raise ValueError(f"cpus must be in (0, 64], got {cpus}")
         super().__init__(limits=limits, policy=policy, bridge=bridge, pool_size=pool_size)
         self._mode = isolation
         self._bwrap = bwrap
-            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
-            argv = bwrap_command(
-                bwrap, bridge_dir=str(channel.directory), limits=limits, command=command, env_dir=self.env_dir
-            )
-            env, cwd = {**_env(_WORK), **seed_env}, None
-            if self.env_dir:
-                config["sys_path"] = [_ENV_MOUNT]
+        self.session_id = session_id or session_of(bridge) or ""
+        """Named on the runtime's command line, for ``codeact sandbox gc``."""
+        self.env_dir = env_dir
+        self._wall = process_wall
+        self.cpus = cpus
+        self._use_cgroup = _cgroup_choice(process_wall)
 
     @property
     def isolation(self) -> str:
-        """``bwrap+rlimits[+restricted]`` or ``process+rlimits[+restricted]``."""
+        """``bwrap+cgroup+rlimits[+restricted]``; ``process`` for bwrap, no ``cgroup`` without one."""
         restricted = "+restricted" if self._policy is None or self._policy.restricted else ""
-        return f"{self._mode}+rlimits{restricted}"
+        cgroup = "+cgroup" if self._use_cgroup else ""
+        return f"{self._mode}{cgroup}+rlimits{restricted}"
+
+    def _new_cgroup(self) -> SandboxCgroup | None:
+        if not self._use_cgroup:
+            return None
+        try:
+            return SandboxCgroup.create(
+                pids=self.limits.processes, memory_bytes=self.limits.memory_bytes, cpus=self.cpus
+            )
+        except IsolationUnavailableError as exc:
+            if os.geteuid() == 0 or self._wall == "cgroup":
+                raise IsolationUnavailableError(
+                    f"the subprocess sandbox's process wall is unavailable: {exc}"
+                ) from None
+            raise  # pragma: no cover - _cgroup_choice() probed it
 
     def _find_bwrap(self) -> str:
         found = self._bwrap or shutil.which("bwrap") or shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin")
@@ -353,10 +425,14 @@ class SubprocessSandbox(Sandbox):
             await _check_bwrap(bwrap, limits)
             channel = await Channel.open(self.bridge)
             config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
-            argv = [executable, *flags, str(RUNTIME_DIR / "main.py"), *self._owner_args()]
-            env, cwd = {**_env(work_dir), **seed_env}, work_dir
+            config["reap_children"] = True  # its own pid namespace: the runtime kills the round's leftovers
+            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
+            argv = bwrap_command(
+                bwrap, bridge_dir=str(channel.directory), limits=limits, command=command, env_dir=self.env_dir
+            )
+            env, cwd = {**_env(_WORK), **seed_env}, None
             if self.env_dir:
-                config["sys_path"] = [self.env_dir]
+                config["sys_path"] = [_ENV_MOUNT]
         else:
             channel = await Channel.open(self.bridge)
             work_dir = tempfile.mkdtemp(prefix=dir_prefix("work"))
@@ -368,6 +444,13 @@ class SubprocessSandbox(Sandbox):
                 config["sys_path"] = [self.env_dir]
         config["token"] = channel.token
         try:
+            cgroup = self._new_cgroup()
+        except BaseException:
+            await channel.close()
+            if work_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            raise
+        try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
@@ -377,13 +460,16 @@ class SubprocessSandbox(Sandbox):
                 cwd=cwd,
                 start_new_session=True,
                 close_fds=True,
+                preexec_fn=cgroup.enter if cgroup is not None else None,
             )
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             await channel.close()
             if work_dir:
                 shutil.rmtree(work_dir, ignore_errors=True)
+            if cgroup is not None:
+                cgroup.remove()
             raise SandboxError(f"cannot start the sandbox runtime ({argv[0]}): {exc}", code="sandbox.start") from None
-        worker = _ProcessWorker(channel=channel, isolation=self.isolation, proc=proc, work_dir=work_dir)
+        worker = _ProcessWorker(channel=channel, isolation=self.isolation, proc=proc, work_dir=work_dir, cgroup=cgroup)
         try:
             assert proc.stdin is not None  # noqa: S101 - stdin=PIPE
             proc.stdin.write(json.dumps(config).encode() + b"\n")
@@ -394,6 +480,7 @@ class SubprocessSandbox(Sandbox):
         except BaseException:
             await worker.aclose()
             raise
+        worker.mark_started()
         return worker
 
     def _owner_args(self) -> list[str]:

@@ -43,6 +43,52 @@ docker_up() {
   return 1
 }
 
+# gVisor: the Docker backend's strongest setting (`runtime: gvisor`) needs the engine's `runsc` runtime.
+# --host-uds=open lets the sandbox connect to the bridge socket bind-mounted into it (nothing else is).
+DAEMON_JSON=${CODEACT_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}
+
+gvisor_config() {
+  # Register runsc in daemon.json (merged, other keys kept); prints "changed" when the file changed.
+  python3 - "$DAEMON_JSON" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+try:
+    with open(path) as f:
+        config = json.load(f)
+except FileNotFoundError:
+    config = {}
+wanted = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--host-uds=open"]}
+if config.get("runtimes", {}).get("runsc") != wanted:
+    config.setdefault("runtimes", {})["runsc"] = wanted
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+    print("changed")
+PY
+}
+
+gvisor_up() {
+  # Idempotent: a running dockerd is only reloaded (SIGHUP: "runtimes" is a live-reloadable option,
+  # running containers are untouched) when the runtime is not registered yet.
+  apt_install runsc
+  local changed; changed=$(gvisor_config)
+  if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then return 0; fi
+  if [ -n "$changed" ]; then log "registered the gVisor runtime (runsc) in $DAEMON_JSON"; fi
+  local pid; pid=$(pgrep -x dockerd | head -1 || true)
+  if [ -n "$pid" ]; then
+    log "reloading dockerd ($pid) so it sees the runsc runtime"
+    kill -HUP "$pid"
+    for _ in $(seq 1 20); do
+      if docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then return 0; fi
+      sleep 0.25
+    done
+    log "dockerd did not register runsc after a reload; check $DAEMON_JSON and the engine's log"
+    return 1
+  fi
+}
+
 redis_up() {
   if [ -f "$STATE/redis.pid" ] && kill -0 "$(cat "$STATE/redis.pid")" 2>/dev/null; then
     log "redis already running (started by us)"; return 0
@@ -61,7 +107,10 @@ redis_up() {
 
 up() {
   apt_install redis-server redis-tools docker.io debootstrap bubblewrap
+  apt_install runsc
+  gvisor_config >/dev/null
   docker_up
+  gvisor_up
   redis_up
 }
 

@@ -88,9 +88,12 @@ def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def default_sandbox_factory(
-    *, backend: Literal["subprocess", "docker"] | None = None, isolation: Literal["bwrap", "process"] = "bwrap"
+    *,
+    backend: Literal["subprocess", "docker"] | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] | None = None,
 ) -> SandboxFactory:
-    """A factory building the spec's sandbox (``backend`` overrides the blueprint's choice)."""
+    """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice)."""
 
     def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
         from engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
@@ -107,6 +110,7 @@ def default_sandbox_factory(
             imports=declared.imports if chosen == "subprocess" else (),
             env=env,
             isolation=isolation,
+            runtime=runtime or declared.runtime or "runc",
         )
 
     return _make

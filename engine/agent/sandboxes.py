@@ -63,6 +63,7 @@ def make_sandbox(
     imports: tuple[str, ...] = (),
     env: Environment | None = None,
     isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] = "runc",
 ) -> Sandbox:
     """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules."""
     from sandbox import DockerSandbox, SubprocessSandbox
@@ -76,8 +77,10 @@ def make_sandbox(
         # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
         policy = full_python_policy().widen(*imports, *modules) if (modules or imports) else None
         if env is not None and env.image is not None:
-            return DockerSandbox(limits=limits, bridge=handler, policy=policy, image=env.image, sys_path=(MOUNT_POINT,))
-        return DockerSandbox(limits=limits, bridge=handler, policy=policy)
+            return DockerSandbox(
+                limits=limits, bridge=handler, policy=policy, image=env.image, sys_path=(MOUNT_POINT,), runtime=runtime
+            )
+        return DockerSandbox(limits=limits, bridge=handler, policy=policy, runtime=runtime)
     return SubprocessSandbox(
         limits=limits,
         policy=Policy().widen(*imports, *modules),

@@ -389,6 +389,7 @@ class AgentFactory:
             config=_frozen(block.config),
             packages=tuple(p.strip() for p in block.packages or [] if p is not None and p.strip()),
             preset=_trim(block.preset),
+            runtime=cast(Literal["runc", "gvisor"] | None, _trim(block.runtime)),
         )
 
     @staticmethod

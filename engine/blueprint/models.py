@@ -183,7 +183,7 @@ class SandboxLimits(_Block):
 class SandboxBlock(_Block):
     """``sandbox``: a declaration the host must accept explicitly."""
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"backend", "limits", "imports", "packages", "preset"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"backend", "limits", "imports", "packages", "preset", "runtime"})
 
     enabled: bool | None = None
     provider: str | None = None
@@ -194,6 +194,7 @@ class SandboxBlock(_Block):
     imports: list[str | None] | None = None
     packages: list[str | None] | None = None
     preset: str | None = None
+    runtime: str | None = None
 
 
 class FimTokens(_Block):

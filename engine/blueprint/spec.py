@@ -181,6 +181,7 @@ class SandboxSettings:
         config: Free-form sandbox configuration.
         packages: pip requirement strings the sandbox's environment installs (``sandbox.packages``).
         preset: A package preset (``sandbox.preset``, e.g. ``datascience``), or None.
+        runtime: Docker backend only: ``runc`` or ``gvisor`` (gVisor's user-space kernel); None: runc.
     """
 
     declared: bool = False
@@ -192,6 +193,7 @@ class SandboxSettings:
     config: Mapping[str, Any] = field(default_factory=dict)
     packages: tuple[str, ...] = ()
     preset: str | None = None
+    runtime: Literal["runc", "gvisor"] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,6 +28,7 @@ __all__ = [
     "FIM_PROTOCOLS",
     "KNOWN_MODEL_OPTIONS",
     "SANDBOX_BACKENDS",
+    "SANDBOX_RUNTIMES",
     "THOUGHT_MODES",
     "TOOLKIT_APPROVALS",
     "TOOL_APPROVALS",
@@ -40,6 +41,7 @@ WORKFLOW_MODES: Final = ("react", "codeact")
 TOOL_APPROVALS: Final = ("always", "safe", "never", "manual", "auto", "deny")
 TOOLKIT_APPROVALS: Final = (*TOOL_APPROVALS, "ask")
 SANDBOX_BACKENDS: Final = ("subprocess", "docker")
+SANDBOX_RUNTIMES: Final = ("runc", "gvisor")
 THOUGHT_MODES: Final = ("separate", "inline", "off")
 FIM_PROTOCOLS: Final = ("chat", "completion")
 KNOWN_MODEL_OPTIONS: Final = frozenset(
@@ -97,6 +99,7 @@ def sandbox_declared(blueprint: Blueprint) -> bool:
         or sandbox.config
         or sandbox.packages
         or _trim(sandbox.preset)
+        or _trim(sandbox.runtime)
     )
 
 
@@ -366,6 +369,19 @@ class _Checks:
                 "$.sandbox.backend",
                 "blueprint.sandbox.backend.invalid",
                 f"sandbox.backend must be one of: {', '.join(SANDBOX_BACKENDS)} (got {backend!r}).",
+            )
+        runtime = _trim(sandbox.runtime)
+        if runtime is not None and runtime not in SANDBOX_RUNTIMES:
+            self.error(
+                "$.sandbox.runtime",
+                "blueprint.sandbox.runtime.invalid",
+                f"sandbox.runtime must be one of: {', '.join(SANDBOX_RUNTIMES)} (got {runtime!r}).",
+            )
+        elif runtime == "gvisor" and backend != "docker":
+            self.error(
+                "$.sandbox.runtime",
+                "blueprint.sandbox.runtime.backend",
+                "sandbox.runtime gvisor runs Docker containers on gVisor: set sandbox.backend to docker.",
             )
         if sandbox.limits is not None:
             for field, info in type(sandbox.limits).model_fields.items():

@@ -55,7 +55,8 @@ def _bridge(toolkit_refs: list[str], session: str) -> RpcHandler | None:
 _Declared = tuple["SandboxSettings", "Environment | None"]
 
 
-def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, declared: _Declared | None = None) -> Sandbox:
+def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, declared: _Declared | None = None, runtime: str = "runc"
+) -> Sandbox:
     import sandbox
 
     if declared is not None:
@@ -69,13 +70,14 @@ def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, declared
             imports=settings.imports if kind == "subprocess" else (),
             env=env,
             isolation="process" if isolation == "process" else "bwrap",
+            runtime="gvisor" if runtime == "gvisor" or settings.runtime == "gvisor" else "runc",
         )
     if kind == "subprocess":
         return sandbox.SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
     docker_cls = getattr(sandbox, "DockerSandbox", None)
     if docker_cls is None:
         raise sandbox.SandboxError("the Docker sandbox backend is not available in this installation")
-    created: Sandbox = docker_cls(bridge=bridge)
+    created: Sandbox = docker_cls(bridge=bridge, runtime=runtime)
     return created
 
 
@@ -88,8 +90,9 @@ async def _run(
     variables: dict[str, Any],
     timeout: float,
     declared: _Declared | None = None,
+    runtime: str = "runc",
 ) -> ExecutionResult:
-    box = _make_sandbox(kind, bridge, isolation, declared)
+    box = _make_sandbox(kind, bridge, isolation, declared, runtime)
     async with box:
         return await box.execute(code, variables=variables, deadline=timeout)
 
@@ -105,6 +108,7 @@ async def _run_in_session(
     isolation: str,
     timeout: float,
     declared: _Declared | None = None,
+    runtime: str = "runc",
 ) -> ExecutionResult:
     """One round of ``session``: variables restored from the store, the round recorded in it."""
     from engine.replay import sandbox_note, session_hash_seed
@@ -127,7 +131,7 @@ async def _run_in_session(
                 await store.create_session(meta)
             variables = await store.variables(session)
             started = time.time()
-            box = _make_sandbox(kind, bridge, isolation, declared)
+            box = _make_sandbox(kind, bridge, isolation, declared, runtime)
             box.hash_seed = session_hash_seed(meta.extra.get("sandbox"))
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
@@ -244,6 +248,12 @@ def exec_command(
     artifacts: Annotated[
         Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
     ] = None,
+    runtime: Annotated[
+        str,
+        typer.Option(
+            "--runtime", help="docker only: runc (default) or gvisor (gVisor's kernel between the code and the host)."
+        ),
+    ] = "runc",
 ) -> None:
     """Run FILE.py as one round in the sandbox (exit 0 ok, 1 raised, 2 usage, 3 sandbox/deadline)."""
     from sandbox import SandboxError
@@ -259,6 +269,10 @@ def exec_command(
         if timeout is None:
             declared_timeout = settings.limits.timeout_seconds if settings is not None else None
             timeout = float(declared_timeout) if declared_timeout is not None else 10.0
+        if runtime not in ("runc", "gvisor"):
+            raise _UsageError(f"--runtime must be 'runc' or 'gvisor', got {runtime!r}")
+        if runtime != "runc" and kind != "docker":
+            raise _UsageError(f"--runtime {runtime} runs Docker containers: pass --sandbox docker")
         if not timeout > 0:
             raise _UsageError(f"--timeout must be a positive number of seconds, got {timeout!r}")
         try:
@@ -293,6 +307,7 @@ def exec_command(
                     variables={},
                     timeout=timeout,
                     declared=declared,
+                    runtime=runtime,
                 )
             )
         else:
@@ -307,6 +322,7 @@ def exec_command(
                     isolation=isolation,
                     timeout=timeout,
                     declared=declared,
+                    runtime=runtime,
                 )
             )
     except (SandboxError, StoreError) as exc:

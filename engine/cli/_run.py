@@ -98,6 +98,9 @@ def run_command(
     store: Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")] = None,
     sandbox: Annotated[str | None, typer.Option("--sandbox", help="subprocess or docker.")] = None,
     isolation: Annotated[str, typer.Option("--isolation", help="bwrap (default) or process (weaker).")] = "bwrap",
+    runtime: Annotated[
+        str | None, typer.Option("--runtime", help="docker only: runc or gvisor (default: the blueprint's, runc).")
+    ] = None,
     allow_sandbox_declaration: Annotated[
         bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
     ] = False,
@@ -128,6 +131,7 @@ def run_command(
             store=store,
             sandbox=sandbox,
             isolation=isolation,
+            runtime=runtime,
             allow=allow_sandbox_declaration,
             toolkits=list(toolkit or []),
             approve_all=approve_all,
@@ -197,6 +201,7 @@ def _build(
     sandbox: str | None,
     isolation: str,
     allow: bool,
+    runtime: str | None = None,
     toolkits: list[str],
     approve_all: bool,
     deny_all: bool,
@@ -213,6 +218,8 @@ def _build(
         raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
     if isolation not in ("bwrap", "process"):
         raise _Usage(f"--isolation must be 'bwrap' or 'process', got {isolation!r}")
+    if runtime not in (None, "runc", "gvisor"):
+        raise _Usage(f"--runtime must be 'runc' or 'gvisor', got {runtime!r}")
     if protocol not in (None, "chat", "completion"):
         raise _Usage(f"--protocol must be 'chat' or 'completion', got {protocol!r}")
     if approve_all and deny_all:
@@ -247,7 +254,7 @@ def _build(
     except BlueprintFactoryError as exc:
         raise _Usage(format_factory_error(exc)) from None
     _prepare_environment(spec, sandbox)
-    factory = default_sandbox_factory(backend=sandbox, isolation=isolation)  # type: ignore[arg-type]
+    factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
     return Agent(
         spec,
         model=client,

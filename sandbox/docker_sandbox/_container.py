@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
-from sandbox.errors import SandboxError
+from sandbox.errors import IsolationUnavailableError, SandboxError
 from sandbox.image import ensure_image, image_tag
 from sandbox.leftovers import session_of
 from sandbox.subprocess_sandbox import RUNTIME_DIR
@@ -54,6 +54,7 @@ class _ContainerSpec:
     tmp_bytes: int
     nofile: int
     file_bytes: int
+    runtime: str | None = None  # the engine's OCI runtime name ("runsc" for gVisor), None: the default
 
     @property
     def user(self) -> tuple[int, int]:
@@ -68,7 +69,21 @@ class _ContainerSpec:
 
         uid, gid = self.user
         tmpfs_opts = "rw,nosuid,nodev,noexec"
+        extra: dict[str, Any] = {"runtime": self.runtime} if self.runtime else {}
+        ulimits = [
+            Ulimit(name="core", soft=0, hard=0),
+            Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
+            Ulimit(name="fsize", soft=self.file_bytes, hard=self.file_bytes),
+        ]
+        if self.runtime == "runsc":
+            # gVisor: the container's pids cgroup would count the Sentry's own host threads (a guest
+            # fork storm then kills the whole sandbox); gVisor's kernel enforces RLIMIT_NPROC for the
+            # guest's non-root user instead, processes and threads alike.
+            ulimits.append(Ulimit(name="nproc", soft=self.pids, hard=self.pids))
+        else:
+            extra["pids_limit"] = self.pids
         return {
+            **extra,
             "image": self.image,
             "command": command,
             # Not auto_remove: a crashed container is inspected (OOMKilled, exit code) before the
@@ -85,16 +100,11 @@ class _ContainerSpec:
             "mem_limit": self.memory_bytes,
             "memswap_limit": self.memory_bytes,
             "nano_cpus": int(self.cpus * 1e9),
-            "pids_limit": self.pids,
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
             "user": f"{uid}:{gid}",
             "oom_score_adj": 1000,
-            "ulimits": [
-                Ulimit(name="core", soft=0, hard=0),
-                Ulimit(name="nofile", soft=self.nofile, hard=self.nofile),
-                Ulimit(name="fsize", soft=self.file_bytes, hard=self.file_bytes),
-            ],
+            "ulimits": ulimits,
             # Output written straight to fd 1/2 bypasses capture and lands in the engine's log:
             # cap it so a flood cannot fill the host's disk.
             "log_config": LogConfig(type="json-file", config={"max-size": "1m", "max-file": "1"}),
@@ -248,6 +258,10 @@ class DockerSandbox(Sandbox):
         session_id: The ``org.codeact.session`` label (default: the bridge's ``session_id``, else a random id).
         sys_path: Directories the runtime appends to ``sys.path`` (a declared environment's
             ``/opt/codeact/env``, baked into ``image``).
+        runtime: ``"runc"`` (default: the engine's default runtime) or ``"gvisor"``: the strongest
+            setting, every container runs on gVisor's user-space kernel (the engine's ``runsc``
+            runtime, registered by ``scripts/services.sh up``). Never falls back to runc: when the
+            engine has no ``runsc`` runtime the first start raises ``IsolationUnavailableError``.
 
     Raises:
         SandboxImageMissingError: (on first start) the image is not built.
@@ -267,9 +281,12 @@ class DockerSandbox(Sandbox):
         image: str | None = None,
         session_id: str | None = None,
         sys_path: tuple[str, ...] = (),
+        runtime: Literal["runc", "gvisor"] = "runc",
     ) -> None:
         if not 0 < cpus <= 64:
             raise ValueError(f"cpus must be in (0, 64], got {cpus}")
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(sorted(RUNTIMES))}, got {runtime!r}")
         super().__init__(
             limits=limits if limits is not None else Limits(memory_bytes=_DEFAULT_MEMORY),
             policy=policy,
@@ -278,8 +295,8 @@ class DockerSandbox(Sandbox):
         )
         self.cpus = cpus
         self.image = image
-        self.session_id = session_id or session_of(bridge) or uuid.uuid4().hex
-        self.sys_path = tuple(sys_path)
+        self.runtime = runtime
+        self.session_id = session_id or uuid.uuid4().hex
         self._client: Any = None
         self._client_lock: asyncio.Lock | None = None
 
@@ -294,7 +311,8 @@ class DockerSandbox(Sandbox):
     def isolation(self) -> str:
         """``docker(no-net,ro-root,caps-dropped,non-root)`` plus ``+restricted`` when the policy is on."""
         restricted = "+restricted" if self._policy is not None and self._policy.restricted else ""
-        return f"docker(no-net,ro-root,caps-dropped,non-root){restricted}"
+        kernel = "gvisor," if self.runtime == "gvisor" else ""
+        return f"docker({kernel}no-net,ro-root,caps-dropped,non-root){restricted}"
 
     def _spec(self) -> _ContainerSpec:
         limits = self.limits
@@ -309,6 +327,7 @@ class DockerSandbox(Sandbox):
             tmp_bytes=limits.disk_bytes,
             nofile=limits.open_files,
             file_bytes=limits.file_bytes,
+            runtime=RUNTIMES[self.runtime],
         )
 
     async def _docker(self) -> Any:
@@ -319,9 +338,13 @@ class DockerSandbox(Sandbox):
             if self._client is None:
                 tag = self.image or image_tag()
 
+                runtime = RUNTIMES[self.runtime]
+
                 def connect() -> Any:
                     client = _client()
                     try:
+                        if runtime is not None:
+                            _check_runtime(client, runtime)
                         with map_docker_errors("look up the sandbox image"):
                             ensure_image(client, tag)
                     except BaseException:
@@ -343,15 +366,6 @@ class DockerSandbox(Sandbox):
             "token": channel.token,
             "rlimits": rlimits,
         }
-        if self.sys_path:
-            config["sys_path"] = list(self.sys_path)
-        flags, seed_env = self.interpreter()
-        # The token travels in a file of the private bridge directory that the channel deletes as
-        # soon as the runtime authenticates: never in the environment (/proc/1/environ) or argv.
-        config_file = channel.write_config(config)
-        command = ["python3", *flags, f"{_RUNTIME_MOUNT}/main.py", "--config-file", f"{_BRIDGE_MOUNT}/{config_file.name}"]
-        kwargs = spec.run_kwargs(bridge_dir=str(channel.directory), command=command)
-        kwargs["environment"].update(seed_env)
 
         abandoned = threading.Event()
 
@@ -429,6 +443,24 @@ class DockerSandbox(Sandbox):
 
 
 _DEFAULT_MEMORY: Final = 512 * _MiB
+
+RUNTIMES: Final[dict[str, str | None]] = {"runc": None, "gvisor": "runsc"}
+"""``DockerSandbox(runtime=...)`` -> the engine's OCI runtime name (None: the engine's default, runc)."""
+
+
+def _check_runtime(client: Any, runtime: str) -> None:
+    """Raise unless the engine has ``runtime`` registered: never fall back to runc silently."""
+    with map_docker_errors("list the Docker engine's runtimes"):
+        registered = client.info().get("Runtimes") or {}
+    if runtime not in registered:
+        raise IsolationUnavailableError(
+            f"the Docker engine has no {runtime!r} runtime (gVisor) registered (it has: "
+            f"{', '.join(sorted(registered)) or 'none'}); install it (`apt-get install runsc`) and register it "
+            f'in /etc/docker/daemon.json ("runtimes": {{"{runtime}": {{"path": "/usr/bin/runsc"}}}}), then reload '
+            "dockerd (`scripts/services.sh up` does all of this), or choose runtime runc"
+        )
+
+
 _START_POLL_S: Final = 0.5
 
 

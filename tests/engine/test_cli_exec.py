@@ -63,7 +63,7 @@ def test_exit_codes_and_json(tmp_path: Path, home: Path, code: str, exit_code: i
     expected = {"ok", "stdout", "stderr", "error", "variables", "uncaptured", "duration_s", "backend", "isolation"}
     assert set(data) >= expected
     assert data["backend"] == "subprocess"
-    assert data["isolation"] == "bwrap+rlimits+restricted"
+    assert data["isolation"] == "bwrap+cgroup+rlimits+restricted"
 
 
 def test_human_output_shows_stdout_then_the_error_line(tmp_path: Path, home: Path) -> None:

@@ -45,6 +45,10 @@ class HostileCase:
             an output flood that is capped); the oracles still apply.
         exhausting: Runs under the short deadline.
         fresh: Needs its own sandbox, closed before the oracles run (background processes).
+        refused: A limit must refuse the attack early: the round ends with an error (or, in a
+            container, the memory limit's kill), not by the deadline (fork bombs and spawn storms
+            meet ``pids.max``/``RLIMIT_NPROC``, not the clock).
+        round_reaps: Nothing the round started may be alive right after it, the sandbox still open.
     """
 
     id: str
@@ -53,6 +57,8 @@ class HostileCase:
     may_finish: bool = False
     exhausting: bool = False
     fresh: bool = False
+    refused: bool = False
+    round_reaps: bool = False
 
 
 def _dedent(code: str) -> str:
@@ -284,6 +290,89 @@ CASES: tuple[HostileCase, ...] = (
             "raise RuntimeError('spawned; the host checks whether it survives')"
         ),
         fresh=True,
+    ),
+    # --- process and thread bombs: refused by the process wall (pids.max), none outlives the round -
+    HostileCase(
+        id="proc-fork-bomb-sleepers",
+        category="process",
+        # The issue's fork bomb: 80 forks, each child sleeping (named $MARKER so the host can see it).
+        code=_dedent(
+            """
+            import os, time
+            pids = []
+            for _ in range(80):
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        import ctypes
+                        ctypes.CDLL(None).prctl(15, b'$MARKER', 0, 0, 0)
+                    except Exception:
+                        pass
+                    time.sleep(3600)
+                    os._exit(0)
+                pids.append(pid)
+            print('ESCAPED', len(pids), 'sleeping children')
+            """
+        ),
+        fresh=True,
+        refused=True,
+        round_reaps=True,
+    ),
+    HostileCase(
+        id="proc-spawn-storm",
+        category="process",
+        code=_dedent(
+            """
+            import subprocess
+            procs = []
+            for _ in range(80):
+                procs.append(subprocess.Popen(['/bin/sh', '-c', 'sleep 3600; : $MARKER'],
+                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL))
+            print('ESCAPED', len(procs), 'processes')
+            """
+        ),
+        fresh=True,
+        refused=True,
+        round_reaps=True,
+    ),
+    HostileCase(
+        id="proc-thread-bomb-sleepers",
+        category="process",
+        code=_dedent(
+            """
+            import threading, time
+            threads = []
+            for _ in range(2000):
+                t = threading.Thread(target=time.sleep, args=(3600,), daemon=True)
+                t.start()
+                threads.append(t)
+            print('ESCAPED', len(threads), 'threads')
+            """
+        ),
+        fresh=True,
+        refused=True,
+    ),
+    HostileCase(
+        id="proc-detached-outlives-round",
+        category="process",
+        # A few double-forked, session-leading sleepers, then a normal end: none may see the next round.
+        code=_dedent(
+            """
+            import os, time
+            for _ in range(3):
+                if os.fork() == 0:
+                    os.setsid()
+                    if os.fork() == 0:
+                        os.execv('/bin/sh', ['/bin/sh', '-c', 'sleep 3600; : $MARKER'])
+                    os._exit(0)
+            time.sleep(0.5)
+            print('started three detached sleepers')
+            """
+        ),
+        may_finish=True,
+        fresh=True,
+        round_reaps=True,
     ),
     # --- introspection escapes (RestrictedPython / smolagents advisories) -------------------------
     HostileCase(

@@ -1,8 +1,9 @@
 """The hostile suite: every case in hostile_cases.py is contained on every backend.
 
 Backends: the subprocess sandbox with the policy on, the subprocess sandbox with the
-RestrictedPython layer OFF (full CPython, every stdlib import: bubblewrap and the rlimits alone must
-hold), and the Docker sandbox (full CPython in the hardened container).
+RestrictedPython layer OFF (full CPython, every stdlib import: bubblewrap, the cgroup and the rlimits
+alone must hold), the Docker sandbox (full CPython in the hardened container) and the same on gVisor
+(``runtime="gvisor"``: gVisor's user-space kernel between the code and the host).
 
 "Contained" means: the round does not end ``ok`` (unless the case says the attack may run harmlessly
 inside), nothing leaked (the secret appears nowhere in the result, the host listener saw no
@@ -35,7 +36,7 @@ from tests.sandbox.hostile_cases import CASES, HostileCase
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ("subprocess_policy", "subprocess_os_only", "docker")
+BACKENDS = ("subprocess_policy", "subprocess_os_only", "docker", "docker_gvisor")
 EXHAUSTING_DEADLINE_S = 3.0
 DEADLINE_S = 10.0
 
@@ -124,10 +125,13 @@ class Host:
                 continue
             try:
                 cmdline = (entry / "cmdline").read_bytes()
+                comm = (entry / "comm").read_bytes()  # a forked child renamed with prctl(PR_SET_NAME)
+                if (entry / "stat").read_bytes().rsplit(b")", 1)[-1].split()[0] == b"Z":
+                    continue  # dead, waiting to be collected: it runs nothing
             except OSError:
                 continue
-            if self.marker.encode() in cmdline and str(os.getpid()) != entry.name:
-                hits.append(f"{entry.name}: {cmdline!r}")
+            if (self.marker.encode() in cmdline or self.marker.encode() in comm) and str(os.getpid()) != entry.name:
+                hits.append(f"{entry.name}: {cmdline!r} ({comm.strip()!r})")
         return hits
 
 
@@ -183,7 +187,7 @@ class RecordingHandler:
 
 
 def _factory(backend: str, request: pytest.FixtureRequest) -> Callable[[RecordingHandler], Sandbox]:
-    if backend == "docker":
+    if backend in ("docker", "docker_gvisor"):
         client = request.getfixturevalue("docker_client")
         from sandbox.image import ensure_image
 
@@ -191,7 +195,12 @@ def _factory(backend: str, request: pytest.FixtureRequest) -> Callable[[Recordin
             ensure_image(client)
         except SandboxImageMissingError as exc:
             pytest.fail(str(exc), pytrace=False)
-        return lambda handler: DockerSandbox(bridge=handler, pool_size=1, session_id="hostile-" + secrets.token_hex(4))
+        runtime = "gvisor" if backend == "docker_gvisor" else "runc"
+        if runtime == "gvisor" and "runsc" not in (client.info().get("Runtimes") or {}):
+            pytest.fail("the Docker engine has no runsc (gVisor) runtime: run `scripts/services.sh up`", pytrace=False)
+        return lambda handler: DockerSandbox(
+            bridge=handler, pool_size=1, session_id="hostile-" + secrets.token_hex(4), runtime=runtime
+        )
     if backend == "subprocess_policy":
         return lambda handler: SubprocessSandbox(bridge=handler)
     from sandbox.policy import Policy
@@ -262,7 +271,14 @@ async def test_hostile_case_is_contained(case: HostileCase, backend: Backend, ho
         result = await sandbox.execute(host.substitute(case.code), deadline=deadline)
         if not case.may_finish:
             assert result.status != "ok", f"{case.id}: the attack ran to the end: {result.stdout[:300]!r}"
+        if case.refused:
+            # A limit stops it, not the clock: pids.max (an error the code sees) on the subprocess
+            # backend; in a container the memory limit may come first (the runtime is OOM-killed).
+            expected = ("error",) if backend.name.startswith("subprocess") else ("error", "crashed")
+            assert result.status in expected, f"{case.id}: not refused by a limit: {result.status} {result.error}"
         _assert_nothing_leaked(case, host, handler, result)
+        if case.round_reaps:
+            await _assert_no_survivors(host)  # the sandbox is still open: the round's end killed them
         await _assert_benign_round(sandbox, case)
     finally:
         if own:

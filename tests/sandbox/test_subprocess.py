@@ -114,7 +114,7 @@ async def test_round_trip(sb: SubprocessSandbox) -> None:
     assert result.stdout == "x is 2\n"
     assert result.variables == {"x": 2}
     assert result.backend == "subprocess"
-    assert result.isolation == "bwrap+rlimits+restricted"
+    assert result.isolation == "bwrap+cgroup+rlimits+restricted"
     assert result.error is None and result.control is None
     assert result.to_json()["ok"] is True
 
@@ -428,7 +428,7 @@ async def test_process_mode_reports_weaker_isolation(monkeypatch: pytest.MonkeyP
     async with SubprocessSandbox(isolation="process", policy=open_policy()) as box:
         code = "import os\nsecret = os.environ.get('CODEACT_TEST_SECRET', 'absent')\nhome = os.getcwd()"
         result = ok(await box.execute(code))
-    assert result.isolation == "process+rlimits"
+    assert result.isolation == "process+cgroup+rlimits"
     assert result.variables["secret"] == "absent"
     assert not Path(result.variables["home"]).exists()  # the private work dir is removed on close
 

@@ -1,0 +1,266 @@
+"""One control group per subprocess sandbox: the process, memory and CPU wall that binds root too.
+
+``RLIMIT_NPROC`` does not bind root (the kernel exempts uid 0 and ``CAP_SYS_RESOURCE``), so a fork
+bomb run by a root host is bounded only by a cgroup: ``pids.max`` counts every process and thread
+of the sandbox, ``memory.max`` their memory together (the per-process ``RLIMIT_AS`` does not add
+up), ``cpu.max`` their CPU rate. Both layouts are handled:
+
+- cgroup v2 (``/sys/fs/cgroup/cgroup.controllers``): ``<mount>/codeact/<name>``, the controllers
+  enabled in ``cgroup.subtree_control`` on the way down; ``cgroup.kill`` kills everything at once.
+- cgroup v1 (one hierarchy per controller, e.g. a hybrid host): ``<hierarchy>/<own cgroup>/codeact-<name>``
+  in the ``pids``, ``memory`` and ``cpu`` hierarchies; killing is a SIGKILL sweep while ``pids.max``
+  is 0, so nothing can fork while it runs.
+
+The child enters the cgroup between ``fork`` and ``exec`` (:meth:`SandboxCgroup.enter`), before any
+sandboxed code exists. Nothing here is silently skipped: a missing controller raises
+:class:`~sandbox.errors.IsolationUnavailableError`, and the caller decides (see ``SubprocessSandbox``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sandbox.errors import IsolationUnavailableError
+
+__all__ = ["SandboxCgroup", "cgroup_support"]
+
+_ROOT: Final = Path("/sys/fs/cgroup")
+_V1_CONTROLLERS: Final = ("pids", "memory", "cpu")
+_CPU_PERIOD_US: Final = 100_000
+_SWEEPS: Final = 200
+_HINT: Final = (
+    "run the host as root on a machine whose cgroup hierarchy is writable (cgroup v2 with the pids, "
+    "memory and cpu controllers, or the v1 pids/memory/cpu hierarchies), or pass "
+    'process_wall="rlimits" to run without it (explicitly weaker: RLIMIT_NPROC does not bind root)'
+)
+
+
+def _own_path(controller: str | None) -> str:
+    """This process's cgroup path in the v2 hierarchy (``controller=None``) or a v1 one."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if (controller is None and names == "") or (controller is not None and controller in names.split(",")):
+            return path
+    return "/"
+
+
+def _write(path: Path, value: str) -> None:
+    path.write_text(value)
+
+
+def cgroup_support() -> str | None:
+    """Why no sandbox cgroup can be created here, or None when one can (it creates and removes a probe).
+
+    Returns:
+        None, or the reason (a sentence) naming what is missing.
+    """
+    try:
+        probe = SandboxCgroup.create(pids=8, memory_bytes=64 * 1024 * 1024, cpus=1.0)
+    except IsolationUnavailableError as exc:
+        return str(exc)
+    probe.remove()
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Layout:
+    version: int
+    dirs: tuple[Path, ...]  # v2: one; v1: pids, memory, cpu (in that order)
+
+
+class SandboxCgroup:
+    """One sandbox's cgroup: created with limits, entered by the child, swept, removed.
+
+    Use :meth:`create`; the constructor only records an existing layout.
+    """
+
+    def __init__(self, layout: _Layout) -> None:
+        self._layout = layout
+        self._enter_paths = [str(d / "cgroup.procs") for d in layout.dirs]
+
+    @property
+    def version(self) -> int:
+        """1 or 2."""
+        return self._layout.version
+
+    @property
+    def path(self) -> Path:
+        """The cgroup directory (v1: the one in the pids hierarchy)."""
+        return self._layout.dirs[0]
+
+    @classmethod
+    def create(cls, *, pids: int, memory_bytes: int, cpus: float) -> SandboxCgroup:
+        """Create a fresh cgroup with ``pids.max``, a memory limit (swap included) and a CPU quota.
+
+        Args:
+            pids: Most processes + threads at once.
+            memory_bytes: Memory of all its processes together.
+            cpus: CPU quota in CPUs.
+
+        Returns:
+            The cgroup (empty).
+
+        Raises:
+            IsolationUnavailableError: No writable cgroup hierarchy with these controllers.
+        """
+        name = "codeact-" + secrets.token_hex(6)
+        if (_ROOT / "cgroup.controllers").exists():
+            layout = _create_v2(name)
+        else:
+            layout = _create_v1(name)
+        group = cls(layout)
+        try:
+            group._limit(pids=pids, memory_bytes=memory_bytes, cpus=cpus)
+        except OSError as exc:
+            group.remove()
+            raise IsolationUnavailableError(f"cannot set the sandbox cgroup's limits ({exc}); {_HINT}") from None
+        return group
+
+    def _limit(self, *, pids: int, memory_bytes: int, cpus: float) -> None:
+        quota = max(int(cpus * _CPU_PERIOD_US), 1000)
+        if self.version == 2:
+            (d,) = self._layout.dirs
+            _write(d / "pids.max", str(pids))
+            _write(d / "memory.max", str(memory_bytes))
+            if (d / "memory.swap.max").exists():
+                _write(d / "memory.swap.max", "0")
+            _write(d / "cpu.max", f"{quota} {_CPU_PERIOD_US}")
+            return
+        pids_dir, memory_dir, cpu_dir = self._layout.dirs
+        _write(pids_dir / "pids.max", str(pids))
+        _write(memory_dir / "memory.limit_in_bytes", str(memory_bytes))
+        if (memory_dir / "memory.memsw.limit_in_bytes").exists():
+            _write(memory_dir / "memory.memsw.limit_in_bytes", str(memory_bytes))
+        _write(cpu_dir / "cpu.cfs_period_us", str(_CPU_PERIOD_US))
+        _write(cpu_dir / "cpu.cfs_quota_us", str(quota))
+
+    def enter(self) -> None:
+        """Move the calling process into the cgroup (a ``preexec_fn``: only raw syscalls here)."""
+        for path in self._enter_paths:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")  # "0": the writing process itself
+            finally:
+                os.close(fd)
+
+    def processes(self) -> list[int]:
+        """The pids (thread-group ids) in the cgroup now."""
+        try:
+            text = (self.path / "cgroup.procs").read_text()
+        except OSError:
+            return []
+        return [int(p) for p in text.split()]
+
+    def kill(self, *, keep: frozenset[int] = frozenset()) -> int:
+        """SIGKILL every process in the cgroup but ``keep``; new forks are refused while it runs.
+
+        Args:
+            keep: Pids to spare (the runtime and bubblewrap's own processes between rounds).
+
+        Returns:
+            How many processes were signalled.
+        """
+        if not keep and self.version == 2 and (self.path / "cgroup.kill").exists():
+            with contextlib.suppress(OSError):
+                _write(self.path / "cgroup.kill", "1")
+                return len(self.processes())
+        pids_max = self.path / "pids.max"
+        try:
+            previous = pids_max.read_text().strip()
+            _write(pids_max, "0")  # nothing may fork while the sweep runs (existing tasks unaffected)
+        except OSError:
+            previous = ""
+        killed = 0
+        try:
+            for _ in range(_SWEEPS):
+                victims = [p for p in self.processes() if p not in keep]
+                if not victims:
+                    break
+                for pid in victims:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                        killed += 1
+        finally:
+            if previous:
+                with contextlib.suppress(OSError):
+                    _write(pids_max, previous)
+        return killed
+
+    def remove(self, *, wait_s: float = 2.0) -> bool:
+        """Remove the (emptied) cgroup directories; retry while dying processes are still listed.
+
+        Returns:
+            True when every directory is gone.
+        """
+        give_up = time.monotonic() + wait_s
+        pending = list(self._layout.dirs)
+        while pending:
+            for d in list(pending):
+                try:
+                    d.rmdir()
+                    pending.remove(d)
+                except FileNotFoundError:
+                    pending.remove(d)
+                except OSError:
+                    pass
+            if not pending or time.monotonic() > give_up:
+                break
+            time.sleep(0.01)
+        return not pending
+
+
+def _create_v2(name: str) -> _Layout:
+    root = _ROOT
+    available = set((root / "cgroup.controllers").read_text().split())
+    missing = {"pids", "memory", "cpu"} - available
+    if missing:
+        raise IsolationUnavailableError(
+            f"the cgroup v2 hierarchy at {root} lacks the {', '.join(sorted(missing))} controller(s); {_HINT}"
+        )
+    parent = root / "codeact"
+    try:
+        _enable(root)
+        parent.mkdir(exist_ok=True)
+        _enable(parent)
+        target = parent / name
+        target.mkdir()
+    except OSError as exc:
+        raise IsolationUnavailableError(f"cannot create a sandbox cgroup under {parent} ({exc}); {_HINT}") from None
+    return _Layout(version=2, dirs=(target,))
+
+
+def _enable(directory: Path) -> None:
+    wanted = {"pids", "memory", "cpu"}
+    enabled = set((directory / "cgroup.subtree_control").read_text().split())
+    if not wanted <= enabled:
+        _write(directory / "cgroup.subtree_control", " ".join(f"+{c}" for c in sorted(wanted - enabled)))
+
+
+def _create_v1(name: str) -> _Layout:
+    made: list[Path] = []
+    try:
+        for controller in _V1_CONTROLLERS:
+            hierarchy = _ROOT / controller
+            if not (hierarchy / "cgroup.procs").exists():
+                raise IsolationUnavailableError(
+                    f"no cgroup v2 hierarchy at {_ROOT} and no v1 {controller!r} hierarchy at {hierarchy}; {_HINT}"
+                )
+            target = hierarchy / _own_path(controller).lstrip("/") / name
+            try:
+                target.mkdir()
+            except OSError as exc:
+                raise IsolationUnavailableError(f"cannot create the sandbox cgroup {target} ({exc}); {_HINT}") from None
+            made.append(target)
+    except BaseException:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    return _Layout(version=1, dirs=tuple(made))
