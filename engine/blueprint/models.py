@@ -183,7 +183,9 @@ class SandboxLimits(_Block):
 class SandboxBlock(_Block):
     """``sandbox``: a declaration the host must accept explicitly."""
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"backend", "limits", "imports", "packages", "preset", "runtime"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset(
+        {"backend", "limits", "imports", "packages", "preset", "runtime"}
+    )
 
     enabled: bool | None = None
     provider: str | None = None

@@ -55,7 +55,8 @@ def _bridge(toolkit_refs: list[str], session: str) -> RpcHandler | None:
 _Declared = tuple["SandboxSettings", "Environment | None"]
 
 
-def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, declared: _Declared | None = None, runtime: str = "runc"
+def _make_sandbox(
+    kind: str, bridge: RpcHandler | None, isolation: str, declared: _Declared | None = None, runtime: str = "runc"
 ) -> Sandbox:
     import sandbox
 

@@ -1,7 +1,8 @@
 """``codeact sandbox ...``: maintenance of the sandbox backends.
 
-``gc`` removes what crashed hosts left (containers, runtimes, directories); ``build`` / ``list`` / ``prune`` manage the cached environments a
-blueprint's ``sandbox.packages`` / ``sandbox.preset`` declare (``sandbox.env``).
+``gc`` removes what crashed hosts left (containers, runtimes, directories); ``build`` / ``list`` /
+``prune`` manage the cached environments a blueprint's ``sandbox.packages`` / ``sandbox.preset``
+declare (``sandbox.env``).
 
 Exit status of ``build``: 0 built (or already cached), 2 usage or blueprint error, 3 the build failed.
 ``list`` and ``prune``: 0.

@@ -102,7 +102,9 @@ def list_sessions(
         locked = any(lock is not None for *_, lock in rows)  # the LOCK column only when a run holds one
         columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED") + (("LOCK",) if locked else ())
         for column in columns:
-            table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK"))
+            table.add_column(
+                column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK")
+            )
         for meta, sid, problem, lock in rows:
             if meta is None:
                 table.add_row(sid, "?", "?", "unreadable", "?", "?", *(("-",) if locked else ()))
@@ -190,7 +192,9 @@ def show_session(
     if artifacts is not None:
         from engine.cli._artifacts import write_artifacts
 
-        written = write_artifacts(artifacts, [a for e in shown.entries if e.record is not None for a in e.record.artifacts])
+        written = write_artifacts(
+            artifacts, [a for e in shown.entries if e.record is not None for a in e.record.artifacts]
+        )
         Console(stderr=True, soft_wrap=True).print(f"{len(written)} artifacts written to {artifacts}")
     if as_json:
         data: dict[str, Any] = {

@@ -419,7 +419,9 @@ class RedisStore(Store):
                 text = tail.texts[name] if same else dumps(value, what=f"variable {name!r} of session {session_id!r}")
                 args += [name, text]
             with map_redis_errors(self.url):
-                status, last = await self._append(keys=[*keys, self._key(session_id, "lock")], args=[*args, fence or ""])
+                status, last = await self._append(
+                    keys=[*keys, self._key(session_id, "lock")], args=[*args, fence or ""]
+                )
             if status == 3 and attempt == 1:
                 continue  # the cached previous round is stale (another process wrote): re-read it
             break

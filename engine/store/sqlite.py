@@ -14,6 +14,7 @@ waited for at most ``busy_timeout`` seconds, and a call that does not return wit
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import threading

@@ -296,7 +296,8 @@ class DockerSandbox(Sandbox):
         self.cpus = cpus
         self.image = image
         self.runtime = runtime
-        self.session_id = session_id or uuid.uuid4().hex
+        self.session_id = session_id or session_of(bridge) or uuid.uuid4().hex
+        self.sys_path = tuple(sys_path)
         self._client: Any = None
         self._client_lock: asyncio.Lock | None = None
 
@@ -360,12 +361,30 @@ class DockerSandbox(Sandbox):
         spec = self._spec()
         uid, _ = spec.user
         channel = await Channel.open(self.bridge, socket_uid=uid if os.geteuid() == 0 else None)
-        rlimits = {k: v for k, v in self.limits.rlimits().items() if k != "NPROC"}  # pids cgroup instead
+        rlimits = self.limits.rlimits()
+        if self.runtime != "gvisor":
+            del rlimits["NPROC"]  # the pids cgroup instead
         config: dict[str, Any] = {
             "socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}",
             "token": channel.token,
             "rlimits": rlimits,
+            "reap_children": True,  # the runtime is the container's pid 1: nothing outlives a round
         }
+        if self.sys_path:
+            config["sys_path"] = list(self.sys_path)
+        flags, seed_env = self.interpreter()
+        # The token travels in a file of the private bridge directory that the channel deletes as
+        # soon as the runtime authenticates: never in the environment (/proc/1/environ) or argv.
+        config_file = channel.write_config(config)
+        command = [
+            "python3",
+            *flags,
+            f"{_RUNTIME_MOUNT}/main.py",
+            "--config-file",
+            f"{_BRIDGE_MOUNT}/{config_file.name}",
+        ]
+        kwargs = spec.run_kwargs(bridge_dir=str(channel.directory), command=command)
+        kwargs["environment"].update(seed_env)
 
         abandoned = threading.Event()
 
