@@ -161,6 +161,8 @@ _ROUND_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "uncaptured": (_list_of(_is_dict), "a list of objects"),
     "usage": (_is_dict, "an object"),
     "timings": (_is_dict, "an object"),
+    "nondeterminism": (_is_dict, "an object"),
+    "artifacts": (_list_of(_is_dict), "a list of objects"),
 }
 _REQUIRED = ("session_id", "index", "started_at", "duration_s", "prompt_hash", "reply")
 _DELTA_FIELDS = ("segment_ids", "variables")
@@ -185,7 +187,7 @@ def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: I
 def _record(data: Mapping[str, Any], segment_ids: tuple[str, ...], variables: dict[str, Any]) -> RoundRecord:
     names = {f.name for f in fields(RoundRecord)}
     values = {k: v for k, v in data.items() if k in names and k not in _DELTA_FIELDS}
-    for name in ("calls", "uncaptured"):
+    for name in ("calls", "uncaptured", "artifacts"):
         if name in values:
             values[name] = tuple(values[name])
     return RoundRecord(**values, segment_ids=segment_ids, variables=variables)
