@@ -284,7 +284,8 @@ def _advice(name: str, value: Any, reason: str) -> str:
         return "a coroutine or task cannot be stored; await it in the round that starts it and keep its result"
     if hasattr(value, "readable") and hasattr(value, "close") and hasattr(value, "fileno"):
         return "an open file or stream cannot be stored; keep its path or its contents and open it again next round"
-    if isinstance(value, (list, tuple, dict, set, frozenset)):
+    refused = reason.partition("'")[2].rpartition("'")[0]  # "cannot encode object of type 'X'"
+    if refused and refused != getattr(type(value), "__qualname__", None):
         inner = reason.removeprefix("cannot encode ")
         return (
             f"it holds an {inner}, which cannot be stored; keep only data in it (numbers, str, lists, dicts, "

@@ -210,13 +210,18 @@ def test_what_cannot_be_kept_says_what_to_do_instead() -> None:
             obj = Plain()
             bound = [1].append
             nested = {"gen": (i for i in [])}
+            from dataclasses import dataclass
+            @dataclass
+            class Holder:
+                rows: object
+            holder = Holder(iter([1]))
         except Exception:
             raise
         """
     )
     _, uncaptured = round_in(source)
     reasons = {u["name"]: u["reason"] for u in uncaptured}
-    assert set(reasons) == {"add5", "squares", "obj", "bound", "nested"}
+    assert set(reasons) == {"add5", "squares", "obj", "bound", "nested", "holder"}
     assert reasons["add5"] == (
         "function 'make.<locals>.add' was made inside make() and uses its local variables (a closure), which "
         "cannot be stored; keep make and call it again in the next round"
@@ -225,3 +230,4 @@ def test_what_cannot_be_kept_says_what_to_do_instead() -> None:
     assert reasons["obj"].startswith("an instance of Plain, a class the code defined, cannot be stored; make Plain")
     assert reasons["bound"].startswith("a builtin_function_or_method object cannot be stored")
     assert reasons["nested"].startswith("it holds an object of type 'generator', which cannot be stored")
+    assert reasons["holder"].startswith("it holds an object of type 'list_iterator', which cannot be stored")
