@@ -394,22 +394,35 @@ _CACHE_SIZE: Final = 4
 _DEFINITIONS_CACHE: dict[tuple[str, str], tuple[Definition, ...]] = {}
 
 
-def _walk(body: list[ast.stmt], lines: list[str], filename: str, found: list[Definition]) -> None:
+def _walk(
+    body: list[ast.stmt],
+    lines: list[str],
+    filename: str,
+    found: list[Definition],
+    only: frozenset[str] | None = None,
+) -> None:
+    """Collect the definitions of ``body`` and its blocks (``only`` these names: inside a function)."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            end = node.end_lineno or node.lineno
-            found.append(
-                Definition(
-                    name=node.name,
-                    kind="class" if isinstance(node, ast.ClassDef) else "function",
-                    source=_dedented(node, lines[start - 1 : end]),
-                    filename=filename,
-                    start=start,
-                    end=end,
-                    decorated=bool(node.decorator_list),
+            if only is None or node.name in only:
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                end = node.end_lineno or node.lineno
+                found.append(
+                    Definition(
+                        name=node.name,
+                        kind="class" if isinstance(node, ast.ClassDef) else "function",
+                        source=_dedented(node, lines[start - 1 : end]),
+                        filename=filename,
+                        start=start,
+                        end=end,
+                        decorated=bool(node.decorator_list),
+                    )
                 )
-            )
+            if not isinstance(node, ast.ClassDef):
+                # `global helper` then `def helper(): ...` inside a function binds a module-level name
+                declared = frozenset(n for g in _scope_statements(node.body, ast.Global) for n in g.names)
+                if declared:
+                    _walk(node.body, lines, filename, found, declared)
             continue
         for name in _BLOCK_FIELDS:
             block = getattr(node, name, None)
@@ -417,9 +430,26 @@ def _walk(body: list[ast.stmt], lines: list[str], filename: str, found: list[Def
                 continue
             for item in block:
                 if isinstance(item, (ast.ExceptHandler, ast.match_case)):
-                    _walk(item.body, lines, filename, found)
+                    _walk(item.body, lines, filename, found, only)
             if isinstance(block[0], ast.stmt):
-                _walk(block, lines, filename, found)
+                _walk(block, lines, filename, found, only)
+
+
+def _scope_statements(body: list[ast.stmt], kind: type[ast.Global]) -> list[ast.Global]:
+    """The ``kind`` statements of one scope: its body and blocks, not nested functions or classes."""
+    out: list[ast.Global] = []
+    for node in body:
+        if isinstance(node, kind):
+            out.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in _BLOCK_FIELDS:
+                block = getattr(node, name, None) or []
+                for item in block:
+                    if isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        out.extend(_scope_statements(item.body, kind))
+                if block and isinstance(block[0], ast.stmt):
+                    out.extend(_scope_statements(block, kind))
+    return out
 
 
 def _dedented(node: ast.stmt, chunk: list[str]) -> str:

@@ -231,3 +231,25 @@ def test_what_cannot_be_kept_says_what_to_do_instead() -> None:
     assert reasons["bound"].startswith("a builtin_function_or_method object cannot be stored")
     assert reasons["nested"].startswith("it holds an object of type 'generator', which cannot be stored")
     assert reasons["holder"].startswith("it holds an object of type 'list_iterator', which cannot be stored")
+
+
+def test_a_function_declared_global_inside_a_function_is_kept() -> None:
+    source = textwrap.dedent(
+        """\
+        try:
+            def setup(rate):
+                global convert
+                def convert(x):
+                    return x * 2
+                return rate
+            setup(2)
+        except Exception:
+            raise
+        """
+    )
+    variables, uncaptured = round_in(source)
+    assert uncaptured == []
+    assert variables["convert"]["v"] == "def convert(x):\n    return x * 2\n"
+    namespace = restore(variables)
+    execute("r = convert(21)", namespace)
+    assert namespace["r"] == 42
