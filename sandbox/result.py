@@ -125,6 +125,7 @@ class ExecutionResult:
             "backend": self.backend,
             "isolation": self.isolation,
             "control": self.control,
+            "nondeterminism": self.nondeterminism,
         }
 
 
