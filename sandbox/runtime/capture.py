@@ -383,14 +383,16 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     lines = source.splitlines(keepends=True)
     found: list[Definition] = []
     _walk(tree.body, lines, filename, found)
-    if len(_DEFINITIONS_CACHE) >= _CACHE_SIZE:
-        _DEFINITIONS_CACHE.pop(next(iter(_DEFINITIONS_CACHE)))
-    _DEFINITIONS_CACHE[key] = tuple(found)
+    if len(source) <= _CACHE_MAX_CHARS:
+        if len(_DEFINITIONS_CACHE) >= _CACHE_SIZE:
+            _DEFINITIONS_CACHE.pop(next(iter(_DEFINITIONS_CACHE)))
+        _DEFINITIONS_CACHE[key] = tuple(found)
     return found
 
 
 _MAY_DEFINE: Final = re.compile(r"\b(?:def|class)\b")
-_CACHE_SIZE: Final = 4
+_CACHE_SIZE: Final = 2
+_CACHE_MAX_CHARS: Final = 512 * 1024
 _DEFINITIONS_CACHE: dict[tuple[str, str], tuple[Definition, ...]] = {}
 
 
