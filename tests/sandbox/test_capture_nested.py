@@ -253,3 +253,13 @@ def test_a_function_declared_global_inside_a_function_is_kept() -> None:
     namespace = restore(variables)
     execute("r = convert(21)", namespace)
     assert namespace["r"] == 42
+
+
+def test_the_frame_keeps_the_text_of_multi_line_strings_in_both_reply_shapes() -> None:
+    frame = build_frame()
+    fenced = 'def f():\n    return """x\n    y"""\nz = f()\n'  # chat: flush left
+    continued = 'def f():\n        return """x\n    y"""\n    z = f()\n'  # completion: after `try:\n    `
+    for middle in (fenced, continued):
+        namespace: dict[str, Any] = {}
+        exec(frame.program(middle), namespace)  # noqa: S102 - our own test program
+        assert namespace["z"] == "x\n    y", middle
