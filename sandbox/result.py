@@ -130,6 +130,7 @@ class ExecutionResult:
             "isolation": self.isolation,
             "control": self.control,
             "artifacts": [a.to_json() for a in self.artifacts],
+            "nondeterminism": self.nondeterminism,
         }
 
 

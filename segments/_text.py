@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import textwrap
+import tokenize
 
 _LEADING_WS = re.compile(r"^[ \t]+", re.MULTILINE)
 # Characters that would end a comment line in the prompt or the program: Python itself only breaks
@@ -86,4 +88,34 @@ def fix_first_line(code: str) -> str:
     if first[:1] in (" ", "\t") or not rest.strip():
         return code
     candidate = first + "\n" + textwrap.dedent(rest)
-    return candidate if parses(candidate) else code
+    if not parses(candidate):
+        return code
+    inside = string_lines(candidate)
+    if not inside:
+        return candidate
+    # A string spanning lines: its inner lines are its text, not indentation; leave them as written.
+    lines = code.split("\n")
+    margins = [
+        len(line) - len(line.lstrip()) for n, line in enumerate(lines[1:], 2) if n not in inside and line.strip()
+    ]
+    cut = min(margins, default=0)
+    exact = "\n".join([first, *(line if n in inside else line[cut:] for n, line in enumerate(lines[1:], 2))])
+    return exact if parses(exact) else candidate
+
+
+def string_lines(code: str) -> frozenset[int]:
+    """Lines (1-based) that continue a string begun on an earlier line: their text is the string's.
+
+    Indenting or dedenting such a line would change the program's data (the text of a triple-quoted
+    string), so the frame leaves them as written. Empty when ``code`` does not tokenize.
+    """
+    if '"""' not in code and "'''" not in code and "\\\n" not in code:
+        return frozenset()
+    lines: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                lines.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return frozenset()
+    return frozenset(lines)

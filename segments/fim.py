@@ -10,9 +10,7 @@ line ``n`` is middle line ``n - len(prefix lines)`` (:meth:`CodeFrame.map_line`)
 from __future__ import annotations
 
 import ast
-import io
 import textwrap
-import tokenize
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -20,7 +18,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 import prompts
-from segments._text import clean_code, fix_first_line, normalize_newlines, normalize_tabs, one_line
+from segments._text import (
+    clean_code,
+    fix_first_line,
+    normalize_newlines,
+    normalize_tabs,
+    one_line,
+    string_lines,
+)
 from segments.errors import PromptConfigError
 
 __all__ = ["FIM_FAMILIES", "CodeFrame", "FimTokens", "build_frame", "fim_tokens_for", "validate_imports"]
@@ -181,7 +186,7 @@ class CodeFrame:
         """
         code = normalize_tabs(normalize_newlines(middle)).rstrip()
         code = fix_first_line(_dedent(code))
-        inside = _string_lines(code)
+        inside = string_lines(code)
         lines = (
             [
                 line if n in inside else (self.indent + line) if line.strip() else ""
@@ -223,27 +228,9 @@ class CodeFrame:
         return self.prefix + self.indent
 
 
-def _string_lines(code: str) -> frozenset[int]:
-    """Lines (1-based) that continue a string begun on an earlier line: their text is the string's.
-
-    Indenting or dedenting such a line would change the program's data (the text of a triple-quoted
-    string), so the frame leaves them as written. Empty when ``code`` does not tokenize.
-    """
-    if '"""' not in code and "'''" not in code and "\\\n" not in code:
-        return frozenset()
-    lines: set[int] = set()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                lines.update(range(token.start[0] + 1, token.end[0] + 1))
-    except (tokenize.TokenError, SyntaxError):
-        return frozenset()
-    return frozenset(lines)
-
-
 def _dedent(code: str) -> str:
     """``textwrap.dedent`` that ignores (and keeps) the lines continuing a multi-line string."""
-    inside = _string_lines(code)
+    inside = string_lines(code)
     if not inside:
         return textwrap.dedent(code)
     lines = code.split("\n")

@@ -284,7 +284,8 @@ def _advice(name: str, value: Any, reason: str) -> str:
         return "a coroutine or task cannot be stored; await it in the round that starts it and keep its result"
     if hasattr(value, "readable") and hasattr(value, "close") and hasattr(value, "fileno"):
         return "an open file or stream cannot be stored; keep its path or its contents and open it again next round"
-    if isinstance(value, (list, tuple, dict, set, frozenset)):
+    refused = reason.partition("'")[2].rpartition("'")[0]  # "cannot encode object of type 'X'"
+    if refused and refused != getattr(type(value), "__qualname__", None):
         inner = reason.removeprefix("cannot encode ")
         return (
             f"it holds an {inner}, which cannot be stored; keep only data in it (numbers, str, lists, dicts, "
@@ -382,33 +383,48 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     lines = source.splitlines(keepends=True)
     found: list[Definition] = []
     _walk(tree.body, lines, filename, found)
-    if len(_DEFINITIONS_CACHE) >= _CACHE_SIZE:
-        _DEFINITIONS_CACHE.pop(next(iter(_DEFINITIONS_CACHE)))
-    _DEFINITIONS_CACHE[key] = tuple(found)
+    if len(source) <= _CACHE_MAX_CHARS:
+        if len(_DEFINITIONS_CACHE) >= _CACHE_SIZE:
+            _DEFINITIONS_CACHE.pop(next(iter(_DEFINITIONS_CACHE)))
+        _DEFINITIONS_CACHE[key] = tuple(found)
     return found
 
 
 _MAY_DEFINE: Final = re.compile(r"\b(?:def|class)\b")
-_CACHE_SIZE: Final = 4
+_CACHE_SIZE: Final = 2
+_CACHE_MAX_CHARS: Final = 512 * 1024
 _DEFINITIONS_CACHE: dict[tuple[str, str], tuple[Definition, ...]] = {}
 
 
-def _walk(body: list[ast.stmt], lines: list[str], filename: str, found: list[Definition]) -> None:
+def _walk(
+    body: list[ast.stmt],
+    lines: list[str],
+    filename: str,
+    found: list[Definition],
+    only: frozenset[str] | None = None,
+) -> None:
+    """Collect the definitions of ``body`` and its blocks (``only`` these names: inside a function)."""
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            end = node.end_lineno or node.lineno
-            found.append(
-                Definition(
-                    name=node.name,
-                    kind="class" if isinstance(node, ast.ClassDef) else "function",
-                    source=_dedented(node, lines[start - 1 : end]),
-                    filename=filename,
-                    start=start,
-                    end=end,
-                    decorated=bool(node.decorator_list),
+            if only is None or node.name in only:
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                end = node.end_lineno or node.lineno
+                found.append(
+                    Definition(
+                        name=node.name,
+                        kind="class" if isinstance(node, ast.ClassDef) else "function",
+                        source=_dedented(node, lines[start - 1 : end]),
+                        filename=filename,
+                        start=start,
+                        end=end,
+                        decorated=bool(node.decorator_list),
+                    )
                 )
-            )
+            if not isinstance(node, ast.ClassDef):
+                # `global helper` then `def helper(): ...` inside a function binds a module-level name
+                declared = frozenset(n for g in _scope_statements(node.body, ast.Global) for n in g.names)
+                if declared:
+                    _walk(node.body, lines, filename, found, declared)
             continue
         for name in _BLOCK_FIELDS:
             block = getattr(node, name, None)
@@ -416,9 +432,26 @@ def _walk(body: list[ast.stmt], lines: list[str], filename: str, found: list[Def
                 continue
             for item in block:
                 if isinstance(item, (ast.ExceptHandler, ast.match_case)):
-                    _walk(item.body, lines, filename, found)
+                    _walk(item.body, lines, filename, found, only)
             if isinstance(block[0], ast.stmt):
-                _walk(block, lines, filename, found)
+                _walk(block, lines, filename, found, only)
+
+
+def _scope_statements(body: list[ast.stmt], kind: type[ast.Global]) -> list[ast.Global]:
+    """The ``kind`` statements of one scope: its body and blocks, not nested functions or classes."""
+    out: list[ast.Global] = []
+    for node in body:
+        if isinstance(node, kind):
+            out.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in _BLOCK_FIELDS:
+                block = getattr(node, name, None) or []
+                for item in block:
+                    if isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        out.extend(_scope_statements(item.body, kind))
+                if block and isinstance(block[0], ast.stmt):
+                    out.extend(_scope_statements(block, kind))
+    return out
 
 
 def _dedented(node: ast.stmt, chunk: list[str]) -> str:

@@ -133,6 +133,10 @@ def persist_then_resume_then_replay(tmp_path: Path, server: OpenAIServer, *, pro
     assert second.returncode == 0, second.stderr
     last = json_events(second.stdout)[-1]
     assert last["type"] == "run.completed" and last["answer"] == "7 u True 4.0", last
+    # the resumed prompt carries round 3's evaluation: what was not kept, and what to do instead
+    resumed_prompt = json.dumps(server.requests[-1].body)
+    assert "Not kept for the next round:" in resumed_prompt
+    assert "- inv: an instance of Inventory, a class the code defined" in resumed_prompt
 
     replay = run_cli("replay", "S", "--store", store, tmp_path=tmp_path)
     assert replay.returncode == 0, replay.stdout + replay.stderr

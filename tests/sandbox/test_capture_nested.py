@@ -210,13 +210,18 @@ def test_what_cannot_be_kept_says_what_to_do_instead() -> None:
             obj = Plain()
             bound = [1].append
             nested = {"gen": (i for i in [])}
+            from dataclasses import dataclass
+            @dataclass
+            class Holder:
+                rows: object
+            holder = Holder(iter([1]))
         except Exception:
             raise
         """
     )
     _, uncaptured = round_in(source)
     reasons = {u["name"]: u["reason"] for u in uncaptured}
-    assert set(reasons) == {"add5", "squares", "obj", "bound", "nested"}
+    assert set(reasons) == {"add5", "squares", "obj", "bound", "nested", "holder"}
     assert reasons["add5"] == (
         "function 'make.<locals>.add' was made inside make() and uses its local variables (a closure), which "
         "cannot be stored; keep make and call it again in the next round"
@@ -225,3 +230,36 @@ def test_what_cannot_be_kept_says_what_to_do_instead() -> None:
     assert reasons["obj"].startswith("an instance of Plain, a class the code defined, cannot be stored; make Plain")
     assert reasons["bound"].startswith("a builtin_function_or_method object cannot be stored")
     assert reasons["nested"].startswith("it holds an object of type 'generator', which cannot be stored")
+    assert reasons["holder"].startswith("it holds an object of type 'list_iterator', which cannot be stored")
+
+
+def test_a_function_declared_global_inside_a_function_is_kept() -> None:
+    source = textwrap.dedent(
+        """\
+        try:
+            def setup(rate):
+                global convert
+                def convert(x):
+                    return x * 2
+                return rate
+            setup(2)
+        except Exception:
+            raise
+        """
+    )
+    variables, uncaptured = round_in(source)
+    assert uncaptured == []
+    assert variables["convert"]["v"] == "def convert(x):\n    return x * 2\n"
+    namespace = restore(variables)
+    execute("r = convert(21)", namespace)
+    assert namespace["r"] == 42
+
+
+def test_the_frame_keeps_the_text_of_multi_line_strings_in_both_reply_shapes() -> None:
+    frame = build_frame()
+    fenced = 'def f():\n    return """x\n    y"""\nz = f()\n'  # chat: flush left
+    continued = 'def f():\n        return """x\n    y"""\n    z = f()\n'  # completion: after `try:\n    `
+    for middle in (fenced, continued):
+        namespace: dict[str, Any] = {}
+        exec(frame.program(middle), namespace)  # noqa: S102 - our own test program
+        assert namespace["z"] == "x\n    y", middle
