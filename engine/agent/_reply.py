@@ -71,7 +71,8 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
         for key, value in more.usage.items():
             if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
                 total[key] = total.get(key, 0) + value
-    total["continuations"] = count
+    if count:
+        total["continuations"] = count
     return FullReply(text=text, truncated=finish == "length", continuations=count, usage=total)
 
 
