@@ -102,4 +102,5 @@ def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, Any]]:
         if error.text:
             data["source"] = error.text
         return "parse_error", data
-    return "no_code", {"type": "NoCode", "message": error.message, "reason": error.reason}
+    why = re.split(r"(?<=\.) ", error.message, maxsplit=1)[0]  # the first sentence; the rest is for the model
+    return "no_code", {"type": "NoCode", "message": why, "reason": error.reason}
