@@ -48,6 +48,7 @@ __all__ = [
     "event_from_json",
     "render_event",
     "reply_excerpt",
+    "without_frame_error",
 ]
 
 _E = TypeVar("_E", bound="Event")
@@ -236,12 +237,15 @@ class CodeStarted(Event):
     Attributes:
         round: The round.
         code: The code as the model wrote it.
+        notes: How the code was read from the reply when that was not plain (several blocks joined,
+            an earlier attempt skipped, ...); the model reads the same notes in its Evaluation.
     """
 
     type: ClassVar[str] = "code.started"
 
     round: int
     code: str
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -446,6 +450,13 @@ def reply_excerpt(reply: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
+    """``stdout`` without the frame handler's ``Error: Type(...)`` line, which the error line already says."""
+    from segments.evaluation import without_frame_error as strip
+
+    return strip(stdout, error)
+
+
 def error_summary(error: Mapping[str, Any]) -> str:
     """One line for a round's error, at the model's line: ``Type: message (line 2: `x = (1, 2`; program line 9)``.
 
@@ -509,6 +520,8 @@ def render_event(event: Event, console: Console) -> None:
             console.print(Syntax(event.code, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         else:
             console.print(Text(event.code.rstrip("\n")))
+        for note in event.notes:
+            console.print(Text(f"note: {note}", style="yellow"))
     elif isinstance(event, ToolCallStarted):
         args = call_args(event.arguments)
         console.print(Text(f"→ {event.toolkit}.{event.operation}({args})", style="cyan"))
@@ -522,8 +535,9 @@ def render_event(event: Event, console: Console) -> None:
         if event.status in ("parse_error", "no_code"):
             said = event.reply or "(an empty reply)"
             console.print(Text.assemble(("model said: ", "bold"), (said, "dim")))
-        if event.stdout:
-            console.print(Text(event.stdout.rstrip("\n"), style="dim"))
+        stdout = without_frame_error(event.stdout, event.error) if event.error else event.stdout
+        if stdout.strip():
+            console.print(Text(stdout.rstrip("\n"), style="dim"))
         if event.error:
             console.print(Text(error_summary(event.error), style="red"))
         if event.variables_changed:

@@ -165,21 +165,41 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _defined(code: str) -> set[str]:
+def _defined(code: str) -> tuple[set[str], set[str]]:
+    """``(functions and classes, every top-level bound name)`` of ``code`` (empty sets when it does not parse)."""
     try:
         body = ast.parse(clean_code(code)).body
     except (SyntaxError, ValueError):
-        return set()
-    return {s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        return set(), set()
+    definitions = {s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    bound = set(definitions)
+    for statement in body:
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = list(statement.targets)
+        elif isinstance(statement, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor):
+            targets = [statement.target]
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            bound |= {(a.asname or a.name).split(".")[0] for a in statement.names}
+        for target in targets:
+            bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return definitions, bound
 
 
 def _rewrites(later: Block, earlier: Block) -> bool:
-    """True when ``later`` looks like a new version of ``earlier`` (same definitions, or mostly the same text)."""
+    """True when ``later`` is a new version of ``earlier``.
+
+    Either it defines again every function and class ``earlier`` defines, or the two are mostly the
+    same text and ``later`` binds every name ``earlier`` binds (a broken ``earlier`` needs only the
+    text): two loops over different things stay two steps.
+    """
     a, b = clean_code(earlier.code), clean_code(later.code)
-    defined = _defined(a)
-    if defined and defined <= _defined(b):
+    (defs_a, names_a), (defs_b, names_b) = _defined(a), _defined(b)
+    if defs_a and defs_a <= defs_b:
         return True
     if a.count("\n") < 1:
         return False  # one-liners are too short to tell a rewrite from the next step
-    broken = syntax_error(a) is not None
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= (0.5 if broken else 0.75)
+    ratio = difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    if syntax_error(a) is not None:
+        return ratio >= 0.5
+    return ratio >= 0.6 and bool(names_a) and names_a <= names_b

@@ -15,7 +15,7 @@ import prompts
 from segments._text import normalize_newlines, one_line
 from segments.fim import CodeFrame
 
-__all__ = ["format_evaluation"]
+__all__ = ["format_evaluation", "without_frame_error"]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -27,7 +27,7 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n... [{len(text) - limit} characters cut] ...\n{text[-tail:]}"
 
 
-def _without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
+def without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
     """``stdout`` without the frame handler's ``Error: Type(...)`` line for ``error`` (its last such line)."""
     name = str(error.get("type", "")).rsplit(".", 1)[-1]
     if not name:
@@ -78,7 +78,7 @@ def format_evaluation(
             source = one_line(lines[line - 1].strip(), 160) if 0 < line <= len(lines) else ""
     err = None
     if error is not None:
-        stdout = _without_frame_error(stdout, error)
+        stdout = without_frame_error(stdout, error)
         err = {
             "type": one_line(str(error.get("type", "Error")), 80),
             "message": one_line(str(error.get("message", "")), 500),

@@ -280,7 +280,22 @@ def _repair(code: str, *, frame: CodeFrame | None, raw: bool, notes: list[str]) 
         if span is not None:
             notes.append("prose around the code was ignored")
             return _block(span, notes)
-    return error
+    return _fim_shaped_error(code, error)
+
+
+def _fim_shaped_error(code: str, error: SyntaxError) -> SyntaxError:
+    """The error worth reporting for code in the FIM shape (first line flush, the rest indented).
+
+    A completion model continues after ``try:`` and an indented newline, so its later lines carry the
+    body's indentation; when such code is broken, Python's first complaint is "unexpected indent" on
+    line 2, not the real error. The error of the code with the rest dedented (same line numbers) is
+    the one to show.
+    """
+    if "indent" not in (error.msg or "") or "\n" not in code:
+        return error
+    first, rest = code.split("\n", 1)
+    shaped = syntax_error(first + "\n" + textwrap.dedent(rest))
+    return shaped if shaped is not None else error
 
 
 def _block(code: str, notes: Sequence[str]) -> CodeBlock:

@@ -3,7 +3,9 @@
 * A reply cut by the token limit (finish reason ``length``) is continued: the model is asked for the
   rest (chat: the partial reply as the assistant's turn, then a request to continue; completion: the
   prompt plus the partial reply, which the model simply extends), at most :data:`MAX_CONTINUATIONS`
-  times, and the pieces are concatenated. A reply still cut off after that runs nothing.
+  times, and the pieces are concatenated (on chat, a fence the model re-opens is dropped; a
+  continuation that is a whole new complete block replaces the partial reply: the model started
+  over). A reply still cut off after that runs nothing.
 * A reply whose code does not parse runs nothing either (the parser never cuts code down to what
   parses): the syntax error, at the model's line, is the round's outcome — in the Evaluation, the
   ``code.completed`` event (status ``parse_error``), the terminal and the record.
@@ -13,8 +15,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,15 +68,33 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
             messages = (*prompt.messages, {"role": "assistant", "content": text}, {"role": "user", "content": request})
             more = await ctx.call_model("code", messages=messages)
         piece = more.text
-        if _unclosed_fence(text):
-            piece = _OPEN_FENCE.sub("", piece, count=1)  # the model re-opened the block it was writing
-        text += piece
+        if _unclosed_fence(text) and _OPEN_FENCE.match(piece):
+            if _whole_program(piece):
+                text = piece  # the model started over with the whole code: that is its reply now
+            else:
+                text += _OPEN_FENCE.sub("", piece, count=1)  # it re-opened the block it was writing
+        else:
+            text += piece
         finish = more.finish_reason
         for key, value in more.usage.items():
             if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
                 total[key] = total.get(key, 0) + value
-    total["continuations"] = count
+    if count:
+        total["continuations"] = count
     return FullReply(text=text, truncated=finish == "length", continuations=count, usage=total)
+
+
+def _whole_program(piece: str) -> bool:
+    """True when ``piece`` opens a fence, closes it, and the code between parses (a fresh, complete block)."""
+    body = _OPEN_FENCE.sub("", piece, count=1)
+    closing = re.search(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*$", body, flags=re.MULTILINE)
+    if closing is None:
+        return False
+    try:
+        ast.parse(textwrap.dedent(body[: closing.start()]))
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _unclosed_fence(text: str) -> bool:
@@ -101,4 +123,5 @@ def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, Any]]:
         if error.text:
             data["source"] = error.text
         return "parse_error", data
-    return "no_code", {"type": "NoCode", "message": error.message, "reason": error.reason}
+    why = re.split(r"(?<=\.) ", error.message, maxsplit=1)[0]  # the first sentence; the rest is for the model
+    return "no_code", {"type": "NoCode", "message": why, "reason": error.reason}

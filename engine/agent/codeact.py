@@ -8,7 +8,8 @@ calls go through the bridge, records go to the store.
   TaskExecutor) until ``finish``, a passed self-check, ``ask_user`` (the run pauses), the same
   code or error ``max_repeats`` times in a row (stuck), or ``max_turns``.
 * A reply without code, a syntax error, a tool error or a killed sandbox becomes an Evaluation
-  the model sees next round, never a crash of the run.
+  the model sees next round, never a crash of the run. Code that does not parse, or a reply still
+  cut off at the token limit after its continuations, runs nothing at all (``engine.agent._reply``).
 """
 
 from __future__ import annotations
@@ -193,7 +194,7 @@ class CodeActLoop:
         frame = prompt.frame
         program = frame.program(block.code) if frame is not None else block.code
         self._add(SegmentKind.CODE, block.code)
-        ctx.emit(CodeStarted, round=n, code=block.code)
+        ctx.emit(CodeStarted, round=n, code=block.code, notes=block.notes)
         ctx.note_code(program=program, middle=block.code, reply=reply.text)
         ts = time.perf_counter()
         result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline)

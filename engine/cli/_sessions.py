@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.errors import StoreError
-from engine.events import error_summary, reply_excerpt
+from engine.events import error_summary, reply_excerpt, without_frame_error
 from engine.store import LockInfo, RoundRecord, SessionMeta, Store, open_store
 from engine.store._records import CorruptRecordError, RoundEntry
 
@@ -357,9 +357,10 @@ def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
         out.print(Text("  calls:", style="bold"))
         for call in record.calls:
             out.print(_call_line(call))
-    if record.stdout:
+    stdout = without_frame_error(record.stdout, record.error) if record.error else record.stdout
+    if stdout.strip():
         out.print(Text("  stdout:", style="bold"))
-        out.print(Text(_indent(_head(record.stdout)), style="dim"))
+        out.print(Text(_indent(_head(stdout)), style="dim"))
     if record.error and record.code is not None:  # (no code: printed above)
         out.print(Text.assemble(("  error: ", "bold red"), error_summary(record.error)))
     if record.control:

@@ -92,8 +92,15 @@ def show(tmp_path: Path, env: dict[str, str], session: str = "S", *, as_json: bo
 
 
 def code(protocol: str, text: str) -> str:
-    """A reply as each protocol's models write it: fenced for chat, the bare middle for completion."""
-    return f"Here is the code.\n{F}python\n{text}\n{F}" if protocol == "chat" else text
+    """A reply as each protocol's models write it: fenced for chat, the bare middle for completion.
+
+    A completion model continues right after ``try:`` and the body's indentation: its first line is
+    flush left, its later lines indented (the FIM shape).
+    """
+    if protocol == "chat":
+        return f"Here is the code.\n{F}python\n{text}\n{F}"
+    first, *rest = text.split("\n")
+    return "\n".join([first, *(f"    {line}" for line in rest)])
 
 
 def posts(server: OpenAIServer) -> list[dict[str, Any]]:
@@ -193,6 +200,7 @@ def test_a_cut_off_reply_is_continued_then_runs_whole(
 ) -> None:
     cut = code(protocol, "await ledger.add(item='first')\nrows = [1, 2,").removesuffix(f"\n{F}")
     rest = " 3]\nprint(sum(rows))" + (f"\n{F}" if protocol == "chat" else "")
+    rest = rest if protocol == "chat" else " 3]\n    print(sum(rows))"
     openai_server.push(
         Reply(text=cut, finish_reason="length"), Reply(text=rest), code(protocol, "system.finish(sum(rows))")
     )

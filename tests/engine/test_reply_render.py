@@ -65,3 +65,16 @@ def test_a_long_reply_is_trimmed() -> None:
     excerpt = reply_excerpt("word " * 200)
     assert len(excerpt) == 300 and excerpt.endswith("…")
     assert reply_excerpt("a\n\n\n  \nb") == "a\nb"
+
+
+def test_the_terminal_says_the_error_once_and_shows_how_the_code_was_read() -> None:
+    from engine.events import CodeStarted
+
+    error = {"type": "IndexError", "message": "list index out of range", "line": 2, "program_line": 6}
+    text = _render(status="error", stdout="1\nError: IndexError('list index out of range')\n", error=error)
+    assert text == "1\nIndexError: list index out of range (line 2; program line 6)\n"
+    out = io.StringIO()
+    note = "your reply held 2 code blocks; they ran as one program, in order"
+    render_event(CodeStarted(run_id="r", sequence=1, timestamp=0.0, round=1, code="x = 1", notes=(note,)),
+                 Console(file=out, width=200))  # fmt: skip
+    assert out.getvalue() == f"x = 1\nnote: {note}\n"

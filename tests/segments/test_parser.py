@@ -269,6 +269,12 @@ def test_broken_code_is_never_cut_down_to_what_parses() -> None:
     )
 
 
+def test_broken_code_in_the_fim_shape_reports_the_real_error_not_the_indentation() -> None:
+    with pytest.raises(CodeParseError) as caught:
+        extract_code("keep = 41\n    x = (1, 2\n    print(x)", frame=FRAME)
+    assert (caught.value.detail, caught.value.line, caught.value.text) == ("'(' was never closed", 2, "x = (1, 2")
+
+
 def test_the_line_of_a_broken_block_is_the_line_in_that_block() -> None:
     reply = f"Load:\n{F}python\nrows = [1]\n{F}\nThen:\n{F}python\nfor r in rows:\nprint(r)\n{F}"
     with pytest.raises(CodeParseError) as caught:

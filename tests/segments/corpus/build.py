@@ -235,6 +235,53 @@ HANDWRITTEN: list[tuple[str, str, str | None, str | None]] = [
         "a = 1\nb = a + 1\nprint(a, b)",
         None,
     ),
+    (
+        "two-similar-loops-are-steps",
+        f"Apps:\n{F}python\nfor app in apps:\n    print(app)\n{F}\nAnd requirements:\n{F}python\n"
+        f"for req in reqs:\n    print(req)\n{F}",
+        "for app in apps:\n    print(app)\nfor req in reqs:\n    print(req)",
+        None,
+    ),
+    (
+        "two-similar-fetches-are-steps",
+        f"{F}python\nproject = await devops.get_project_info(project_id='P-123')\nprint(project)\n{F}\n"
+        f"{F}python\nother = await devops.get_project_info(project_id='P-200')\nprint(other)\n{F}",
+        "project = await devops.get_project_info(project_id='P-123')\nprint(project)\n"
+        "other = await devops.get_project_info(project_id='P-200')\nprint(other)",
+        None,
+    ),
+    (
+        "same-names-rewritten-no-cue",
+        f"{F}python\nrows = load('a.csv')\ntotal = sum(rows)\n{F}\n\n{F}python\nrows = load('a.csv')\n"
+        f"total = sum(r for r in rows if r)\nprint(total)\n{F}",
+        "rows = load('a.csv')\ntotal = sum(r for r in rows if r)\nprint(total)",
+        None,
+    ),
+    (
+        "steps-without-prose",
+        f"{F}python\nimport json\n{F}\n{F}python\nprint(json.dumps({{'a': 1}}))\n{F}",
+        "import json\nprint(json.dumps({'a': 1}))",
+        None,
+    ),
+    (
+        "broken-first-step-then-second",
+        f"{F}python\nrows = [1, 2\n{F}\nThen:\n{F}python\nprint(len(rows))\n{F}",
+        "print(len(rows))",
+        None,
+    ),
+    (
+        "fim-shape-blank-lines",
+        "info = await devops.get_project_info(project_id='P-1')\n\n    for app in info['apps']:\n        print(app)",
+        "info = await devops.get_project_info(project_id='P-1')\nfor app in info['apps']:\n    print(app)",
+        None,
+    ),
+    ("fim-shape-broken", "keep = 41\n    await ledger.add(item='a')\n    x = (1, 2\n    print(x)", None, "syntax"),
+    (
+        "fim-shape-broken-blank-line",
+        "keep = 41\n    await ledger.add(item='a')\n\n    x = (1, 2\n    print(x)",
+        None,
+        "syntax",
+    ),
     ("code-label-inline", "Thought: look\nPython: print(project_id)", "print(project_id)", None),
     ("cut-off-mid-call", "x = 1\nprint(foo(x,", None, "syntax"),
     ("cut-off-open-string", 'x = 1\nprint("hel', None, "syntax"),
