@@ -45,6 +45,7 @@ __all__ = [
     "decode_rounds_from",
     "decode_segment",
     "decode_segments",
+    "decode_tail",
     "decode_variable",
     "encode_round",
     "pick_round",
@@ -164,6 +165,7 @@ _ROUND_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 _REQUIRED = ("session_id", "index", "started_at", "duration_s", "prompt_hash", "reply")
 _DELTA_FIELDS = ("segment_ids", "variables")
+_DELTA_CHECKED = tuple(n for n in _ROUND_FIELDS if n not in _DELTA_FIELDS)
 
 
 def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: Iterable[str]) -> None:
@@ -182,9 +184,11 @@ def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: I
         raise round_error(session_id, index, f"the record belongs to session {owner!r}", field="session_id")
 
 
+_RECORD_FIELDS = frozenset(f.name for f in fields(RoundRecord)) - set(_DELTA_FIELDS)
+
+
 def _record(data: Mapping[str, Any], segment_ids: tuple[str, ...], variables: dict[str, Any]) -> RoundRecord:
-    names = {f.name for f in fields(RoundRecord)}
-    values = {k: v for k, v in data.items() if k in names and k not in _DELTA_FIELDS}
+    values = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
     for name in ("calls", "uncaptured"):
         if name in values:
             values[name] = tuple(values[name])
@@ -272,9 +276,11 @@ class RoundsRead:
     tail: Tail
 
 
-def _decode_one(
-    session_id: str, index: int, body: str, prev: Tail, *, lenient: bool = False
-) -> tuple[RoundEntry, Tail]:
+def _parse(session_id: str, index: int, body: str, known_segments: int | None) -> tuple[dict[str, Any], int]:
+    """The record's JSON object and format, every field checked.
+
+    ``known_segments`` is the round before's segment count, to bound ``keep`` (None: unknown).
+    """
     try:
         data = json.loads(body)
     except (ValueError, TypeError) as exc:
@@ -284,18 +290,13 @@ def _decode_one(
     version = data.get("v", 1)
     if version == 1:
         _check_fields(session_id, index, data, _ROUND_FIELDS)
-        segment_ids = tuple(data.get("segment_ids", ()))
-        variables: dict[str, Any] = dict(data.get("variables", {}))
-        changed = {k: v for k, v in variables.items() if k not in prev.variables or prev.variables[k] != v}
-        removed = tuple(sorted(set(prev.variables) - set(variables)))
-        table: int | None = None
     elif version == FORMAT:
-        _check_fields(session_id, index, data, (n for n in _ROUND_FIELDS if n not in _DELTA_FIELDS))
+        _check_fields(session_id, index, data, _DELTA_CHECKED)
         segments, delta, table_info = data.get("segments"), data.get("vars"), data.get("table")
         if not (
             isinstance(segments, dict)
             and isinstance(segments.get("keep"), int)
-            and 0 <= segments["keep"] <= (2**62 if lenient else len(prev.segment_ids))
+            and 0 <= segments["keep"] <= (2**62 if known_segments is None else known_segments)
             and _list_of(_is_str)(segments.get("add"))
         ):
             expected = "expected {keep: N, add: [ids]} within the round before"
@@ -304,15 +305,32 @@ def _decode_one(
             raise round_error(session_id, index, "expected {set: {...}, del: [names]}", field="vars")
         if not (isinstance(table_info, dict) and isinstance(table_info.get("segments"), int)):
             raise round_error(session_id, index, "expected {segments: N}", field="table")
-        segment_ids = (*prev.segment_ids[: segments["keep"]], *segments["add"])
+    else:
+        reason = f"unknown record format {version!r} (written by a newer codeact?)"
+        raise round_error(session_id, index, reason, field="v")
+    return data, version
+
+
+def _decode_one(
+    session_id: str, index: int, body: str, prev: Tail, *, lenient: bool = False
+) -> tuple[RoundEntry, Tail]:
+    data, version = _parse(session_id, index, body, None if lenient else len(prev.segment_ids))
+    if version == 1:
+        segment_ids = tuple(data.get("segment_ids", ()))
+        variables: dict[str, Any] = dict(data.get("variables", {}))
+        changed = {k: v for k, v in variables.items() if k not in prev.variables or prev.variables[k] != v}
+        removed = tuple(sorted(set(prev.variables) - set(variables)))
+        table: int | None = None
+    else:
+        segments, delta = data["segments"], data["vars"]
+        keep = segments["keep"]
+        kept = prev.segment_ids if keep == len(prev.segment_ids) else prev.segment_ids[:keep]
+        segment_ids = kept + tuple(segments["add"])  # tuple concatenation: a memcpy, not an unpacking loop
         removed = tuple(delta["del"])
         changed = dict(delta["set"])
         variables = {k: v for k, v in prev.variables.items() if k not in removed}
         variables.update(changed)
-        table = table_info["segments"]
-    else:
-        reason = f"unknown record format {version!r} (written by a newer codeact?)"
-        raise round_error(session_id, index, reason, field="v")
+        table = data["table"]["segments"]
     record = _record(data, segment_ids, variables)
     tail = Tail(
         index=index,
@@ -324,6 +342,48 @@ def _decode_one(
     added = tuple(name for name in changed if name not in prev.variables)
     entry = RoundEntry(index=index, record=record, changed=changed, removed=removed, added=added, table_segments=table)
     return entry, tail
+
+
+def decode_tail(session_id: str, bodies: Iterable[tuple[int, str]]) -> tuple[Tail, CorruptRecordError | None]:
+    """Check every record and return the state after the last one, without a ``RoundRecord`` per round.
+
+    Linear: the running segment list and variables are updated in place. What a resume and the first
+    write after it need. On an unreadable record: the state before it and the error.
+    """
+    ids: list[str] = []
+    variables: dict[str, Any] = {}
+    table: int | None = 0
+    index, last_body = 0, None
+    for position, body in bodies:
+        expected = index + 1
+        if position != expected:
+            return _tail(index, ids, variables, table, last_body), round_error(
+                session_id, expected, "the record is missing"
+            )
+        try:
+            data, version = _parse(session_id, position, body, len(ids))
+        except CorruptRecordError as exc:
+            return _tail(index, ids, variables, table, last_body), exc
+        if version == 1:
+            ids = list(data.get("segment_ids", ()))
+            variables = dict(data.get("variables", {}))
+            table = None
+        else:
+            segments, delta = data["segments"], data["vars"]
+            del ids[segments["keep"] :]
+            ids.extend(segments["add"])
+            for name in delta["del"]:
+                variables.pop(name, None)
+            variables.update(delta["set"])
+            table = data["table"]["segments"]
+        index, last_body = position, body
+    return _tail(index, ids, variables, table, last_body), None
+
+
+def _tail(index: int, ids: list[str], variables: dict[str, Any], table: int | None, body: str | None) -> Tail:
+    return Tail(
+        index=index, segment_ids=tuple(ids), variables=dict(variables), table_segments=table, digest=body_digest(body)
+    )
 
 
 def decode_rounds(session_id: str, bodies: Iterable[tuple[int, str]]) -> RoundsRead:

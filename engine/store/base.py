@@ -384,6 +384,12 @@ class Store(ABC):
         """Every stored round decoded, the first unreadable one named instead of raised (``RoundsRead``)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement read_rounds")
 
+    async def verify_rounds(self, session_id: str) -> None:
+        """Check every stored round decodes; raise the first ``CorruptRecordError`` (backends do it linearly)."""
+        read = await self.read_rounds(session_id)
+        if read.problem is not None:
+            raise read.problem
+
     async def scan_sessions(self, *, limit: int = 50) -> list[SessionMeta | CorruptRecordError]:
         """Like ``list_sessions``, with an unreadable session's metadata as its ``CorruptRecordError``."""
         return list(await self.list_sessions(limit=limit))
@@ -398,9 +404,7 @@ class Store(ABC):
     async def check_session(self, session_id: str) -> None:
         """Read everything the session holds; raise the first ``CorruptRecordError`` (a resume checks this first)."""
         await self.get_session(session_id)
-        read = await self.read_rounds(session_id)
-        if read.problem is not None:
-            raise read.problem
+        await self.verify_rounds(session_id)
         await self.segments(session_id)
         await self.variables(session_id)
 

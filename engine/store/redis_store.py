@@ -388,11 +388,11 @@ class RedisStore(Store):
         cached = None if fresh else self._tails.get(session_id, index - 1)
         if cached is not None:
             return cached
-        read = _rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=index - 1))
-        if read.problem is not None:
-            raise read.problem
-        self._tails.put(session_id, _rec.Tail(), read.tail)
-        return read.tail
+        tail, problem = _rec.decode_tail(session_id, await self._raw_rounds(session_id, upto=index - 1))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
+        return tail
 
     async def _raw_rounds(self, session_id: str, *, since: int = 1, upto: int | None = None) -> list[tuple[int, str]]:
         key = self._key(session_id, "rounds")
@@ -403,6 +403,14 @@ class RedisStore(Store):
     async def read_rounds(self, session_id: str) -> _rec.RoundsRead:
         """Every stored round decoded; the first unreadable one named (see ``Store.read_rounds``)."""
         return _rec.decode_rounds(session_id, await self._raw_rounds(session_id))
+
+    async def verify_rounds(self, session_id: str) -> None:
+        """Check every stored round decodes (linear); raise the first ``CorruptRecordError``. Primes the write cache."""
+        check_session_id(session_id)
+        tail, problem = _rec.decode_tail(session_id, await self._raw_rounds(session_id))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
 
     async def rounds(self, session_id: str) -> list[RoundRecord]:
         """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""

@@ -358,11 +358,11 @@ class SQLiteStore(Store):
             ).fetchone()
             if row is not None and _rec.body_digest(row[0]) == cached.digest:
                 return cached
-        read = _rec.decode_rounds(session_id, self._raw_rounds(session_id, upto=index - 1))
-        if read.problem is not None:
-            raise read.problem
-        self._tails.put(session_id, _rec.Tail(), read.tail)
-        return read.tail
+        tail, problem = _rec.decode_tail(session_id, self._raw_rounds(session_id, upto=index - 1))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
+        return tail
 
     def _raw_rounds(self, session_id: str, *, upto: int | None = None, since: int = 1) -> list[tuple[int, str]]:
         rows = self._conn.execute(
@@ -376,6 +376,14 @@ class SQLiteStore(Store):
         check_session_id(session_id)
         raw = await self._run("read rounds", self._raw_rounds, session_id)
         return _rec.decode_rounds(session_id, raw)
+
+    async def verify_rounds(self, session_id: str) -> None:
+        """Check every stored round decodes (linear); raise the first ``CorruptRecordError``. Primes the write cache."""
+        check_session_id(session_id)
+        tail, problem = _rec.decode_tail(session_id, await self._run("read rounds", self._raw_rounds, session_id))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
 
     async def rounds(self, session_id: str) -> list[RoundRecord]:
         """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""
