@@ -192,3 +192,9 @@ def test_a_corrupted_entry_is_named_everywhere_and_truncate_repairs_it(
     rc, out, err = codeact("replay", "demo", "--store", store, home=home)
     assert rc == 0, out + err
     assert out.splitlines()[-1] == f"replayed {after} round(s) of demo: {after} match, 0 mismatch"
+
+    if kind == "round":  # and the session goes on from round 2: resumed, recorded, replayable
+        rc, out, err = run_demo(store, home)
+        assert rc == 0, out + err
+        rc, out, err = codeact("replay", "demo", "--store", store, home=home)
+        assert rc == 0 and out.splitlines()[-1].endswith(" mismatch") and " 0 mismatch" in out, out + err
