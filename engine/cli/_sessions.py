@@ -19,8 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.errors import StoreError
-from engine.store import RoundRecord, SessionMeta, Store, open_store
-from engine.store._records import CorruptRecordError, RoundEntry
+from engine.store import CorruptRecordError, RoundEntry, RoundRecord, SessionMeta, Store, open_store
 
 __all__ = ["register"]
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from engine.errors import StoreError
 
 if TYPE_CHECKING:
-    from engine.store._records import CorruptRecordError, RoundsRead, TruncateReport
+    from engine.store._entries import TruncateReport
+    from engine.store._records import CorruptRecordError, RoundsRead
 
 __all__ = [
     "ROUND_STATUSES",

@@ -23,6 +23,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from engine.errors import StoreError
+from engine.store import _entries as _ent
 from engine.store import _records as _rec
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
@@ -170,7 +171,7 @@ def _meta_from_hash(session_id: str, data: Mapping[str, str]) -> SessionMeta:
     values: dict[str, Any] = dict(data)
     values.setdefault("extra", "{}")
     values.setdefault("updated_at", values.get("created_at"))
-    return _rec.decode_meta(session_id, values)
+    return _ent.decode_meta(session_id, values)
 
 
 def _meta_or_problem(session_id: str, data: Mapping[str, str]) -> SessionMeta | _rec.CorruptRecordError:
@@ -438,7 +439,7 @@ class RedisStore(Store):
         key = self._key(session_id, "segments")
         with map_redis_errors(self.url):
             items: list[str] = await self._client.lrange(key, 0, -1)
-        return await _rec.decode_segments(self, session_id, enumerate(items, start=1))
+        return await _ent.decode_segments(self, session_id, enumerate(items, start=1))
 
     async def variables(self, session_id: str) -> dict[str, Any]:
         """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
@@ -447,9 +448,9 @@ class RedisStore(Store):
             data: dict[str, str] = await self._client.hgetall(key)
             count = await self._client.hget(self._key(session_id), "rounds")
         rounds = int(count) if isinstance(count, str) and count.isdigit() else None
-        return {name: _rec.decode_variable(session_id, name, data[name], rounds=rounds) for name in sorted(data)}
+        return {name: _ent.decode_variable(session_id, name, data[name], rounds=rounds) for name in sorted(data)}
 
-    async def truncate(self, session_id: str, *, after: int) -> _rec.TruncateReport:
+    async def truncate(self, session_id: str, *, after: int) -> _ent.TruncateReport:
         """Keep rounds 1..``after`` (see ``Store.truncate``); one MULTI/EXEC transaction."""
         if after < 0:
             raise StoreError(f"--after must be 0 or more, got {after}", code="store.invalid_argument")
@@ -465,9 +466,9 @@ class RedisStore(Store):
             raise self._not_found(session_id)
         read = _rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=after))
         ids = [_segment_id(body) for body in bodies]
-        keep = _rec.segments_after(read, after, ids)
+        keep = _ent.segments_after(read, after, ids)
         state = read.rounds[after - 1].variables if after else {}
-        meta, repaired = _rec.repair_meta(session_id, raw_meta, rounds=after, now=time.time())
+        meta, repaired = _ent.repair_meta(session_id, raw_meta, rounds=after, now=time.time())
         fields: dict[str | bytes, bytes | float | int | str] = dict(_meta_to_hash(meta).items())
         with map_redis_errors(self.url):
             async with self._client.pipeline(transaction=True) as pipe:
@@ -481,7 +482,7 @@ class RedisStore(Store):
                 pipe.zadd(self._index_key(), {session_id: meta.updated_at})
                 await pipe.execute()
         self._tails.drop(session_id)
-        return _rec.TruncateReport(
+        return _ent.TruncateReport(
             session_id=session_id,
             after=after,
             dropped_rounds=max(0, total - after),
