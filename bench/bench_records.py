@@ -7,7 +7,7 @@ variables. Figures per backend, at 10, 100 and 1,000 rounds:
 * ``record_bytes``: the stored record of that round; ``record_growth_1000_vs_10`` is the ratio of
   round 1,000's record to round 10's (goal <= 1.2: records do not grow with the session).
 * ``store_bytes_per_round``: everything the session holds (records, segments, variables) / rounds.
-* ``resume_ms`` / ``resume_ms_per_round`` (best of 3): what a resume reads (``check_session`` = every record
+* ``resume_ms`` / ``resume_ms_per_round`` (best of 5): what a resume reads (``check_session`` = every record
   decoded, segments, variables) and ``read_rounds_ms`` (what replay reads); linear when per-round is flat.
   ``read_rounds`` builds one ``RoundRecord`` per round whose ``segment_ids`` hold EVERY segment id of
   its prompt (the record API), so its per-round cost still grows with the session (a tuple copy per
@@ -93,7 +93,7 @@ async def _record_bytes(store: Store, index: int) -> int:
 async def _resume_ms(store: Store, opener: Any) -> tuple[float, float]:
     """A fresh store object (no cache), reading what a resume reads, then what replay reads."""
     resumes, replays = [], []
-    for _ in range(3):  # best of 3: the machine is shared
+    for _ in range(5):  # best of 5: the machine is shared
         async with opener() as fresh:
             started = time.perf_counter()
             await fresh.check_session("bench")

@@ -445,8 +445,10 @@ class RedisStore(Store):
         """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
         key = self._key(session_id, "vars")
         with map_redis_errors(self.url):
-            data: dict[str, str] = await self._client.hgetall(key)
-            count = await self._client.hget(self._key(session_id), "rounds")
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(key)
+                pipe.hget(self._key(session_id), "rounds")
+                data, count = await pipe.execute()
         rounds = int(count) if isinstance(count, str) and count.isdigit() else None
         return {name: _ent.decode_variable(session_id, name, data[name], rounds=rounds) for name in sorted(data)}
 
