@@ -182,6 +182,12 @@ def test_a_corrupted_entry_is_named_everywhere_and_truncate_repairs_it(
     assert message in out + err and hint in out + err
     assert "round 6" not in out
 
+    # exec --session: refused before the code runs.
+    script = tmp_path / "more.py"
+    script.write_text("print('ran')\n")
+    rc, out, err = codeact("exec", str(script), "--session", "demo", "--store", store, home=home)
+    assert rc != 0 and message in err and "ran" not in out
+
     # truncate repairs it: show and replay are clean again.
     rc, out, err = codeact("sessions", "truncate", "demo", "--after", str(after), "--store", store, home=home)
     assert rc == 0, err
