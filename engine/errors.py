@@ -28,7 +28,8 @@
     │   ├── DuplicateToolkitError       two toolkits under one name
     │   └── ToolkitLoadError            --toolkit MOD:OBJ could not be loaded
     └── StoreError                      the session store failed (names the URL, never credentials)
-        └── SessionBusyError            engine.store: another run holds the session's lock
+        ├── SessionBusyError            engine.store: another run holds the session's lock
+        └── CorruptRecordError          engine.store: a stored entry does not decode (names session, round, field)
 
 ``sandbox``, ``toolkits`` and ``segments`` may not import ``engine`` (ARCHITECTURE.md section 2),
 so their errors are defined in those packages and re-exported here; the model and store errors

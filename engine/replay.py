@@ -272,7 +272,7 @@ async def replay_session(
 
 async def _other_problem(store: Store, session_id: str) -> str | None:
     """An unreadable segment or variable (replay does not need them, but the session is damaged), or None."""
-    from engine.store._records import CorruptRecordError
+    from engine.store import CorruptRecordError
 
     try:
         await store.segments(session_id)

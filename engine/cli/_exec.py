@@ -130,6 +130,8 @@ async def _run_in_session(
                     extra={"kind": "exec", "grants": grants or {"system": "*"}},
                 )
                 await store.create_session(meta)
+            else:
+                await store.check_session(session)  # nothing runs on top of an unreadable entry
             variables = await store.variables(session)
             started = time.time()
             box = _make_sandbox(kind, bridge, isolation, declared, runtime)

@@ -23,8 +23,7 @@ from rich.text import Text
 
 from engine.errors import StoreError
 from engine.events import error_summary, reply_excerpt, without_frame_error
-from engine.store import LockInfo, RoundRecord, SessionMeta, Store, open_store
-from engine.store._records import CorruptRecordError, RoundEntry
+from engine.store import CorruptRecordError, LockInfo, RoundEntry, RoundRecord, SessionMeta, Store, open_store
 
 __all__ = ["register"]
 

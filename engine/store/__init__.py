@@ -7,8 +7,10 @@ loads ``redis``; import it from ``engine.store.redis_store``.
 
 from __future__ import annotations
 
+from engine.store._entries import TruncateReport
 from engine.store._factory import default_store_url, open_store
 from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S
+from engine.store._records import CorruptRecordError, RoundEntry, RoundsRead
 from engine.store.base import (
     ROUND_STATUSES,
     SESSION_STATUSES,
@@ -25,12 +27,15 @@ from engine.store.base import (
 from engine.store.sqlite import SQLiteStore
 
 __all__ = [
+    "CorruptRecordError",
     "HEARTBEAT_S",
     "LOCK_TTL_S",
     "LockInfo",
     "LockLostError",
     "ROUND_STATUSES",
+    "RoundEntry",
     "RoundRecord",
+    "RoundsRead",
     "SESSION_STATUSES",
     "SQLiteStore",
     "SessionBusyError",
@@ -38,6 +43,7 @@ __all__ = [
     "SessionMeta",
     "SessionStatus",
     "Store",
+    "TruncateReport",
     "check_session_id",
     "default_store_url",
     "open_store",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from engine.errors import StoreError
-from engine.store.base import SESSION_STATUSES, RoundRecord, SessionMeta, dumps
+from engine.store.base import RoundRecord, dumps
 
 __all__ = [
     "FORMAT",
@@ -38,19 +38,15 @@ __all__ = [
     "RoundsRead",
     "Tail",
     "TailCache",
-    "TruncateReport",
     "body_digest",
-    "decode_meta",
     "decode_rounds",
     "decode_rounds_from",
-    "decode_segment",
-    "decode_segments",
-    "decode_variable",
+    "decode_tail",
     "encode_round",
     "pick_round",
-    "repair_meta",
+    "kind",
+    "repair_hint",
     "round_error",
-    "segments_after",
 ]
 
 FORMAT = 2
@@ -90,7 +86,7 @@ class CorruptRecordError(StoreError):
         self.repair_after = repair_after
 
 
-def _repair_hint(session_id: str, after: int | None, what: str) -> str:
+def repair_hint(session_id: str, after: int | None, what: str) -> str:
     if after is None:
         return ""
     return f"; to repair, {what}: codeact sessions truncate {session_id} --after {after}"
@@ -103,7 +99,7 @@ def round_error(session_id: str, index: int, reason: str, *, field: str | None =
     kept = "no rounds" if after == 0 else "round 1" if after == 1 else f"rounds 1-{after}"
     return CorruptRecordError(
         f"round {index} of session {session_id!r} is unreadable: {where}{reason}"
-        + _repair_hint(session_id, after, f"drop it and the rounds after it (keeping {kept})"),
+        + repair_hint(session_id, after, f"drop it and the rounds after it (keeping {kept})"),
         session_id=session_id,
         part="round",
         round=index,
@@ -115,7 +111,7 @@ def round_error(session_id: str, index: int, reason: str, *, field: str | None =
 # ---- field checks ----------------------------------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
+def kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
@@ -166,6 +162,7 @@ _ROUND_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 _REQUIRED = ("session_id", "index", "started_at", "duration_s", "prompt_hash", "reply")
 _DELTA_FIELDS = ("segment_ids", "variables")
+_DELTA_CHECKED = tuple(n for n in _ROUND_FIELDS if n not in _DELTA_FIELDS)
 
 
 def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: Iterable[str]) -> None:
@@ -176,7 +173,7 @@ def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: I
         if name in data:
             check, expected = _ROUND_FIELDS[name]
             if not check(data[name]):
-                raise round_error(session_id, index, f"expected {expected}, got {_kind(data[name])}", field=name)
+                raise round_error(session_id, index, f"expected {expected}, got {kind(data[name])}", field=name)
     if data["index"] != index:
         raise round_error(session_id, index, f"the record says round {data['index']}", field="index")
     if data["session_id"] != session_id:
@@ -184,9 +181,11 @@ def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: I
         raise round_error(session_id, index, f"the record belongs to session {owner!r}", field="session_id")
 
 
+_RECORD_FIELDS = frozenset(f.name for f in fields(RoundRecord)) - set(_DELTA_FIELDS)
+
+
 def _record(data: Mapping[str, Any], segment_ids: tuple[str, ...], variables: dict[str, Any]) -> RoundRecord:
-    names = {f.name for f in fields(RoundRecord)}
-    values = {k: v for k, v in data.items() if k in names and k not in _DELTA_FIELDS}
+    values = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
     for name in ("calls", "uncaptured", "artifacts"):
         if name in values:
             values[name] = tuple(values[name])
@@ -274,30 +273,27 @@ class RoundsRead:
     tail: Tail
 
 
-def _decode_one(
-    session_id: str, index: int, body: str, prev: Tail, *, lenient: bool = False
-) -> tuple[RoundEntry, Tail]:
+def _parse(session_id: str, index: int, body: str, known_segments: int | None) -> tuple[dict[str, Any], int]:
+    """The record's JSON object and format, every field checked.
+
+    ``known_segments`` is the round before's segment count, to bound ``keep`` (None: unknown).
+    """
     try:
         data = json.loads(body)
     except (ValueError, TypeError) as exc:
         raise round_error(session_id, index, f"not JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise round_error(session_id, index, f"expected a JSON object, got {_kind(data)}")
+        raise round_error(session_id, index, f"expected a JSON object, got {kind(data)}")
     version = data.get("v", 1)
     if version == 1:
         _check_fields(session_id, index, data, _ROUND_FIELDS)
-        segment_ids = tuple(data.get("segment_ids", ()))
-        variables: dict[str, Any] = dict(data.get("variables", {}))
-        changed = {k: v for k, v in variables.items() if k not in prev.variables or prev.variables[k] != v}
-        removed = tuple(sorted(set(prev.variables) - set(variables)))
-        table: int | None = None
     elif version == FORMAT:
-        _check_fields(session_id, index, data, (n for n in _ROUND_FIELDS if n not in _DELTA_FIELDS))
+        _check_fields(session_id, index, data, _DELTA_CHECKED)
         segments, delta, table_info = data.get("segments"), data.get("vars"), data.get("table")
         if not (
             isinstance(segments, dict)
             and isinstance(segments.get("keep"), int)
-            and 0 <= segments["keep"] <= (2**62 if lenient else len(prev.segment_ids))
+            and 0 <= segments["keep"] <= (2**62 if known_segments is None else known_segments)
             and _list_of(_is_str)(segments.get("add"))
         ):
             expected = "expected {keep: N, add: [ids]} within the round before"
@@ -306,15 +302,32 @@ def _decode_one(
             raise round_error(session_id, index, "expected {set: {...}, del: [names]}", field="vars")
         if not (isinstance(table_info, dict) and isinstance(table_info.get("segments"), int)):
             raise round_error(session_id, index, "expected {segments: N}", field="table")
-        segment_ids = (*prev.segment_ids[: segments["keep"]], *segments["add"])
+    else:
+        reason = f"unknown record format {version!r} (written by a newer codeact?)"
+        raise round_error(session_id, index, reason, field="v")
+    return data, version
+
+
+def _decode_one(
+    session_id: str, index: int, body: str, prev: Tail, *, lenient: bool = False
+) -> tuple[RoundEntry, Tail]:
+    data, version = _parse(session_id, index, body, None if lenient else len(prev.segment_ids))
+    if version == 1:
+        segment_ids = tuple(data.get("segment_ids", ()))
+        variables: dict[str, Any] = dict(data.get("variables", {}))
+        changed = {k: v for k, v in variables.items() if k not in prev.variables or prev.variables[k] != v}
+        removed = tuple(sorted(set(prev.variables) - set(variables)))
+        table: int | None = None
+    else:
+        segments, delta = data["segments"], data["vars"]
+        keep = segments["keep"]
+        kept = prev.segment_ids if keep == len(prev.segment_ids) else prev.segment_ids[:keep]
+        segment_ids = kept + tuple(segments["add"])  # tuple concatenation: a memcpy, not an unpacking loop
         removed = tuple(delta["del"])
         changed = dict(delta["set"])
         variables = {k: v for k, v in prev.variables.items() if k not in removed}
         variables.update(changed)
-        table = table_info["segments"]
-    else:
-        reason = f"unknown record format {version!r} (written by a newer codeact?)"
-        raise round_error(session_id, index, reason, field="v")
+        table = data["table"]["segments"]
     record = _record(data, segment_ids, variables)
     tail = Tail(
         index=index,
@@ -326,6 +339,48 @@ def _decode_one(
     added = tuple(name for name in changed if name not in prev.variables)
     entry = RoundEntry(index=index, record=record, changed=changed, removed=removed, added=added, table_segments=table)
     return entry, tail
+
+
+def decode_tail(session_id: str, bodies: Iterable[tuple[int, str]]) -> tuple[Tail, CorruptRecordError | None]:
+    """Check every record and return the state after the last one, without a ``RoundRecord`` per round.
+
+    Linear: the running segment list and variables are updated in place. What a resume and the first
+    write after it need. On an unreadable record: the state before it and the error.
+    """
+    ids: list[str] = []
+    variables: dict[str, Any] = {}
+    table: int | None = 0
+    index, last_body = 0, None
+    for position, body in bodies:
+        expected = index + 1
+        if position != expected:
+            return _tail(index, ids, variables, table, last_body), round_error(
+                session_id, expected, "the record is missing"
+            )
+        try:
+            data, version = _parse(session_id, position, body, len(ids))
+        except CorruptRecordError as exc:
+            return _tail(index, ids, variables, table, last_body), exc
+        if version == 1:
+            ids = list(data.get("segment_ids", ()))
+            variables = dict(data.get("variables", {}))
+            table = None
+        else:
+            segments, delta = data["segments"], data["vars"]
+            del ids[segments["keep"] :]
+            ids.extend(segments["add"])
+            for name in delta["del"]:
+                variables.pop(name, None)
+            variables.update(delta["set"])
+            table = data["table"]["segments"]
+        index, last_body = position, body
+    return _tail(index, ids, variables, table, last_body), None
+
+
+def _tail(index: int, ids: list[str], variables: dict[str, Any], table: int | None, body: str | None) -> Tail:
+    return Tail(
+        index=index, segment_ids=tuple(ids), variables=dict(variables), table_segments=table, digest=body_digest(body)
+    )
 
 
 def decode_rounds(session_id: str, bodies: Iterable[tuple[int, str]]) -> RoundsRead:
@@ -430,184 +485,6 @@ def encode_round(
         digest=body_digest(body),
     )
     return body, tail, set_texts, deleted
-
-
-# ---- segments, variables, metadata ------------------------------------------------------------------
-
-
-def _round_of_position(position: int, entries: Iterable[RoundEntry]) -> int | None:
-    for entry in entries:
-        if entry.table_segments is not None and entry.table_segments >= position:
-            return entry.index
-    return None
-
-
-def decode_segment(session_id: str, position: int, body: str, *, entries: Iterable[RoundEntry] = ()) -> dict[str, Any]:
-    """One stored segment (1-based ``position`` in the session's list); ``CorruptRecordError`` naming it."""
-    reason: str | None = None
-    try:
-        data = json.loads(body)
-    except (ValueError, TypeError) as exc:
-        reason = f"not JSON ({exc})"
-    else:
-        if not isinstance(data, dict):
-            reason = f"expected a JSON object, got {_kind(data)}"
-        elif not isinstance(data.get("id"), str):
-            reason = "it has no string 'id'"
-        else:
-            return data
-    owner = _round_of_position(position, entries)
-    after = None if owner is None else owner - 1
-    where = f" (added by round {owner})" if owner is not None else ""
-    raise CorruptRecordError(
-        f"segment {position} of session {session_id!r}{where} is unreadable: {reason}"
-        + _repair_hint(session_id, after, f"drop the rounds from round {owner} on"),
-        session_id=session_id,
-        part="segment",
-        round=owner,
-        field=str(position),
-        repair_after=after,
-    )
-
-
-async def decode_segments(store: Any, session_id: str, rows: Iterable[tuple[int, str]]) -> list[dict[str, Any]]:
-    """Every stored segment (``(position, body)`` in order); the first unreadable one raised, with its round."""
-    out: list[dict[str, Any]] = []
-    for position, body in rows:
-        try:
-            out.append(decode_segment(session_id, position, body))
-        except CorruptRecordError:
-            read: RoundsRead = await store.read_rounds(session_id)  # only now: to name the round
-            decode_segment(session_id, position, body, entries=read.entries)
-    return out
-
-
-def decode_variable(session_id: str, name: str, text: str, *, rounds: int | None) -> Any:
-    """One stored variable (the session's current state, after round ``rounds``); ``CorruptRecordError`` naming it."""
-    try:
-        return json.loads(text)
-    except (ValueError, TypeError) as exc:
-        where = f" (after round {rounds})" if rounds is not None else ""
-        raise CorruptRecordError(
-            f"variable {name!r} of session {session_id!r}{where} is unreadable: not JSON ({exc})"
-            + _repair_hint(session_id, rounds, "restore the variables from the round records"),
-            session_id=session_id,
-            part="variable",
-            round=rounds,
-            field=name,
-            repair_after=rounds,
-        ) from None
-
-
-_META_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
-    # field -> (parse raw -> value or raise ValueError, default when repairing)
-    "session_id": (lambda v: _need(isinstance(v, str) and v, v), None),
-    "blueprint_id": (lambda v: _need(isinstance(v, str), v), "unknown"),
-    "blueprint_hash": (lambda v: _need(isinstance(v, str), v), ""),
-    "model": (lambda v: _need(isinstance(v, str), v), "unknown"),
-    "created_at": (lambda v: float(v), None),
-    "updated_at": (lambda v: float(v), None),
-    "status": (lambda v: _need(v in SESSION_STATUSES, v), "paused"),
-    "rounds": (lambda v: _need(str(v).isdigit(), int(v)), None),
-    "title": (lambda v: _need(v is None or isinstance(v, str), v), None),
-    "input": (lambda v: _need(v is None or isinstance(v, str), v), None),
-    "extra": (lambda v: _need(isinstance(parsed := json.loads(v) if isinstance(v, str) else v, dict), parsed), {}),
-}
-_META_REQUIRED = ("session_id", "blueprint_id", "blueprint_hash", "model", "created_at", "status", "rounds")
-
-
-def _need(ok: Any, value: Any) -> Any:
-    if not ok:
-        raise ValueError(f"unexpected value {value!r:.80}")
-    return value
-
-
-def _meta_fields(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    values: dict[str, Any] = {}
-    bad: dict[str, str] = {}
-    for name, (parse, _default) in _META_CHECKS.items():
-        if name not in raw or raw[name] is None:
-            if name in _META_REQUIRED:
-                bad[name] = "missing"
-            continue
-        try:
-            values[name] = parse(raw[name])
-        except (ValueError, TypeError) as exc:
-            bad[name] = str(exc) if not isinstance(exc, json.JSONDecodeError) else f"not JSON ({exc})"
-    return values, bad
-
-
-def decode_meta(session_id: str, raw: Mapping[str, Any]) -> SessionMeta:
-    """Session metadata from its stored fields (strings or numbers); ``CorruptRecordError`` naming the field."""
-    values, bad = _meta_fields(raw)
-    if bad:
-        name, reason = next(iter(bad.items()))
-        rounds = values.get("rounds")
-        raise CorruptRecordError(
-            f"the metadata of session {session_id!r} is unreadable: field {name!r}: {reason}"
-            + _repair_hint(
-                session_id, rounds if isinstance(rounds, int) else None, "reset the unreadable fields to defaults"
-            ),
-            session_id=session_id,
-            part="session",
-            round=None,
-            field=name,
-            repair_after=rounds if isinstance(rounds, int) else None,
-        )
-    return SessionMeta.from_json(values)
-
-
-def repair_meta(session_id: str, raw: Mapping[str, Any], *, rounds: int, now: float) -> tuple[SessionMeta, list[str]]:
-    """The metadata with unreadable fields reset to defaults, ``rounds`` set; returns it and the fields reset."""
-    values, bad = _meta_fields(raw)
-    for name in bad:
-        default = _META_CHECKS[name][1]
-        if default is not None:
-            values[name] = default
-    values["session_id"] = session_id
-    values.setdefault("created_at", now)
-    values["updated_at"] = now
-    values["rounds"] = rounds
-    return SessionMeta.from_json(values), sorted(bad)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TruncateReport:
-    """What ``Store.truncate`` did.
-
-    Attributes:
-        session_id: The session.
-        after: The last round kept.
-        dropped_rounds: How many rounds were removed.
-        dropped_segments: How many segments were removed.
-        variables: How many variables the session holds now (as of round ``after``).
-        repaired: Metadata fields reset to defaults because they were unreadable.
-    """
-
-    session_id: str
-    after: int
-    dropped_rounds: int
-    dropped_segments: int
-    variables: int
-    repaired: tuple[str, ...] = ()
-
-
-def segments_after(read: RoundsRead, after: int, segment_ids: list[str]) -> int:
-    """How many of the session's segments (ids in order) belong to rounds 1..``after``."""
-    if after == 0:
-        return 0
-    if after > len(read.rounds):
-        raise read.problem or StoreError(f"round {after} is not recorded", code="store.not_found")
-    entry = read.entries[after - 1]
-    if entry.table_segments is not None:
-        return min(entry.table_segments, len(segment_ids))
-    # Format 1: the round's prompt was built from every segment up to it.
-    wanted = set(read.rounds[after - 1].segment_ids)
-    last = 0
-    for position, segment_id in enumerate(segment_ids, start=1):
-        if segment_id in wanted:
-            last = position
-    return last
 
 
 class TailCache:

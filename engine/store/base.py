@@ -25,7 +25,8 @@ from engine.errors import StoreError
 from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S, LockInfo, LockLostError, make_token, parse_token
 
 if TYPE_CHECKING:
-    from engine.store._records import CorruptRecordError, RoundsRead, TruncateReport
+    from engine.store._entries import TruncateReport
+    from engine.store._records import CorruptRecordError, RoundsRead
 
 __all__ = [
     "ROUND_STATUSES",
@@ -430,6 +431,12 @@ class Store(ABC):
         """Every stored round decoded, the first unreadable one named instead of raised (``RoundsRead``)."""
         raise NotImplementedError(f"{type(self).__name__} does not implement read_rounds")
 
+    async def verify_rounds(self, session_id: str) -> None:
+        """Check every stored round decodes; raise the first ``CorruptRecordError`` (backends do it linearly)."""
+        read = await self.read_rounds(session_id)
+        if read.problem is not None:
+            raise read.problem
+
     async def scan_sessions(self, *, limit: int = 50) -> list[SessionMeta | CorruptRecordError]:
         """Like ``list_sessions``, with an unreadable session's metadata as its ``CorruptRecordError``."""
         return list(await self.list_sessions(limit=limit))
@@ -444,9 +451,7 @@ class Store(ABC):
     async def check_session(self, session_id: str) -> None:
         """Read everything the session holds; raise the first ``CorruptRecordError`` (a resume checks this first)."""
         await self.get_session(session_id)
-        read = await self.read_rounds(session_id)
-        if read.problem is not None:
-            raise read.problem
+        await self.verify_rounds(session_id)
         await self.segments(session_id)
         await self.variables(session_id)
 

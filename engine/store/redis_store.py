@@ -24,6 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
 from engine.errors import StoreError
+from engine.store import _entries as _ent
 from engine.store import _records as _rec
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
@@ -194,7 +195,7 @@ def _meta_from_hash(session_id: str, data: Mapping[str, str]) -> SessionMeta:
     values: dict[str, Any] = dict(data)
     values.setdefault("extra", "{}")
     values.setdefault("updated_at", values.get("created_at"))
-    return _rec.decode_meta(session_id, values)
+    return _ent.decode_meta(session_id, values)
 
 
 def _meta_or_problem(session_id: str, data: Mapping[str, str]) -> SessionMeta | _rec.CorruptRecordError:
@@ -442,11 +443,11 @@ class RedisStore(Store):
         cached = None if fresh else self._tails.get(session_id, index - 1)
         if cached is not None:
             return cached
-        read = _rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=index - 1))
-        if read.problem is not None:
-            raise read.problem
-        self._tails.put(session_id, _rec.Tail(), read.tail)
-        return read.tail
+        tail, problem = _rec.decode_tail(session_id, await self._raw_rounds(session_id, upto=index - 1))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
+        return tail
 
     async def _raw_rounds(self, session_id: str, *, since: int = 1, upto: int | None = None) -> list[tuple[int, str]]:
         key = self._key(session_id, "rounds")
@@ -457,6 +458,14 @@ class RedisStore(Store):
     async def read_rounds(self, session_id: str) -> _rec.RoundsRead:
         """Every stored round decoded; the first unreadable one named (see ``Store.read_rounds``)."""
         return _rec.decode_rounds(session_id, await self._raw_rounds(session_id))
+
+    async def verify_rounds(self, session_id: str) -> None:
+        """Check every stored round decodes (linear); raise the first ``CorruptRecordError``. Primes the write cache."""
+        check_session_id(session_id)
+        tail, problem = _rec.decode_tail(session_id, await self._raw_rounds(session_id))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
 
     async def rounds(self, session_id: str) -> list[RoundRecord]:
         """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""
@@ -484,18 +493,20 @@ class RedisStore(Store):
         key = self._key(session_id, "segments")
         with map_redis_errors(self.url):
             items: list[str] = await self._client.lrange(key, 0, -1)
-        return await _rec.decode_segments(self, session_id, enumerate(items, start=1))
+        return await _ent.decode_segments(self, session_id, enumerate(items, start=1))
 
     async def variables(self, session_id: str) -> dict[str, Any]:
         """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
         key = self._key(session_id, "vars")
         with map_redis_errors(self.url):
-            data: dict[str, str] = await self._client.hgetall(key)
-            count = await self._client.hget(self._key(session_id), "rounds")
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.hgetall(key)
+                pipe.hget(self._key(session_id), "rounds")
+                data, count = await pipe.execute()
         rounds = int(count) if isinstance(count, str) and count.isdigit() else None
-        return {name: _rec.decode_variable(session_id, name, data[name], rounds=rounds) for name in sorted(data)}
+        return {name: _ent.decode_variable(session_id, name, data[name], rounds=rounds) for name in sorted(data)}
 
-    async def truncate(self, session_id: str, *, after: int) -> _rec.TruncateReport:
+    async def truncate(self, session_id: str, *, after: int) -> _ent.TruncateReport:
         """Keep rounds 1..``after`` (see ``Store.truncate``); one MULTI/EXEC transaction."""
         if after < 0:
             raise StoreError(f"--after must be 0 or more, got {after}", code="store.invalid_argument")
@@ -511,9 +522,9 @@ class RedisStore(Store):
             raise self._not_found(session_id)
         read = _rec.decode_rounds(session_id, await self._raw_rounds(session_id, upto=after))
         ids = [_segment_id(body) for body in bodies]
-        keep = _rec.segments_after(read, after, ids)
+        keep = _ent.segments_after(read, after, ids)
         state = read.rounds[after - 1].variables if after else {}
-        meta, repaired = _rec.repair_meta(session_id, raw_meta, rounds=after, now=time.time())
+        meta, repaired = _ent.repair_meta(session_id, raw_meta, rounds=after, now=time.time())
         fields: dict[str | bytes, bytes | float | int | str] = dict(_meta_to_hash(meta).items())
         with map_redis_errors(self.url):
             async with self._client.pipeline(transaction=True) as pipe:
@@ -527,7 +538,7 @@ class RedisStore(Store):
                 pipe.zadd(self._index_key(), {session_id: meta.updated_at})
                 await pipe.execute()
         self._tails.drop(session_id)
-        return _rec.TruncateReport(
+        return _ent.TruncateReport(
             session_id=session_id,
             after=after,
             dropped_rounds=max(0, total - after),

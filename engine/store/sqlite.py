@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.errors import StoreError
+from engine.store import _entries as _ent
 from engine.store import _records as _rec
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
@@ -97,7 +98,7 @@ _SELECT_META = f"SELECT {', '.join(_META_COLUMNS)} FROM sessions"
 
 
 def _meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
-    return _rec.decode_meta(str(row[0]), dict(zip(_META_COLUMNS, row, strict=True)))
+    return _ent.decode_meta(str(row[0]), dict(zip(_META_COLUMNS, row, strict=True)))
 
 
 def _meta_or_problem(row: tuple[Any, ...]) -> SessionMeta | _rec.CorruptRecordError:
@@ -388,11 +389,11 @@ class SQLiteStore(Store):
             ).fetchone()
             if row is not None and _rec.body_digest(row[0]) == cached.digest:
                 return cached
-        read = _rec.decode_rounds(session_id, self._raw_rounds(session_id, upto=index - 1))
-        if read.problem is not None:
-            raise read.problem
-        self._tails.put(session_id, _rec.Tail(), read.tail)
-        return read.tail
+        tail, problem = _rec.decode_tail(session_id, self._raw_rounds(session_id, upto=index - 1))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
+        return tail
 
     def _raw_rounds(self, session_id: str, *, upto: int | None = None, since: int = 1) -> list[tuple[int, str]]:
         rows = self._conn.execute(
@@ -406,6 +407,14 @@ class SQLiteStore(Store):
         check_session_id(session_id)
         raw = await self._run("read rounds", self._raw_rounds, session_id)
         return _rec.decode_rounds(session_id, raw)
+
+    async def verify_rounds(self, session_id: str) -> None:
+        """Check every stored round decodes (linear); raise the first ``CorruptRecordError``. Primes the write cache."""
+        check_session_id(session_id)
+        tail, problem = _rec.decode_tail(session_id, await self._run("read rounds", self._raw_rounds, session_id))
+        if problem is not None:
+            raise problem
+        self._tails.put(session_id, _rec.Tail(), tail)
 
     async def rounds(self, session_id: str) -> list[RoundRecord]:
         """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""
@@ -445,7 +454,7 @@ class SQLiteStore(Store):
             return [(int(pos), str(body)) for pos, body in rows]
 
         rows = await self._run("read segments", read)
-        return await _rec.decode_segments(self, session_id, rows)
+        return await _ent.decode_segments(self, session_id, rows)
 
     async def variables(self, session_id: str) -> dict[str, Any]:
         """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
@@ -460,15 +469,15 @@ class SQLiteStore(Store):
 
         rows, count = await self._run("read variables", read)
         rounds = count if isinstance(count, int) else None
-        return {name: _rec.decode_variable(session_id, name, value, rounds=rounds) for name, value in rows}
+        return {name: _ent.decode_variable(session_id, name, value, rounds=rounds) for name, value in rows}
 
-    async def truncate(self, session_id: str, *, after: int) -> _rec.TruncateReport:
+    async def truncate(self, session_id: str, *, after: int) -> _ent.TruncateReport:
         """Keep rounds 1..``after`` (see ``Store.truncate``)."""
         check_session_id(session_id)
         if after < 0:
             raise StoreError(f"--after must be 0 or more, got {after}", code="store.invalid_argument")
 
-        def truncate() -> _rec.TruncateReport:
+        def truncate() -> _ent.TruncateReport:
             with self._transaction() as conn:
                 row = conn.execute(f"{_SELECT_META} WHERE session_id = ?", (session_id,)).fetchone()
                 if row is None:
@@ -480,7 +489,7 @@ class SQLiteStore(Store):
                         "SELECT segment_id FROM segments WHERE session_id = ? ORDER BY pos", (session_id,)
                     ).fetchall()
                 ]
-                keep = _rec.segments_after(read, after, ids)
+                keep = _ent.segments_after(read, after, ids)
                 state = read.rounds[after - 1].variables if after else {}
                 (total_rounds,) = conn.execute(
                     "SELECT COUNT(*) FROM rounds WHERE session_id = ?", (session_id,)
@@ -492,14 +501,14 @@ class SQLiteStore(Store):
                     "INSERT INTO variables (session_id, name, value) VALUES (?, ?, ?)",
                     ((session_id, name, dumps(value, what=f"variable {name!r}")) for name, value in state.items()),
                 )
-                meta, repaired = _rec.repair_meta(
+                meta, repaired = _ent.repair_meta(
                     session_id, dict(zip(_META_COLUMNS, row, strict=True)), rounds=after, now=time.time()
                 )
                 assignments = ", ".join(f"{name} = ?" for name in _META_COLUMNS[1:])
                 values = [getattr(meta, name) for name in _META_COLUMNS[1:]]
                 values[-1] = dumps(meta.extra, what="extra")
                 conn.execute(f"UPDATE sessions SET {assignments} WHERE session_id = ?", (*values, session_id))
-                return _rec.TruncateReport(
+                return _ent.TruncateReport(
                     session_id=session_id,
                     after=after,
                     dropped_rounds=max(0, int(total_rounds) - after),

@@ -182,6 +182,12 @@ def test_a_corrupted_entry_is_named_everywhere_and_truncate_repairs_it(
     assert message in out + err and hint in out + err
     assert "round 6" not in out
 
+    # exec --session: refused before the code runs.
+    script = tmp_path / "more.py"
+    script.write_text("print('ran')\n")
+    rc, out, err = codeact("exec", str(script), "--session", "demo", "--store", store, home=home)
+    assert rc != 0 and message in err and "ran" not in out
+
     # truncate repairs it: show and replay are clean again.
     rc, out, err = codeact("sessions", "truncate", "demo", "--after", str(after), "--store", store, home=home)
     assert rc == 0, err
@@ -192,3 +198,9 @@ def test_a_corrupted_entry_is_named_everywhere_and_truncate_repairs_it(
     rc, out, err = codeact("replay", "demo", "--store", store, home=home)
     assert rc == 0, out + err
     assert out.splitlines()[-1] == f"replayed {after} round(s) of demo: {after} match, 0 mismatch"
+
+    if kind == "round":  # and the session goes on from round 2: resumed, recorded, replayable
+        rc, out, err = run_demo(store, home)
+        assert rc == 0, out + err
+        rc, out, err = codeact("replay", "demo", "--store", store, home=home)
+        assert rc == 0 and out.splitlines()[-1].endswith(" mismatch") and " 0 mismatch" in out, out + err

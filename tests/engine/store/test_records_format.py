@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from engine.errors import StoreError
-from engine.store import RoundRecord, SessionBusyError, SQLiteStore, Store
-from engine.store._records import CorruptRecordError
+from engine.store import CorruptRecordError, RoundRecord, SessionBusyError, SQLiteStore, Store
 
 from ._helpers import make_meta, make_round
 
