@@ -89,10 +89,11 @@ class ReplayReport:
 class _Switch:
     """The sandbox's bridge handler for the whole replay; each round plugs in its own bridge."""
 
-    def __init__(self, manifest: dict[str, Any]) -> None:
+    def __init__(self, manifest: dict[str, Any], session_id: str = "") -> None:
         self._manifest = manifest
         self.current: ToolkitBridge | None = None
         self.hung: list[CallRecord] = []
+        self.session_id = session_id  # names the replay's sandbox (container label, runtime argv)
 
     def manifest(self) -> dict[str, Any]:
         return self._manifest
@@ -245,7 +246,7 @@ async def replay_session(
     note = dict(note) if isinstance(note, dict) else {}
     deadline = note.get("deadline_s")
     deadline = float(deadline) if isinstance(deadline, int | float) else None
-    switch = _Switch(manifest)
+    switch = _Switch(manifest, session_id)
     if sandbox_factory is None:
         sandbox_factory = _sandbox_from_note(note)
     results: list[RoundReplay] = []

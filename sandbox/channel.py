@@ -15,27 +15,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import os
 import secrets
 import shutil
 import tempfile
-import types
-from asyncio.tasks import _enter_task, _leave_task
-from collections.abc import Coroutine, Generator
 from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
+from sandbox._eager import Runner as _Runner
+from sandbox._eager import release_memory
 from sandbox.errors import SandboxError
 from sandbox.leftovers import dir_prefix
 from sandbox.runtime import protocol as _p
 
-__all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler"]
+__all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler", "release_memory"]
 
 AUTH_TIMEOUT_S: Final = 30.0
 """An unauthenticated connection that has not sent ``auth`` within this time is closed."""
 
 _MAX_IN_FLIGHT: Final = 4096
+_REJECT_BUFFER_CAP: Final = 1 << 20  # unread output past which id-less error answers are dropped
+_BIG_FRAME: Final = 1 << 20  # a round that moved a frame this large gives its memory back at its end
 _RESULT: Final = '{"jsonrpc":"2.0","id":%s,"result":%s}\n'
 _SOCKET_NAME: Final = "bridge.sock"
 _CONFIG_NAME: Final = "runtime.json"
@@ -93,6 +93,8 @@ class _Connection(asyncio.Protocol):
         self._closed = False
         self._auth_timer: asyncio.TimerHandle | None = None
         self._out: list[bytes] | None = None  # answers held while one read's frames are served
+        self.rejects_dropped = 0
+        self._held_rejects = 0
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -117,10 +119,12 @@ class _Connection(asyncio.Protocol):
         buf += data
         # Several frames in one read (gathered calls): their answers leave in one write.
         self._out = []
+        self._held_rejects = 0
         try:
             self._frames(buf, limit)
         finally:
             out, self._out = self._out, None
+            self._held_rejects = 0
             if out and not self._closed and self._transport is not None:
                 self._transport.write(b"".join(out))
 
@@ -152,6 +156,8 @@ class _Connection(asyncio.Protocol):
                     continue
                 line = bytes(buf[start:nl])
                 start = nl + 1
+                if len(line) > _BIG_FRAME:
+                    self._channel.big_frames = True
                 if line[:1] == b"{" or line.strip():
                     self._frame(line)
         finally:
@@ -213,7 +219,17 @@ class _Connection(asyncio.Protocol):
         self.close()
 
     def _reject(self, err: _p.RpcError) -> None:
-        self._send(_p.error_response(None, err))
+        transport = self._transport
+        held = self._held_rejects  # answers of this read not handed to the transport yet
+        if transport is not None and transport.get_write_buffer_size() + held > _REJECT_BUFFER_CAP:
+            # A runtime that floods garbage without reading the answers: id-less error answers
+            # help nobody, so they stop piling up in the host's memory (answers to requests don't).
+            self.rejects_dropped += 1
+        else:
+            self._held_rejects = held + 128 + len(err.message)
+            self._send(_p.error_response(None, err))
+        if err.code == _p.PAYLOAD_TOO_LARGE:
+            self._channel.big_frames = True
         if not self.authenticated:
             self.close()
 
@@ -246,6 +262,8 @@ class _Connection(asyncio.Protocol):
             frame = (_RESULT % (_p.dumps(id_), _p.dumps(result))).encode("utf-8")
         except (TypeError, ValueError):
             frame = b""
+        if len(frame) > _BIG_FRAME:
+            self._channel.big_frames = True
         if not frame or len(frame) > _p.MAX_FRAME:
             self._send(_p.response(id_, result))  # says what is wrong with it
         elif self._out is not None:
@@ -301,6 +319,8 @@ class Channel:
         self._next_id = 0
         self._closed = False
         self._config_file: Path | None = None
+        self.big_frames = False
+        """A frame over 1 MiB went through since the last ``end_round()`` (its memory is given back then)."""
         self.rpc_count = 0
         """Toolkit calls received since the last ``begin_round()``."""
 
@@ -471,6 +491,9 @@ class Channel:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        if self.big_frames:
+            self.big_frames = False
+            release_memory()
         return self.rpc_count
 
     def _dispatch(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
@@ -548,70 +571,9 @@ class Channel:
                 self._connected.set_exception(ChannelClosedError("the bridge channel was closed"))
                 self._connected.exception()
         shutil.rmtree(self.directory, ignore_errors=True)
-
-
-class _Runner:
-    """A task that request handlers start in, right inside ``data_received`` (an "eager" task).
-
-    Handlers must run inside a task (tools use ``asyncio.timeout``, anyio, ...), but a task per
-    call costs a task, a scheduled first step and a done callback: three event-loop iterations
-    before the answer leaves. Instead the handler's first step runs at once with this idle task
-    entered as the current task (what ``eager_start`` does from Python 3.12 on), in a fresh copy
-    of the context. A handler that finishes there (most calls) has sent its answer, and the runner
-    stays idle for the next call. A handler that suspends is handed to the runner's task, which
-    drives it to its end (so the task the handler saw is the one running it); the channel then
-    makes a new runner for the next call.
-    """
-
-    __slots__ = ("_tasks", "_work", "task")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, tasks: set[asyncio.Task[None]]) -> None:
-        self._tasks = tasks
-        self._work: asyncio.Future[tuple[Coroutine[Any, Any, None], Any, contextvars.Context]] = loop.create_future()
-        self.task: asyncio.Task[None] = loop.create_task(self._drive())
-
-    def start(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> bool:
-        """Run ``coro`` up to its first suspension in this runner's task; True when it finished."""
-        context = contextvars.copy_context()
-        task = self.task
-        _enter_task(loop, task)
-        try:
-            yielded = context.run(coro.send, None)
-        except StopIteration:
-            return True
-        finally:
-            _leave_task(loop, task)
-        self._tasks.add(task)
-        self._work.set_result((coro, yielded, context))
-        return False
-
-    async def _drive(self) -> None:
-        coro, yielded, context = await self._work
-        try:
-            await _resume(coro, yielded, context)
-        finally:
-            self._tasks.discard(self.task)
-
-
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], yielded: Any, context: contextvars.Context) -> Generator[Any, Any, None]:
-    """Continue a coroutine whose first step already ran (``yielded`` is its first suspension)."""
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            context.run(coro.close)
-            raise
-        except BaseException as exc:  # cancellation and friends go into the coroutine
-            try:
-                yielded = context.run(coro.throw, exc)
-            except StopIteration:
-                return
-        else:
-            try:
-                yielded = context.run(coro.send, sent)
-            except StopIteration:
-                return
+        if self.big_frames:
+            self.big_frames = False
+            release_memory()
 
 
 def _valid_id(id_: Any) -> bool:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +87,18 @@ async def test_a_slow_child_watcher_is_not_raced(
         await asyncio.wait_for(proc.wait(), 30)
         assert proc.returncode == -9
     assert [r.getMessage() for r in caplog.records if "child process" in r.getMessage()] == []
+
+
+def test_cli_deadline_kill_prints_no_unknown_child(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text("n = 0\nwhile True:\n    n += 1\n")
+    for isolation in ("bwrap", "process"):
+        run = subprocess.run(
+            [str(Path(sys.executable).with_name("codeact")), "exec", str(script), "--timeout", "1"]
+            + ["--isolation", isolation],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert "DeadlineExceeded" in run.stdout + run.stderr
+        assert "Unknown child process" not in run.stdout + run.stderr

@@ -152,3 +152,26 @@ def test_subprocess_sandbox_names_the_session_on_the_runtime_command_line() -> N
             return [s for _, tag, s in _runtime_processes() if tag.startswith(f"{os.getpid()}.")]
 
     assert session in asyncio.run(main())
+
+
+def test_gc_kills_a_runtime_whose_host_is_gone_and_names_its_session() -> None:
+    session = f"stuck-{uuid.uuid4().hex[:8]}"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    # A runtime that could not exit by itself, as `ps` shows it: `--host` names a dead host.
+    stuck = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "/opt/codeact/runtime/main.py"]
+        + ["--host", f"{dead.pid}.1", "--session", session],
+        start_new_session=True,
+    )
+    try:
+        assert _poll(lambda: any(s == session for _, _, s in _runtime_processes()), 10)
+        result = subprocess.run([CODEACT, "sandbox", "gc"], capture_output=True, text=True, check=False)
+        assert f"removed runtime process {stuck.pid} (session {session!r}, host pid {dead.pid}, running)" in (
+            result.stdout
+        )
+        assert stuck.wait(10) == -signal.SIGKILL
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()
