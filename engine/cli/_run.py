@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from engine.cli._resume import resume_command
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.events import Event
     from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
@@ -25,7 +28,11 @@ EXIT_USAGE = 2
 
 
 class _Usage(Exception):
-    """A usage/configuration error: printed, exit 2."""
+    """A usage/configuration error: printed (and as JSON on stdout under ``--json``), exit 2."""
+
+    def __init__(self, message: str, code: str = "cli.usage") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _registry(refs: list[str]) -> ToolkitRegistry:
@@ -34,7 +41,7 @@ def _registry(refs: list[str]) -> ToolkitRegistry:
     try:
         return load_registry(refs)
     except ToolkitError as exc:
-        raise _Usage(f"--toolkit: {exc}") from None
+        raise _Usage(f"--toolkit: {exc}", exc.code) from None
 
 
 class _Spinner:
@@ -54,9 +61,9 @@ def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
         if approve_all:
             return ApprovalDecision(allow=True, reason="--approve-all")
         if deny_all:
-            return ApprovalDecision(allow=False, reason="denied by --deny-all")
+            return ApprovalDecision(allow=False, reason="--deny-all")
         if not sys.stdin.isatty():
-            return ApprovalDecision(allow=False, reason="denied: not interactive (pass --approve-all to allow)")
+            return ApprovalDecision(allow=False, reason="no terminal to ask on (pass --approve-all to allow)")
         question = f"Allow {request.toolkit}.{request.operation}({json.dumps(request.arguments)[:200]})?"
         async with asking:
             for _ in range(3):  # let the renderer print the events queued so far (the tool call) first
@@ -69,7 +76,7 @@ def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
             finally:
                 if status is not None:
                     status.start()
-        return ApprovalDecision(allow=allowed, reason="approved by the user" if allowed else "denied by the user")
+        return ApprovalDecision(allow=allowed, reason="the user answered yes" if allowed else "the user answered no")
 
     return approve
 
@@ -133,8 +140,30 @@ def run_command(
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
+        if json_output:
+            # --json readers get the error on stdout too (one JSON line, like the events).
+            error = {"type": "run.error", "error": {"code": exc.code, "message": str(exc)}}
+            sys.stdout.write(json.dumps(error, ensure_ascii=False) + "\n")
         raise typer.Exit(EXIT_USAGE) from None
-    again = f"codeact run {shlex.quote(str(file))}" + (f" --store {shlex.quote(store)}" if store else "")
+    options: list[tuple[str, Any]] = [
+        ("--model", model),
+        ("--provider", provider),
+        ("--base-url", base_url),
+        ("--profile", profile),
+        ("--protocol", protocol),
+        ("--store", store),
+        ("--sandbox", sandbox),
+        ("--isolation", None if isolation == "bwrap" else isolation),
+        ("--allow-sandbox-declaration", allow_sandbox_declaration),
+        ("--toolkit", list(toolkit or [])),
+        ("--approve-all", approve_all),
+        ("--deny-all", deny_all),
+        ("--json", json_output),
+    ]
+
+    def again(session_id: str) -> str:
+        return resume_command(file, options, session=session_id)
+
     code = asyncio.run(
         _drive(agent, input, session, json_output=json_output, console=err, spinner=spinner, again=again)
     )
@@ -176,18 +205,18 @@ def _build(
     try:
         bp = load_path(file)
     except BlueprintLoadError as exc:
-        raise _Usage(format_load_error(exc)) from None
+        raise _Usage(format_load_error(exc), exc.code) from None
     try:
         client, bp = _model_routes(
             bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol
         )
     except ModelError as exc:
-        raise _Usage(exc.message) from None
+        raise _Usage(exc.message, exc.code) from None
     registry = _registry(toolkits)
     try:
         opened = open_store(store)
     except StoreError as exc:
-        raise _Usage(f"--store: {exc.message}") from None
+        raise _Usage(f"--store: {exc.message}", exc.code) from None
     approver = _approver(approve_all, deny_all, spinner)
     try:
         spec = AgentFactory().create(
@@ -201,7 +230,7 @@ def _build(
             ),
         )
     except BlueprintFactoryError as exc:
-        raise _Usage(format_factory_error(exc)) from None
+        raise _Usage(format_factory_error(exc), exc.code) from None
     factory = default_sandbox_factory(backend=sandbox, isolation=isolation)  # type: ignore[arg-type]
     return Agent(
         spec,
@@ -222,7 +251,7 @@ async def _drive(
     json_output: bool,
     console: Any,
     spinner: _Spinner,
-    again: str,
+    again: Callable[[str], str],
 ) -> int:
     from engine.events import RunCompleted, RunFailed, RunStarted, render_event
 
@@ -254,8 +283,7 @@ async def _drive(
             sys.stdout.write(f"{_answer_text(last.answer)}\n")
         if not json_output and last.reason == "ask_user":
             console.print(
-                f"paused: the agent asks the question above; answer with {again} "
-                f"--session {shlex.quote(session_id or '')} --input ANSWER",
+                f"paused: the agent asks the question above; answer with {again(session_id or '')}",
                 markup=False,
                 highlight=False,
             )

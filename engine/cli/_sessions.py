@@ -56,8 +56,22 @@ def list_sessions(
     if not metas:
         out.print(Text(f"no sessions in {url}"))
         return
+    columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED")
+    if not out.is_terminal:
+        # Piped or redirected: full values, aligned, never cut to "…" to fit a terminal width.
+        rows = [columns] + [
+            (m.session_id, m.blueprint_id, m.model, m.status, str(m.rounds), _when(m.updated_at)) for m in metas
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+        for row in rows:
+            cells = [
+                cell.rjust(w) if columns[i] == "ROUNDS" else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            ]
+            typer.echo("  ".join(cells).rstrip())
+        return
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED"):
+    for column in columns:
         table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column == "ID")
     for meta in metas:
         table.add_row(
