@@ -547,6 +547,13 @@ def render_event(event: Event, console: Console) -> None:
             console.print(Text(f"artifact: {event.name} ({event.mime}, {event.size} bytes)", style="green"))
         else:
             console.print(Text(f"artifact refused: {event.name} ({event.refused})", style="yellow"))
+    elif isinstance(event, StateUpdated):
+        # A variable the store will not keep (too large, not encodable) must be visible now, not only
+        # in `sessions show`: the next round will not find it.
+        for item in event.uncaptured:
+            kind = f" ({item['type']})" if item.get("type") else ""
+            reason = f": {item['reason']}" if item.get("reason") else ""
+            console.print(Text(f"! variable {item.get('name')}{kind} is not kept for the next round{reason}", "yellow"))
     elif isinstance(event, ActionRequested):
         args = call_args(event.arguments)
         console.print(Text(f"? {event.kind} needed: {event.toolkit}.{event.operation}({args})", style="yellow"))
@@ -555,4 +562,4 @@ def render_event(event: Event, console: Console) -> None:
         console.print(Text(f"✔ {event.reason} after {event.rounds} round{plural}", style="green"))
     elif isinstance(event, RunFailed):
         console.print(Text(f"✖ [{event.error.get('code')}] {event.error.get('message')}", style="bold red"))
-    # message.delta / message.completed / state.updated: shown through the events above.
+    # message.delta / message.completed: shown through the events above.

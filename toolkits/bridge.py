@@ -462,7 +462,7 @@ class ToolkitBridge:
         if not isinstance(decision, ApprovalDecision) or not decision.allow:
             given = decision.reason if isinstance(decision, ApprovalDecision) else ""
             reason = given or "no reason given"
-            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() was denied by the user: {reason}")
+            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() was not approved: {reason}")
 
     def _encode_result(self, label: str, value: Any) -> Any:
         try:

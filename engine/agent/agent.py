@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import uuid
+import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -388,6 +389,8 @@ class Agent:
             )
         if self._runner is None:
             self._runner = asyncio.Runner()
+            # An agent dropped without close() still closes its loop (and the loop's sockets).
+            weakref.finalize(self, _close_runner, self._runner)
         return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
 
     # -- one run ---------------------------------------------------------------------------------
@@ -567,6 +570,12 @@ class Agent:
                 await sandbox.aclose()
         except EndRun as exc:
             return Outcome(status="completed", reason="hook", answer=exc.reason)
+
+
+def _close_runner(runner: asyncio.Runner) -> None:
+    """Close a dropped agent's ``run_sync`` loop; inside another running loop only the loop itself is closed."""
+    with contextlib.suppress(RuntimeError):
+        runner.close()
 
 
 def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:

@@ -19,6 +19,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain click help: wraps descriptions instead of cutting option names ("--allow-sandbox-declarat…").
+    rich_markup_mode=None,
 )
 
 for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions):

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from engine.cli._resume import resume_command
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.events import Event
     from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
@@ -26,7 +29,11 @@ EXIT_INTERRUPTED = 130
 
 
 class _Usage(Exception):
-    """A usage/configuration error: printed, exit 2."""
+    """A usage/configuration error: printed (and as JSON on stdout under ``--json``), exit 2."""
+
+    def __init__(self, message: str, code: str = "cli.usage") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _registry(refs: list[str]) -> ToolkitRegistry:
@@ -35,7 +42,7 @@ def _registry(refs: list[str]) -> ToolkitRegistry:
     try:
         return load_registry(refs)
     except ToolkitError as exc:
-        raise _Usage(f"--toolkit: {exc}") from None
+        raise _Usage(f"--toolkit: {exc}", exc.code) from None
 
 
 class _Spinner:
@@ -55,9 +62,9 @@ def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
         if approve_all:
             return ApprovalDecision(allow=True, reason="--approve-all")
         if deny_all:
-            return ApprovalDecision(allow=False, reason="denied by --deny-all")
+            return ApprovalDecision(allow=False, reason="--deny-all")
         if not sys.stdin.isatty():
-            return ApprovalDecision(allow=False, reason="denied: not interactive (pass --approve-all to allow)")
+            return ApprovalDecision(allow=False, reason="no terminal to ask on (pass --approve-all to allow)")
         question = f"Allow {request.toolkit}.{request.operation}({json.dumps(request.arguments)[:200]})?"
         async with asking:
             for _ in range(3):  # let the renderer print the events queued so far (the tool call) first
@@ -70,7 +77,7 @@ def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
             finally:
                 if status is not None:
                     status.start()
-        return ApprovalDecision(allow=allowed, reason="approved by the user" if allowed else "denied by the user")
+        return ApprovalDecision(allow=allowed, reason="the user answered yes" if allowed else "the user answered no")
 
     return approve
 
@@ -141,28 +148,32 @@ def run_command(
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
+        if json_output:
+            # --json readers get the error on stdout too (one JSON line, like the events).
+            error = {"type": "run.error", "error": {"code": exc.code, "message": str(exc)}}
+            sys.stdout.write(json.dumps(error, ensure_ascii=False) + "\n")
         raise typer.Exit(EXIT_USAGE) from None
-    again = f"codeact run {shlex.quote(str(file))}" + (f" --store {shlex.quote(store)}" if store else "")
-    resume = _resume_command(
-        file,
-        [
-            ("--model", model),
-            ("--provider", provider),
-            ("--base-url", base_url),
-            ("--profile", profile),
-            ("--protocol", protocol),
-            ("--store", store),
-            ("--sandbox", sandbox),
-            ("--isolation", isolation if isolation != "bwrap" else None),
-            *[("--toolkit", ref) for ref in toolkit or []],
-        ],
-        [
-            ("--allow-sandbox-declaration", allow_sandbox_declaration),
-            ("--approve-all", approve_all),
-            ("--deny-all", deny_all),
-            ("--json", json_output),
-        ],
-    )
+    options: list[tuple[str, Any]] = [
+        ("--model", model),
+        ("--provider", provider),
+        ("--base-url", base_url),
+        ("--profile", profile),
+        ("--protocol", protocol),
+        ("--store", store),
+        ("--sandbox", sandbox),
+        ("--isolation", None if isolation == "bwrap" else isolation),
+        ("--runtime", runtime),
+        ("--allow-sandbox-declaration", allow_sandbox_declaration),
+        ("--toolkit", list(toolkit or [])),
+        ("--approve-all", approve_all),
+        ("--deny-all", deny_all),
+        ("--json", json_output),
+        ("--artifacts", str(artifacts) if artifacts is not None else None),
+    ]
+
+    def again(session_id: str, input_text: str = "ANSWER") -> str:
+        return resume_command(file, options, session=session_id, input_text=input_text)
+
     code = asyncio.run(
         _drive(
             agent,
@@ -172,21 +183,10 @@ def run_command(
             console=err,
             spinner=spinner,
             again=again,
-            resume=resume,
             artifacts=artifacts,
         )
     )
     raise typer.Exit(code)
-
-
-def _resume_command(file: Path, options: list[tuple[str, str | None]], flags: list[tuple[str, bool]]) -> str:
-    """``codeact run FILE`` with every option the run was given (``--session``/``--input`` are added later)."""
-    words = ["codeact", "run", str(file)]
-    for name, value in options:
-        if value is not None:
-            words += [name, value]
-    words += [name for name, on in flags if on]
-    return shlex.join(words)
 
 
 def _build(
@@ -227,18 +227,18 @@ def _build(
     try:
         bp = load_path(file)
     except BlueprintLoadError as exc:
-        raise _Usage(format_load_error(exc)) from None
+        raise _Usage(format_load_error(exc), exc.code) from None
     try:
         client, bp = _model_routes(
             bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol
         )
     except ModelError as exc:
-        raise _Usage(exc.message) from None
+        raise _Usage(exc.message, exc.code) from None
     registry = _registry(toolkits)
     try:
         opened = open_store(store)
     except StoreError as exc:
-        raise _Usage(f"--store: {exc.message}") from None
+        raise _Usage(f"--store: {exc.message}", exc.code) from None
     approver = _approver(approve_all, deny_all, spinner)
     try:
         spec = AgentFactory().create(
@@ -252,7 +252,7 @@ def _build(
             ),
         )
     except BlueprintFactoryError as exc:
-        raise _Usage(format_factory_error(exc)) from None
+        raise _Usage(format_factory_error(exc), exc.code) from None
     _prepare_environment(spec, sandbox)
     factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
     return Agent(
@@ -286,8 +286,7 @@ async def _drive(
     json_output: bool,
     console: Any,
     spinner: _Spinner,
-    again: str,
-    resume: str = "",
+    again: Callable[..., str],
     artifacts: Path | None = None,
 ) -> int:
     from engine.events import ArtifactCreated, RunCompleted, RunFailed, RunStarted, render_event
@@ -327,7 +326,7 @@ async def _drive(
         await agent.model.aclose()
     if interrupted:
         if session_id is not None:
-            command = f"{resume or again} --session {shlex.quote(session_id)} --input continue"
+            command = again(session_id, "continue")
             console.print(
                 f"interrupted: session {session_id} was saved with the round in progress marked interrupted "
                 f"(the toolkit calls it completed are recorded); resume with:\n  {command}",
@@ -342,8 +341,7 @@ async def _drive(
             sys.stdout.write(f"{_answer_text(last.answer)}\n")
         if not json_output and last.reason == "ask_user":
             console.print(
-                f"paused: the agent asks the question above; answer with {again} "
-                f"--session {shlex.quote(session_id or '')} --input ANSWER",
+                f"paused: the agent asks the question above; answer with {again(session_id or '')}",
                 markup=False,
                 highlight=False,
             )

@@ -97,22 +97,41 @@ def list_sessions(
     elif not rows:
         out.print(Text(f"no sessions in {url}"))
     else:
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        locked = any(lock is not None for *_, lock in rows)  # the LOCK column only when a run holds one
-        columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED") + (("LOCK",) if locked else ())
-        for column in columns:
-            table.add_column(
-                column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK")
-            )
-        for meta, sid, problem, lock in rows:
-            if meta is None:
-                table.add_row(sid, "?", "?", "unreadable", "?", "?", *(("-",) if locked else ()))
-                continue
-            status = f"{meta.status} (unreadable)" if problem is not None else meta.status
-            row = [sid, meta.blueprint_id, meta.model, status, str(meta.rounds), _when(meta.updated_at)]
-            table.add_row(*row, *((_lock_text(lock),) if locked else ()))
-        out.print(table)
+        _print_sessions(out, rows)
     _report_problems(problems)
+
+
+def _print_sessions(
+    out: Console, rows: list[tuple[SessionMeta | None, str, CorruptRecordError | None, LockInfo | None]]
+) -> None:
+    locked = any(lock is not None for *_, lock in rows)  # the LOCK column only when a run holds one
+    columns = ("ID", "BLUEPRINT", "MODEL", "STATUS", "ROUNDS", "UPDATED") + (("LOCK",) if locked else ())
+    cells: list[tuple[str, ...]] = []
+    for meta, sid, problem, lock in rows:
+        if meta is None:
+            cells.append((sid, "?", "?", "unreadable", "?", "?", *(("-",) if locked else ())))
+            continue
+        status = f"{meta.status} (unreadable)" if problem is not None else meta.status
+        row = (sid, meta.blueprint_id, meta.model, status, str(meta.rounds), _when(meta.updated_at))
+        cells.append((*row, *((_lock_text(lock),) if locked else ())))
+    if not out.is_terminal:
+        # Piped or redirected: full values, aligned, never cut to "…" to fit a terminal width.
+        table_rows = [columns, *cells]
+        widths = [max(len(r[i]) for r in table_rows) for i in range(len(columns))]
+        for r in table_rows:
+            typer.echo(
+                "  ".join(
+                    cell.rjust(w) if columns[i] == "ROUNDS" else cell.ljust(w)
+                    for i, (cell, w) in enumerate(zip(r, widths, strict=True))
+                ).rstrip()
+            )
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column, justify="right" if column == "ROUNDS" else "left", no_wrap=column in ("ID", "LOCK"))
+    for r in cells:
+        table.add_row(*r)
+    out.print(table)
 
 
 def _lock_text(lock: LockInfo | None) -> str:

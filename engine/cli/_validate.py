@@ -1,16 +1,24 @@
-"""``codeact validate FILE [--json]``: load and validate a blueprint.
+"""``codeact validate FILE [--toolkit MOD:OBJ ...] [--json]``: load and validate a blueprint.
 
-Exit 0 when valid, 1 when the report holds an error, 2 when the file cannot be loaded
-(``Blueprint load error [<code>]: <message>`` on stderr).
+Exit 0 when valid, 1 when the report holds an error, 2 when the file (or a ``--toolkit``) cannot
+be loaded (``Blueprint load error [<code>]: <message>`` on stderr; with ``--json`` also
+``{"valid": false, "error": {"code", "message"}, "issues": []}`` on stdout).
+
+With ``--toolkit`` the toolkits the blueprint grants (``toolkits[].ref``, ``tools[].ref``) are
+checked against the installed toolkits plus the given ones, as ``codeact run`` will resolve them.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from engine.blueprint import Blueprint, ValidationIssue
 
 
 def register(app: typer.Typer) -> None:
@@ -20,20 +28,30 @@ def register(app: typer.Typer) -> None:
 
 def validate(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file.", show_default=False)],
+    toolkit: Annotated[
+        list[str] | None,
+        typer.Option("--toolkit", help="MODULE:OBJECT (repeatable): also check the blueprint's toolkit refs."),
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", help='Print {"valid": bool, "issues": [...]} as JSON.')
     ] = False,
 ) -> None:
     """Load and validate a blueprint; exit 0 valid, 1 invalid, 2 load error."""
-    from engine.blueprint import format_load_error, load_path, validate_blueprint
+    from engine.blueprint import ValidationReport, format_load_error, load_path, validate_blueprint
     from engine.errors import BlueprintLoadError
 
     try:
         blueprint = load_path(file)
+        names = _registry_names(list(toolkit)) if toolkit else None
     except BlueprintLoadError as exc:
-        typer.echo(format_load_error(exc), err=True)
+        _load_error(format_load_error(exc), exc.code, exc.message, json_output)
+        raise typer.Exit(2) from None
+    except _ToolkitRefError as exc:
+        _load_error(f"--toolkit: {exc.message}", exc.code, exc.message, json_output)
         raise typer.Exit(2) from None
     report = validate_blueprint(blueprint)
+    if names is not None:
+        report = ValidationReport(issues=(*report.issues, *_unknown_toolkits(blueprint, names)))
     if json_output:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -44,3 +62,49 @@ def validate(
         for issue in report.issues:
             typer.echo(f"  {issue.format()}")
     raise typer.Exit(0 if report.valid else 1)
+
+
+class _ToolkitRefError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _load_error(text: str, code: str, message: str, json_output: bool) -> None:
+    typer.echo(text, err=True)
+    if json_output:
+        payload: dict[str, Any] = {"valid": False, "error": {"code": code, "message": message}, "issues": []}
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def _registry_names(refs: list[str]) -> list[str]:
+    from toolkits import ToolkitError, load_registry
+
+    try:
+        return load_registry(refs).names()
+    except ToolkitError as exc:
+        raise _ToolkitRefError(getattr(exc, "code", "toolkit.load"), exc.message) from None
+
+
+def _unknown_toolkits(blueprint: Blueprint, names: list[str]) -> list[ValidationIssue]:
+    from engine.blueprint import ValidationIssue
+
+    known = set(names) | ({"agents"} if blueprint.subagents else set())
+    refs = [(f"$.toolkits[{i}].ref", e.ref) for i, e in enumerate(blueprint.toolkits) if e is not None]
+    refs += [(f"$.tools[{i}].ref", (e.ref or "").partition(".")[0]) for i, e in enumerate(blueprint.tools) if e]
+    issues = []
+    for where, ref in refs:
+        ref = (ref or "").strip()
+        if not ref or ref in known:
+            continue
+        close = difflib.get_close_matches(ref, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        issues.append(
+            ValidationIssue.error(
+                where,
+                "blueprint.toolkit.notFound",
+                f"toolkit {ref!r} is not installed nor given with --toolkit (loaded: {', '.join(sorted(known))}); "
+                f"{hint}pass --toolkit MODULE:OBJECT for it.",
+            )
+        )
+    return issues

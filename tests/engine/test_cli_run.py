@@ -489,12 +489,10 @@ ASK = "toolkits:\n  - ref: system\n  - ref: devops\n    approval: ask\n"
     ("flags", "printed"),
     [
         pytest.param(("--approve-all",), "deployed D-1001 succeeded", id="approve-all"),
-        pytest.param(
-            ("--deny-all",), "refused: devops.deploy_app was not approved: denied by --deny-all", id="deny-all"
-        ),
+        pytest.param(("--deny-all",), "refused: devops.deploy_app was not approved: --deny-all", id="deny-all"),
         pytest.param(
             (),
-            "refused: devops.deploy_app was not approved: denied: not interactive (pass --approve-all to allow)",
+            "refused: devops.deploy_app was not approved: no terminal to ask on (pass --approve-all to allow)",
             id="no-tty",
         ),
     ],
@@ -573,7 +571,7 @@ def _run_in_a_terminal(args: list[str], answer: bytes) -> tuple[int, str, str]:
     ("answer", "result"),
     [
         pytest.param(b"y\n", "deployed D-1001 succeeded", id="yes"),
-        pytest.param(b"n\n", "refused: devops.deploy_app was not approved: denied by the user", id="no"),
+        pytest.param(b"n\n", "refused: devops.deploy_app was not approved: the user answered no", id="no"),
     ],
 )
 def test_a_terminal_user_answers_the_approval_question(tmp_path: Path, answer: bytes, result: str) -> None:

@@ -188,6 +188,7 @@ def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
         "x = 1",
         "1",
         "variables: x, y",
+        "! variable f is not kept for the next round",
         "artifact: chart.png (image/png, 10 bytes)",
         '? approval needed: devops.deploy(app="a")',
         "✔ finished after 4 rounds",

@@ -253,7 +253,7 @@ async def test_approval_deny_with_reason() -> None:
     err = await _error(_bridge(calls, approval=deny), _call("devops", "deploy_app", app_id="web", version="1.2"))
     assert (err.code, err.message) == (
         p.APPROVAL_DENIED,
-        "devops.deploy_app() was denied by the user: change freeze until Monday",
+        "devops.deploy_app() was not approved: change freeze until Monday",
     )
     assert calls.log == []
 

@@ -128,7 +128,7 @@ async def test_tool_errors_are_catchable_exceptions(box: Sandbox, world: World) 
     )
     assert result.error is None, result.error
     assert result.variables["caught"] == ["ToolError", "project 9 is archived", "tool_error"]
-    assert result.variables["denied"] == "devops.deploy_app() was denied by the user: change freeze"
+    assert result.variables["denied"] == "devops.deploy_app() was not approved: change freeze"
     assert [r.operation for r in world.denied] == ["deploy_app"]
     assert world.calls.names() == ["fail"]
 

@@ -332,3 +332,23 @@ def test_kimi_agent_runs_end_to_end(
     assert events[-1]["type"] == "run.completed" and events[-1]["answer"] == "42"
     system_prompt = json.dumps(openai_server.requests[0].body)
     assert "Focus on architecture trade-offs." in system_prompt
+
+
+def test_the_documented_example_validates(tmp_path: Path) -> None:
+    doc = (REPO / "docs" / "kimi-agents.md").read_text()
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    write(tmp_path / "agent.yaml", example)
+    write(tmp_path / "system.md", "You lead the team. ${ROLE_ADDITIONAL}\n")
+    write(tmp_path / "coder" / "system.md", "You write code.\n")
+    write(
+        tmp_path / "coder" / "agent.yaml",
+        'version: 1\nagent: {name: coder, system_prompt_path: ./system.md, tools: ["kimi_cli.tools.file:ReadFile"]}\n',
+    )
+    code, out, err = cli("validate", str(tmp_path / "agent.yaml"))
+    assert (code, err) == (0, ""), out
+    bp = load_path(tmp_path / "agent.yaml")
+    assert [t.ref for t in bp.toolkits if t is not None] == ["system", "devops"]
+    code, out, _ = cli(
+        "validate", str(tmp_path / "agent.yaml"), "--toolkit", f"{REPO}/examples/devops/toolkit.py:DevOps"
+    )
+    assert code == 0, out

@@ -1,0 +1,138 @@
+"""The README's and docs' commands and examples run as written (kept true by this test).
+
+Every fenced ``bash``/``sh``/``python`` block of README.md and docs/*.md is either run here or
+listed in ``NOT_RUN`` with the reason; a block that is neither fails the test, so a new example
+cannot slip in untested.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+BIN = Path(sys.executable).parent
+_FENCE = re.compile(r"^[ ]*```(\w+)([^\n]*)\n(.*?)^[ ]*```", re.M | re.S)
+
+# (file, first line of the block or of the command) -> why it is not run here. Keep it short.
+NOT_RUN = {
+    ("README.md", "make test"): "runs this very test suite",
+    ("README.md", "codeact sandbox gc"): "acts on the shared Docker engine (tests/sandbox cover gc)",
+    ("README.md", "from engine import Agent"): "needs a model; docs/python-api.md's full example runs instead",
+    ("python-api.md", "from engine import Agent"): "run with a model server by tests/engine/test_python_api.py",
+    ("python-api.md", "# needs a model server: see the example above"): "a fragment of that example (async form)",
+    ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
+    ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
+    ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
+}
+# Commands run through something equivalent here; the reason says what.
+INSTEAD = {"make demo": (["bash", "scripts/demo.sh"], "make demo = make install (done) + scripts/demo.sh")}
+
+
+def _blocks() -> list[tuple[str, str, str]]:
+    found = []
+    for doc in DOCS:
+        for match in _FENCE.finditer(doc.read_text()):
+            if match.group(1) in ("bash", "sh", "python"):
+                found.append((doc.name, match.group(1), match.group(3)))
+    return found
+
+
+def _commands(block: str) -> list[str]:
+    """Shell lines of a block: continuations joined, comments (after two spaces or at the start) dropped."""
+    lines, current = [], ""
+    for raw in block.splitlines():
+        current += raw.rstrip("\\").strip() + " " if raw.rstrip().endswith("\\") else raw
+        if raw.rstrip().endswith("\\"):
+            continue
+        line = re.split(r"(?:^|\s{2,})#", current, maxsplit=1)[0].strip()
+        current = ""
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _first_line(block: str) -> str:
+    return next(line.strip() for line in block.splitlines() if line.strip())
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir()
+    clean = {k: v for k, v in os.environ.items() if k not in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE")}
+    return {**clean, "CODEACT_HOME": str(home), "PATH": f"{BIN}:{clean.get('PATH', '')}", "PYTHONPATH": str(REPO)}
+
+
+def test_every_example_is_run_or_has_a_reason() -> None:
+    unaccounted = []
+    for doc, lang, block in _blocks():
+        if lang == "python":
+            if (doc, _first_line(block)) not in NOT_RUN and (doc, "python") not in RUN_PYTHON:
+                unaccounted.append((doc, _first_line(block)))
+        else:
+            for command in _commands(block):
+                known = (doc, command) in NOT_RUN or command in INSTEAD or command.startswith("codeact ")
+                if not known:
+                    unaccounted.append((doc, command))
+    assert unaccounted == []
+    used = {(d, _first_line(b)) for d, _, b in _blocks()} | {
+        (d, c) for d, lang, b in _blocks() if lang != "python" for c in _commands(b)
+    }
+    assert sorted(set(NOT_RUN) - used) == []  # no stale reasons
+
+
+RUN_PYTHON = {("README.md", "python")}
+
+
+def test_readme_python_toolkit_example_runs(env: dict[str, str], tmp_path: Path) -> None:
+    blocks = [b for d, lang, b in _blocks() if d == "README.md" and lang == "python"]
+    runnable = [b for b in blocks if ("README.md", _first_line(b)) not in NOT_RUN]
+    assert runnable, "the README's toolkit example is gone"
+    for block in runnable:
+        script = tmp_path / "example.py"
+        script.write_text(block + "\nfrom toolkits import render_stubs\nprint(render_stubs([DevOps]))\n")
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "async def get_project_info(self, project_id: str) -> dict:" in out.stdout
+
+
+@pytest.mark.parametrize("doc", [d.name for d in DOCS])
+def test_shell_commands_of_the_doc_run(doc: str, env: dict[str, str]) -> None:
+    for name, lang, block in _blocks():
+        if name != doc or lang == "python":
+            continue
+        for command in _commands(block):
+            if (doc, command) in NOT_RUN:
+                continue
+            argv = INSTEAD[command][0] if command in INSTEAD else shlex.split(command)
+            out = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+            assert out.returncode == 0, f"{doc}: {command}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+
+
+def test_the_scripted_reply_format_example_runs(env: dict[str, str]) -> None:
+    text = (REPO / "examples" / "replies" / "format.yaml").read_text()
+    command = " ".join(line.lstrip("#").strip().rstrip("\\") for line in text.splitlines()[2:4])
+    assert command.startswith("codeact run examples/devops/agent.yaml")
+    out = subprocess.run(shlex.split(command), cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "P-123 has 2 applications.\n"
+
+
+def test_design_doc_names_only_files_that_exist() -> None:
+    for doc in DOCS:
+        for name in re.findall(r"\b((?:docs/)?[A-Za-z_-]+\.md)\b", doc.read_text()):
+            path = REPO / name if "/" in name else None
+            if path is not None:
+                assert path.exists(), f"{doc.name} names {name}"
+            else:
+                assert (REPO / name).exists() or (REPO / "docs" / name).exists() or name in ("system.md",), (
+                    f"{doc.name} names {name}"
+                )
