@@ -419,7 +419,7 @@ class Agent:
                 except asyncio.CancelledError:
                     # Ctrl-C or a cancel: keep what the round in progress did, then stop.
                     if state.ctx is not None:
-                        await record_interrupted(state.ctx, reason="the run was cancelled (Ctrl-C or a cancel)")
+                        await record_interrupted(state.ctx, reason="Ctrl-C or a cancel stopped the run")
                     raise
                 except CodeactError as exc:
                     if exc.code == "store.unavailable":

@@ -180,8 +180,11 @@ async def record_interrupted(ctx: RunContext, *, reason: str) -> None:
                 variables=ctx.variables,
                 reason=reason,
             )
-            await ctx.store.append_round(record, segments=segments, variables=ctx.variables, fence=ctx.fence)
-            ctx.recorded = ctx.round
+            try:
+                await ctx.store.append_round(record, segments=segments, variables=ctx.variables, fence=ctx.fence)
+                ctx.recorded = ctx.round
+            except CodeactError:
+                pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
         if ctx.writer is not None:
             await ctx.writer.aclose()
             ctx.writer = None

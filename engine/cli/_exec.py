@@ -117,7 +117,7 @@ async def _run_in_session(
 
     store = open_store(store_url)
     try:
-        async with store.lock(session):
+        async with store.lock(session) as lock:
             meta = await store.get_session(session)
             if meta is None:
                 grants = {name: "*" for name in getattr(bridge, "grants", {})} if bridge is not None else {}
@@ -160,8 +160,9 @@ async def _run_in_session(
                 nondeterminism=result.nondeterminism or {},
                 artifacts=tuple(a.to_json(with_data=True) for a in result.artifacts),
             )
-            await store.append_round(record, segments=[], variables=result.variables)
-            await store.update_session(session, extra={**meta.extra, "sandbox": note})
+            await store.append_round(record, segments=[], variables=result.variables, fence=lock.token)
+            # "completed": an exec session left "active" would read as interrupted once unlocked.
+            await store.update_session(session, extra={**meta.extra, "sandbox": note}, status="completed")
             return result
     finally:
         await store.close()

@@ -17,13 +17,36 @@ from typing import Any
 
 from engine.errors import StoreError
 
-__all__ = ["HEARTBEAT_S", "LOCK_TTL_S", "LockInfo", "LockLostError", "make_token", "parse_token"]
+__all__ = [
+    "FORCED_PREFIX",
+    "FORCED_TTL_S",
+    "HEARTBEAT_S",
+    "LOCK_TTL_S",
+    "LockInfo",
+    "LockLostError",
+    "make_forced_marker",
+    "make_token",
+    "parse_token",
+]
 
 HEARTBEAT_S = 3.0
 """Seconds between two renewals of a held lock (the owner's heartbeat)."""
 
 LOCK_TTL_S = 10.0
 """Seconds a lock survives without a heartbeat (three missed beats and a margin)."""
+
+
+FORCED_PREFIX = "unlocked|"
+"""Prefix of the marker ``sessions unlock`` leaves in place of a forced lock: any new run may take
+the session (the marker counts as free), but the forced-out holder may not take its lock back."""
+
+FORCED_TTL_S = 86_400.0
+"""How long the marker of a forced unlock fences its old holder out (a day)."""
+
+# How fencing works (docs/store.md): a write carrying the token of the current holder passes; a
+# write whose token's lock EXPIRED while nobody else took the session re-takes it and passes (a run
+# whose event loop stalled longer than the ttl lost no one's data); a write whose session is now
+# held by another token, or was forced free (the marker), is refused with LockLostError.
 
 
 class LockLostError(StoreError):
@@ -38,6 +61,11 @@ class LockLostError(StoreError):
     def __init__(self, message: str, *, session_id: str) -> None:
         super().__init__(message)
         self.session_id = session_id
+
+
+def make_forced_marker() -> str:
+    """The marker a forced unlock stores (names who forced it)."""
+    return FORCED_PREFIX + make_token().partition("|")[2]
 
 
 def make_token(now: float | None = None) -> str:

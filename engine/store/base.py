@@ -22,7 +22,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from engine.errors import StoreError
-from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S, LockInfo, LockLostError, make_token, parse_token
+from engine.store._lock import (
+    FORCED_PREFIX,
+    HEARTBEAT_S,
+    LOCK_TTL_S,
+    LockInfo,
+    LockLostError,
+    make_token,
+    parse_token,
+)
 
 if TYPE_CHECKING:
     from engine.store._entries import TruncateReport
@@ -310,7 +318,11 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
         return self
 
     async def refresh(self) -> None:
-        """Extend the lock to ``ttl`` seconds from now; ``SessionBusyError`` if it was lost (expired and taken)."""
+        """Extend the lock to ``ttl`` seconds from now (re-taking it if it expired and is still free).
+
+        Raises:
+            SessionBusyError: the lock was lost: another run took it, or it was forced free.
+        """
         if not await self.store._refresh_lock(self.session_id, self.token, self.ttl):
             self.held = False
             raise SessionBusyError(
@@ -475,7 +487,7 @@ class Store(ABC):
         if found is None:
             return None
         token, expires_at = found
-        if expires_at <= time.time():
+        if expires_at <= time.time() or token.startswith(FORCED_PREFIX):
             return None
         return parse_token(session_id, token, expires_at)
 
@@ -533,7 +545,7 @@ class Store(ABC):
 
     @abstractmethod
     async def _force_unlock(self, session_id: str) -> None:
-        """Delete the session's lock whoever holds it."""
+        """Replace the session's lock, whoever holds it, by a forced-unlock marker (free for new runs)."""
 
     @abstractmethod
     async def _mark_interrupted(self, session_id: str, stale_token: str | None) -> bool:
@@ -544,7 +556,7 @@ class Store(ABC):
 
     @abstractmethod
     async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
-        """Extend our lock; False if it is no longer ours."""
+        """Extend our lock (re-take it if it expired and is free); False if another token holds it."""
 
     @abstractmethod
     async def _release_lock(self, session_id: str, token: str) -> None:

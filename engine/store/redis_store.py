@@ -26,6 +26,7 @@ from redis.backoff import ExponentialBackoff
 from engine.errors import StoreError
 from engine.store import _entries as _ent
 from engine.store import _records as _rec
+from engine.store._lock import FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RedisStore", "map_redis_errors", "redact_url"]
@@ -99,13 +100,23 @@ end
 return {0, tonumber(ARGV[2])}
 """
 
-# Fencing (docs/store.md): prepended to the append script, it pops the lock key (last KEYS entry)
-# and the writer's token (last ARGV entry; "" = unfenced) and refuses the write with {4, 0} unless
-# that token holds the lock, in the same atomic script as the write.
+# Fencing (docs/store.md): prepended to the append script, it pops the lock key (last KEYS entry),
+# the writer's token and the lock ttl (last ARGV entries; token "" = unfenced) and refuses the write
+# with {4, 0} when another token holds the lock (or the forced-unlock marker), in the same atomic
+# script as the write. An expired lock nobody took is re-taken.
 _FENCE = """
 local fence = table.remove(ARGV)
+local fence_ttl = table.remove(ARGV)
 local lock_key = table.remove(KEYS)
-if fence ~= '' and redis.call('GET', lock_key) ~= fence then return {4, 0} end
+if fence ~= '' then
+  local holder = redis.call('GET', lock_key)
+  if holder == false then
+    -- expired, and nobody took the session since: the writer takes its lock back
+    redis.call('SET', lock_key, fence, 'PX', fence_ttl)
+  elseif holder ~= fence then
+    return {4, 0}
+  end
+end
 """
 
 # KEYS: lock. ARGV: token, ttl_ms, replace ("" = none). Returns {1, 0} when acquired (or already
@@ -113,7 +124,7 @@ if fence ~= '' and redis.call('GET', lock_key) ~= fence then return {4, 0} end
 _ACQUIRE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, 0} end
 local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] or (ARGV[3] ~= '' and holder == ARGV[3]) then
+if holder == ARGV[1] or (ARGV[3] ~= '' and holder == ARGV[3]) or string.sub(holder, 1, 9) == 'unlocked|' then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return {1, 0}
 end
@@ -123,14 +134,20 @@ return {0, redis.call('PTTL', KEYS[1])}
 # KEYS: meta, lock. ARGV: stale token ("" = none), updated_at. Returns 1 when the status changed.
 _MARK_INTERRUPTED = """
 local holder = redis.call('GET', KEYS[2])
-if holder and holder ~= ARGV[1] then return 0 end
+if holder and holder ~= ARGV[1] and string.sub(holder, 1, 9) ~= 'unlocked|' then return 0 end
 if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return 0 end
 redis.call('HSET', KEYS[1], 'status', 'interrupted', 'updated_at', ARGV[2])
 return 1
 """
 
+# Extends our lock, or re-takes it when it expired and nobody took it; 0 when another token holds it.
 _REFRESH = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if holder == false then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
 return 0
 """
 
@@ -421,7 +438,7 @@ class RedisStore(Store):
                 args += [name, text]
             with map_redis_errors(self.url):
                 status, last = await self._append(
-                    keys=[*keys, self._key(session_id, "lock")], args=[*args, fence or ""]
+                    keys=[*keys, self._key(session_id, "lock")], args=[*args, str(int(LOCK_TTL_S * 1000)), fence or ""]
                 )
             if status == 3 and attempt == 1:
                 continue  # the cached previous round is stale (another process wrote): re-read it
@@ -582,7 +599,7 @@ class RedisStore(Store):
     async def _force_unlock(self, session_id: str) -> None:
         key = self._key(session_id, "lock")
         with map_redis_errors(self.url):
-            await self._client.delete(key)
+            await self._client.set(key, make_forced_marker(), px=int(FORCED_TTL_S * 1000))
 
     async def _mark_interrupted(self, session_id: str, stale_token: str | None) -> bool:
         keys = [self._key(session_id), self._key(session_id, "lock")]

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from engine.errors import StoreError
 from engine.store import _entries as _ent
 from engine.store import _records as _rec
+from engine.store._lock import FORCED_PREFIX, FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
 __all__ = ["SQLiteStore"]
@@ -526,16 +527,29 @@ class SQLiteStore(Store):
     # ---- locks ----------------------------------------------------------------------------------
 
     def _check_fence(self, conn: sqlite3.Connection, record: RoundRecord, fence: str) -> None:
-        row = conn.execute("SELECT token, expires_at FROM locks WHERE session_id = ?", (record.session_id,)).fetchone()
-        if row is None or row[0] != fence or row[1] <= time.time():
+        if not self._retake(conn, record.session_id, fence, LOCK_TTL_S):
             raise self._fenced(record)
+
+    @staticmethod
+    def _retake(conn: sqlite3.Connection, session_id: str, token: str, ttl: float) -> bool:
+        """Inside a transaction: extend ``token``'s lock, or re-take it if it expired and nobody took it."""
+        now = time.time()
+        row = conn.execute("SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)).fetchone()
+        if row is not None and row[0] != token and (row[1] > now or str(row[0]).startswith(FORCED_PREFIX)):
+            return False  # another run holds it, or it was forced free: this token is fenced out
+        conn.execute(
+            "INSERT OR REPLACE INTO locks (session_id, token, expires_at) VALUES (?, ?, ?)",
+            (session_id, token, max(now + ttl, float(row[1]) if row is not None and row[0] == token else 0.0)),
+        )
+        return True
 
     async def _acquire_lock(self, session_id: str, token: str, ttl: float, replace: str | None = None) -> float | None:
         def acquire() -> float | None:
             now = time.time()
             with self._transaction() as conn:
                 row = conn.execute("SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)).fetchone()
-                if row is not None and row[0] not in (token, replace) and row[1] > now:
+                free = row is None or row[1] <= now or str(row[0]).startswith(FORCED_PREFIX)
+                if not free and row[0] not in (token, replace):
                     return float(row[1])
                 conn.execute(
                     "INSERT OR REPLACE INTO locks (session_id, token, expires_at) VALUES (?, ?, ?)",
@@ -547,13 +561,8 @@ class SQLiteStore(Store):
 
     async def _refresh_lock(self, session_id: str, token: str, ttl: float) -> bool:
         def refresh() -> bool:
-            # An expired lock is not renewed: another run may have seen it free (Redis behaves the same).
-            now = time.time()
-            cursor = self._conn.execute(
-                "UPDATE locks SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?",
-                (now + ttl, session_id, token, now),
-            )
-            return cursor.rowcount == 1
+            with self._transaction() as conn:
+                return self._retake(conn, session_id, token, ttl)
 
         return await self._run("refresh a session lock", refresh)
 
@@ -574,7 +583,10 @@ class SQLiteStore(Store):
 
     async def _force_unlock(self, session_id: str) -> None:
         def unlock() -> None:
-            self._conn.execute("DELETE FROM locks WHERE session_id = ?", (session_id,))
+            self._conn.execute(
+                "INSERT OR REPLACE INTO locks (session_id, token, expires_at) VALUES (?, ?, ?)",
+                (session_id, make_forced_marker(), time.time() + FORCED_TTL_S),
+            )
 
         await self._run("remove a session lock", unlock)
 
@@ -585,7 +597,8 @@ class SQLiteStore(Store):
                 lock = conn.execute(
                     "SELECT token, expires_at FROM locks WHERE session_id = ?", (session_id,)
                 ).fetchone()
-                if lock is not None and lock[1] > now and lock[0] != stale_token:
+                live = lock is not None and lock[1] > now and not str(lock[0]).startswith(FORCED_PREFIX)
+                if live and lock is not None and lock[0] != stale_token:
                     return False
                 cursor = conn.execute(
                     "UPDATE sessions SET status = 'interrupted', updated_at = ? "

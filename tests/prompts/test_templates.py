@@ -131,6 +131,22 @@ CASES = [
         id="reply_error-syntax",
     ),
     pytest.param(
+        "interrupted_round.j2",
+        {
+            "round": 3,
+            "reason": "Ctrl-C or a cancel stopped the run",
+            "calls": [
+                {"toolkit": "inventory", "operation": "add_item", "arguments": 'name="apple"', "outcome": '"ok"'}
+            ],
+        },
+        id="interrupted_round",
+    ),
+    pytest.param(
+        "interrupted_round.j2",
+        {"round": 2, "reason": "its run's process vm:42 died", "calls": []},
+        id="interrupted_round-none",
+    ),
+    pytest.param(
         "self_check.j2",
         {"task": "List open login requirements", "answer": "R-1, R-4", "evaluation": "Ran without error."},
         id="self_check",
