@@ -116,10 +116,22 @@ def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbo
             restricted=bool(note.get("restricted", True)),
             allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
         )
-        if note.get("backend") == "docker":
+        from engine.agent.sandboxes import noted_environment
+
+        docker = note.get("backend") == "docker"
+        # The declared packages, from the environment cache.
+        env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
+        if docker:
+            if env is not None and env.image is not None:
+                from sandbox.env import MOUNT_POINT
+
+                return DockerSandbox(policy=policy, bridge=handler, image=env.image, sys_path=(MOUNT_POINT,))
             return DockerSandbox(policy=policy, bridge=handler)
         weak = str(note.get("isolation", "")).startswith("process")
-        return SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
+        env_dir = str(env.site) if env is not None and env.site is not None else None
+        return SubprocessSandbox(
+            policy=policy, bridge=handler, isolation="process" if weak else "bwrap", env_dir=env_dir
+        )
 
     return make
 

@@ -373,6 +373,11 @@ class Agent:
         meta = await self.store.get_session(session_id)
         extra = dict(meta.extra) if meta is not None else {}
         extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.sandbox.limits.timeout_seconds)
+        from engine.agent.sandboxes import env_note
+
+        declared_env = env_note(self.spec.sandbox)
+        if declared_env is not None:
+            extra["sandbox"]["env"] = declared_env
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:

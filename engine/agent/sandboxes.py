@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sandbox import Limits, RpcHandler, Sandbox
     from sandbox.env import Environment
 
-__all__ = ["declared_environment", "limits_for", "make_sandbox"]
+__all__ = ["declared_environment", "env_note", "limits_for", "make_sandbox", "noted_environment"]
 
 Backend = Literal["subprocess", "docker"]
 
@@ -85,3 +85,26 @@ def make_sandbox(
         isolation=isolation,
         env_dir=str(env.site) if env is not None and env.site is not None else None,
     )
+
+
+def env_note(settings: SandboxSettings) -> dict[str, Any] | None:
+    """What a session records (``extra.sandbox.env``) so a replay runs in the same environment."""
+    if not settings.packages and settings.preset is None:
+        return None
+    return {"packages": list(settings.packages), "preset": settings.preset}
+
+
+def noted_environment(note: Any, backend: Backend) -> Environment | None:
+    """The environment an ``env_note`` names (from the cache, or built again), or None for no note.
+
+    Raises:
+        EnvironmentBuildError: It cannot be built any more (a package gone from the index, ...).
+    """
+    if not isinstance(note, dict):
+        return None
+    from sandbox.env import EnvSpec, ensure_environment
+
+    packages = tuple(str(p) for p in note.get("packages") or ())
+    preset = note.get("preset")
+    spec = EnvSpec(packages=packages, preset=preset if isinstance(preset, str) else None)
+    return ensure_environment(spec, backend=backend)

@@ -131,6 +131,12 @@ async def _run_in_session(
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
                 note = sandbox_note(box, deadline_s=timeout)
+                if declared is not None:
+                    from engine.agent.sandboxes import env_note
+
+                    noted = env_note(declared[0])
+                    if noted is not None:
+                        note["env"] = noted
             drain = getattr(bridge, "drain_calls", None)
             calls = tuple(c.to_json() for c in drain()) if drain is not None else ()
             record = RoundRecord(

@@ -152,6 +152,11 @@ def test_run_with_the_datascience_preset(tmp_path: Path, backend: str) -> None:
     assert "figure-1.png (image/png," in human.stdout
     assert (tmp_path / "again" / "figure-2.png").read_bytes().startswith(PNG)
 
+    # Replay rebuilds the same sandbox, packages included (from the environment cache).
+    replay = _codeact("replay", "S1", "--store", store)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout.splitlines()[-1] == "replayed 3 round(s) of S1: 3 match, 0 mismatch"
+
 
 def test_exec_with_blueprint_runs_the_declared_sandbox(tmp_path: Path, backend: str) -> None:
     bp = _blueprint(tmp_path, _sandbox_block(backend))
