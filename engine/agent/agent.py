@@ -105,6 +105,7 @@ def default_sandbox_factory(
             imports=declared.imports if chosen == "subprocess" else (),
             env=env,
             isolation=isolation,
+            cpus=declared.limits.cpus,
         )
 
     return _make

@@ -36,6 +36,10 @@ def limits_for(settings: SandboxSettings) -> Limits:
         overrides["processes"] = int(lim.pids)
     if lim.output_bytes is not None:
         overrides["output_bytes"] = int(lim.output_bytes)
+    if lim.artifact_bytes is not None:
+        overrides["artifact_bytes"] = int(lim.artifact_bytes)
+    if lim.round_artifact_bytes is not None:
+        overrides["round_artifact_bytes"] = int(lim.round_artifact_bytes)
     return Limits(**overrides)
 
 
@@ -63,8 +67,12 @@ def make_sandbox(
     imports: tuple[str, ...] = (),
     env: Environment | None = None,
     isolation: Literal["bwrap", "process"] = "bwrap",
+    cpus: float | None = None,
 ) -> Sandbox:
-    """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules."""
+    """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules.
+
+    ``cpus`` is the Docker container's CPU quota (``sandbox.limits.cpus``; default 1.0).
+    """
     from sandbox import DockerSandbox, SubprocessSandbox
     from sandbox.env import MOUNT_POINT
     from sandbox.policy import Policy
@@ -75,9 +83,12 @@ def make_sandbox(
 
         # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
         policy = full_python_policy().widen(*imports, *modules) if (modules or imports) else None
+        quota = float(cpus) if cpus is not None else 1.0
         if env is not None and env.image is not None:
-            return DockerSandbox(limits=limits, bridge=handler, policy=policy, image=env.image, sys_path=(MOUNT_POINT,))
-        return DockerSandbox(limits=limits, bridge=handler, policy=policy)
+            return DockerSandbox(
+                limits=limits, bridge=handler, policy=policy, image=env.image, sys_path=(MOUNT_POINT,), cpus=quota
+            )
+        return DockerSandbox(limits=limits, bridge=handler, policy=policy, cpus=quota)
     return SubprocessSandbox(
         limits=limits,
         policy=Policy().widen(*imports, *modules),

@@ -6,6 +6,10 @@ option), 3 the sandbox (or the session store) failed or the deadline killed the 
 ``--session ID`` runs the file as the next round of a session in the store (``--store``, else
 ``CODEACT_STORE``, else ``~/.codeact/sessions.db``): its variables are restored, and the round is
 recorded, so ``codeact sessions show ID`` and ``codeact replay ID`` work on it too.
+
+``--blueprint FILE --allow-sandbox-declaration`` runs the file in the sandbox the blueprint declares
+(backend, ``packages``/``preset``, imports, limits; docs/sandbox.md); the environment is built on
+first use. ``--artifacts DIR`` writes the files the code put in ``outputs/`` to DIR.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ def _make_sandbox(kind: str, bridge: RpcHandler | None, isolation: str, declared
             imports=settings.imports if kind == "subprocess" else (),
             env=env,
             isolation="process" if isolation == "process" else "bwrap",
+            cpus=settings.limits.cpus,
         )
     if kind == "subprocess":
         return sandbox.SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")

@@ -164,7 +164,7 @@ class Recipe:
         """The content hash naming the environment (16 hex digits)."""
         payload = json.dumps(
             {
-                "v": 1,
+                "v": 2,
                 "backend": self.backend,
                 "base": self.base,
                 "python": self.python,

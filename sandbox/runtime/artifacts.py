@@ -139,7 +139,8 @@ def prepare(cwd: str | None = None) -> Outputs:
         pass  # a read-only working directory: no artifacts, the round still runs
     if _has_matplotlib():
         os.environ.setdefault("MPLBACKEND", "module://sandbox.runtime.mpl_backend")
-        os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
+        config = os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
+        _seed_font_cache(config)
     _current = Outputs(root)
     return _current
 
@@ -152,6 +153,24 @@ def _has_matplotlib() -> bool:
         return importlib.util.find_spec("matplotlib") is not None
     except (ImportError, ValueError):
         return False
+
+
+def _seed_font_cache(config: str) -> None:
+    """Copy the environment's prebuilt matplotlib font list (``.codeact-mplconfig``) into ``config``."""
+    import shutil
+
+    for entry in sys.path:
+        prebuilt = os.path.join(entry, ".codeact-mplconfig")
+        if not os.path.isdir(prebuilt):
+            continue
+        try:
+            os.makedirs(config, exist_ok=True)
+            for name in os.listdir(prebuilt):
+                if name.startswith("fontlist-") and name.endswith(".json"):
+                    shutil.copyfile(os.path.join(prebuilt, name), os.path.join(config, name))
+        except OSError:
+            pass
+        return
 
 
 def outputs() -> Outputs | None:
