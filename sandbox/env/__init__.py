@@ -32,12 +32,12 @@ from sandbox.env._recipe import PRESETS, EnvSpec, Preset, Recipe, normalize_requ
 from sandbox.errors import EnvironmentBuildError
 
 __all__ = [
-    "ENV_IMAGE_REPOSITORY",
-    "MOUNT_POINT",
-    "PRESETS",
     "CacheEntry",
+    "ENV_IMAGE_REPOSITORY",
     "EnvSpec",
     "Environment",
+    "MOUNT_POINT",
+    "PRESETS",
     "Preset",
     "Recipe",
     "cache_root",
@@ -46,7 +46,6 @@ __all__ = [
     "normalize_requirement",
     "prune_environments",
     "recipe_for",
-    "sandbox_options",
 ]
 
 Progress = Callable[[str], None]
@@ -255,16 +254,3 @@ def prune_environments(*, keys: tuple[str, ...] = (), unused_for_s: float | None
             remove_entry(entry)
         removed.append(entry)
     return removed
-
-
-def sandbox_options(env: Environment | None) -> dict[str, object]:
-    """Keyword arguments that make a sandbox of ``env.backend`` run with ``env``.
-
-    ``SubprocessSandbox(**sandbox_options(env))`` mounts the package directory;
-    ``DockerSandbox(**sandbox_options(env))`` runs the environment's image. Empty for None.
-    """
-    if env is None:
-        return {}
-    if env.backend == "docker":
-        return {"image": env.image, "sys_path": (MOUNT_POINT,)}
-    return {"env_dir": str(env.site)}

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from sandbox.errors import EnvironmentBuildError
 
-__all__ = ["PRESETS", "EnvSpec", "Preset", "Recipe", "normalize_requirement"]
+__all__ = ["EnvSpec", "PRESETS", "Preset", "Recipe", "normalize_requirement"]
 
 EnvBackend = Literal["subprocess", "docker"]
 

@@ -137,7 +137,11 @@ def prepare(cwd: str | None = None) -> Outputs:
         os.makedirs(root, exist_ok=True)
     except OSError:
         pass  # a read-only working directory: no artifacts, the round still runs
-    if _has_matplotlib():
+    if _findable("numpy"):
+        # BLAS thread pools count against the sandbox's process limit: one thread each.
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
+    if _findable("matplotlib"):
         os.environ.setdefault("MPLBACKEND", "module://sandbox.runtime.mpl_backend")
         config = os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
         _seed_font_cache(config)
@@ -145,12 +149,12 @@ def prepare(cwd: str | None = None) -> Outputs:
     return _current
 
 
-def _has_matplotlib() -> bool:
-    """True when a declared environment provides matplotlib (the environment stays as it is otherwise)."""
+def _findable(module: str) -> bool:
+    """True when a declared environment provides ``module`` (the process environment stays as it is otherwise)."""
     import importlib.util
 
     try:
-        return importlib.util.find_spec("matplotlib") is not None
+        return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
 
