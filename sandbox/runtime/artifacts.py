@@ -106,10 +106,9 @@ class Outputs:
                 out.append({"name": name, "size": size, "refused": reason})
                 continue
             try:
-                with open(os.path.join(self.root, name), "rb") as handle:
-                    data = handle.read(file_cap + 1)
+                data = _read_regular(os.path.join(self.root, name), file_cap + 1)
             except OSError as exc:
-                out.append({"name": name, "size": size, "refused": f"could not be read: {exc.strerror}"})
+                out.append({"name": name, "size": size, "refused": f"could not be read: {exc.strerror or exc}"})
                 continue
             if len(data) > file_cap:
                 out.append({"name": name, "size": len(data), "refused": f"over the {file_cap}-byte limit per file"})
@@ -117,6 +116,30 @@ class Outputs:
             total += len(data)
             out.append({"name": name, "size": len(data), "data": base64.b64encode(data).decode("ascii")})
         return out
+
+
+def _read_regular(path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``; never follows a symlink, never blocks on a FIFO.
+
+    (A thread the code left running could swap the file between the listing and the read.)
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        chunks = []
+        remaining = limit
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _is_regular(mode: int) -> bool:
