@@ -172,20 +172,13 @@ def prepare(cwd: str | None = None) -> Outputs:
     return _current
 
 
-def _findable(module: str) -> bool:
-    """True when a declared environment provides ``module`` (the process environment stays as it is otherwise)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+def _findable(package: str) -> bool:
+    """True when a ``sys.path`` entry holds ``package`` (a few ``stat`` calls: no import machinery on start-up)."""
+    return any(os.path.isfile(os.path.join(entry, package, "__init__.py")) for entry in sys.path if entry)
 
 
 def _seed_font_cache(config: str) -> None:
     """Copy the environment's prebuilt matplotlib font list (``.codeact-mplconfig``) into ``config``."""
-    import shutil
-
     for entry in sys.path:
         prebuilt = os.path.join(entry, ".codeact-mplconfig")
         if not os.path.isdir(prebuilt):
@@ -194,7 +187,8 @@ def _seed_font_cache(config: str) -> None:
             os.makedirs(config, exist_ok=True)
             for name in os.listdir(prebuilt):
                 if name.startswith("fontlist-") and name.endswith(".json"):
-                    shutil.copyfile(os.path.join(prebuilt, name), os.path.join(config, name))
+                    with open(os.path.join(prebuilt, name), "rb") as src, open(os.path.join(config, name), "wb") as dst:
+                        dst.write(src.read())
         except OSError:
             pass
         return
