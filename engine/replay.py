@@ -141,6 +141,8 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
     }
     if sandbox.hash_seed is not None:
         note["hash_seed"] = sandbox.hash_seed
+    if getattr(sandbox, "runtime", "runc") == "gvisor":
+        note["runtime"] = "gvisor"  # replay runs on the same kernel
     return note
 
 
@@ -171,13 +173,25 @@ def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbo
             restricted=bool(note.get("restricted", True)),
             allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
         )
-        sandbox: Sandbox
-        if note.get("backend") == "docker":
-            sandbox = DockerSandbox(policy=policy, bridge=handler)
-        else:
-            weak = str(note.get("isolation", "")).startswith("process")
-            sandbox = SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
-        return sandbox
+        from engine.agent.sandboxes import noted_environment
+
+        docker = note.get("backend") == "docker"
+        # The declared packages, from the environment cache.
+        env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
+        runtime: Literal["runc", "gvisor"] = "gvisor" if note.get("runtime") == "gvisor" else "runc"
+        if docker:
+            if env is not None and env.image is not None:
+                from sandbox.env import MOUNT_POINT
+
+                return DockerSandbox(
+                    policy=policy, bridge=handler, image=env.image, sys_path=(MOUNT_POINT,), runtime=runtime
+                )
+            return DockerSandbox(policy=policy, bridge=handler, runtime=runtime)
+        weak = str(note.get("isolation", "")).startswith("process")
+        env_dir = str(env.site) if env is not None and env.site is not None else None
+        return SubprocessSandbox(
+            policy=policy, bridge=handler, isolation="process" if weak else "bwrap", env_dir=env_dir
+        )
 
     return make
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["OUTPUTS_DIR", "Artifact", "artifacts_from_answer", "sniff_mime"]
+__all__ = ["Artifact", "OUTPUTS_DIR", "artifacts_from_answer", "sniff_mime"]
 
 OUTPUTS_DIR: Final = "outputs"
 _NAME: Final = re.compile(r"^[^\x00-\x1f/\\][^\x00-\x1f\\]{0,254}$")

@@ -112,6 +112,7 @@ def default_sandbox_factory(
             env=env,
             isolation=isolation,
             runtime=runtime or declared.runtime or "runc",
+            cpus=declared.limits.cpus,
         )
 
     return _make
@@ -551,6 +552,11 @@ class Agent:
         extra = dict(meta.extra) if meta is not None else {}
         sandbox.hash_seed = session_hash_seed(extra.get("sandbox"))  # the session's, kept on resume
         extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.sandbox.limits.timeout_seconds)
+        from engine.agent.sandboxes import env_note
+
+        declared_env = env_note(self.spec.sandbox)
+        if declared_env is not None:
+            extra["sandbox"]["env"] = declared_env
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:

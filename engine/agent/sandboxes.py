@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from sandbox import Limits, RpcHandler, Sandbox
     from sandbox.env import Environment
 
-__all__ = ["declared_environment", "limits_for", "make_sandbox"]
+__all__ = ["declared_environment", "env_note", "limits_for", "make_sandbox", "noted_environment"]
 
 Backend = Literal["subprocess", "docker"]
 
@@ -36,6 +36,10 @@ def limits_for(settings: SandboxSettings) -> Limits:
         overrides["processes"] = int(lim.pids)
     if lim.output_bytes is not None:
         overrides["output_bytes"] = int(lim.output_bytes)
+    if lim.artifact_bytes is not None:
+        overrides["artifact_bytes"] = int(lim.artifact_bytes)
+    if lim.round_artifact_bytes is not None:
+        overrides["round_artifact_bytes"] = int(lim.round_artifact_bytes)
     return Limits(**overrides)
 
 
@@ -64,8 +68,12 @@ def make_sandbox(
     env: Environment | None = None,
     isolation: Literal["bwrap", "process"] = "bwrap",
     runtime: Literal["runc", "gvisor"] = "runc",
+    cpus: float | None = None,
 ) -> Sandbox:
-    """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules."""
+    """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules.
+
+    ``cpus`` is the Docker container's CPU quota (``sandbox.limits.cpus``; default 1.0).
+    """
     from sandbox import DockerSandbox, SubprocessSandbox
     from sandbox.env import MOUNT_POINT
     from sandbox.policy import Policy
@@ -76,11 +84,18 @@ def make_sandbox(
 
         # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
         policy = full_python_policy().widen(*imports, *modules) if (modules or imports) else None
+        quota = float(cpus) if cpus is not None else 1.0
         if env is not None and env.image is not None:
             return DockerSandbox(
-                limits=limits, bridge=handler, policy=policy, image=env.image, sys_path=(MOUNT_POINT,), runtime=runtime
+                limits=limits,
+                bridge=handler,
+                policy=policy,
+                image=env.image,
+                sys_path=(MOUNT_POINT,),
+                cpus=quota,
+                runtime=runtime,
             )
-        return DockerSandbox(limits=limits, bridge=handler, policy=policy, runtime=runtime)
+        return DockerSandbox(limits=limits, bridge=handler, policy=policy, cpus=quota, runtime=runtime)
     return SubprocessSandbox(
         limits=limits,
         policy=Policy().widen(*imports, *modules),
@@ -88,3 +103,26 @@ def make_sandbox(
         isolation=isolation,
         env_dir=str(env.site) if env is not None and env.site is not None else None,
     )
+
+
+def env_note(settings: SandboxSettings) -> dict[str, Any] | None:
+    """What a session records (``extra.sandbox.env``) so a replay runs in the same environment."""
+    if not settings.packages and settings.preset is None:
+        return None
+    return {"packages": list(settings.packages), "preset": settings.preset}
+
+
+def noted_environment(note: Any, backend: Backend) -> Environment | None:
+    """The environment an ``env_note`` names (from the cache, or built again), or None for no note.
+
+    Raises:
+        EnvironmentBuildError: It cannot be built any more (a package gone from the index, ...).
+    """
+    if not isinstance(note, dict):
+        return None
+    from sandbox.env import EnvSpec, ensure_environment
+
+    packages = tuple(str(p) for p in note.get("packages") or ())
+    preset = note.get("preset")
+    spec = EnvSpec(packages=packages, preset=preset if isinstance(preset, str) else None)
+    return ensure_environment(spec, backend=backend)

@@ -382,6 +382,8 @@ class AgentFactory:
                 cpus=limits.cpus,
                 pids=limits.pids,
                 output_bytes=limits.output_bytes,
+                artifact_bytes=limits.artifact_bytes,
+                round_artifact_bytes=limits.round_artifact_bytes,
             )
             if limits is not None
             else SandboxLimitSettings(),

@@ -178,6 +178,8 @@ class SandboxLimits(_Block):
     cpus: float | None = None
     pids: int | None = None
     output_bytes: int | None = None
+    artifact_bytes: int | None = None
+    round_artifact_bytes: int | None = None
 
 
 class SandboxBlock(_Block):

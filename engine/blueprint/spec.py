@@ -164,6 +164,8 @@ class SandboxLimitSettings:
     cpus: float | None = None
     pids: int | None = None
     output_bytes: int | None = None
+    artifact_bytes: int | None = None
+    round_artifact_bytes: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

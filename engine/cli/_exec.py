@@ -6,6 +6,10 @@ option), 3 the sandbox (or the session store) failed or the deadline killed the 
 ``--session ID`` runs the file as the next round of a session in the store (``--store``, else
 ``CODEACT_STORE``, else ``~/.codeact/sessions.db``): its variables are restored, and the round is
 recorded, so ``codeact sessions show ID`` and ``codeact replay ID`` work on it too.
+
+``--blueprint FILE --allow-sandbox-declaration`` runs the file in the sandbox the blueprint declares
+(backend, ``packages``/``preset``, imports, limits; docs/sandbox.md); the environment is built on
+first use. ``--artifacts DIR`` writes the files the code put in ``outputs/`` to DIR.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ def _make_sandbox(
             env=env,
             isolation="process" if isolation == "process" else "bwrap",
             runtime="gvisor" if runtime == "gvisor" or settings.runtime == "gvisor" else "runc",
+            cpus=settings.limits.cpus,
         )
     if kind == "subprocess":
         return sandbox.SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
@@ -139,6 +144,12 @@ async def _run_in_session(
             async with box:
                 result = await box.execute(code, variables=variables, deadline=timeout)
                 note = sandbox_note(box, deadline_s=timeout)
+                if declared is not None:
+                    from engine.agent.sandboxes import env_note
+
+                    noted = env_note(declared[0])
+                    if noted is not None:
+                        note["env"] = noted
             drain = getattr(bridge, "drain_calls", None)
             calls = tuple(c.to_json() for c in drain()) if drain is not None else ()
             record = RoundRecord(

@@ -220,6 +220,44 @@ def _modules(site: Path) -> list[str]:
     return sorted(n for n in names if n.isidentifier())
 
 
+MPLCONFIG_DIR: Final = ".codeact-mplconfig"
+_FONT_CACHE: Final = (
+    "import sys; sys.path.append(sys.argv[1]); import matplotlib; matplotlib.use('Agg'); import matplotlib.font_manager"
+)
+
+
+def _prebuild_font_cache(site: Path, progress: Progress) -> None:
+    """Build matplotlib's font list once, so the first chart of every sandbox does not scan the fonts.
+
+    matplotlib writes ``fontlist-*.json`` into ``MPLCONFIGDIR``; its paths are rewritten to the
+    mount point the sandboxes see (``/opt/codeact/env``), and the runtime copies the file into its
+    own writable config directory. Best effort: without it the first chart is only slower.
+    """
+    if not (site / "matplotlib").is_dir():
+        return
+    config = site / MPLCONFIG_DIR
+    config.mkdir(exist_ok=True)
+    env = {"MPLCONFIGDIR": str(config), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(config)}
+    progress("  matplotlib: building the font list once")
+    try:
+        subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _FONT_CACHE, str(site)],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=300,
+        )
+    except (OSError, subprocess.SubprocessError):
+        shutil.rmtree(config, ignore_errors=True)
+        return
+    for fontlist in config.glob("fontlist-*.json"):
+        text = fontlist.read_text(encoding="utf-8")
+        fontlist.write_text(text.replace(str(site), MOUNT_POINT), encoding="utf-8")
+    for other in config.iterdir():
+        if not other.name.startswith("fontlist-"):
+            shutil.rmtree(other, ignore_errors=True) if other.is_dir() else other.unlink(missing_ok=True)
+
+
 def _docker_build(recipe: Recipe, work: Path, tag: str, progress: Progress) -> None:
     dockerfile = f"FROM {recipe.base}\nCOPY {SITE_DIR} {MOUNT_POINT}\nLABEL org.codeact.env={recipe.key}\n"
     (work / "Dockerfile").write_text(dockerfile, encoding="utf-8")
@@ -268,6 +306,7 @@ def build_entry(recipe: Recipe, *, index_url: str | None, progress: Progress) ->
         progress(f"building sandbox environment {recipe.key} ({recipe.label or 'packages'}) for {where}")
         _run_pip(recipe, site, index_url=index_url, progress=progress)
         modules = _modules(site)
+        _prebuild_font_cache(site, progress)
         image: str | None = None
         if recipe.backend == "docker":
             image = f"{ENV_IMAGE_REPOSITORY}:{recipe.key}"

@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from sandbox.errors import EnvironmentBuildError
 
-__all__ = ["PRESETS", "EnvSpec", "Preset", "Recipe", "normalize_requirement"]
+__all__ = ["EnvSpec", "PRESETS", "Preset", "Recipe", "normalize_requirement"]
 
 EnvBackend = Literal["subprocess", "docker"]
 
@@ -164,7 +164,7 @@ class Recipe:
         """The content hash naming the environment (16 hex digits)."""
         payload = json.dumps(
             {
-                "v": 1,
+                "v": 2,
                 "backend": self.backend,
                 "base": self.base,
                 "python": self.python,

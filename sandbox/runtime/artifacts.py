@@ -106,10 +106,9 @@ class Outputs:
                 out.append({"name": name, "size": size, "refused": reason})
                 continue
             try:
-                with open(os.path.join(self.root, name), "rb") as handle:
-                    data = handle.read(file_cap + 1)
+                data = _read_regular(os.path.join(self.root, name), file_cap + 1)
             except OSError as exc:
-                out.append({"name": name, "size": size, "refused": f"could not be read: {exc.strerror}"})
+                out.append({"name": name, "size": size, "refused": f"could not be read: {exc.strerror or exc}"})
                 continue
             if len(data) > file_cap:
                 out.append({"name": name, "size": len(data), "refused": f"over the {file_cap}-byte limit per file"})
@@ -117,6 +116,30 @@ class Outputs:
             total += len(data)
             out.append({"name": name, "size": len(data), "data": base64.b64encode(data).decode("ascii")})
         return out
+
+
+def _read_regular(path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``; never follows a symlink, never blocks on a FIFO.
+
+    (A thread the code left running could swap the file between the listing and the read.)
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        chunks = []
+        remaining = limit
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _is_regular(mode: int) -> bool:
@@ -137,21 +160,38 @@ def prepare(cwd: str | None = None) -> Outputs:
         os.makedirs(root, exist_ok=True)
     except OSError:
         pass  # a read-only working directory: no artifacts, the round still runs
-    if _has_matplotlib():
+    if _findable("numpy"):
+        # BLAS thread pools count against the sandbox's process limit: one thread each.
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, "1")
+    if _findable("matplotlib"):
         os.environ.setdefault("MPLBACKEND", "module://sandbox.runtime.mpl_backend")
-        os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
+        config = os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
+        _seed_font_cache(config)
     _current = Outputs(root)
     return _current
 
 
-def _has_matplotlib() -> bool:
-    """True when a declared environment provides matplotlib (the environment stays as it is otherwise)."""
-    import importlib.util
+def _findable(package: str) -> bool:
+    """True when a ``sys.path`` entry holds ``package`` (a few ``stat`` calls: no import machinery on start-up)."""
+    return any(os.path.isfile(os.path.join(entry, package, "__init__.py")) for entry in sys.path if entry)
 
-    try:
-        return importlib.util.find_spec("matplotlib") is not None
-    except (ImportError, ValueError):
-        return False
+
+def _seed_font_cache(config: str) -> None:
+    """Copy the environment's prebuilt matplotlib font list (``.codeact-mplconfig``) into ``config``."""
+    for entry in sys.path:
+        prebuilt = os.path.join(entry, ".codeact-mplconfig")
+        if not os.path.isdir(prebuilt):
+            continue
+        try:
+            os.makedirs(config, exist_ok=True)
+            for name in os.listdir(prebuilt):
+                if name.startswith("fontlist-") and name.endswith(".json"):
+                    with open(os.path.join(prebuilt, name), "rb") as src, open(os.path.join(config, name), "wb") as dst:
+                        dst.write(src.read())
+        except OSError:
+            pass
+        return
 
 
 def outputs() -> Outputs | None:

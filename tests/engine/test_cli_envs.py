@@ -152,6 +152,11 @@ def test_run_with_the_datascience_preset(tmp_path: Path, backend: str) -> None:
     assert "figure-1.png (image/png," in human.stdout
     assert (tmp_path / "again" / "figure-2.png").read_bytes().startswith(PNG)
 
+    # Replay rebuilds the same sandbox, packages included (from the environment cache).
+    replay = _codeact("replay", "S1", "--store", store)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout.splitlines()[-1] == "replayed 3 round(s) of S1: 3 match, 0 mismatch"
+
 
 def test_exec_with_blueprint_runs_the_declared_sandbox(tmp_path: Path, backend: str) -> None:
     bp = _blueprint(tmp_path, _sandbox_block(backend))
@@ -220,3 +225,20 @@ def test_unknown_provider_is_refused_never_a_silent_fallback(tmp_path: Path) -> 
     run = _codeact("exec", str(tmp_path / "replies.yaml"), "--blueprint", str(conflict), "--allow-sandbox-declaration")
     assert run.returncode == 2
     assert "blueprint.sandbox.provider.conflict" in run.stderr
+
+
+def test_an_artifact_over_the_cap_is_refused_with_a_note(tmp_path: Path) -> None:
+    bp = _blueprint(tmp_path, "{preset: datascience, limits: {artifactBytes: 1000}}")
+    code = tmp_path / "big.py"
+    code.write_text(
+        "import pandas as pd\n"
+        "pd.DataFrame({'n': range(2000)}).to_csv('outputs/big.csv')\n"
+        "pd.DataFrame({'n': [1]}).to_csv('outputs/small.csv')\n"
+    )
+    ran = _codeact(
+        "exec", str(code), "--blueprint", str(bp), "--allow-sandbox-declaration", "--artifacts", str(tmp_path)
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "artifact refused: big.csv (" in ran.stderr and "bytes is over the 1000-byte limit per file)" in ran.stderr
+    assert "artifact: small.csv (text/csv, " in ran.stderr
+    assert (tmp_path / "small.csv").exists() and not (tmp_path / "big.csv").exists()

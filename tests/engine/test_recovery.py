@@ -65,9 +65,7 @@ def _args(tmp_path: Path, server: OpenAIServer, store: str, session: str, text: 
 
 
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [CODEACT, "run", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return subprocess.Popen([CODEACT, "run", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for(predicate: Any, what: str, timeout: float = 60.0) -> None:
@@ -117,7 +115,7 @@ def _assert_resumed_with_the_interrupted_round(
     assert resumed.stdout == "resumed\n"
     prompt = _prompt_of_last_request(server)
     assert "Round 1 was interrupted" in prompt
-    assert "inventory.add_item(name=\"apple\") -> \"added apple\"" in prompt
+    assert 'inventory.add_item(name="apple") -> "added apple"' in prompt
     assert "Do not repeat them blindly" in prompt
 
     data = _show(env, store, session)
