@@ -167,6 +167,8 @@ class SandboxCgroup:
         Returns:
             How many processes were signalled.
         """
+        if keep and not [p for p in self.processes() if p not in keep]:
+            return 0  # the common case after a round: nothing left over, no write
         if not keep and self.version == 2 and (self.path / "cgroup.kill").exists():
             with contextlib.suppress(OSError):
                 _write(self.path / "cgroup.kill", "1")
