@@ -107,6 +107,9 @@ _DENIED_SUBMODULES: Final = frozenset({"json.tool"})
 # Pure-Python helpers that C code of an allowed module imports lazily through the caller's
 # ``__import__`` (the sandbox's guarded one): helper -> the module that needs it.
 _INTERNAL_IMPORTS: Final = {"_strptime": "datetime"}
+# Base classes that set no private attributes of their own on instances (builtins: object,
+# Exception, dict...; typing's Generic/Protocol; abc.ABC; enum's private names all end in "_").
+_TRANSPARENT_BASES: Final = frozenset({"builtins", "typing", "abc", "enum"})
 # Settings objects of allowed modules whose attributes are the documented way to configure them.
 _SETTABLE: Final = frozenset({("decimal", "Context")})
 # Names whose VALUE decides: str.format -> guarded formatter; builtins.compile/open never handed out.
@@ -422,12 +425,15 @@ class _Namespace:
             classes = type(obj).__mro__
             if not any(c in owned for c in classes if c not in (dict, list)):
                 return False
-            try:
-                instance_dict = object.__getattribute__(obj, "__dict__")
-            except AttributeError:
-                instance_dict = None
-            if type(instance_dict) is dict and name in instance_dict:
-                return True
+            # The instance's own attributes count as the code's only when no stdlib base class could
+            # have set them (`class L(asyncio.SelectorEventLoop)` must not hand out `self._ssock`).
+            if all(c in owned or getattr(c, "__module__", None) in _TRANSPARENT_BASES for c in classes):
+                try:
+                    instance_dict = object.__getattribute__(obj, "__dict__")
+                except AttributeError:
+                    instance_dict = None
+                if type(instance_dict) is dict and name in instance_dict:
+                    return True
         for cls in classes:
             if name in cls.__dict__:
                 return cls in owned and cls not in (dict, list)

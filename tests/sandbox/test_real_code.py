@@ -143,6 +143,12 @@ async def test_model_constructs_run_in_the_sandbox(sandbox: SubprocessSandbox, c
         ),
         pytest.param("import json\njson.decoder._scanner", "AttributeError", "'_scanner'", id="module-private"),
         pytest.param(
+            "from html.parser import HTMLParser\nclass P(HTMLParser):\n    pass\nP()._HTMLParser__starttag_text",
+            "AttributeError",
+            "'_HTMLParser__starttag_text'",
+            id="private-set-by-stdlib-base",
+        ),
+        pytest.param(
             "import json\nsetattr(json, '_x', 1)",
             "AttributeError",
             "only objects of classes defined in the code",
