@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -187,14 +188,16 @@ def _plain_outcomes(snippets: tuple[Snippet, ...]) -> dict[str, dict[str, Any]]:
         "    out[sid] = {'stdout': buf.getvalue(), 'error': error}\n"
         "json.dump(out, sys.stdout)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", runner],
-        input=json.dumps([[s.id, s.code] for s in snippets]),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
+    with tempfile.TemporaryDirectory(prefix="codeact-corpus-") as scratch:  # snippets may write files
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", runner],
+            input=json.dumps([[s.id, s.code] for s in snippets]),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+            cwd=scratch,
+        )
     outcomes: dict[str, dict[str, Any]] = json.loads(done.stdout)
     return outcomes
 
