@@ -117,7 +117,9 @@ def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbo
             allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
         )
         if note.get("backend") == "docker":
-            return DockerSandbox(policy=policy, bridge=handler)
+            # A session recorded on gVisor replays on gVisor: never on a weaker runtime.
+            gvisor = str(note.get("isolation", "")).startswith("docker(gvisor")
+            return DockerSandbox(policy=policy, bridge=handler, runtime="gvisor" if gvisor else "runc")
         weak = str(note.get("isolation", "")).startswith("process")
         return SubprocessSandbox(policy=policy, bridge=handler, isolation="process" if weak else "bwrap")
 

@@ -181,3 +181,17 @@ def test_missing_runtime_is_refused_never_runc() -> None:
 def test_bad_runtime_name_is_refused() -> None:
     with pytest.raises(ValueError, match="runtime must be one of"):
         DockerSandbox(runtime="kata")  # type: ignore[arg-type]
+
+
+def test_a_gvisor_session_replays_on_gvisor() -> None:
+    from engine.replay import _sandbox_from_note
+
+    note = {
+        "backend": "docker",
+        "restricted": False,
+        "isolation": "docker(gvisor,no-net,ro-root,caps-dropped,non-root)",
+    }
+    replayed = _sandbox_from_note(note)(None)  # type: ignore[arg-type]
+    assert isinstance(replayed, DockerSandbox) and replayed.runtime == "gvisor"
+    plain = _sandbox_from_note({**note, "isolation": "docker(no-net,ro-root,caps-dropped,non-root)"})(None)  # type: ignore[arg-type]
+    assert isinstance(plain, DockerSandbox) and plain.runtime == "runc"
