@@ -35,6 +35,7 @@ _ROOT: Final = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS: Final = ("pids", "memory", "cpu")
 _CPU_PERIOD_US: Final = 100_000
 _SWEEPS: Final = 200
+_STALE_S: Final = 60.0  # an empty sandbox cgroup this old was left behind (a host killed mid-close)
 _HINT: Final = (
     "run the host as root on a machine whose cgroup hierarchy is writable (cgroup v2 with the pids, "
     "memory and cpu controllers, or the v1 pids/memory/cpu hierarchies), or pass "
@@ -218,6 +219,16 @@ class SandboxCgroup:
         return not pending
 
 
+def _sweep_stale(parent: Path) -> None:
+    """Remove empty ``codeact-*`` cgroups left behind under ``parent`` (a fresh one is entered within ms)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for child in parent.glob("codeact-*"):
+            with contextlib.suppress(OSError):
+                if now - child.stat().st_mtime > _STALE_S and not (child / "cgroup.procs").read_text().strip():
+                    child.rmdir()
+
+
 def _create_v2(name: str) -> _Layout:
     root = _ROOT
     available = set((root / "cgroup.controllers").read_text().split())
@@ -231,6 +242,7 @@ def _create_v2(name: str) -> _Layout:
         _enable(root)
         parent.mkdir(exist_ok=True)
         _enable(parent)
+        _sweep_stale(parent)
         target = parent / name
         target.mkdir()
     except OSError as exc:
@@ -255,6 +267,7 @@ def _create_v1(name: str) -> _Layout:
                     f"no cgroup v2 hierarchy at {_ROOT} and no v1 {controller!r} hierarchy at {hierarchy}; {_HINT}"
                 )
             target = hierarchy / _own_path(controller).lstrip("/") / name
+            _sweep_stale(target.parent)
             try:
                 target.mkdir()
             except OSError as exc:
