@@ -36,6 +36,7 @@ _V1_CONTROLLERS: Final = ("pids", "memory", "cpu")
 _CPU_PERIOD_US: Final = 100_000
 _SWEEPS: Final = 200
 _STALE_S: Final = 60.0  # an empty sandbox cgroup this old was left behind (a host killed mid-close)
+_LEFTOVERS: list[Path] = []  # directories a dying process still pinned at removal: retried at the next start
 _HINT: Final = (
     "run the host as root on a machine whose cgroup hierarchy is writable (cgroup v2 with the pids, "
     "memory and cpu controllers, or the v1 pids/memory/cpu hierarchies), or pass "
@@ -112,6 +113,7 @@ class SandboxCgroup:
             IsolationUnavailableError: No writable cgroup hierarchy with these controllers.
         """
         name = "codeact-" + secrets.token_hex(6)
+        _retry_leftovers()
         if (_ROOT / "cgroup.controllers").exists():
             layout = _create_v2(name)
         else:
@@ -196,8 +198,10 @@ class SandboxCgroup:
                     _write(pids_max, previous)
         return killed
 
-    def remove(self, *, wait_s: float = 2.0) -> bool:
-        """Remove the (emptied) cgroup directories; retry while dying processes are still listed.
+    def remove(self, *, wait_s: float = 0.5) -> bool:
+        """Remove the (emptied) cgroup directories; retry while dying processes still pin them.
+
+        What is still pinned after ``wait_s`` is retried when the next sandbox cgroup is created.
 
         Returns:
             True when every directory is gone.
@@ -216,7 +220,19 @@ class SandboxCgroup:
             if not pending or time.monotonic() > give_up:
                 break
             time.sleep(0.01)
+        _LEFTOVERS.extend(pending)
         return not pending
+
+
+def _retry_leftovers() -> None:
+    for directory in list(_LEFTOVERS):
+        try:
+            directory.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        _LEFTOVERS.remove(directory)
 
 
 def _sweep_stale(parent: Path) -> None:
