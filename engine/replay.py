@@ -141,8 +141,6 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
     }
     if sandbox.hash_seed is not None:
         note["hash_seed"] = sandbox.hash_seed
-    if getattr(sandbox, "runtime", "runc") == "gvisor":
-        note["runtime"] = "gvisor"  # replay runs on the same kernel
     return note
 
 
@@ -178,7 +176,9 @@ def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbo
         docker = note.get("backend") == "docker"
         # The declared packages, from the environment cache.
         env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
-        runtime: Literal["runc", "gvisor"] = "gvisor" if note.get("runtime") == "gvisor" else "runc"
+        # A session recorded on gVisor replays on gVisor: never on a weaker runtime.
+        gvisor = note.get("runtime") == "gvisor" or str(note.get("isolation", "")).startswith("docker(gvisor")
+        runtime: Literal["runc", "gvisor"] = "gvisor" if gvisor else "runc"
         if docker:
             if env is not None and env.image is not None:
                 from sandbox.env import MOUNT_POINT

@@ -35,6 +35,8 @@ _ROOT: Final = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS: Final = ("pids", "memory", "cpu")
 _CPU_PERIOD_US: Final = 100_000
 _SWEEPS: Final = 200
+_STALE_S: Final = 60.0  # an empty sandbox cgroup this old was left behind (a host killed mid-close)
+_LEFTOVERS: list[Path] = []  # directories a dying process still pinned at removal: retried at the next start
 _HINT: Final = (
     "run the host as root on a machine whose cgroup hierarchy is writable (cgroup v2 with the pids, "
     "memory and cpu controllers, or the v1 pids/memory/cpu hierarchies), or pass "
@@ -111,6 +113,7 @@ class SandboxCgroup:
             IsolationUnavailableError: No writable cgroup hierarchy with these controllers.
         """
         name = "codeact-" + secrets.token_hex(6)
+        _retry_leftovers()
         if (_ROOT / "cgroup.controllers").exists():
             layout = _create_v2(name)
         else:
@@ -167,6 +170,8 @@ class SandboxCgroup:
         Returns:
             How many processes were signalled.
         """
+        if keep and not [p for p in self.processes() if p not in keep]:
+            return 0  # the common case after a round: nothing left over, no write
         if not keep and self.version == 2 and (self.path / "cgroup.kill").exists():
             with contextlib.suppress(OSError):
                 _write(self.path / "cgroup.kill", "1")
@@ -193,8 +198,10 @@ class SandboxCgroup:
                     _write(pids_max, previous)
         return killed
 
-    def remove(self, *, wait_s: float = 2.0) -> bool:
-        """Remove the (emptied) cgroup directories; retry while dying processes are still listed.
+    def remove(self, *, wait_s: float = 0.5) -> bool:
+        """Remove the (emptied) cgroup directories; retry while dying processes still pin them.
+
+        What is still pinned after ``wait_s`` is retried when the next sandbox cgroup is created.
 
         Returns:
             True when every directory is gone.
@@ -213,7 +220,29 @@ class SandboxCgroup:
             if not pending or time.monotonic() > give_up:
                 break
             time.sleep(0.01)
+        _LEFTOVERS.extend(pending)
         return not pending
+
+
+def _retry_leftovers() -> None:
+    for directory in list(_LEFTOVERS):
+        try:
+            directory.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            continue
+        _LEFTOVERS.remove(directory)
+
+
+def _sweep_stale(parent: Path) -> None:
+    """Remove empty ``codeact-*`` cgroups left behind under ``parent`` (a fresh one is entered within ms)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for child in parent.glob("codeact-*"):
+            with contextlib.suppress(OSError):
+                if now - child.stat().st_mtime > _STALE_S and not (child / "cgroup.procs").read_text().strip():
+                    child.rmdir()
 
 
 def _create_v2(name: str) -> _Layout:
@@ -229,6 +258,7 @@ def _create_v2(name: str) -> _Layout:
         _enable(root)
         parent.mkdir(exist_ok=True)
         _enable(parent)
+        _sweep_stale(parent)
         target = parent / name
         target.mkdir()
     except OSError as exc:
@@ -253,6 +283,7 @@ def _create_v1(name: str) -> _Layout:
                     f"no cgroup v2 hierarchy at {_ROOT} and no v1 {controller!r} hierarchy at {hierarchy}; {_HINT}"
                 )
             target = hierarchy / _own_path(controller).lstrip("/") / name
+            _sweep_stale(target.parent)
             try:
                 target.mkdir()
             except OSError as exc:

@@ -50,12 +50,14 @@ class Limits:
     Attributes:
         wall_s: Default wall-clock deadline of a round (seconds); the runtime is KILLED past it.
         cpu_s: CPU seconds a round may use (soft RLIMIT_CPU per round; subprocess backend).
-        memory_bytes: Address space of the runtime (RLIMIT_AS) / the container's memory limit.
+        memory_bytes: Address space of the runtime (RLIMIT_AS) and the memory limit of its cgroup (all
+            its processes together) / the container's memory limit.
         output_bytes: Cap of stdout and of stderr per round (head + tail kept, middle cut).
         file_bytes: Largest file the code may write (RLIMIT_FSIZE).
         disk_bytes: Size of the writable work dir and of /tmp (each a size-limited tmpfs).
         open_files: RLIMIT_NOFILE.
-        processes: RLIMIT_NPROC (where the kernel enforces it) / the container's pids limit.
+        processes: ``pids.max`` of the runtime's cgroup (processes and threads; binds root too) and
+            RLIMIT_NPROC / the container's pids limit (on gVisor: RLIMIT_NPROC in gVisor's kernel).
         max_var_bytes: Largest encoded variable that is captured.
         max_total_bytes: Largest total of encoded variables that is captured.
         start_timeout_s: How long a runtime may take to start and authenticate.

@@ -12,7 +12,13 @@ Three steps, all here:
 2. The RestrictedPython transform (``Policy.restricted``), through ``_SandboxTransformer``: stock
    checks plus ``async``/``await``, annotated assignments, ``nonlocal``, ``x.attr += 1`` and
    ``d[k] += 1`` (through guards) and a wider set of special methods classes may define. Attribute
-   names in ``guards.DENIED_ATTRIBUTES`` are rejected at compile time too.
+   names in ``guards.DENIED_ATTRIBUTES`` are rejected at compile time too. What ordinary model code
+   writes compiles with the same guards: ``match`` statements (class and value patterns keep their
+   dotted names raw but pass the same name checks), ``except*``, ``from m import *`` at module
+   level (``_codeact_import_star_``: the module's public names that a ``from m import name`` would
+   give), and private names (``_cache``, ``def _helper``, ``self._v``: one leading underscore, no
+   trailing one; the guard names all end in ``_``), whose attribute reads the runtime allows only
+   on objects of classes the code defined (``guards.private_attribute_allowed``).
 3. ``compile(..., PyCF_ALLOW_TOP_LEVEL_AWAIT)`` and ``marshal.dumps`` (host -> sandbox only).
 
 Syntax errors and policy violations raise ``CompileFailure``, which the caller turns into a normal
@@ -30,7 +36,12 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from sandbox.runtime.guards import ALLOWED_DUNDER_METHODS, ALLOWED_UNDERSCORE_ATTRIBUTES, DENIED_ATTRIBUTES
+from sandbox.runtime.guards import (
+    ALLOWED_DUNDER_METHODS,
+    ALLOWED_UNDERSCORE_ATTRIBUTES,
+    DENIED_ATTRIBUTES,
+    is_private_name,
+)
 
 __all__ = ["DEFAULT_IMPORTS", "CompileFailure", "CompiledCode", "Policy", "compile_code"]
 
@@ -39,9 +50,16 @@ DEFAULT_IMPORTS: Final = frozenset(
         "math", "json", "re", "datetime", "collections", "itertools", "functools", "statistics", "random",
         "decimal", "fractions", "string", "textwrap", "dataclasses", "enum", "uuid", "hashlib", "base64",
         "csv", "heapq", "bisect", "operator", "copy", "typing", "asyncio",
+        # what model-written code also reaches for (pure computation; module-valued attributes of
+        # these stay guarded like any other: `calendar.sys` is refused)
+        "cmath", "numbers", "array", "pprint", "difflib", "calendar", "queue", "abc", "contextlib", "time",
+        "graphlib", "secrets", "unicodedata", "shlex", "fnmatch", "html", "keyword", "struct",
     }
 )  # fmt: skip
 """The modules sandboxed code may import unless a blueprint or host widens the policy."""
+
+STAR_IMPORT_HELPER: Final = "_codeact_import_star_"
+"""The runtime-provided function behind ``from m import *`` (binds the module's public names)."""
 
 SYNC_HELPER: Final = "_codeact_sync_"
 """The runtime-provided function that runs a toolkit call to completion from synchronous code."""
@@ -313,8 +331,22 @@ class _AwaitInserter(ast.NodeTransformer):
 # -- the RestrictedPython transform -----------------------------------------------------------------
 
 
+def _module_level_star_imports(tree: ast.Module) -> set[int]:
+    """Ids of the ``from m import *`` statements outside any function or class (where Python allows them)."""
+    found: set[int] = set()
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            found.add(id(node))
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                stack.append(child)
+    return found
+
+
 def _restrict(tree: ast.Module, lines: list[str], internal_names: list[ast.Name]) -> ast.Module:
-    transformer = _transformer_class()(internal_names)
+    transformer = _transformer_class()(internal_names, _module_level_star_imports(tree))
     result = transformer.visit(tree)
     if transformer.problems:
         raise _policy_failure(transformer.problems, lines)
@@ -352,11 +384,15 @@ def _transformer_class() -> type[Any]:
         ast.BitAnd: "&=", ast.MatMult: "@=",
     }  # fmt: skip
 
+    def private(name: str) -> bool:
+        return is_private_name(name)
+
     class _SandboxTransformer(RestrictingNodeTransformer):
-        def __init__(self, internal_names: list[ast.Name]) -> None:
+        def __init__(self, internal_names: list[ast.Name], star_imports: set[int]) -> None:
             super().__init__()
             self.problems: list[tuple[int | None, str]] = []
             self._internal = {id(n) for n in internal_names}
+            self._star_imports = star_imports
 
         def error(self, node: ast.AST, info: str) -> None:
             super().error(node, info)
@@ -368,7 +404,10 @@ def _transformer_class() -> type[Any]:
             if name.startswith("_") and name != "_":
                 if allow_magic_methods and name in ALLOWED_DUNDER_METHODS:
                     return
-                self.error(node, f'name "{name}" is not allowed: names starting with "_" are reserved')
+                if private(name):
+                    return
+                reserved = 'names starting with "__" or starting and ending with "_" are reserved'
+                self.error(node, f'name "{name}" is not allowed: {reserved}')
             elif name.endswith("__roles__"):
                 self.error(node, f'name "{name}" is not allowed')
             elif name in ("print", "builtins", "breakpoint"):
@@ -377,6 +416,8 @@ def _transformer_class() -> type[Any]:
         # names -- `print` stays the builtin (writes to sys.stdout); no PrintCollector
         def visit_Name(self, node: ast.Name) -> ast.AST:
             if id(node) in self._internal:
+                return node
+            if node.id in ALLOWED_DUNDER_METHODS:  # `__rmul__ = __mul__` in a class body
                 return node
             if isinstance(node.ctx, ast.Load):
                 if node.id == "__name__":
@@ -388,9 +429,9 @@ def _transformer_class() -> type[Any]:
 
         def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
             attr = node.attr
-            if attr.startswith("_") and attr != "_":
+            if attr.startswith("_") and attr != "_" and not private(attr):
                 if not (isinstance(node.ctx, ast.Load) and attr in ALLOWED_UNDERSCORE_ATTRIBUTES):
-                    self.error(node, f'attribute "{attr}" is not allowed: names starting with "_" are reserved')
+                    self.error(node, f'attribute "{attr}" is not allowed: names starting with "__" are reserved')
             elif attr in denied_attributes:
                 self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')
             node = self.node_contents_visit(node)
@@ -450,7 +491,7 @@ def _transformer_class() -> type[Any]:
             if isinstance(target, ast.Name):  # a local rebinding: native in-place op
                 return self.node_contents_visit(node)
             if isinstance(target, ast.Attribute):
-                if target.attr.startswith("_") or target.attr in denied_attributes:
+                if (target.attr.startswith("_") and not private(target.attr)) or target.attr in denied_attributes:
                     self.error(node, f'attribute "{target.attr}" is not allowed in sandboxed code')
                 obj = self.visit(target.value)
                 value = self.visit(node.value)
@@ -501,6 +542,80 @@ def _transformer_class() -> type[Any]:
             return self.node_contents_visit(node)
 
         def visit_AsyncWith(self, node: ast.AsyncWith) -> ast.AST:
+            return self.node_contents_visit(node)
+
+        # imports: `from m import *` binds the module's public names through the runtime's guard
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
+            if not any(alias.name == "*" for alias in node.names):
+                return self.check_import_names(node)
+            if id(node) not in self._star_imports:
+                self.error(node, "import * only allowed at module level")
+                return node
+            if node.level:
+                self.error(node, "relative imports are not allowed in sandboxed code")
+                return node
+            call = ast.Call(
+                func=ast.Name(STAR_IMPORT_HELPER, ast.Load()), args=[ast.Constant(node.module)], keywords=[]
+            )
+            new = ast.Expr(value=call)
+            for child in (new, call, call.func, call.args[0]):
+                ast.copy_location(child, node)
+            return new
+
+        # exception groups: the handlers are checked like `except` handlers
+        def visit_TryStar(self, node: ast.AST) -> ast.AST:
+            return self.node_contents_visit(node)
+
+        # match: patterns hold raw dotted names (a pattern cannot be a call), checked by name here
+        def visit_Match(self, node: ast.AST) -> ast.AST:
+            return self.node_contents_visit(node)
+
+        def visit_match_case(self, node: ast.AST) -> ast.AST:
+            return self.node_contents_visit(node)
+
+        def _check_dotted(self, node: ast.expr) -> None:
+            while isinstance(node, ast.Attribute):
+                attr = node.attr
+                if (attr.startswith("_") and not private(attr)) or attr in denied_attributes:
+                    self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')
+                node = node.value
+            if isinstance(node, ast.Name):
+                self.check_name(node, node.id)
+
+        def visit_MatchValue(self, node: ast.MatchValue) -> ast.AST:
+            if isinstance(node.value, ast.Attribute | ast.Name):
+                self._check_dotted(node.value)
+                return node
+            return self.node_contents_visit(node)
+
+        def visit_MatchClass(self, node: ast.MatchClass) -> ast.AST:
+            self._check_dotted(node.cls)
+            for attr in node.kwd_attrs:
+                if attr.startswith("_") or attr in denied_attributes:
+                    self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')
+            node.patterns = [self.visit(p) for p in node.patterns]
+            node.kwd_patterns = [self.visit(p) for p in node.kwd_patterns]
+            return node
+
+        def visit_MatchAs(self, node: ast.MatchAs) -> ast.AST:
+            self.check_name(node, node.name)
+            return self.node_contents_visit(node)
+
+        def visit_MatchStar(self, node: ast.MatchStar) -> ast.AST:
+            self.check_name(node, node.name)
+            return node
+
+        def visit_MatchMapping(self, node: ast.MatchMapping) -> ast.AST:
+            self.check_name(node, node.rest)
+            return self.node_contents_visit(node)
+
+        def visit_MatchSingleton(self, node: ast.AST) -> ast.AST:
+            return node
+
+        def visit_MatchSequence(self, node: ast.AST) -> ast.AST:
+            return self.node_contents_visit(node)
+
+        def visit_MatchOr(self, node: ast.AST) -> ast.AST:
             return self.node_contents_visit(node)
 
         def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:

@@ -37,6 +37,7 @@ __all__ = [
     "ALLOWED_DUNDER_METHODS",
     "DENIED_ATTRIBUTES",
     "SANDBOX_MODULE_NAME",
+    "is_private_name",
     "plain_globals",
     "restricted_globals",
 ]
@@ -103,6 +104,14 @@ DENIED_ATTRIBUTES: Final = frozenset(
 # socket and pipe plumbing; json.tool reads files named on the command line).
 _CLOSED_PACKAGES: Final = frozenset({"asyncio"})
 _DENIED_SUBMODULES: Final = frozenset({"json.tool"})
+# Pure-Python helpers that C code of an allowed module imports lazily through the caller's
+# ``__import__`` (the sandbox's guarded one): helper -> the module that needs it.
+_INTERNAL_IMPORTS: Final = {"_strptime": "datetime"}
+# Base classes that set no private attributes of their own on instances (builtins: object,
+# Exception, dict...; typing's Generic/Protocol; abc.ABC; enum's private names all end in "_").
+_TRANSPARENT_BASES: Final = frozenset({"builtins", "typing", "abc", "enum"})
+# Settings objects of allowed modules whose attributes are the documented way to configure them.
+_SETTABLE: Final = frozenset({("decimal", "Context")})
 # Names whose VALUE decides: str.format -> guarded formatter; builtins.compile/open never handed out.
 _VALUE_CHECKED: Final = frozenset({"format", "format_map", "compile", "open"})
 _OK_NAMES_CAP: Final = 65536
@@ -141,6 +150,15 @@ _MISSING: Final = object()
 _STR_FORMAT: Final = str.format
 _STR_FORMAT_MAP: Final = str.format_map
 _BuiltinMethod = type("".format)
+
+
+def is_private_name(name: str) -> bool:
+    """``_cache``, ``_helper``: one leading underscore, none trailing (the guard names are ``_x_``).
+
+    Sandboxed code may bind such names and read such attributes of objects of the classes it
+    defined (``self._v``); other objects' private attributes stay out of reach.
+    """
+    return len(name) > 1 and name[0] == "_" and name[1] != "_" and name[-1] != "_"
 
 
 def _name_allowed(name: str) -> bool:
@@ -322,6 +340,8 @@ class _Namespace:
     def module_allowed(self, name: str) -> bool:
         top, dot, _rest = name.partition(".")
         if top not in self.allowed:
+            if name in _INTERNAL_IMPORTS:  # a helper the stdlib's C code imports on behalf of an allowed module
+                return _INTERNAL_IMPORTS[name] in self.allowed
             return name in self.allowed
         if not dot:
             return True
@@ -376,6 +396,9 @@ class _Namespace:
         if type(name) is not str:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
         if not _name_allowed(name):
+            if is_private_name(name) and self.private_allowed(obj, name):
+                value = getattr(obj, name, _MISSING) if default is not _MISSING else getattr(obj, name)
+                return default if value is _MISSING else self.check_value(obj, name, value)
             if default is not _MISSING:
                 return default
             raise _denied_attribute(name)
@@ -388,6 +411,33 @@ class _Namespace:
             if value is _MISSING:
                 return default
         return self.check_value(obj, name, value)
+
+    def private_allowed(self, obj: Any, name: str) -> bool:
+        """Whether ``obj.<name>`` (a private name) belongs to the code.
+
+        True when it was set on an instance of one of the code's classes, or the first class in the
+        MRO that defines it is one of the code's classes.
+        """
+        owned = self.owned
+        if isinstance(obj, type):
+            classes: tuple[type, ...] = type.__dict__["__mro__"].__get__(obj)
+        else:
+            classes = type(obj).__mro__
+            if not any(c in owned for c in classes if c not in (dict, list)):
+                return False
+            # The instance's own attributes count as the code's only when no stdlib base class could
+            # have set them (`class L(asyncio.SelectorEventLoop)` must not hand out `self._ssock`).
+            if all(c in owned or getattr(c, "__module__", None) in _TRANSPARENT_BASES for c in classes):
+                try:
+                    instance_dict = object.__getattribute__(obj, "__dict__")
+                except AttributeError:
+                    instance_dict = None
+                if type(instance_dict) is dict and name in instance_dict:
+                    return True
+        for cls in classes:
+            if name in cls.__dict__:
+                return cls in owned and cls not in (dict, list)
+        return False
 
     def is_owned(self, obj: Any) -> bool:
         if type(obj) in self.owned:
@@ -461,6 +511,9 @@ class _Namespace:
                 return obj
             if is_owned(obj):
                 return obj
+            cls = type(obj)
+            if (getattr(cls, "__module__", None), cls.__qualname__) in _SETTABLE:  # getcontext().prec = 30
+                return obj
             return _WriteProxy(obj)
 
         def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
@@ -478,14 +531,14 @@ class _Namespace:
         def guarded_setattr(obj: Any, name: str, value: Any) -> None:
             if type(name) is not str:
                 raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
-            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+            if (name.startswith("_") and not is_private_name(name)) or name in DENIED_ATTRIBUTES:
                 raise _denied_attribute(name)
             setattr(_write_(obj), name, value)
 
         def guarded_delattr(obj: Any, name: str) -> None:
             if type(name) is not str:
                 raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
-            if name.startswith("_") or name in DENIED_ATTRIBUTES:
+            if (name.startswith("_") and not is_private_name(name)) or name in DENIED_ATTRIBUTES:
                 raise _denied_attribute(name)
             delattr(_write_(obj), name)
 
@@ -499,6 +552,24 @@ class _Namespace:
 
         def _inplaceitem_(obj: Any, key: Any, op: str, value: Any) -> None:
             _write_(obj)[key] = _inplacevar_(op, obj[key], value)
+
+        def _codeact_import_star_(name: str) -> None:
+            # `from m import *`: the public names a `from m import name` would give, each checked alike
+            module = self.guarded_import(name, None, None, ("*",), 0)
+            public = getattr(module, "__all__", None)
+            if isinstance(public, list | tuple):
+                names = [n for n in public if type(n) is str]
+            else:
+                names = [n for n in dir(module) if not n.startswith("_")]
+            for item in names:
+                if item.startswith("_") or not _name_allowed(item) or item in ("format", "format_map"):
+                    continue
+                value = getattr(module, item, _MISSING)
+                if value is _MISSING or id(value) in _DANGEROUS_VALUES:
+                    continue
+                if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
+                    continue
+                ns[item] = value
 
         self.formatter = _GuardedFormatter(_getattr_)
         self.str_format_bound = self.str_format
@@ -538,6 +609,7 @@ class _Namespace:
                     "_inplaceattr_": _inplaceattr_,
                     "_inplaceitem_": _inplaceitem_,
                     "_apply_": _apply_,
+                    "_codeact_import_star_": _codeact_import_star_,
                 }
             )
         return ns

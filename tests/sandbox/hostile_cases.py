@@ -485,6 +485,51 @@ CASES: tuple[HostileCase, ...] = (
             "print('ESCAPED', imp('os').environ['$SECRET_NAME'])"
         ),
     ),
+    # --- the constructs real model code needs, turned against the policy -------------------------
+    HostileCase(
+        id="intro-star-import-asyncio-shell",
+        category="introspection",
+        code=(
+            "from asyncio import *\np = await create_subprocess_shell('cat $SECRET_FILE', stdout=-1)\n"
+            "out, _ = await p.communicate()\nassert p.returncode == 0\nprint('ESCAPED', out)"
+        ),
+    ),
+    HostileCase(
+        id="intro-private-attribute-of-stdlib-base",
+        category="introspection",
+        # A subclass of a stdlib class: its private attributes (the loop's self-pipe socket) are not the code's.
+        code=(
+            "import asyncio\nclass L(asyncio.SelectorEventLoop):\n    pass\nloop = L()\n"
+            "s = type(loop._ssock)(2, 1)\ns.settimeout(2)\ns.connect(('$HOST_IP', $PORT))\nprint('ESCAPED', s)"
+        ),
+    ),
+    HostileCase(
+        id="intro-match-class-keyword-dunder",
+        category="introspection",
+        code=(
+            "def f():\n    pass\nmatch f:\n    case object(__globals__=g):\n        b = g['__builtins__']\n"
+            "        imp = b['__import__'] if isinstance(b, dict) else b.__import__\n"
+            "        print('ESCAPED', imp('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-except-star-traceback",
+        category="introspection",
+        code=(
+            "try:\n    raise ExceptionGroup('g', [ValueError(1)])\nexcept* ValueError as eg:\n"
+            "    f = eg.__traceback__.tb_frame\n"
+            "    print('ESCAPED', f.f_builtins['__import__']('os').environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-private-guard-rebinding",
+        category="introspection",
+        code=(
+            "_getattr_ = getattr\nsubs = ().__class__.__base__.__subclasses__()\n"
+            "w = [c for c in subs if c.__name__ == '_wrap_close'][0]\n"
+            "print('ESCAPED', w.__init__.__globals__['environ']['$SECRET_NAME'])"
+        ),
+    ),
     # --- forbidden imports ------------------------------------------------------------------------
     HostileCase(
         id="import-os-environ",

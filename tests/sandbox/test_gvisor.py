@@ -55,6 +55,40 @@ def test_exec_runs_on_gvisor_kernel(tmp_path: Path, gvisor: None) -> None:
     assert data["variables"]["kernel"] != os.uname().release  # gVisor's kernel answers, not the host's
 
 
+GREETER = """
+from toolkits import operation, toolkit
+
+
+@toolkit(name="greeter", description="Greets people")
+class Greeter:
+    @operation
+    async def greet(self, name: str) -> str:
+        \"\"\"Greet someone.
+
+        Args:
+            name: Who to greet.
+        \"\"\"
+        return f"hello {name}"
+"""
+
+
+def test_toolkit_calls_cross_the_bridge_mount_on_gvisor(tmp_path: Path, gvisor: None) -> None:
+    tools = tmp_path / "greeter_tools.py"
+    tools.write_text(GREETER)
+    script = tmp_path / "call.py"
+    script.write_text(
+        "def greet_all(names):\n    return [greeter.greet(n) for n in names]\n\nprint(greet_all(['ada', 'bo']))\n"
+    )
+    done = _codeact(
+        "exec", str(script), "--sandbox", "docker", "--runtime", "gvisor", "--toolkit", f"{tools}:Greeter", "--json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["stdout"] == "['hello ada', 'hello bo']\n"
+    assert data["rpc_count"] == 2
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -147,3 +181,17 @@ def test_missing_runtime_is_refused_never_runc() -> None:
 def test_bad_runtime_name_is_refused() -> None:
     with pytest.raises(ValueError, match="runtime must be one of"):
         DockerSandbox(runtime="kata")  # type: ignore[arg-type]
+
+
+def test_a_gvisor_session_replays_on_gvisor() -> None:
+    from engine.replay import _sandbox_from_note
+
+    note = {
+        "backend": "docker",
+        "restricted": False,
+        "isolation": "docker(gvisor,no-net,ro-root,caps-dropped,non-root)",
+    }
+    replayed = _sandbox_from_note(note)(None)  # type: ignore[arg-type]
+    assert isinstance(replayed, DockerSandbox) and replayed.runtime == "gvisor"
+    plain = _sandbox_from_note({**note, "isolation": "docker(no-net,ro-root,caps-dropped,non-root)"})(None)  # type: ignore[arg-type]
+    assert isinstance(plain, DockerSandbox) and plain.runtime == "runc"

@@ -96,7 +96,7 @@ def test_policy_violation_names_the_line_and_what_is_not_allowed() -> None:
     failure = info.value
     assert failure.type == "PolicyViolation"
     assert failure.message == (
-        'attribute "__class__" is not allowed: names starting with "_" are reserved (line 2: "x = ().__class__")'
+        'attribute "__class__" is not allowed: names starting with "__" are reserved (line 2: "x = ().__class__")'
     )
     assert failure.line == 2
     assert failure.source_line == "x = ().__class__"
@@ -104,12 +104,13 @@ def test_policy_violation_names_the_line_and_what_is_not_allowed() -> None:
 
 
 def test_every_policy_violation_is_listed_in_line_order() -> None:
-    source = "a = b.__dict__\n_x = 1\nc = d.gi_frame\n"
+    source = "a = b.__dict__\n__x = 1\nc = d.gi_frame\n"
     with pytest.raises(CompileFailure) as info:
         compile_code(source, policy=Policy())
     assert info.value.message == (
-        'attribute "__dict__" is not allowed: names starting with "_" are reserved (line 1: "a = b.__dict__"); '
-        'name "_x" is not allowed: names starting with "_" are reserved (line 2: "_x = 1"); '
+        'attribute "__dict__" is not allowed: names starting with "__" are reserved (line 1: "a = b.__dict__"); '
+        'name "__x" is not allowed: names starting with "__" or starting and ending with "_" are reserved '
+        '(line 2: "__x = 1"); '
         'attribute "gi_frame" is not allowed in sandboxed code (line 3: "c = d.gi_frame")'
     )
 
@@ -164,7 +165,9 @@ def test_widen_adds_modules_and_leaves_the_original() -> None:
 def test_default_imports_are_the_documented_safe_stdlib() -> None:
     assert DEFAULT_IMPORTS == frozenset(
         "math json re datetime collections itertools functools statistics random decimal fractions string "
-        "textwrap dataclasses enum uuid hashlib base64 csv heapq bisect operator copy typing asyncio".split()
+        "textwrap dataclasses enum uuid hashlib base64 csv heapq bisect operator copy typing asyncio "
+        "cmath numbers array pprint difflib calendar queue abc contextlib time graphlib secrets unicodedata "
+        "shlex fnmatch html keyword struct".split()
     )
 
 
@@ -298,14 +301,14 @@ def test_accepted_constructs(source: str) -> None:
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        pytest.param("async def _f():\n    pass", 'name "_f" is not allowed', id="async-def-name"),
-        pytest.param("async def f(_a):\n    pass", 'name "_a" is not allowed', id="async-def-argument"),
+        pytest.param("async def __f():\n    pass", 'name "__f" is not allowed', id="async-def-name"),
+        pytest.param("async def f(__a):\n    pass", 'name "__a" is not allowed', id="async-def-argument"),
         pytest.param("async def f(x):\n    await x.__aenter__()", 'attribute "__aenter__" is not allowed', id="await"),
-        pytest.param("async def f(xs):\n    async for _i in xs:\n        pass", 'name "_i"', id="async-for-target"),
-        pytest.param("async def f(c):\n    async with c as _c:\n        pass", 'name "_c"', id="async-with-target"),
+        pytest.param("async def f(xs):\n    async for _i_ in xs:\n        pass", 'name "_i_"', id="async-for-target"),
+        pytest.param("async def f(c):\n    async with c as __c:\n        pass", 'name "__c"', id="async-with-target"),
         pytest.param("async def f(xs):\n    return [x.cr_frame async for x in xs]", '"cr_frame"', id="async-comp"),
-        pytest.param("def f():\n    nonlocal _x", 'name "_x"', id="nonlocal"),
-        pytest.param("x: int = _y", 'name "_y"', id="annotated-value"),
+        pytest.param("def f():\n    nonlocal __x", 'name "__x"', id="nonlocal"),
+        pytest.param("x: int = _write_", 'name "_write_"', id="annotated-value"),
     ],
 )
 def test_async_constructs_get_the_same_checks(source: str, message: str) -> None:

@@ -81,9 +81,10 @@ async def test_children_die_at_the_end_of_an_ok_round_and_the_runtime_stays() ->
 
 
 @pytest.mark.asyncio
-async def test_the_deadline_kills_every_child_and_removes_the_cgroup() -> None:
+@pytest.mark.parametrize("isolation", ["bwrap", "process"])
+async def test_the_deadline_kills_every_child_and_removes_the_cgroup(isolation: str) -> None:
     marker = "mk" + secrets.token_hex(6)
-    async with SubprocessSandbox(policy=OPEN, isolation="process") as sandbox:
+    async with SubprocessSandbox(policy=OPEN, isolation=isolation) as sandbox:  # type: ignore[arg-type]
         await sandbox.start()
         worker = sandbox._worker
         assert worker is not None
