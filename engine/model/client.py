@@ -26,6 +26,7 @@ litellm quirks handled here, once:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -607,15 +608,35 @@ class ModelClient:
         return int(value) if value else None
 
     async def aclose(self) -> None:
-        """Release per-client state (scripts). litellm's HTTP clients are process-wide and stay."""
+        """Release per-client state (scripts). litellm's HTTP clients are process-wide and stay.
+
+        litellm's logging worker is a task on the loop of the first call: it is drained and stopped
+        here, on that loop, so closing the loop later (``asyncio.run``, ``run_sync``) does not leave
+        a pending task to be destroyed at garbage collection.
+        """
         self._scripts.clear()
         self._resolved.clear()
+        if _litellm_module is not None:
+            await _stop_logging_worker()
 
     async def __aenter__(self) -> ModelClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def _stop_logging_worker() -> None:
+    try:
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER as worker
+    except ImportError:  # an older litellm without the worker
+        return
+    if getattr(worker, "_bound_loop", None) is not asyncio.get_running_loop():
+        return
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(worker.flush(), timeout=1.0)
+    with contextlib.suppress(Exception):
+        await worker.stop()
 
 
 def _absorb(chunk: Any, state: _Stream) -> list[str]:

@@ -31,6 +31,16 @@ NOT_RUN = {
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
     ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
+    ("sandbox-security.md", 'codeact run agent.yaml --input "..." --sandbox docker --runtime gvisor'): "needs a model",
+    (
+        "sandbox-security.md",
+        "from sandbox import DockerSandbox",
+    ): "a fragment (test_gvisor.py)",
+    ("sandbox.md", "import matplotlib.pyplot as plt"): "sandbox code the model writes (tests/engine/test_cli_envs.py)",
+    (
+        "sandbox.md",
+        "from sandbox import Limits, SubprocessSandbox",
+    ): "top-level await (test_env.py)",
 }
 # Commands run through something equivalent here; the reason says what.
 INSTEAD = {"make demo": (["bash", "scripts/demo.sh"], "make demo = make install (done) + scripts/demo.sh")}
