@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from sandbox.errors import SandboxError, SandboxImageMissingError
+from sandbox.leftovers import process_start, tag_alive
 
 __all__ = [
     "LABEL_HOSTNAME",
@@ -100,28 +101,13 @@ def _client() -> Any:
 # Host identity labels and orphan collection
 
 
-def _process_start(pid: int) -> str:
-    """The kernel start time of ``pid`` (``/proc/<pid>/stat`` field 22), "" when unknown.
-
-    Stored next to the pid so a recycled pid does not keep an orphan alive.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return ""
-    # The command name (field 2) is in parentheses and may contain spaces: split after it.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else ""
-
-
 def _host_labels(session_id: str) -> dict[str, str]:
     pid = os.getpid()
     return {
         LABEL_SANDBOX: "1",
         LABEL_SESSION: session_id,
         LABEL_HOST_PID: str(pid),
-        LABEL_HOST_START: _process_start(pid),
+        LABEL_HOST_START: process_start(pid),
         LABEL_HOSTNAME: socket.gethostname(),
     }
 
@@ -134,20 +120,7 @@ def _owner_alive(labels: dict[str, str]) -> bool:
     """
     if labels.get(LABEL_HOSTNAME, socket.gethostname()) != socket.gethostname():
         return True
-    try:
-        pid = int(labels.get(LABEL_HOST_PID, ""))
-    except ValueError:
-        return False
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by someone else
-    started = labels.get(LABEL_HOST_START, "")
-    return not started or started == _process_start(pid)
+    return tag_alive(f"{labels.get(LABEL_HOST_PID, '')}.{labels.get(LABEL_HOST_START, '')}")
 
 
 @dataclass(frozen=True, kw_only=True)
