@@ -414,9 +414,16 @@ class Store(ABC):
                 the same transaction / script as the write).
         """
 
-    @abstractmethod
     async def rounds(self, session_id: str) -> list[RoundRecord]:
-        """Every recorded round of the session, in order (empty for an unknown session)."""
+        """Every recorded round of the session, in order (empty for an unknown session).
+
+        Raises:
+            CorruptRecordError: A round does not decode (named by session, round and field).
+        """
+        read = await self.read_rounds(session_id)
+        if read.problem is not None:
+            raise read.problem
+        return list(read.rounds)
 
     @abstractmethod
     async def round(self, session_id: str, index: int) -> RoundRecord | None:

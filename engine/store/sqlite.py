@@ -417,13 +417,6 @@ class SQLiteStore(Store):
             raise problem
         self._tails.put(session_id, _rec.Tail(), tail)
 
-    async def rounds(self, session_id: str) -> list[RoundRecord]:
-        """Every recorded round of the session, in order; ``CorruptRecordError`` at an unreadable one."""
-        read = await self.read_rounds(session_id)
-        if read.problem is not None:
-            raise read.problem
-        return list(read.rounds)
-
     async def round(self, session_id: str, index: int) -> RoundRecord | None:
         """Round ``index`` (1-based), or None; ``CorruptRecordError`` when it (or one before it) is unreadable."""
         check_session_id(session_id)
