@@ -26,6 +26,7 @@ from engine.agent.support import (
 )
 from engine.errors import CodeactError
 from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
+from engine.model.client import stop_background_tasks
 from engine.replay import sandbox_note, session_hash_seed
 from engine.store import SessionMeta
 from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
@@ -392,7 +393,16 @@ class Agent:
             self._runner = asyncio.Runner()
             # An agent dropped without close() still closes its loop (and the loop's sockets).
             weakref.finalize(self, _close_runner, self._runner)
-        return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
+        return self._runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event))
+
+    async def _invoke_on_own_loop(
+        self, input: str, *, session_id: str | None, on_event: Callable[[Event], None] | None
+    ) -> RunResult:
+        try:
+            return await self.invoke(input, session_id=session_id, on_event=on_event)
+        finally:
+            # Nothing of the model client's stays pending on the loop between calls (or when it is dropped).
+            await stop_background_tasks()
 
     # -- one run ---------------------------------------------------------------------------------
     async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
@@ -580,8 +590,16 @@ class Agent:
 
 def _close_runner(runner: asyncio.Runner) -> None:
     """Close a dropped agent's ``run_sync`` loop; inside another running loop only the loop itself is closed."""
-    with contextlib.suppress(RuntimeError):
-        runner.close()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs here: the runner can finish its loop's async generators first
+        with contextlib.suppress(RuntimeError):
+            runner.close()
+        return
+    # Runner.close() would create a coroutine it cannot run here (a "never awaited" warning).
+    loop: asyncio.AbstractEventLoop | None = getattr(runner, "_loop", None)
+    if loop is not None and not loop.is_closed() and not loop.is_running():
+        loop.close()
 
 
 def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:

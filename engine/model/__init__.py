@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from engine.model.client import DeltaCallback, ModelClient, map_litellm_errors
+from engine.model.client import DeltaCallback, ModelClient, map_litellm_errors, stop_background_tasks
 from engine.model.errors import (
     ModelAuthError,
     ModelBadRequestError,
@@ -70,4 +70,5 @@ __all__ = [
     "resolve_model_routes",
     "resolve_model_settings",
     "route_for",
+    "stop_background_tasks",
 ]

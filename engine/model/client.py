@@ -57,7 +57,7 @@ from engine.model.routes import Route, route_for
 from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
 from engine.model.settings import ModelReply, ModelSettings, ToolCall
 
-__all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors"]
+__all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
 
@@ -616,8 +616,7 @@ class ModelClient:
         """
         self._scripts.clear()
         self._resolved.clear()
-        if _litellm_module is not None:
-            await _stop_logging_worker()
+        await stop_background_tasks()
 
     async def __aenter__(self) -> ModelClient:
         return self
@@ -626,7 +625,16 @@ class ModelClient:
         await self.aclose()
 
 
-async def _stop_logging_worker() -> None:
+async def stop_background_tasks() -> None:
+    """Stop litellm's background logging task if it runs on the current event loop.
+
+    litellm starts that task on the loop of the first call and leaves it pending; a loop closed
+    with it pending destroys it with a warning at garbage collection. Call this before closing a
+    loop that made model calls (``ModelClient.aclose`` and ``Agent.run_sync`` do). Cheap, and a
+    no-op when litellm was never imported; the task restarts on the next call.
+    """
+    if _litellm_module is None:
+        return
     try:
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER as worker
     except ImportError:  # an older litellm without the worker

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from engine.model import ModelClient, ModelSettings
+from engine.model import stop_background_tasks
 from tests.engine.openai_server import OpenAIServer, serve
 
 
@@ -25,4 +25,4 @@ async def _litellm_worker_stopped() -> AsyncIterator[None]:
     pending on a closed loop, destroyed (with a warning) during some later test.
     """
     yield
-    await ModelClient(ModelSettings(model="scripted/x")).aclose()
+    await stop_background_tasks()
