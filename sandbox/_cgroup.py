@@ -35,6 +35,7 @@ _ROOT: Final = Path("/sys/fs/cgroup")
 _V1_CONTROLLERS: Final = ("pids", "memory", "cpu")
 _CPU_PERIOD_US: Final = 100_000
 _SWEEPS: Final = 200
+_SWEEP_S: Final = 3.0  # the longest a sweep waits for killed processes to leave the cgroup
 _STALE_S: Final = 60.0  # an empty sandbox cgroup this old was left behind (a host killed mid-close)
 _LEFTOVERS: list[Path] = []  # directories a dying process still pinned at removal: retried at the next start
 _HINT: Final = (
@@ -183,15 +184,20 @@ class SandboxCgroup:
         except OSError:
             previous = ""
         killed = 0
+        # Bounded by time, not by a count of sweeps: under load a killed process can take a while to
+        # leave the cgroup, and the sweep returns only once none is left (or the bound is reached).
+        deadline = time.monotonic() + _SWEEP_S
         try:
-            for _ in range(_SWEEPS):
+            for sweep in range(1_000_000):
                 victims = [p for p in self.processes() if p not in keep]
-                if not victims:
+                if not victims or time.monotonic() > deadline:
                     break
                 for pid in victims:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
                         killed += 1
+                if sweep >= _SWEEPS:
+                    time.sleep(0.002)  # the stragglers are dying: let them go instead of spinning
         finally:
             if previous:
                 with contextlib.suppress(OSError):
