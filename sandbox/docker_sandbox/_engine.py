@@ -160,7 +160,9 @@ def remove_orphans(*, include_live: bool = False, client: Any = None) -> list[Re
     removed: list[RemovedContainer] = []
     try:
         with map_docker_errors("list sandbox containers"):
-            containers = docker_client.containers.list(all=True, filters={"label": f"{LABEL_SANDBOX}=1"})
+            containers = docker_client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{LABEL_SANDBOX}=1"}
+            )
         for container in containers:
             labels: dict[str, str] = dict(container.labels or {})
             if not include_live and _owner_alive(labels):

@@ -45,7 +45,9 @@ async def sandbox(sandbox_image: str) -> AsyncIterator[DockerSandbox]:
 
 
 def _session_containers(docker_client: Any, session: str) -> list[Any]:
-    return docker_client.containers.list(all=True, filters={"label": f"org.codeact.session={session}"})
+    return docker_client.containers.list(
+        all=True, ignore_removed=True, filters={"label": f"org.codeact.session={session}"}
+    )
 
 
 def _active_container(docker_client: Any, sb: DockerSandbox) -> Any:

@@ -117,7 +117,7 @@ def test_container_stops_with_its_host_and_gc_names_the_session(
 
     def containers(**filters: str) -> list[Any]:
         labels = [f"org.codeact.host_pid={proc.pid}", *(f"{k}={v}" for k, v in filters.items())]
-        return list(docker_client.containers.list(all=True, filters={"label": labels}))
+        return list(docker_client.containers.list(all=True, ignore_removed=True, filters={"label": labels}))
 
     assert _poll(lambda: any(c.status == "running" for c in containers()), 60), "no container started"
     time.sleep(1.5)  # let the round begin
@@ -128,7 +128,9 @@ def test_container_stops_with_its_host_and_gc_names_the_session(
     def stopped() -> bool:
         return all(
             c.status != "running"
-            for c in docker_client.containers.list(all=True, filters={"label": f"org.codeact.host_pid={proc.pid}"})
+            for c in docker_client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"org.codeact.host_pid={proc.pid}"}
+            )
         )
 
     assert _poll(stopped), "a container kept running after its host died"

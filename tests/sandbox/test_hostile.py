@@ -227,7 +227,9 @@ async def backend(request: pytest.FixtureRequest, host: Host) -> AsyncIterator[B
 
     def containers(session: str) -> list[Any]:
         client = request.getfixturevalue("docker_client")
-        return list(client.containers.list(all=True, filters={"label": f"org.codeact.session={session}"}))
+        return list(
+            client.containers.list(all=True, ignore_removed=True, filters={"label": f"org.codeact.session={session}"})
+        )
 
     try:
         yield Backend(name=request.param, new=new, shared=shared, handler=handler, containers=containers)
