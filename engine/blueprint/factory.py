@@ -223,6 +223,19 @@ class AgentFactory:
     def __init__(self, *, validator: Callable[[Blueprint], ValidationReport] = validate_blueprint) -> None:
         self._validate = validator
 
+    def _validated(self, blueprint: Blueprint) -> ValidationReport:
+        """The validation report of ``blueprint``; ``BlueprintFactoryError`` when it has errors."""
+        report = self._validate(blueprint)
+        if not report.valid:
+            count = len(report.errors)
+            raise BlueprintFactoryError(
+                f"Agent Blueprint validation failed with {count} error{'s' if count != 1 else ''}; "
+                "fix the issues listed (codeact validate FILE shows them).",
+                code="blueprint.validation.failed",
+                report=report,
+            )
+        return report
+
     def create(self, blueprint: Blueprint, context: HostContext | None = None) -> AgentSpec:
         """Check the blueprint against the host context and resolve it into an ``AgentSpec``.
 
@@ -234,15 +247,7 @@ class AgentFactory:
             BlueprintFactoryError: The first failed check, in ai4j's order (see the module doc).
         """
         host = context if context is not None else HostContext()
-        report = self._validate(blueprint)
-        if not report.valid:
-            count = len(report.errors)
-            raise BlueprintFactoryError(
-                f"Agent Blueprint validation failed with {count} error{'s' if count != 1 else ''}; "
-                "fix the issues listed (codeact validate FILE shows them).",
-                code="blueprint.validation.failed",
-                report=report,
-            )
+        report = self._validated(blueprint)
         sandbox = self._sandbox(blueprint, host, report)
         if host.model_client is None:
             raise BlueprintFactoryError(
@@ -326,15 +331,7 @@ class AgentFactory:
                 allow, names an unknown provider, or asks for imports the host does not allow.
         """
         host = context if context is not None else HostContext()
-        report = self._validate(blueprint)
-        if not report.valid:
-            count = len(report.errors)
-            raise BlueprintFactoryError(
-                f"Agent Blueprint validation failed with {count} error{'s' if count != 1 else ''}; "
-                "fix the issues listed (codeact validate FILE shows them).",
-                code="blueprint.validation.failed",
-                report=report,
-            )
+        report = self._validated(blueprint)
         settings = self._sandbox(blueprint, host, report)
         if settings.declared and blueprint.sandbox is not None:
             _sandbox_backend(blueprint.sandbox, report)
