@@ -12,7 +12,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.engine.openai_server import OpenAIServer
+from tests.redis_server import PrivateRedis, running
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
 TOOLKIT = f"{Path(__file__).parent / 'recovery_toolkit.py'}:Inventory"
@@ -137,69 +137,17 @@ def _assert_resumed_with_the_interrupted_round(
 # -- a private redis-server --------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _Redis:
-    """A redis-server of this test's own (append-only file, so a kill -9 and restart keeps the data)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
-        self.directory = directory
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0?prefix=recovery"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        _wait_for(self._answers, "redis-server to start", timeout=20)
-
-    def _answers(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
-                conn.sendall(b"PING\r\n")
-                return conn.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def signal(self, signum: int) -> None:
-        assert self.process is not None
-        self.process.send_signal(signum)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()
-
-
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[_Redis]:
+def own_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
     directory = tmp_path / "redis"
     directory.mkdir()
-    server = _Redis(directory)
-    server.start()
-    yield server
-    if server.process is not None and server.process.poll() is None:
-        server.signal(signal.SIGCONT)
-        server.kill()
+    yield from running(PrivateRedis(directory, query="prefix=recovery"))
 
 
 def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'sessions.db'}"
-    server: _Redis = request.getfixturevalue("own_redis")
+    server: PrivateRedis = request.getfixturevalue("own_redis")
     return server.url
 
 
@@ -265,7 +213,7 @@ def test_ctrl_c_records_the_round_and_prints_the_whole_resume_command(
 
 @pytest.mark.parametrize("outage", ["killed", "hung"])
 def test_a_redis_outage_fails_the_run_within_the_bound_and_the_session_resumes(
-    outage: str, tmp_path: Path, openai_server: OpenAIServer, env: dict[str, str], own_redis: _Redis
+    outage: str, tmp_path: Path, openai_server: OpenAIServer, env: dict[str, str], own_redis: PrivateRedis
 ) -> None:
     store = own_redis.url
     state = Path(env["RECOVERY_STATE"])

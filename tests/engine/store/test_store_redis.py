@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +11,9 @@ import pytest
 
 from engine.errors import StoreError
 from engine.store.redis_store import RedisStore, redact_url
+from tests.redis_server import PrivateRedis, free_port, running
 
-from ._helpers import append, make_meta, make_round, make_segments, wait_until
+from ._helpers import append, make_meta, make_round, make_segments
 
 
 async def test_keys_follow_the_documented_layout(redis_url: str, redis_prefix: str) -> None:
@@ -89,77 +87,12 @@ def test_invalid_ttl_is_refused(ttl: str) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _RedisServer:
-    """A redis-server of our own (append-only file, so data survives a kill -9 and restart)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
-        self.directory = directory
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://:hunter2@127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--requirepass", "hunter2",
-                "--save", "",
-                "--appendonly", "yes",
-                "--appendfsync", "always",
-                "--dir", str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            wait_until(self._answers)
-        except AssertionError:
-            self.kill()
-            raise
-
-    def _answers(self) -> bool:
-        import redis
-
-        client = redis.Redis(port=self.port, password="hunter2", socket_timeout=0.5)
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-        finally:
-            client.close()
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()
-
-    def signal(self, signum: int) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signum)
-
-
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[_RedisServer]:
-    server = _RedisServer(tmp_path)
-    server.start()
-    yield server
-    if server.process is not None and server.process.poll() is None:
-        server.signal(signal.SIGCONT)
-        server.kill()
+def own_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    yield from running(PrivateRedis(tmp_path, password="hunter2"))
 
 
-async def test_redis_going_away_mid_run_raises_store_error_and_keeps_recorded_rounds(own_redis: _RedisServer) -> None:
+async def test_redis_going_away_mid_run_raises_store_error_and_keeps_recorded_rounds(own_redis: PrivateRedis) -> None:
     store = RedisStore(own_redis.url, socket_timeout=2.0, retries=1)
     shown = f"redis://127.0.0.1:{own_redis.port}/0"
     try:
@@ -186,7 +119,7 @@ async def test_redis_going_away_mid_run_raises_store_error_and_keeps_recorded_ro
         await store.close()
 
 
-async def test_a_frozen_redis_times_out_and_the_data_is_intact_afterwards(own_redis: _RedisServer) -> None:
+async def test_a_frozen_redis_times_out_and_the_data_is_intact_afterwards(own_redis: PrivateRedis) -> None:
     store = RedisStore(own_redis.url, socket_timeout=0.3, retries=0)
     try:
         await store.create_session(make_meta())
@@ -208,7 +141,7 @@ async def test_a_frozen_redis_times_out_and_the_data_is_intact_afterwards(own_re
         await store.close()
 
 
-async def test_wrong_password_is_a_store_error_without_the_password(own_redis: _RedisServer) -> None:
+async def test_wrong_password_is_a_store_error_without_the_password(own_redis: PrivateRedis) -> None:
     store = RedisStore(f"redis://:wrong-pass@127.0.0.1:{own_redis.port}/0", retries=0)
     try:
         with pytest.raises(StoreError) as info:
@@ -221,7 +154,7 @@ async def test_wrong_password_is_a_store_error_without_the_password(own_redis: _
 
 
 async def test_nothing_listening_is_a_store_error_naming_the_url() -> None:
-    port = _free_port()
+    port = free_port()
     store = RedisStore(f"redis://127.0.0.1:{port}/0", retries=0)
     try:
         with pytest.raises(StoreError) as info:
