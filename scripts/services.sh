@@ -101,7 +101,11 @@ redis_up() {
     sleep 0.1
   done
   redis-cli -p "$port" ping >/dev/null
-  echo "export CODEACT_TEST_REDIS_URL=redis://127.0.0.1:$port/0" >"$STATE/env"
+  {
+    echo "export CODEACT_TEST_REDIS_URL=redis://127.0.0.1:$port/0"
+    # What the set-up scripts (scripts/setup.d) export: browser path, npm cache, ...
+    echo 'for _f in "$(dirname "${BASH_SOURCE[0]}")"/env.d/*.env; do if [ -e "$_f" ]; then source "$_f"; fi; done'
+  } >"$STATE/env"
   log "redis is up on port $port"
 }
 
@@ -112,6 +116,19 @@ up() {
   docker_up
   gvisor_up
   redis_up
+  setup_scripts
+}
+
+setup_scripts() {
+  # Each scripts/setup.d/NAME.sh installs what one test area needs (idempotent, cached by a hash of
+  # its recipe) and may write exports to .services/env.d/NAME.env, which .services/env sources.
+  mkdir -p "$STATE/env.d"
+  local script
+  for script in scripts/setup.d/*.sh; do
+    [ -e "$script" ] || continue
+    log "set-up: $script"
+    STATE_DIR="$PWD/$STATE" bash "$script"
+  done
 }
 
 down() {
