@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any
 
-from segments import ApproxTokenCounter, PromptConfig, SegmentBuilder, SegmentHistory
+from segments import ApproxTokenCounter, PromptConfig, SegmentBuilder, SegmentHistory, format_evaluation
 
 TARGET_MS = 2.0
 
@@ -109,7 +109,7 @@ def _history(rounds: int) -> tuple[SegmentHistory, dict[str, tuple[str, str]]]:
         history.add_round(
             thought=spec["thought"],
             code=spec["code"],
-            evaluation=f"Ran without error.\nOutput:\n{spec['output']}",
+            evaluation=format_evaluation(stdout=spec["output"]),
             next_goal="continue",
         )
     variables = {"reqs": ("list", "[{'id': 7, 'name': 'Login page'}, ...] (3 items)"), "dep": ("dict", "{...}")}

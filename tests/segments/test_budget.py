@@ -49,7 +49,7 @@ def _history(rounds: int) -> SegmentHistory:
             evaluation=(
                 "Failed with AssertionError: expected 2 (line 2 of your code)\nOutput:\n1 failed, 4 passed"
                 if failed
-                else "Ran without error.\nOutput:\n5 passed"
+                else "Output:\n5 passed"
             ),
             next_goal=f"goal {i}",
         )

@@ -42,7 +42,7 @@ ROUNDS = [
         "thought": "The user wants the requirements of project 123 about login.",
         "plan": "1. Search the requirements.\n2. Print how many there are.",
         "code": 'reqs = await example_toolkit.search_requirements(project_id="123", query="login")\nprint(len(reqs))',
-        "evaluation": "Ran without error.\nOutput:\n3\nVariables changed: reqs",
+        "evaluation": "Output:\n3\nVariables changed: reqs",
         "next_goal": "Print the titles of the 3 requirements.",
         "variables": {"reqs": ("list", "[{'id': 7, 'title': 'Login page'}, ...] (3 items)")},
     },
@@ -51,7 +51,7 @@ ROUNDS = [
         "plan": "1. Print each title.",
         "code": "for r in reqs:\n    print(r['title'])",
         "evaluation": (
-            "Failed with KeyError: 'title' (line 2 of your code: `print(r['title'])`).\nOutput: (nothing printed)"
+            "Failed with KeyError: 'title' (line 2 of your code: `print(r['title'])`)."
         ),
         "next_goal": "Print the keys of one requirement to find the title field.",
         "variables": {"reqs": ("list", "[{'id': 7, 'name': 'Login page'}, ...] (3 items)"), "r": ("dict", "{...}")},
@@ -60,7 +60,7 @@ ROUNDS = [
         "thought": "The field is called name.",
         "plan": "1. Print each name.",
         "code": "for r in reqs:\n    print(r['name'])",
-        "evaluation": "Ran without error.\nOutput:\nLogin page\nSSO login\nLogin audit",
+        "evaluation": "Output:\nLogin page\nSSO login\nLogin audit",
         "next_goal": "done",
         "variables": {"reqs": ("list", "[{'id': 7, 'name': 'Login page'}, ...] (3 items)"), "r": ("dict", "{...}")},
     },
@@ -183,7 +183,7 @@ def test_sections_order_and_overrides() -> None:
     assert system == (
         "## Role\nYou are a professional DevOps assistant for Example Corp.\n\n"
         "## Platform\nYou work for Example Corp.\n\n"
-        "## Available toolkits\nNo toolkits are available: use plain Python only.\n"
+        "## Toolkits\nNone: use plain Python only.\n"
     )
 
 
@@ -283,7 +283,7 @@ def test_chat_fim_family_and_override() -> None:
     assert SegmentBuilder(PromptConfig(model="x", fim="starcoder")).builder("code").tokens.family == "starcoder"
     custom = PromptConfig.model_validate({"fim_tokens": {"prefix": "<P>", "suffix": "<S>", "middle": "<M>"}})
     prompt = SegmentBuilder(custom).build("code", SegmentHistory())
-    assert prompt.user.startswith("Python:\n<P># Variables restored")
+    assert prompt.user.startswith("Python:\n<P># Variables from earlier rounds")
 
 
 def test_prompt_to_dict_is_json() -> None:

@@ -15,7 +15,7 @@ from segments import FIM_FAMILIES, CodeFrame, FimTokens, PromptConfigError, buil
 
 EXPECTED_PREFIX = (
     "# Goal: list the titles\n"
-    "# Variables restored from earlier rounds (already defined here; use them, do not redefine them):\n"
+    "# Variables from earlier rounds (defined; reuse, do not redefine):\n"
     "#   project_id: str = '123'\n"
     "#   rows: list = [{'id': 1}]\n"
     "import json\n"
@@ -43,7 +43,7 @@ def test_frame_prefix_and_suffix_exact() -> None:
 def test_frame_without_variables_or_reraise() -> None:
     frame = build_frame(reraise=False)
     assert frame.prefix == (
-        "# Variables restored from earlier rounds (already defined here; use them, do not redefine them):\n"
+        "# Variables from earlier rounds (defined; reuse, do not redefine):\n"
         "#   (none yet)\n\ntry:\n"
     )
     assert frame.suffix == 'except Exception as e:\n    print(f"Error: {e!r}")\n'

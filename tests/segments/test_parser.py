@@ -199,7 +199,7 @@ def test_notes_say_what_was_repaired() -> None:
 def test_without_frame_a_try_except_reply_is_kept_whole() -> None:
     reply = FRAME.prefix + "    print(1)\n" + FRAME.suffix
     code = extract_code(reply).code
-    assert code.startswith("# Variables restored") and code.endswith("raise")
+    assert code.startswith("# Variables from earlier rounds") and code.endswith("raise")
 
 
 ERRORS = [
