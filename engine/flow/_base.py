@@ -240,9 +240,13 @@ class _FlowRun:
         name = step.label
         session_id = child_session_id(self.session_id, number, name)
         started = time.time()
+        # Listed when it starts (the tree shows the steps in the order they began), filled in at the end.
+        entry: dict[str, Any] = {"session_id": session_id, "agent": name, "position": position, "status": "active"}
+        self.children.append(entry)
         run_id, status, answer, error = "", "failed", None, None
         texts: list[str] = []
         agent = step.agent
+        exported: dict[str, Any] = {}
         if isinstance(agent, FlowAgent):
             events = agent._stream(
                 text,
@@ -250,6 +254,7 @@ class _FlowRun:
                 state=dict(self.state),
                 previous=self.last,
                 link=self._link(position, name),
+                export=exported,
             )
         else:
             events = _with_state(agent, self.state).run(text, session_id=session_id)
@@ -310,17 +315,9 @@ class _FlowRun:
             started_at=started,
             ended_at=time.time(),
         )
-        self.children.append(
-            {
-                "session_id": session_id,
-                "agent": name,
-                "position": position,
-                "run_id": run_id,
-                "status": status,
-                "started_at": result.started_at,
-                "ended_at": result.ended_at,
-            }
-        )
+        entry.update(run_id=run_id, status=status, started_at=result.started_at, ended_at=result.ended_at)
+        # A nested flow's output keys become this flow's too (its step's own key is written by keep()).
+        self.state.update({key: value for key, value in exported.items() if key != "input"})
         if not isinstance(agent, FlowAgent):
             await self._link_child(session_id, position, name)
         if status == "failed":
@@ -437,7 +434,9 @@ class FlowAgent:
 
         The last event is the flow's ``run.completed`` or ``run.failed``.
         """
-        stream = self._stream(input, session_id=session_id or uuid.uuid4().hex, state=None, previous=None, link=None)
+        stream = self._stream(
+            input, session_id=session_id or uuid.uuid4().hex, state=None, previous=None, link=None, export=None
+        )
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 yield event
@@ -523,6 +522,7 @@ class FlowAgent:
         state: dict[str, Any] | None,
         previous: Any,
         link: dict[str, Any] | None,
+        export: dict[str, Any] | None,
     ) -> AsyncGenerator[Event, None]:
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
@@ -543,7 +543,7 @@ class FlowAgent:
             state={"input": input, **(state or {})},
             last=input if previous is None else previous,
         )
-        task = asyncio.create_task(self._drive(run, link))
+        task = asyncio.create_task(self._drive(run, link, export))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -555,7 +555,7 @@ class FlowAgent:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    async def _drive(self, run: _FlowRun, link: dict[str, Any] | None) -> None:
+    async def _drive(self, run: _FlowRun, link: dict[str, Any] | None, export: dict[str, Any] | None) -> None:
         store = self.store
         meta = None
         with contextlib.suppress(CodeactError):
@@ -594,6 +594,8 @@ class FlowAgent:
                 answer = await self._around(run)
             except _EndFlow as exc:
                 answer, run.reason = exc.reason, "hook"
+            if export is not None:
+                export.update(run.state)
             for note in run.notes:
                 run.emit(MessageCompleted, text=note, purpose="note")
             extra = {**extra, "children": run.children, "notes": run.notes, "keys": sorted(run.state)}
