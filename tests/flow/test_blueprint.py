@@ -91,7 +91,7 @@ def issues(path: Path) -> list[tuple[str, str, str]]:
             id="parallel-one",
         ),
         pytest.param(
-            "kind: parallel\nagents: [" + ", ".join(["{path: ./a.yaml, name: a%d}" % i for i in range(11)]) + "]",
+            "kind: parallel\nagents: [" + ", ".join([f"{{path: ./a.yaml, name: a{i}}}" for i in range(11)]) + "]",
             (
                 "$.flow.agents",
                 "blueprint.flow.parallel.agents.count",
