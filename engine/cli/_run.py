@@ -295,9 +295,7 @@ def _build_flow(bp: Any, *, store: str | None, registry: Any, allow: bool, **opt
     except StoreError as exc:
         raise _Usage(f"--store: {exc.message}", exc.code) from None
     try:
-        return FlowAgent.from_blueprint(
-            bp, toolkits=registry, store=opened, allow_sandbox_declaration=allow, **options
-        )
+        return FlowAgent.from_blueprint(bp, toolkits=registry, store=opened, allow_sandbox_declaration=allow, **options)
     except BlueprintLoadError as exc:
         raise _Usage(format_load_error(exc), exc.code) from None
     except BlueprintFactoryError as exc:
