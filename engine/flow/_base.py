@@ -243,7 +243,7 @@ class _FlowRun:
         # Listed when it starts (the tree shows the steps in the order they began), filled in at the end.
         entry: dict[str, Any] = {"session_id": session_id, "agent": name, "position": position, "status": "active"}
         self.children.append(entry)
-        run_id, status, answer, error = "", "failed", None, None
+        run_id, status, answer, error, resumed = "", "failed", None, None, False
         texts: list[str] = []
         agent = step.agent
         exported: dict[str, Any] = {}
@@ -257,6 +257,10 @@ class _FlowRun:
                 export=exported,
             )
         else:
+            from engine.agent.agent import SESSION_LINK
+
+            # The step's session records its parent when it is created (no extra write).
+            SESSION_LINK.set({"flow": self._link(position, name)})
             events = _with_state(agent, self.state).run(text, session_id=session_id)
         async with contextlib.aclosing(events) as stream:
             async for event in stream:
@@ -264,7 +268,7 @@ class _FlowRun:
                     self.forward(event)  # a nested flow's step: already linked to its own parent
                     continue
                 if isinstance(event, RunStarted):
-                    run_id = event.run_id
+                    run_id, resumed = event.run_id, event.resumed
                     self.forward(
                         FlowStepStarted(
                             run_id=event.run_id,
@@ -318,8 +322,8 @@ class _FlowRun:
         entry.update(run_id=run_id, status=status, started_at=result.started_at, ended_at=result.ended_at)
         # A nested flow's output keys become this flow's too (its step's own key is written by keep()).
         self.state.update({key: value for key, value in exported.items() if key != "input"})
-        if not isinstance(agent, FlowAgent):
-            await self._link_child(session_id, position, name)
+        if not isinstance(agent, FlowAgent) and resumed:
+            await self._link_child(session_id, position, name)  # an existing session kept its old metadata
         if status == "failed":
             message = (error or {}).get("message", "it failed")
             raise FlowError(
