@@ -470,3 +470,19 @@ def test_the_example_runs_offline_and_its_session_shows_and_replays_as_a_tree(tm
         ("requirements", ["match"]),
         ("deployer", ["skipped", "skipped"]),
     ]
+
+
+def test_agent_from_blueprint_points_to_the_flow_builder() -> None:
+    from engine.agent import Agent
+
+    with pytest.raises(BlueprintFactoryError) as caught:
+        Agent.from_blueprint(EXAMPLE)
+    assert caught.value.code == "blueprint.flow.isAFlow"
+    assert "build it with engine.flow.FlowAgent.from_blueprint(...)" in caught.value.message
+
+
+def test_the_example_runs_from_python(tmp_path: Path) -> None:
+    with FlowAgent.from_blueprint(EXAMPLE, toolkits=[DEVOPS], store=f"sqlite:///{tmp_path / 's.db'}") as flow:
+        result = flow.run_sync("Release P-123", session_id="py-1")
+    assert result.status == "completed", result
+    assert result.answer["deployment"] == "Deployed checkout-api 2.4.0 as deployment D-1001."
