@@ -282,8 +282,10 @@ def test_declaration_errors(agent: Make, build: Callable[[Make], Any], code: str
     assert message in caught.value.message
 
 
-def test_loop_count_is_capped_at_1000() -> None:
+def test_loops_are_capped_at_1000_iterations() -> None:
     assert LoopMode.count(5000).times == 1000
+    assert LoopMode.condition(bool).max_iterations == 1000
+    assert LoopMode.array().max_iterations == 1000
 
 
 # -- routing --------------------------------------------------------------------------------------
