@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import prompts
 from engine.events import MessageCompleted
-from engine.flow._base import FlowAgent, Step, StepResult, _EndFlow, _FlowRun, as_text, run_concurrently
+from engine.flow._base import FlowAgent, Step, StepResult, _EndFlow, as_text
+from engine.flow._run import _FlowRun, run_concurrently
 from engine.flow.errors import FlowError
 
 if TYPE_CHECKING:

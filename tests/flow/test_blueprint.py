@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from engine.blueprint import load_path, validate_blueprint
 from engine.errors import BlueprintFactoryError
 from engine.flow import FlowAgent, LoopAgent, ParallelAgent, RoutingAgent, SequentialAgent
+from engine.store import SessionMeta, SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "flow" / "agent.yaml"
@@ -398,6 +400,13 @@ def test_from_blueprint_builds_the_tree_and_refuses_an_invalid_one(tmp_path: Pat
     assert caught.value.message.startswith("flow agent 'par' (flow.agents[0]): flow agent 'b' (flow.agents[1]): ")
 
 
+async def _meta(path: Path, session_id: str) -> SessionMeta:
+    async with SQLiteStore(path) as store:
+        meta = await store.get_session(session_id)
+    assert meta is not None
+    return meta
+
+
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
     return subprocess.run([CODEACT, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
@@ -457,9 +466,9 @@ def test_the_example_runs_offline_and_its_session_shows_and_replays_as_a_tree(tm
         "       ├─ branch 1 requirements (codeact) · rel-1.2.release-checks.1.requirements · completed, 1 round",
         "       └─ branch 2 deployer (react) · rel-1.2.release-checks.2.deployer · completed, 2 rounds",
     ]
-    child = _cli("sessions", "show", "rel-1.2.release-checks.2.deployer", "--store", store, "--json", cwd=tmp_path)
-    extra = json.loads(child.stdout)["session"]["extra"]
-    assert extra["flow"]["parent_session"] == "rel-1.2.release-checks" and extra["flow"]["position"] == "branch 2"
+    child = asyncio.run(_meta(tmp_path / "sessions.db", "rel-1.2.release-checks.2.deployer"))
+    assert child.extra["flow"]["parent_session"] == "rel-1.2.release-checks"
+    assert child.extra["flow"]["position"] == "branch 2"
 
     replay = _cli("replay", "rel-1", "--store", store, "--toolkit", DEVOPS, "--json", cwd=tmp_path)
     assert replay.returncode == 0, replay.stdout + replay.stderr

@@ -486,3 +486,20 @@ async def test_run_started_is_the_flows_own(agent: Make) -> None:
     assert len(started) == 1 and started[0].session_id == "solo-1" and started[0].blueprint_id == "solo"
     assert json.loads(events[1].to_json_line())["parent_run_id"] == events[0].run_id
     assert "parent_run_id" not in events[0].to_json()
+
+
+async def test_a_nested_flows_session_names_its_parent_like_an_agents(agent: Make, store: Store) -> None:
+    inner = SequentialAgent(name="inner", agents=[agent("leaf", ["x"])])
+    outer = SequentialAgent(name="outer", agents=[inner])
+    events = await collect(outer, "go", "nest-1")
+    meta = await store.get_session("nest-1.1.inner")
+    assert meta is not None and meta.extra["flow"] == {
+        "kind": "sequential",
+        "name": "inner",
+        "parent_session": "nest-1",
+        "parent_run": events[0].run_id,
+        "position": "1",
+        "agent": "inner",
+    }
+    leaf = await store.get_session("nest-1.1.inner.1.leaf")
+    assert leaf is not None and leaf.extra["flow"]["parent_session"] == "nest-1.1.inner"
