@@ -99,6 +99,7 @@ def agent(registry: ToolkitRegistry, store: Store) -> Callable[..., Agent]:
         system: str = "You help.",
         title: str | None = None,
         kind: str = "react",
+        on: Store | None = None,
     ) -> Agent:
         script = ScriptedReplies([textwrap.dedent(r).strip("\n") if isinstance(r, str) else r for r in replies])
         client = ModelClient(ModelSettings(model=script.model, max_retries=0))
@@ -107,7 +108,7 @@ def agent(registry: ToolkitRegistry, store: Store) -> Callable[..., Agent]:
             name=name, title=title or f"The {name} agent", model=script.model, system=_quoted(system)
         )
         spec = AgentFactory().create(load_text(text), HostContext(model_client=client, toolkit_registry=registry))
-        built = Agent(spec, model=client, store=store, registry=registry, stream=False)
+        built = Agent(spec, model=client, store=on if on is not None else store, registry=registry, stream=False)
         built.script = script  # type: ignore[attr-defined]  # keeps the script alive, for assertions
         return built
 

@@ -503,3 +503,32 @@ async def test_a_nested_flows_session_names_its_parent_like_an_agents(agent: Mak
     }
     leaf = await store.get_session("nest-1.1.inner.1.leaf")
     assert leaf is not None and leaf.extra["flow"]["parent_session"] == "nest-1.1.inner"
+
+
+async def test_a_flow_on_redis_records_and_links_its_sessions(agent: Make, redis_url: str) -> None:
+    import uuid
+
+    import redis.asyncio
+
+    from engine.store import open_store
+
+    prefix = f"codeact-flow-test-{uuid.uuid4().hex[:12]}"
+    opened = open_store(f"{redis_url}?prefix={prefix}")
+    try:
+        branches = [agent("lint", ["ok"], on=opened), agent("tests", ["passed"], on=opened)]
+        flow = SequentialAgent(
+            name="ci", agents=[agent("plan", ["plan"], on=opened), ParallelAgent(name="checks", agents=branches)]
+        )
+        result = await flow.invoke("go", session_id="redis-1")
+        assert result.answer == {"lint": "ok", "tests": "passed"}
+        tree = await flow_tree(opened, "redis-1")
+        checks = tree.children[1].children
+        assert [c.session_id for c in checks] == ["redis-1.2.checks.1.lint", "redis-1.2.checks.2.tests"]
+        assert {c.status for c in checks} == {"completed"}
+    finally:
+        await opened.close()
+        client = redis.asyncio.Redis.from_url(redis_url)
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=500)]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()  # type: ignore[attr-defined]
