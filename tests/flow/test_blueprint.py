@@ -365,8 +365,9 @@ def test_cycles_are_refused_and_child_issues_name_the_entry(tmp_path: Path) -> N
 def test_from_blueprint_builds_the_tree_and_refuses_an_invalid_one(tmp_path: Path) -> None:
     leaf(tmp_path, "a", ["A"])
     leaf(tmp_path, "b", ["B"])
-    leaf(tmp_path, "c", ["C"])
-    write(tmp_path, "router.replies.yaml", json.dumps({"replies": ['{"agents": [{"agent": "c", "query": "q"}]}']}))
+    leaf(tmp_path, "c", ["not yet", "C"])
+    routed = '{"agents": [{"agent": "loop", "query": "until C"}]}'
+    write(tmp_path, "router.replies.yaml", json.dumps({"replies": [routed]}))
     flow_file(
         tmp_path, "kind: parallel\nmergeStrategy: list\nagents: [{path: ./a.yaml}, {path: ./b.yaml}]", name="par.yaml"
     )
@@ -389,6 +390,8 @@ def test_from_blueprint_builds_the_tree_and_refuses_an_invalid_one(tmp_path: Pat
         assert isinstance(route, RoutingAgent) and [s.label for s in route.steps] == ["loop", "par"]
         assert isinstance(route.steps[0].agent, LoopAgent)
         assert [a.spec.id for a in flow.leaves()] == ["a", "b", "c", "a", "b"]
+        result = flow.run_sync("go", session_id="top-1")
+    assert (result.status, result.answer) == ("completed", "C")  # parallel, then routed to the loop until "C"
     write(
         tmp_path,
         "b.yaml",
