@@ -616,9 +616,11 @@ def render_event(event: Event, console: Console) -> None:
         console.print(Text(f"✔ {event.reason} after {event.rounds} round{plural}", style="green"))
     elif isinstance(event, RunFailed):
         console.print(Text(f"✖ [{event.error.get('code')}] {event.error.get('message')}", style="bold red"))
+    elif isinstance(event, MessageCompleted) and event.purpose == "note":  # a flow's note (engine.flow)
+        console.print(Text(f"note: {event.text}", style="yellow"))
     elif isinstance(event, FlowStepStarted):
         console.rule(f"{event.agent} ({event.position}) · session {event.session_id}", style="blue")
     elif isinstance(event, FlowStepCompleted):
         style = "blue" if event.status != "failed" else "red"
         console.print(Text(f"◆ {event.agent}: {event.status} -> {short(event.answer)}", style=style))
-    # message.delta / message.completed: shown through the events above.
+    # message.delta / other message.completed: shown through the events above.

@@ -532,3 +532,18 @@ async def test_a_flow_on_redis_records_and_links_its_sessions(agent: Make, redis
         if keys:
             await client.delete(*keys)
         await client.aclose()  # type: ignore[attr-defined]
+
+
+def test_a_flow_note_is_rendered() -> None:
+    import io
+
+    from rich.console import Console
+
+    from engine.events import EventSequence, MessageCompleted, render_event
+
+    out = io.StringIO()
+    render_event(
+        EventSequence("r").emit(MessageCompleted, text="max loop count reached: ...", purpose="note"),
+        Console(file=out, width=120, force_terminal=False),
+    )
+    assert out.getvalue() == "note: max loop count reached: ...\n"
