@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from engine.store import Store
     from toolkits import ToolkitRegistry
 
-__all__ = ["build", "is_flow_blueprint"]
+__all__ = ["build", "flow_hash", "is_flow_blueprint"]
 
 
 def is_flow_blueprint(bp: Blueprint) -> bool:
@@ -179,11 +179,29 @@ def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
         flow = LoopAgent(**common, mode=mode)
     else:
         flow = SequentialAgent(**common)
-    from engine.blueprint import blueprint_hash
-
-    flow.blueprint_hash = blueprint_hash(bp)
+    flow.blueprint_hash = flow_hash(bp)
     flow.hooks = shared.hooks
     return flow
+
+
+def flow_hash(bp: Blueprint) -> str:
+    """sha256 of the flow blueprint with each agent entered by its own hash, not its file path.
+
+    Like ``blueprint_hash`` for sub-agents: the hash does not depend on where the files live.
+    """
+    import hashlib
+    import json
+
+    from engine.blueprint import blueprint_hash
+
+    data = bp.model_dump(mode="json", by_alias=True)
+    agents = (data.get("flow") or {}).get("agents") or []
+    for index, entry in enumerate(agents):
+        child = bp.flow_blueprints.get(index)
+        if isinstance(entry, dict) and child is not None:
+            entry["path"] = flow_hash(child) if is_flow_blueprint(child) else blueprint_hash(child)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def _predicate(condition: Any) -> Any:

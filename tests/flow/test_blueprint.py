@@ -498,3 +498,15 @@ def test_the_example_runs_from_python(tmp_path: Path) -> None:
         result = flow.run_sync("Release P-123", session_id="py-1")
     assert result.status == "completed", result
     assert result.answer["deployment"] == "Deployed checkout-api 2.4.0 as deployment D-1001."
+
+
+def test_the_flow_hash_does_not_depend_on_where_the_files_live(tmp_path: Path) -> None:
+    import shutil
+
+    from engine.flow._build import flow_hash
+
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(EXAMPLE.parent, copy)
+    assert flow_hash(load_path(copy / "agent.yaml")) == flow_hash(load_path(EXAMPLE))
+    (copy / "deployer.yaml").write_text((copy / "deployer.yaml").read_text().replace("maxTurns: 3", "maxTurns: 4"))
+    assert flow_hash(load_path(copy / "agent.yaml")) != flow_hash(load_path(EXAMPLE))
