@@ -547,3 +547,26 @@ def test_a_flow_note_is_rendered() -> None:
         Console(file=out, width=120, force_terminal=False),
     )
     assert out.getvalue() == "note: max loop count reached: ...\n"
+
+
+async def test_closing_a_flows_stream_interrupts_it_and_its_running_steps(agent: Make, meet: Any, store: Store) -> None:
+    import contextlib
+
+    meet.expected = 3  # never reached: both branches wait until cancelled
+    waiting = [
+        agent(name, [{"tool_calls": [{"name": "meet__wait", "arguments": {"who": name}}]}, "never"])
+        for name in ("left", "right")
+    ]
+    flow = ParallelAgent(name="stuck", agents=waiting)
+    calls = 0
+    async with contextlib.aclosing(flow.run("go", session_id="stop-1")) as events:
+        async for event in events:
+            if event.type == "tool.call.started":
+                calls += 1
+                if calls == 2:
+                    break
+    meta = await store.get_session("stop-1")
+    assert meta is not None and meta.status == "interrupted"
+    for child in ("stop-1.1.left", "stop-1.2.right"):
+        child_meta = await store.get_session(child)
+        assert child_meta is not None and child_meta.status == "interrupted", child
