@@ -510,3 +510,28 @@ def test_the_flow_hash_does_not_depend_on_where_the_files_live(tmp_path: Path) -
     assert flow_hash(load_path(copy / "agent.yaml")) == flow_hash(load_path(EXAMPLE))
     (copy / "deployer.yaml").write_text((copy / "deployer.yaml").read_text().replace("maxTurns: 3", "maxTurns: 4"))
     assert flow_hash(load_path(copy / "agent.yaml")) != flow_hash(load_path(EXAMPLE))
+
+
+def test_more_loading_errors(tmp_path: Path) -> None:
+    write(tmp_path, "broken.yaml", "version: codeact.agent/v1\nid: [unclosed\n")
+    leaf(tmp_path, "a", ["A"])
+    found = issues(
+        flow_file(tmp_path, "kind: sequential\nagents: [{path: ./broken.yaml}, {path: ./a.yaml, name: 'a b'}]")
+    )
+    codes = {(path, code) for path, code, _ in found}
+    assert ("$.flow.agents[0].path", "blueprint.flow.agent.invalid") in codes
+    assert (
+        "$.flow.agents[1].name",
+        "blueprint.flow.agent.name.invalid",
+        "flow.agents[1].name 'a b' must contain only letters, digits, '.', '_' or '-'.",
+    ) in found
+    # A chain of 10 flows: the 9th level is refused.
+    leaf(tmp_path, "end", ["E"])
+    for level in range(10, 0, -1):
+        target = "end.yaml" if level == 10 else f"level{level + 1}.yaml"
+        flow_file(tmp_path, f"kind: sequential\nagents: [{{path: ./{target}}}]", name=f"level{level}.yaml")
+    deep = validate_blueprint(load_path(tmp_path / "level1.yaml"))
+    assert any(i.code == "blueprint.flow.agent.tooDeep" for i in deep.errors)
+    with pytest.raises(BlueprintFactoryError) as caught:
+        FlowAgent.from_blueprint(tmp_path / "a.yaml", store=f"sqlite:///{tmp_path / 's.db'}")
+    assert caught.value.code == "blueprint.flow.notAFlow"

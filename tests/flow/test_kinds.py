@@ -12,6 +12,8 @@ from engine.agent import Agent
 from engine.agent.hooks import Hook, HookContext, Jump
 from engine.events import Event, FlowStepCompleted, FlowStepStarted, RunCompleted, RunStarted
 from engine.flow import (
+    AgentTool,
+    AgentToolkit,
     FlowError,
     LoopAgent,
     LoopMode,
@@ -259,6 +261,36 @@ async def test_parallel_max_concurrency_one_runs_branches_one_after_the_other(ag
             id="loop-mode",
         ),
         pytest.param(lambda a: LoopMode.count(0), "flow.loop.count.invalid", "needs n >= 1, got 0", id="count-0"),
+        pytest.param(
+            lambda a: SequentialAgent(name="s", agents=[Step(agent=a("x", ["x"]), output_key="my key")]),
+            "flow.outputKey.invalid",
+            "flow 's': agents[0] output key 'my key' must be an identifier",
+            id="output-key",
+        ),
+        pytest.param(
+            lambda a: SequentialAgent(name="s", agents=[Step(agent="writer")]),  # type: ignore[arg-type]
+            "flow.agent.invalid",
+            "flow 's': Step.agent must be an Agent or a flow agent, got str",
+            id="step-agent",
+        ),
+        pytest.param(
+            lambda a: RoutingAgent(name="r", agents=[a("x", ["x"])], model=None),  # type: ignore[arg-type]
+            "flow.model.required",
+            "routing flow 'r' needs a model: pass model=ModelClient(...)",
+            id="routing-model",
+        ),
+        pytest.param(
+            lambda a: AgentToolkit([a("x", ["x"]), AgentTool(a("y", ["y"]), name="x")]),
+            "flow.tool.duplicate",
+            "AgentToolkit 'agents': two tools are named 'x'",
+            id="tool-duplicate",
+        ),
+        pytest.param(
+            lambda a: AgentTool(a("x", ["x"]), input_schema={"type": "string"}),
+            "flow.tool.schema.invalid",
+            "AgentTool 'x': input_schema must be a JSON schema of an object with properties",
+            id="tool-schema",
+        ),
         pytest.param(
             lambda a: LoopMode.condition(bool, max_iterations=1001),
             "flow.loop.invalid",
@@ -570,3 +602,15 @@ async def test_closing_a_flows_stream_interrupts_it_and_its_running_steps(agent:
     for child in ("stop-1.1.left", "stop-1.2.right"):
         child_meta = await store.get_session(child)
         assert child_meta is not None and child_meta.status == "interrupted", child
+
+
+async def test_a_step_that_asks_the_user_fails_the_flow(agent: Make) -> None:
+    asking = agent(
+        "asker", [{"tool_calls": [{"name": "system__ask_user", "arguments": {"question": "Which version?"}}]}]
+    )
+    result = await SequentialAgent(name="ask", agents=[asking]).invoke("deploy", session_id="ask-1")
+    assert result.status == "failed" and result.error is not None
+    assert result.error["code"] == "flow.step.paused"
+    assert result.error["message"].startswith(
+        "flow 'ask': agent 'asker' (1) asked the user a question, which a flow cannot answer: Which version?"
+    )
