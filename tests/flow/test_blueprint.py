@@ -535,3 +535,20 @@ def test_more_loading_errors(tmp_path: Path) -> None:
     with pytest.raises(BlueprintFactoryError) as caught:
         FlowAgent.from_blueprint(tmp_path / "a.yaml", store=f"sqlite:///{tmp_path / 's.db'}")
     assert caught.value.code == "blueprint.flow.notAFlow"
+
+
+def test_the_agent_factory_refuses_a_flow_even_as_a_subagent(tmp_path: Path) -> None:
+    from engine.blueprint import AgentFactory, HostContext
+
+    leaf(tmp_path, "a", ["A"])
+    flow_file(tmp_path, "kind: sequential\nagents: [{path: ./a.yaml}]", name="team.yaml")
+    lead = write(
+        tmp_path,
+        "lead.yaml",
+        "version: codeact.agent/v1\nid: lead\nmodel: {provider: scripted, model: m}\n"
+        "subagents: {team: {path: ./team.yaml, description: A team}}\n",
+    )
+    with pytest.raises(BlueprintFactoryError) as caught:
+        AgentFactory().create(load_path(lead), HostContext(model_client=object()))
+    assert caught.value.code == "blueprint.flow.isAFlow"
+    assert caught.value.message.startswith("Subagent 'team': blueprint 'team' is a flow (workflow.mode: flow)")
