@@ -34,6 +34,8 @@ __all__ = [
     "CodeStarted",
     "Event",
     "EventSequence",
+    "FlowStepCompleted",
+    "FlowStepStarted",
     "MessageCompleted",
     "MessageDelta",
     "RoundStarted",
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 _E = TypeVar("_E", bound="Event")
-_ENVELOPE = ("type", "run_id", "sequence", "timestamp")
+_ENVELOPE = ("type", "run_id", "sequence", "timestamp", "parent_run_id")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +66,8 @@ class Event:
         run_id: The run this event belongs to.
         sequence: 1, 2, 3, ... within the run.
         timestamp: Unix time (seconds) at which the event was emitted.
+        parent_run_id: The run of the flow this run is a step of (``engine.flow``), None for a
+            top-level run; in JSON only when set.
     """
 
     type: ClassVar[str] = ""
@@ -71,6 +75,7 @@ class Event:
     run_id: str
     sequence: int
     timestamp: float
+    parent_run_id: str | None = None
 
     def payload(self) -> dict[str, Any]:
         """The event's own fields (everything but the envelope), JSON-able."""
@@ -83,6 +88,7 @@ class Event:
             "run_id": self.run_id,
             "sequence": self.sequence,
             "timestamp": self.timestamp,
+            **({"parent_run_id": self.parent_run_id} if self.parent_run_id is not None else {}),
             **self.payload(),
         }
 
@@ -381,6 +387,52 @@ class RunFailed(Event):
     rounds: int = 0
 
 
+@dataclass(frozen=True, kw_only=True)
+class FlowStepStarted(Event):
+    """A step of a flow (``engine.flow``) began: a sub-agent's run, recorded in a session of its own.
+
+    ``run_id`` is the step's run (its events carry it), ``parent_run_id`` the flow's run.
+
+    Attributes:
+        agent: The sub-agent's name.
+        position: Where in the flow (``1``, ``2``, ``branch 2``, ``iteration 3``, ``route 1``).
+        session_id: The step's session (linked to the flow's session).
+        input: What the sub-agent was asked.
+    """
+
+    type: ClassVar[str] = "flow.step.started"
+
+    agent: str
+    position: str = ""
+    session_id: str = ""
+    input: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowStepCompleted(Event):
+    """A step of a flow ended (its sub-agent's ``run.completed`` or ``run.failed``).
+
+    Attributes:
+        agent: The sub-agent's name.
+        position: As in ``FlowStepStarted``.
+        session_id: The step's session.
+        status: ``completed``, ``paused`` or ``failed``.
+        answer: The sub-agent's answer.
+        output_key: The flow state key the answer was stored under, if any.
+        error: ``{"code", "message"}`` when failed.
+    """
+
+    type: ClassVar[str] = "flow.step.completed"
+
+    agent: str
+    position: str = ""
+    session_id: str = ""
+    status: str = "completed"
+    answer: Any = None
+    output_key: str | None = None
+    error: dict[str, Any] | None = None
+
+
 EVENT_TYPES: Mapping[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -398,6 +450,8 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
         ActionRequested,
         RunCompleted,
         RunFailed,
+        FlowStepStarted,
+        FlowStepCompleted,
     )
 }
 """Event classes by their protocol ``type`` name."""
@@ -562,4 +616,11 @@ def render_event(event: Event, console: Console) -> None:
         console.print(Text(f"✔ {event.reason} after {event.rounds} round{plural}", style="green"))
     elif isinstance(event, RunFailed):
         console.print(Text(f"✖ [{event.error.get('code')}] {event.error.get('message')}", style="bold red"))
-    # message.delta / message.completed: shown through the events above.
+    elif isinstance(event, MessageCompleted) and event.purpose == "note":  # a flow's note (engine.flow)
+        console.print(Text(f"note: {event.text}", style="yellow"))
+    elif isinstance(event, FlowStepStarted):
+        console.rule(f"{event.agent} ({event.position}) · session {event.session_id}", style="blue")
+    elif isinstance(event, FlowStepCompleted):
+        style = "blue" if event.status != "failed" else "red"
+        console.print(Text(f"◆ {event.agent}: {event.status} -> {short(event.answer)}", style=style))
+    # message.delta / other message.completed: shown through the events above.

@@ -142,6 +142,14 @@ def assemble(
     from engine.store import Store, open_store
 
     bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
+    if bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow":
+        from engine.errors import BlueprintFactoryError
+
+        raise BlueprintFactoryError(
+            f"blueprint {bp.id!r} is a flow (workflow.mode: flow): build it with "
+            "engine.flow.FlowAgent.from_blueprint(...) (same options), or run it with `codeact run`",
+            code="blueprint.flow.isAFlow",
+        )
     registry = toolkit_registry(toolkits)
     client, bp = model_routes(bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol)
     owned: list[Any] = [client]

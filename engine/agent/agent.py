@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import uuid
 import weakref
@@ -42,6 +43,12 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
 
 SandboxFactory = Callable[["RpcHandler", "AgentSpec"], "Sandbox"]
+
+# Extra session metadata for the next session a run creates in this context (a flow step's link to its
+# parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
+SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "codeact_session_link", default=None
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -409,6 +416,7 @@ class Agent:
         # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
         # run fails before it could open the session (busy, store down).
         state = _DriveState()
+        link, _ = SESSION_LINK.get(), SESSION_LINK.set(None)  # this task's context only
 
         def tracked(cls: type[Event], /, **payload: Any) -> Event:
             if cls is RunStarted:
@@ -420,7 +428,7 @@ class Agent:
                 try:
                     # A run that died mid-round left its completed calls behind: record them first.
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
-                    ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked)
+                    ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
                     ctx.fence = lock.token
                     ctx.writer = PendingWriter(self.store, session_id)
                     outcome = await self._run_loop(ctx)
@@ -474,7 +482,15 @@ class Agent:
             resumed=resumed,
         )
 
-    async def _open_session(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> RunContext:
+    async def _open_session(
+        self,
+        input: str,
+        session_id: str,
+        run_id: str,
+        emit: Callable[..., Event],
+        *,
+        link: Mapping[str, Any] | None = None,
+    ) -> RunContext:
         spec = self.spec
         meta = await self.store.get_session(session_id)
         if meta is None:
@@ -486,7 +502,7 @@ class Agent:
                     model=spec.model.model,
                     title=input[:80],
                     input=input,
-                    extra={"kind": spec.kind, "grants": self.grants},
+                    extra={"kind": spec.kind, "grants": self.grants, **(link or {})},
                 )
             )
             history, variables, done = SegmentHistory(), {}, 0

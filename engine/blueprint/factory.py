@@ -248,6 +248,13 @@ class AgentFactory:
         """
         host = context if context is not None else HostContext()
         report = self._validated(blueprint)
+        if blueprint.workflow is not None and _trim(blueprint.workflow.mode) == "flow":
+            raise BlueprintFactoryError(
+                f"blueprint {blueprint.id!r} is a flow (workflow.mode: flow), not a single agent: build it with "
+                "engine.flow.FlowAgent.from_blueprint(...) or run it with `codeact run`",
+                code="blueprint.flow.isAFlow",
+                report=report,
+            )
         sandbox = self._sandbox(blueprint, host, report)
         if host.model_client is None:
             raise BlueprintFactoryError(

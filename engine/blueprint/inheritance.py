@@ -107,6 +107,7 @@ def resolve_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
 
     Only ``subagents.<name>.path`` is path-valued besides ``extend`` (resolved when followed).
     """
+    data = _resolve_flow_paths(data, base_dir)
     subagents = data.get("subagents")
     if not isinstance(subagents, dict):
         return data
@@ -116,6 +117,21 @@ def resolve_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
             entry = {**entry, "path": os.path.normpath(base_dir / entry["path"].strip())}
         resolved[name] = entry
     return {**data, "subagents": resolved}
+
+
+def _resolve_flow_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``flow.agents[].path`` made absolute against ``base_dir`` (like ``subagents.<name>.path``)."""
+    flow = data.get("flow")
+    agents = flow.get("agents") if isinstance(flow, dict) else None
+    if not isinstance(flow, dict) or not isinstance(agents, list):
+        return data
+    resolved = [
+        {**entry, "path": os.path.normpath(base_dir / entry["path"].strip())}
+        if isinstance(entry, dict) and isinstance(entry.get("path"), str) and entry["path"].strip()
+        else entry
+        for entry in agents
+    ]
+    return {**data, "flow": {**flow, "agents": resolved}}
 
 
 def merge_layers(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:

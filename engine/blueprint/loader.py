@@ -98,8 +98,13 @@ def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: 
         extends = resolution.extends
     blueprint = Blueprint.model_validate(data)
     subagents: dict[str, Blueprint] = {}
+    flow: dict[int, Blueprint] = {}
     if codeact:
         subagents = _load_subagents(blueprint, base_dir=base_dir, stack=stack, issues=issues)
+        if blueprint.flow is not None:
+            from engine.blueprint._flow import load_flow_agents
+
+            flow = load_flow_agents(blueprint.flow, base_dir=base_dir, stack=stack, issues=issues, load=_load_file)
     return blueprint.model_copy(
         update={
             "source_path": source,
@@ -107,6 +112,7 @@ def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: 
             "unknown_fields": tuple(unknown),
             "load_issues": tuple(issues),
             "subagent_blueprints": subagents,
+            "flow_blueprints": flow,
             "source_format": "kimi" if kimi else "blueprint",
         }
     )

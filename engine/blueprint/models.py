@@ -28,7 +28,11 @@ __all__ = [
     "CompactTrigger",
     "FimBlock",
     "FimTokens",
+    "FlowAgentEntry",
+    "FlowBlock",
     "InstructionsBlock",
+    "LoopBlock",
+    "LoopCondition",
     "MemoryBlock",
     "ModelBlock",
     "ModelRoute",
@@ -242,6 +246,49 @@ class WorkflowBlock(_Block):
     codeact: CodeActBlock | None = None
 
 
+class FlowAgentEntry(_Block):
+    """``flow.agents[]`` (codeact): a sub-agent blueprint of a flow and how its result is kept."""
+
+    path: str | None = None
+    name: str | None = None
+    description: str | None = None
+    output_key: str | None = None
+    include_contents: bool | None = None
+    return_reasoning_contents: bool | None = None
+
+
+class LoopCondition(_Block):
+    """``flow.loop.condition``: a predicate over the iteration's result (as text); stop when true."""
+
+    contains: str | None = None
+    equals: str | None = None
+    matches: str | None = None
+
+
+class LoopBlock(_Block):
+    """``flow.loop``: ``count``, ``condition`` or ``array`` (exactly one)."""
+
+    count: int | None = None
+    condition: LoopCondition | None = None
+    array: bool | None = None
+    max_iterations: int | None = None
+
+
+class FlowBlock(_Block):
+    """``flow`` (codeact, ``workflow.mode: flow``): a sequential, parallel, routing or loop flow of agents."""
+
+    kind: str | None = None
+    description: str | None = None
+    instruction: str | None = None
+    agents: Annotated[list[FlowAgentEntry | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    merge_strategy: str | None = None
+    merge_output_key: str | None = None
+    separator: str | None = None
+    max_concurrency: int | None = None
+    output_key: str | None = None
+    loop: LoopBlock | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class UnknownField:
     """A key the blueprint does not define; ``origin`` names the base file it came from, if any."""
@@ -260,7 +307,7 @@ class Blueprint(_Block):
     The fields after ``extensions`` are filled by the loader, never from the file.
     """
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents", "flow"})
 
     schema_uri: str | None = Field(default=None, alias="$schema")
     version: str | None = None
@@ -276,6 +323,7 @@ class Blueprint(_Block):
     session: SessionBlock | None = None
     sandbox: SandboxBlock | None = None
     workflow: WorkflowBlock | None = None
+    flow: FlowBlock | None = None
     extensions: _Options = Field(default_factory=dict)
 
     # Filled by the loader; excluded from dumps (and so from the blueprint hash).
@@ -284,6 +332,8 @@ class Blueprint(_Block):
     unknown_fields: tuple[UnknownField, ...] = Field(default=(), exclude=True, repr=False)
     load_issues: tuple[ValidationIssue, ...] = Field(default=(), exclude=True, repr=False)
     subagent_blueprints: dict[str, Blueprint] = Field(default_factory=dict, exclude=True, repr=False)
+    # flow.agents[i] -> its loaded blueprint (absent when it could not be loaded: see load_issues).
+    flow_blueprints: dict[int, Blueprint] = Field(default_factory=dict, exclude=True, repr=False)
     # "kimi" for a kimi-cli agent file (its model comes from the host, as in kimi-cli's config).
     source_format: str = Field(default="blueprint", exclude=True, repr=False)
 

@@ -37,7 +37,7 @@ __all__ = [
     "validate_blueprint",
 ]
 
-WORKFLOW_MODES: Final = ("react", "codeact")
+WORKFLOW_MODES: Final = ("react", "codeact", "flow")
 TOOL_APPROVALS: Final = ("always", "safe", "never", "manual", "auto", "deny")
 TOOLKIT_APPROVALS: Final = (*TOOL_APPROVALS, "ask")
 SANDBOX_BACKENDS: Final = ("subprocess", "docker")
@@ -128,6 +128,7 @@ class _Checks:
         self.session(self.bp.session)
         self.sandbox(self.bp.sandbox)
         self.workflow(self.bp.workflow)
+        self.flow()
         self.unknown()
         return ValidationReport(issues=tuple(self.issues))
 
@@ -160,6 +161,8 @@ class _Checks:
     def model(self, model: ModelBlock | None) -> None:
         if model is None and self.bp.source_format == "kimi":
             return  # kimi-cli agent files never name a model: --model, a profile or CODEACT_MODEL does
+        if model is None and self.bp.workflow is not None and _trim(self.bp.workflow.mode) == "flow":
+            return  # a flow's agents name their models; a routing flow's own model is checked with the flow
         if model is None:
             self.error(
                 "$.model", "blueprint.model.required", "model is required; add a model block with provider and model."
@@ -427,9 +430,13 @@ class _Checks:
         if workflow is None:
             return  # no workflow means react
         mode = _trim(workflow.mode)
-        if mode is not None and mode not in WORKFLOW_MODES:
+        # ``flow`` (engine.flow) is a codeact.agent/v1 mode; ai4j.agent/v1 keeps ai4j's two.
+        modes = WORKFLOW_MODES if self.codeact else WORKFLOW_MODES[:2]
+        if mode is not None and mode not in modes:
             self.error(
-                "$.workflow.mode", "blueprint.workflow.mode.invalid", "workflow.mode must be one of: react, codeact."
+                "$.workflow.mode",
+                "blueprint.workflow.mode.invalid",
+                f"workflow.mode must be one of: {', '.join(modes)}.",
             )
         if workflow.max_turns is not None and workflow.max_turns <= 0:
             self.error(
@@ -470,6 +477,13 @@ class _Checks:
                     f"blueprint.workflow.codeact.{alias}.invalid",
                     f"workflow.codeact.{alias} must be positive.",
                 )
+
+    def flow(self) -> None:
+        if self.bp.flow is None and (self.bp.workflow is None or _trim(self.bp.workflow.mode) != "flow"):
+            return
+        from engine.blueprint._flow import check_flow
+
+        self.issues.extend(check_flow(self.bp, lambda child: list(validate_blueprint(child).issues)))
 
     def unknown(self) -> None:
         for item in self.bp.unknown_fields:

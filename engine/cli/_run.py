@@ -228,6 +228,23 @@ def _build(
         bp = load_path(file)
     except BlueprintLoadError as exc:
         raise _Usage(format_load_error(exc), exc.code) from None
+    if bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow":
+        return _build_flow(
+            bp,
+            model=model,
+            provider=provider,
+            base_url=base_url,
+            profile=profile,
+            protocol=protocol,
+            store=store,
+            sandbox=sandbox,
+            isolation=isolation,
+            runtime=runtime,
+            allow=allow,
+            registry=_registry(toolkits),
+            approver=_approver(approve_all, deny_all, spinner),
+            stream=json_output,
+        )
     try:
         client, bp = _model_routes(
             bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol
@@ -264,6 +281,27 @@ def _build(
         approver=approver,
         stream=json_output,
     )
+
+
+def _build_flow(bp: Any, *, store: str | None, registry: Any, allow: bool, **options: Any) -> Any:
+    """A ``workflow: {mode: flow}`` blueprint: its flow (engine.flow), every agent built as above."""
+    from engine.blueprint import format_factory_error, format_load_error
+    from engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
+    from engine.flow import FlowAgent
+    from engine.store import open_store
+
+    try:
+        opened = open_store(store)
+    except StoreError as exc:
+        raise _Usage(f"--store: {exc.message}", exc.code) from None
+    try:
+        return FlowAgent.from_blueprint(bp, toolkits=registry, store=opened, allow_sandbox_declaration=allow, **options)
+    except BlueprintLoadError as exc:
+        raise _Usage(format_load_error(exc), exc.code) from None
+    except BlueprintFactoryError as exc:
+        raise _Usage(format_factory_error(exc), exc.code) from None
+    except ModelError as exc:
+        raise _Usage(exc.message, exc.code) from None
 
 
 def _prepare_environment(spec: Any, backend: str | None) -> None:
@@ -323,7 +361,9 @@ async def _drive(
         if artifacts is not None and produced and session_id is not None:
             await _write_run_artifacts(agent.store, session_id, produced, artifacts, console)
         await agent.store.close()
-        await agent.model.aclose()
+        if agent.model is not None:
+            await agent.model.aclose()
+        await agent.aclose()  # a flow's model clients (an agent built here owns nothing)
     if interrupted:
         if session_id is not None:
             command = again(session_id, "continue")
@@ -440,6 +480,14 @@ async def _replay(store: Any, session: str, registry: Any, live: bool, json_outp
                 line = f"round {r.index}: {r.status}"
                 typer.echo(line + "".join(f"\n    {d}" for d in r.differences))
 
+        if meta is not None and meta.extra.get("kind") == "flow":
+            from engine.flow import replay_flow
+
+            def step(session_id: str, agent: str) -> None:
+                if not json_output:
+                    typer.echo(f"{agent} ({session_id}):")
+
+            return await replay_flow(store, session, registry=registry, live=live, on_round=progress, on_step=step)
         return await replay_session(store, session, registry=registry, live=live, on_round=progress)
     finally:
         await store.close()

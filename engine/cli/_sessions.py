@@ -200,7 +200,12 @@ def show_session(
             variables = await opened.variables(session)
         except CorruptRecordError as exc:
             problems.append(exc)
-        return _Shown(meta=meta, entries=list(read.entries), variables=variables, problems=problems)
+        shown = _Shown(meta=meta, entries=list(read.entries), variables=variables, problems=problems)
+        if meta is not None and meta.extra.get("kind") == "flow":
+            from engine.flow import flow_tree
+
+            shown.tree = await flow_tree(opened, session)
+        return shown
 
     shown, url = _with_store(store, read)
     if shown is None:
@@ -227,6 +232,8 @@ def show_session(
             ],
             "variables": shown.variables,
         }
+        if shown.tree is not None:
+            data["flow"] = shown.tree.to_json()
         if shown.problems:
             data["problems"] = [p.message for p in shown.problems]
         out.print_json(json.dumps(data, ensure_ascii=False))
@@ -236,6 +243,12 @@ def show_session(
         else:
             out.print(Text.assemble(("session ", "bold"), (session, "bold cyan"), f"  ({url})"))
             out.print(Text("  metadata  unreadable (see below)", style="red"))
+        if shown.tree is not None:
+            from engine.flow.sessions import tree_lines
+
+            out.print(Text("  flow:", style="bold"))
+            for line in tree_lines(shown.tree):
+                out.print(Text(f"    {line}"))
         for entry in shown.entries:
             _print_entry(out, entry)
     _report_problems(shown.problems)
@@ -251,6 +264,7 @@ class _Shown:
         problems: list[CorruptRecordError],
     ) -> None:
         self.meta, self.entries, self.variables, self.problems = meta, entries, variables, problems
+        self.tree: Any = None  # a flow session's tree (engine.flow.FlowNode)
 
 
 def truncate_session(

@@ -17,6 +17,8 @@ from engine.events import (
     CodeStarted,
     Event,
     EventSequence,
+    FlowStepCompleted,
+    FlowStepStarted,
     MessageCompleted,
     MessageDelta,
     RoundStarted,
@@ -48,6 +50,8 @@ SAMPLES: list[tuple[type[Event], dict[str, Any]]] = [
     (ActionRequested, {"request_id": "r1", "toolkit": "devops", "operation": "deploy", "arguments": {"app": "a"}}),
     (RunCompleted, {"answer": "3 deployments failed", "reason": "finished", "rounds": 4}),
     (RunFailed, {"error": {"code": "store.unavailable", "message": "Redis at ... is unreachable"}, "rounds": 2}),
+    (FlowStepStarted, {"agent": "writer", "position": "1", "session_id": "s1.1.writer", "parent_run_id": "run-0"}),
+    (FlowStepCompleted, {"agent": "writer", "position": "1", "answer": {"draft": "x"}, "output_key": "draft"}),
 ]
 
 
@@ -68,6 +72,8 @@ def test_every_protocol_event_has_a_class() -> None:
             "action.requested",
             "run.completed",
             "run.failed",
+            "flow.step.started",  # engine.flow: a step of a flow (a sub-agent's run) began / ended
+            "flow.step.completed",
         ]
     )
     assert sorted(cls.type for cls, _ in SAMPLES) == sorted(EVENT_TYPES)
@@ -131,7 +137,8 @@ def test_unknown_keys_are_ignored_for_forward_compatibility() -> None:
             {"type": "artifact.deleted", "run_id": "r"},
             "unknown event type 'artifact.deleted'; known types: ['action.requested', 'artifact.created', "
             "'code.completed', "
-            "'code.started', 'message.completed', 'message.delta', 'round.started', 'run.completed', "
+            "'code.started', 'flow.step.completed', 'flow.step.started', 'message.completed', 'message.delta', "
+            "'round.started', 'run.completed', "
             "'run.failed', 'run.started', 'segment.created', 'state.updated', 'tool.call.completed', "
             "'tool.call.started']",
             id="unknown-type",
@@ -193,6 +200,8 @@ def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
         '? approval needed: devops.deploy(app="a")',
         "✔ finished after 4 rounds",
         "✖ [store.unavailable] Redis at ... is unreachable",
+        "─" * 13 + " writer (1) · session s1.1.writer " + "─" * 13,
+        '◆ writer: completed -> {"draft": "x"}',
         "Thought: check apps",
     ]
 

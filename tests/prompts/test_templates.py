@@ -14,7 +14,12 @@ from tests.segments._snapshot import check_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 # Templates rendered by other packages (toolkits) are tested there.
-OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"}
+OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"} | {
+    "flow_merge.j2",
+    "flow_routing.j2",
+    "flow_routing_retry.j2",
+    "flow_step_input.j2",  # tests/flow/test_prompts.py
+}
 
 QWEN = FIM_FAMILIES["qwen"]
 SECTION_VARS: dict[str, Any] = {

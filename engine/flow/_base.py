@@ -1,0 +1,504 @@
+"""``FlowAgent``: what the four flow kinds share (steps, the event stream, sessions, hooks).
+
+A flow run is a session of its own (``extra.kind == "flow"``, its steps listed in
+``extra.children``); every step is a sub-agent run recorded in a child session
+(``<flow session>.<n>.<agent>``) whose ``extra.flow`` names the parent session, the parent run and
+the position. The flow's stream holds its own ``run.started`` / ``run.completed`` (or ``run.failed``);
+each step's run becomes ``flow.step.started`` / ``flow.step.completed`` and its other events are
+passed on with ``parent_run_id`` set to the flow's run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import re
+import uuid
+import weakref
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from engine.agent.hooks import Hook, HookContext, Jump
+from engine.errors import CodeactError
+from engine.events import (
+    Event,
+    EventSequence,
+    MessageCompleted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+)
+from engine.flow.errors import FlowError
+from engine.store import SessionMeta
+
+if TYPE_CHECKING:
+    from engine.agent import Agent, RunResult
+    from engine.flow._run import _FlowRun
+    from engine.store import Store
+
+__all__ = ["FlowAgent", "Step", "StepResult"]
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SESSION_ID_MAX = 128
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """A sub-agent in a flow and how its result is kept (the seed's ``BaseAgent`` options).
+
+    Attributes:
+        agent: An :class:`~engine.agent.Agent` (codeact or react) or another flow.
+        name: The step's name (default: the flow's name, or the agent blueprint's id).
+        description: What the agent is good at (a routing flow picks agents by it).
+        output_key: The flow state key its result is written under (default: its name); later
+            agents' instructions refer to it as ``{key}``.
+        include_contents: Pass the flow's earlier results on to this agent (default true);
+            false gives it the flow's input only.
+        return_reasoning_contents: Add all of this agent's messages to the flow's results
+            (default false: only its final answer).
+    """
+
+    agent: Agent | FlowAgent
+    name: str | None = None
+    description: str | None = None
+    output_key: str | None = None
+    include_contents: bool = True
+    return_reasoning_contents: bool = False
+
+    @property
+    def label(self) -> str:
+        """The step's name."""
+        if self.name:
+            return self.name
+        if isinstance(self.agent, FlowAgent):
+            return self.agent.name
+        return self.agent.spec.id
+
+    @property
+    def key(self) -> str:
+        """The state key of its result."""
+        return self.output_key or self.label
+
+    @property
+    def about(self) -> str:
+        """Its description (the step's, else the agent's)."""
+        if self.description:
+            return self.description
+        if isinstance(self.agent, FlowAgent):
+            return self.agent.description
+        return self.agent.spec.name or ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepResult:
+    """How one step (a sub-agent run) ended.
+
+    Attributes:
+        agent: The step's name.
+        position: Where in the flow (``1``, ``branch 2``, ``iteration 3``, ``route 1``).
+        session_id: The step's session.
+        run_id: The step's run.
+        status: ``completed``, ``paused`` or ``failed``.
+        answer: The sub-agent's answer.
+        messages: Its messages (model replies and the answer), oldest first.
+        error: ``{"code", "message"}`` when failed.
+        started_at: Unix time the step started.
+        ended_at: Unix time it ended.
+    """
+
+    agent: str
+    position: str
+    session_id: str
+    run_id: str
+    status: str
+    answer: Any = None
+    messages: tuple[str, ...] = ()
+    error: dict[str, Any] | None = None
+    started_at: float = 0.0
+    ended_at: float = 0.0
+
+
+class _EndFlow(Exception):  # noqa: N818 - a control-flow signal, never surfaced
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def as_text(value: Any) -> str:
+    """A result as text: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def child_session_id(parent: str, number: int, name: str) -> str:
+    """``<parent>.<n>.<name>``, or a hashed form when that exceeds the store's 128 characters."""
+    ident = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "agent"
+    candidate = f"{parent}.{number}.{ident}"
+    if len(candidate) <= _SESSION_ID_MAX:
+        return candidate
+    digest = hashlib.sha256(candidate.encode()).hexdigest()[:16]
+    return f"{parent[: _SESSION_ID_MAX - len(ident) - 40]}.{digest}.{number}.{ident}"[:_SESSION_ID_MAX]
+
+
+def fill_placeholders(text: str | None, state: Mapping[str, Any]) -> str | None:
+    """``{key}`` in ``text`` replaced by ``state[key]`` (as text); unknown keys are left as written."""
+    if not text:
+        return text
+    return _PLACEHOLDER.sub(lambda m: as_text(state[m.group(1)]) if m.group(1) in state else m.group(0), text)
+
+
+def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
+    """``agent``, or a copy whose instructions have the flow's ``{key}`` placeholders filled in."""
+    from engine.agent import Agent as _Agent
+    from engine.blueprint import RenderedInstructions
+
+    ins = agent.spec.instructions
+    system, developer = fill_placeholders(ins.system, state), fill_placeholders(ins.developer, state)
+    if (system, developer) == (ins.system, ins.developer):
+        return agent
+    spec = replace(agent.spec, instructions=RenderedInstructions(system=system, developer=developer))
+    return _Agent(
+        spec,
+        model=agent.model,
+        store=agent.store,
+        registry=agent.registry,
+        sandbox_factory=agent.sandbox_factory,
+        approver=agent.approver,
+        hooks=agent.hooks,
+        interceptors=agent.interceptors,
+        stream=agent.stream,
+        user=agent.user,
+    )
+
+
+def as_step(item: Any, flow: str) -> Step:
+    """A flow's ``agents[]`` item as a :class:`Step` (an Agent or a flow is wrapped with the defaults)."""
+    from engine.agent import Agent
+
+    if isinstance(item, Step):
+        if not isinstance(item.agent, Agent | FlowAgent):
+            raise FlowError(
+                f"flow {flow!r}: Step.agent must be an Agent or a flow agent, got {type(item.agent).__name__}",
+                code="flow.agent.invalid",
+            )
+        return item
+    if isinstance(item, Agent | FlowAgent):
+        return Step(agent=item)
+    raise FlowError(
+        f"flow {flow!r}: agents[] items must be Agent, flow agents (SequentialAgent, ...) or Step(...), "
+        f"got {type(item).__name__}",
+        code="flow.agent.invalid",
+    )
+
+
+class FlowAgent:
+    """Base of the flow kinds: runs sub-agents (codeact or react agents, or flows) as one agent.
+
+    The kinds are :class:`SequentialAgent`, :class:`ParallelAgent`, :class:`RoutingAgent` and
+    :class:`LoopAgent`.
+
+    A flow has the :class:`~engine.agent.Agent` interface: ``run()`` (events), ``invoke()``,
+    ``run_sync()``, ``async with`` / ``with``, and :meth:`from_blueprint`.
+
+    Args:
+        name: The flow's name (letters, digits, ``.``, ``_``, ``-``).
+        agents: Its sub-agents: ``Agent`` objects, flows, or :class:`Step` (to set the output key, ...).
+        description: What the flow does (shown when it is a step of a routing flow or a tool).
+        store: Where the flow's session is recorded (default: the first sub-agent's store).
+        hooks: ``before_agent`` / ``after_agent`` around the whole flow; ``before_model`` /
+            ``after_model`` around the flow's own model calls (routing and merging).
+    """
+
+    kind: ClassVar[str] = "flow"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        agents: Sequence[Agent | FlowAgent | Step],
+        description: str = "",
+        store: Store | None = None,
+        hooks: Sequence[Hook] = (),
+    ) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise FlowError(
+                f"a flow's name must be letters, digits, '.', '_' or '-' (got {name!r})", code="flow.name.invalid"
+            )
+        self.name = name
+        self.description = description
+        self.steps: tuple[Step, ...] = tuple(as_step(item, name) for item in agents)
+        if not self.steps:
+            raise FlowError(f"flow {name!r} has no agents: pass agents=[...]", code="flow.agents.required")
+        seen: dict[str, int] = {}
+        for index, step in enumerate(self.steps):
+            label = step.label
+            if label in seen:
+                raise FlowError(
+                    f"flow {name!r}: agents[{seen[label]}] and agents[{index}] are both named {label!r}; "
+                    "give one Step(name=...)",
+                    code="flow.agent.name.duplicate",
+                )
+            seen[label] = index
+            if step.output_key is not None and not _KEY.match(step.output_key):
+                raise FlowError(
+                    f"flow {name!r}: agents[{index}] output key {step.output_key!r} must be an identifier",
+                    code="flow.outputKey.invalid",
+                )
+        self.store: Store = store if store is not None else _first_store(self.steps)
+        self.hooks = tuple(hooks)
+        self.model: Any = None
+        self.blueprint_hash = ""
+        self._owned: tuple[Any, ...] = ()
+        self._runner: asyncio.Runner | None = None
+
+    # -- building ---------------------------------------------------------------------------------
+    @classmethod
+    def from_blueprint(cls, blueprint: Any, **options: Any) -> FlowAgent:
+        """Build a flow from a ``workflow: {mode: flow}`` blueprint (and its agents' blueprints).
+
+        Takes the options of :meth:`engine.agent.Agent.from_blueprint` (``toolkits``, ``model``,
+        ``store``, ``sandbox``, ...); they apply to every agent of the flow. The flow owns the model
+        clients and the store it opened (closed by ``aclose()`` / ``close()``).
+
+        Raises:
+            BlueprintLoadError: A file cannot be read or parsed.
+            BlueprintFactoryError: The flow or one of its agents is invalid (the report is attached).
+        """
+        from engine.flow._build import build
+
+        return build(blueprint, **options)
+
+    # -- the Agent interface ------------------------------------------------------------------------
+    async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
+        """Run the flow on ``input``; yields its events and its steps' (``parent_run_id`` set on theirs).
+
+        The last event is the flow's ``run.completed`` or ``run.failed``.
+        """
+        stream = self._stream(
+            input, session_id=session_id or uuid.uuid4().hex, state=None, previous=None, link=None, export=None
+        )
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                yield event
+
+    async def invoke(
+        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+    ) -> RunResult:
+        """Run to the end and return the result (``on_event`` sees every event)."""
+        from engine.agent.agent import _result
+
+        last: Event | None = None
+        session = session_id or ""
+        async for event in self.run(input, session_id=session_id):
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, RunStarted) and event.parent_run_id is None:
+                session = event.session_id
+            if event.parent_run_id is None:
+                last = event
+        return _result(last, session)
+
+    def run_sync(
+        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+    ) -> RunResult:
+        """Run to the end from synchronous code (on the flow's own event loop, kept until :meth:`close`)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise CodeactError("run_sync() was called inside a running event loop: use `await flow.invoke(...)`")
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+            from engine.agent.agent import _close_runner
+
+            weakref.finalize(self, _close_runner, self._runner)
+        return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
+
+    async def aclose(self) -> None:
+        """Close what :meth:`from_blueprint` opened (model clients, the store)."""
+        owned, self._owned = self._owned, ()
+        for resource in owned:
+            closer = getattr(resource, "aclose", None) or resource.close
+            await closer()
+
+    def close(self) -> None:
+        """Close what the flow opened, and the event loop of :meth:`run_sync`."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            if self._owned:
+                asyncio.run(self.aclose())
+            return
+        try:
+            runner.run(self.aclose())
+        finally:
+            runner.close()
+
+    async def __aenter__(self) -> FlowAgent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> FlowAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def leaves(self) -> list[Agent]:
+        """Every codeact/react agent in the flow's tree, in order."""
+        out: list[Agent] = []
+        for step in self.steps:
+            out.extend(step.agent.leaves() if isinstance(step.agent, FlowAgent) else [step.agent])
+        return out
+
+    # -- one run -----------------------------------------------------------------------------------
+    async def _stream(
+        self,
+        input: str,
+        *,
+        session_id: str,
+        state: dict[str, Any] | None,
+        previous: Any,
+        link: dict[str, Any] | None,
+        export: dict[str, Any] | None,
+    ) -> AsyncGenerator[Event, None]:
+        run_id = uuid.uuid4().hex
+        sequence = EventSequence(run_id)
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+
+        def emit(cls: type[Event], /, **payload: Any) -> Event:
+            event = sequence.emit(cls, **payload)
+            queue.put_nowait(event)
+            return event
+
+        from engine.flow._run import _FlowRun
+
+        run = _FlowRun(
+            flow=self,
+            run_id=run_id,
+            session_id=session_id,
+            input=input,
+            emit=emit,
+            forward=queue.put_nowait,
+            state={"input": input, **(state or {})},
+            last=input if previous is None else previous,
+        )
+        task = asyncio.create_task(self._drive(run, link, export))
+        task.add_done_callback(lambda _t: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _drive(self, run: _FlowRun, link: dict[str, Any] | None, export: dict[str, Any] | None) -> None:
+        store = self.store
+        meta = None
+        with contextlib.suppress(CodeactError):
+            meta = await store.get_session(run.session_id)
+        run.emit(
+            RunStarted,
+            session_id=run.session_id,
+            blueprint_id=self.name,
+            model=self._model_name(),
+            input=run.input,
+            resumed=meta is not None,
+        )
+        try:
+            extra: dict[str, Any] = {"kind": "flow", "flow": {"kind": self.kind, "name": self.name}, "children": []}
+            if link is not None:
+                extra["flow"].update(link)  # like a step agent's session: parent_session, parent_run, ...
+            if meta is None:
+                await store.create_session(
+                    SessionMeta(
+                        session_id=run.session_id,
+                        blueprint_id=self.name,
+                        blueprint_hash=self.blueprint_hash,
+                        model=self._model_name(),
+                        title=run.input[:80],
+                        input=run.input,
+                        extra=extra,
+                    )
+                )
+            else:
+                extra = {**meta.extra, **{k: v for k, v in extra.items() if k != "children"}}
+                extra["children"] = list(meta.extra.get("children") or [])
+                await store.update_session(run.session_id, status="active")
+            run.children = extra["children"]
+            run.counter = itertools.count(len(run.children) + 1)
+            try:
+                answer = await self._around(run)
+            except _EndFlow as exc:
+                answer, run.reason = exc.reason, "hook"
+            if export is not None:
+                export.update(run.state)
+            for note in run.notes:
+                run.emit(MessageCompleted, text=note, purpose="note")
+            extra = {**extra, "children": run.children, "notes": run.notes, "keys": sorted(run.state)}
+            await store.update_session(run.session_id, status="completed", extra=extra)
+            run.emit(RunCompleted, answer=answer, reason=run.reason, rounds=len(run.children))
+        except asyncio.CancelledError:
+            with contextlib.suppress(CodeactError):
+                await store.update_session(run.session_id, status="interrupted")
+            raise
+        except CodeactError as exc:
+            with contextlib.suppress(CodeactError):
+                if await store.get_session(run.session_id) is not None:
+                    extra = {**extra, "children": run.children, "notes": run.notes}
+                    await store.update_session(run.session_id, status="failed", extra=extra)
+            run.emit(RunFailed, error={"code": exc.code, "message": exc.message}, rounds=len(run.children))
+
+    async def _around(self, run: _FlowRun) -> Any:
+        jump = await self._hooks("before_agent", run)
+        if jump is not None and jump.to == "end":
+            raise _EndFlow(jump.reason or "ended by a before_agent hook")
+        answer = await self._execute(run)
+        jump = await self._hooks("after_agent", run, reverse=True)
+        if jump is not None and jump.to == "end" and jump.reason:
+            run.reason = "hook"
+        return answer
+
+    async def _hooks(self, point: str, run: _FlowRun, *, reverse: bool = False, **extra: Any) -> Jump | None:
+        if not self.hooks:
+            return None
+        context = HookContext(
+            run_id=run.run_id,
+            session_id=run.session_id,
+            agent_id=self.name,
+            round=len(run.children),
+            input=run.input,
+            state=run.state,
+            **extra,
+        )
+        jump: Jump | None = None
+        for hook in reversed(self.hooks) if reverse else self.hooks:
+            result = await getattr(hook, point)(context)
+            if result is not None and jump is None:
+                jump = result
+        return jump
+
+    async def _execute(self, run: _FlowRun) -> Any:  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
+
+    def _model_name(self) -> str:
+        if self.model is None:
+            return ""
+        with contextlib.suppress(Exception):
+            return str(self.model.settings_for("utility").model)
+        return ""
+
+
+def _first_store(steps: Sequence[Step]) -> Store:
+    agent = steps[0].agent
+    return agent.store

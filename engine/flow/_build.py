@@ -1,0 +1,250 @@
+"""Building a flow from a ``workflow: {mode: flow}`` blueprint (``FlowAgent.from_blueprint``, ``codeact run``).
+
+The whole tree is validated first (``codeact validate`` shows the same report); each agent blueprint
+gets its own model client (its own ``model`` block, or the caller's ``model``/``base_url``/...
+override for all), and every agent shares the store, toolkits, sandbox factory and approver.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
+    from engine.agent.hooks import Hook
+    from engine.blueprint import Blueprint
+    from engine.flow._base import FlowAgent
+    from engine.model import ModelClient
+    from engine.store import Store
+    from toolkits import ToolkitRegistry
+
+__all__ = ["build", "flow_hash", "is_flow_blueprint"]
+
+
+def is_flow_blueprint(bp: Blueprint) -> bool:
+    """True for ``workflow.mode: flow``."""
+    return bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow"
+
+
+def build(
+    blueprint: str | PathLike[str] | Blueprint,
+    *,
+    toolkits: Iterable[object] | ToolkitRegistry | None = (),
+    model: str | None = None,
+    provider: str | None = None,
+    base_url: str | None = None,
+    profile: str | None = None,
+    protocol: Literal["chat", "completion"] | None = None,
+    store: str | Store | None = None,
+    sandbox: Literal["subprocess", "docker"] | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] | None = None,
+    allow_sandbox_declaration: bool = False,
+    approver: Any = None,
+    hooks: Sequence[Hook] = (),
+    interceptors: Sequence[Any] = (),
+    stream: bool = True,
+    user: str | None = None,
+) -> FlowAgent:
+    """Build the flow of a blueprint; see :meth:`engine.flow.FlowAgent.from_blueprint`."""
+    from engine.agent._assemble import _close_now, toolkit_registry
+    from engine.agent.agent import default_sandbox_factory
+    from engine.blueprint import Blueprint, load_path, validate_blueprint
+    from engine.errors import BlueprintFactoryError
+    from engine.store import Store, open_store
+
+    bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
+    if not is_flow_blueprint(bp):
+        raise BlueprintFactoryError(
+            f"blueprint {bp.id!r} is not a flow (workflow.mode is not flow); build it with Agent.from_blueprint",
+            code="blueprint.flow.notAFlow",
+        )
+    report = validate_blueprint(bp)
+    if not report.valid:
+        count = len(report.errors)
+        raise BlueprintFactoryError(
+            f"Flow blueprint validation failed with {count} error{'s' if count != 1 else ''}; "
+            "fix the issues listed (codeact validate FILE shows them).",
+            code="blueprint.validation.failed",
+            report=report,
+        )
+    registry = toolkit_registry(toolkits)
+    opened = store if isinstance(store, Store) else open_store(store)
+    owned: list[Any] = [] if opened is store else [opened]
+    shared = _Shared(
+        registry=registry,
+        store=opened,
+        routes={"model": model, "provider": provider, "base_url": base_url, "profile": profile, "protocol": protocol},
+        sandbox_factory=default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime),
+        allow=allow_sandbox_declaration,
+        approver=approver,
+        hooks=tuple(hooks),
+        interceptors=tuple(interceptors),
+        stream=stream,
+        user=user,
+        clients=owned,
+    )
+    try:
+        flow = _flow(bp, shared)
+    except BaseException:
+        _close_now(owned)
+        raise
+    flow._owned = tuple(owned)
+    return flow
+
+
+class _Shared:
+    def __init__(self, **values: Any) -> None:
+        self.registry: ToolkitRegistry = values["registry"]
+        self.store: Store = values["store"]
+        self.routes: dict[str, Any] = values["routes"]
+        self.sandbox_factory: Any = values["sandbox_factory"]
+        self.allow: bool = values["allow"]
+        self.approver: Any = values["approver"]
+        self.hooks: tuple[Any, ...] = values["hooks"]
+        self.interceptors: tuple[Any, ...] = values["interceptors"]
+        self.stream: bool = values["stream"]
+        self.user: str | None = values["user"]
+        self.clients: list[Any] = values["clients"]
+
+    def client(self, bp: Blueprint) -> tuple[ModelClient, Blueprint]:
+        from engine.agent._assemble import model_routes
+
+        client, bp = model_routes(bp, **self.routes)
+        self.clients.append(client)
+        return client, bp
+
+
+def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
+    from engine.blueprint._flow import agent_name
+    from engine.errors import BlueprintFactoryError
+    from engine.flow._base import Step
+    from engine.flow.kinds import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent
+
+    block = bp.flow
+    assert block is not None  # noqa: S101 - validated
+    steps: list[Step] = []
+    for index, entry in enumerate(block.agents):
+        assert entry is not None  # noqa: S101 - validated
+        child = bp.flow_blueprints[index]
+        label = agent_name(entry.name, child, index)
+        try:
+            agent: Agent | FlowAgent = _flow(child, shared) if is_flow_blueprint(child) else _agent(child, shared)
+        except BlueprintFactoryError as exc:
+            raise BlueprintFactoryError(
+                f"flow agent {label!r} (flow.agents[{index}]): {exc.message}", code=exc.code, report=exc.report
+            ) from None
+        steps.append(
+            Step(
+                agent=agent,
+                name=label,
+                description=(entry.description or "").strip() or None,
+                output_key=(entry.output_key or "").strip() or None,
+                include_contents=entry.include_contents is not False,
+                return_reasoning_contents=entry.return_reasoning_contents is True,
+            )
+        )
+    name = (bp.id or "flow").strip()
+    description = (block.description or bp.name or "").strip()
+    common: dict[str, Any] = {"name": name, "agents": steps, "description": description, "store": shared.store}
+    kind = (block.kind or "").strip()
+    flow: FlowAgent
+    if kind == "parallel":
+        flow = ParallelAgent(
+            **common,
+            merge_strategy=(block.merge_strategy or "map").strip(),  # type: ignore[arg-type]
+            merge_output_key=(block.merge_output_key or "merged_results").strip(),
+            separator=block.separator if block.separator is not None else "\n\n",
+            max_concurrency=block.max_concurrency,
+        )
+    elif kind == "routing":
+        client, _ = shared.client(bp)
+        flow = RoutingAgent(
+            **common, model=client, instruction=(block.instruction or "").strip(), max_concurrency=block.max_concurrency
+        )
+    elif kind == "loop":
+        loop = block.loop
+        assert loop is not None  # noqa: S101 - validated
+        cap = loop.max_iterations or 1000
+        if loop.count:
+            mode = LoopMode.count(loop.count)
+        elif loop.condition is not None:
+            mode = LoopMode.condition(_predicate(loop.condition), max_iterations=cap)
+        else:
+            mode = LoopMode.array(max_iterations=cap)
+        flow = LoopAgent(**common, mode=mode)
+    else:
+        flow = SequentialAgent(**common)
+    flow.blueprint_hash = flow_hash(bp)
+    flow.hooks = shared.hooks
+    return flow
+
+
+def flow_hash(bp: Blueprint) -> str:
+    """sha256 of the flow blueprint with each agent entered by its own hash, not its file path.
+
+    Like ``blueprint_hash`` for sub-agents: the hash does not depend on where the files live.
+    """
+    import hashlib
+    import json
+
+    from engine.blueprint import blueprint_hash
+
+    data = bp.model_dump(mode="json", by_alias=True)
+    agents = (data.get("flow") or {}).get("agents") or []
+    for index, entry in enumerate(agents):
+        child = bp.flow_blueprints.get(index)
+        if isinstance(entry, dict) and child is not None:
+            entry["path"] = flow_hash(child) if is_flow_blueprint(child) else blueprint_hash(child)
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _predicate(condition: Any) -> Any:
+    if condition.contains is not None:
+        needle = condition.contains
+        return lambda result: needle in _text(result)
+    if condition.equals is not None:
+        expected = condition.equals
+        return lambda result: _text(result).strip() == expected.strip()
+    pattern = re.compile(condition.matches or "")
+    return lambda result: pattern.search(_text(result)) is not None
+
+
+def _text(value: Any) -> str:
+    from engine.flow._base import as_text
+
+    return as_text(value)
+
+
+def _agent(bp: Blueprint, shared: _Shared) -> Agent:
+    from engine.agent import Agent
+    from engine.blueprint import AgentFactory, HostContext
+
+    client, bp = shared.client(bp)
+    spec = AgentFactory().create(
+        bp,
+        HostContext(
+            model_client=client,
+            toolkit_registry=shared.registry,
+            store=shared.store,
+            approval_callback=shared.approver,
+            allow_sandbox_declaration=shared.allow,
+        ),
+    )
+    return Agent(
+        spec,
+        model=client,
+        store=shared.store,
+        registry=shared.registry,
+        sandbox_factory=shared.sandbox_factory,
+        approver=shared.approver,
+        hooks=shared.hooks,
+        interceptors=shared.interceptors,
+        stream=shared.stream,
+        user=shared.user,
+    )
