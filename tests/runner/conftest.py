@@ -103,6 +103,12 @@ async def collect(
     return out
 
 
+def sent(runner: BlueprintRunner) -> str:
+    """Everything the runner's scripted model was sent in its last request."""
+    script: ScriptedReplies = runner.test_script  # type: ignore[attr-defined]
+    return "\n".join(str(m.get("content", "")) for m in script.requests[-1].messages)
+
+
 def types(results: Sequence[RunnerResult]) -> list[str]:
     return [r.type for r in results]
 
@@ -125,6 +131,7 @@ async def make_runner(tmp_path: Path) -> AsyncIterator[MakeRunner]:
         options.setdefault("isolation", "process")
         runner = BlueprintRunner.from_blueprint(path, toolkits=[Inventory(), Orders()], **options)
         made.append(runner)
+        runner.test_script = script  # type: ignore[attr-defined]
         return runner
 
     yield build
