@@ -77,6 +77,8 @@ def runner_code(engine_code: str) -> str:
         return engine_code
     if engine_code == "store.session_busy":
         return "runner.session_busy"
+    if engine_code == "deadline_exceeded":
+        return "runner.timeout"
     family = engine_code.split(".", 1)[0]
     return {
         "model": "runner.model_error",

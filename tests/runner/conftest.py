@@ -94,9 +94,10 @@ async def collect(
     run_id: str | None = None,
     interactions: Interactions | None = None,
     on_result: Callable[[RunnerResult], Any] | None = None,
+    host: Any = None,
 ) -> list[RunnerResult]:
     out: list[RunnerResult] = []
-    async for result in runner.run(ctx, run_id=run_id or ctx.run_id, interactions=interactions):
+    async for result in runner.run(ctx, run_id=run_id or ctx.run_id, interactions=interactions, host=host):
         out.append(result)
         if on_result is not None:
             await on_result(result)
