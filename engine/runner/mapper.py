@@ -171,6 +171,8 @@ class ResultMapper:
         if isinstance(event, ToolCallCompleted):
             return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts)]
         if isinstance(event, StateUpdated):
+            if not (event.changed or event.removed or event.uncaptured):
+                return []
             value: dict[str, JsonValue] = {
                 "round": event.round,
                 "changed": list[JsonValue](sorted(event.changed)),

@@ -1,12 +1,10 @@
-"""The LangBot plugin (``codeact[langbot]``): written by ``write_plugin``, loaded by the SDK's discovery,
-run through the SDK's own ``Runner.invoke`` over the SDK's real connection handler, against a host
-that checks every run-scoped call with codeact's ``AuthorizationRegistry``."""
+"""The LangBot plugin (``codeact[langbot]``): written by ``write_plugin``, discovered and run by the SDK's
+own plugin runtime (in-process, over an in-memory connection), against a host that checks every
+run-scoped call with codeact's ``AuthorizationRegistry``."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,14 +14,15 @@ import yaml
 from langbot_plugin.api.definition.components.runner.runner import Runner as SdkRunner
 from langbot_plugin.api.entities.builtin.runner import RunnerManifest as SdkManifest
 from langbot_plugin.api.entities.builtin.runner import RunnerResult as SdkResult
-from langbot_plugin.entities.io.actions.enums import PluginToRuntimeAction
+from langbot_plugin.cli.run.controller import PluginRuntimeController
+from langbot_plugin.cli.run.handler import PluginRuntimeHandler
+from langbot_plugin.entities.io.actions.enums import PluginToRuntimeAction, RuntimeToPluginAction
 from langbot_plugin.entities.io.resp import ActionResponse
 from langbot_plugin.runtime.io.connection import Connection
 from langbot_plugin.runtime.io.handler import Handler
 from langbot_plugin.utils.discover.engine import ComponentDiscoveryEngine
 
-from engine.errors import CodeactError
-from engine.runner import RunnerContext
+from engine.runner import RunnerAPIError, RunnerContext, RunnerResult
 from engine.runner.langbot import write_plugin
 from engine.runner.proxy import AuthorizationRegistry
 from tests.runner.conftest import BLUEPRINT, code
@@ -90,46 +89,45 @@ def test_the_plugin_is_discovered_by_the_sdk(plugin_dir: Path) -> None:
     assert yaml.safe_load((plugin_dir / "requirements.txt").read_text()) == "codeact[langbot]"
 
 
-def _load_component(plugin_dir: Path) -> type[SdkRunner]:
-    path = plugin_dir / "components" / "runner" / "agent.py"
-    spec = importlib.util.spec_from_file_location("codeact_plugin_agent", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    cls = module.ShopRunnerRunner
-    assert issubclass(cls, SdkRunner)
-    return cls  # type: ignore[no-any-return]
+async def test_a_langbot_run_through_the_sdks_plugin_runtime(plugin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's own plugin runtime (controller + handler) loads the plugin and serves RUN_RUNNER; the host
+    side answers the run-scoped calls and checks each with codeact's AuthorizationRegistry."""
+    monkeypatch.chdir(plugin_dir)
+    discovery = ComponentDiscoveryEngine()
+    plugin_manifest = discovery.load_component_manifest("manifest.yaml", owner="codeact", no_save=True)
+    assert plugin_manifest is not None
+    components = discovery.load_blueprint_comp_group(
+        plugin_manifest.spec["components"]["Runner"], owner="codeact", no_save=True
+    )
+    controller = PluginRuntimeController(plugin_manifest, components, stdio=False, ws_debug_url="")
+    to_host: asyncio.Queue[str | None] = asyncio.Queue()
+    to_plugin: asyncio.Queue[str | None] = asyncio.Queue()
+    plugin_side = PluginRuntimeHandler(_Pipe(to_plugin, to_host), controller.initialize)
+    controller.handler = plugin_side
+    plugin_side.plugin_container = controller.plugin_container
+    host_side = _Side(_Pipe(to_host, to_plugin), file_storage_dir=str(plugin_dir / ".files-host"))
 
-
-async def test_a_langbot_run_through_the_sdk_runner_and_its_connection(plugin_dir: Path) -> None:
-    cls = _load_component(plugin_dir)
-    cls.options = {"isolation": "process"}
-    runner = cls()
     replies = [
         code('w = await host.weather(city="Paris")\nprint(w)', "I ask the platform for the weather."),
         code("system.finish(f\"{w['temp']} degrees in Paris\")"),
     ]
     registry = AuthorizationRegistry()
+    caller = "plugin:codeact/shop_runner/agent"
     seen: list[tuple[str, str]] = []
-    to_host: asyncio.Queue[str | None] = asyncio.Queue()
-    to_plugin: asyncio.Queue[str | None] = asyncio.Queue()
-    plugin_side = _Side(_Pipe(to_plugin, to_host), file_storage_dir=str(plugin_dir / ".files-plugin"))
-    host_side = _Side(_Pipe(to_host, to_plugin), file_storage_dir=str(plugin_dir / ".files-host"))
 
-    def checked(action: PluginToRuntimeAction, data: dict[str, Any]) -> ActionResponse | None:
+    def refused(action: PluginToRuntimeAction, data: dict[str, Any]) -> ActionResponse | None:
         seen.append((action.value, str(data.get("run_id"))))
         try:
-            registry.check(action.value, data, caller="plugin:codeact/shop_runner/agent")
-        except CodeactError as exc:
-            return ActionResponse.error(exc.message, {"error": exc.error.model_dump()})  # type: ignore[attr-defined]
+            registry.check(action.value, data, caller=caller)
+        except RunnerAPIError as exc:
+            return ActionResponse.error(exc.message, {"error": exc.error.model_dump()})
         return None
 
     @host_side.action(PluginToRuntimeAction.INVOKE_LLM_STREAM)
     async def stream(data: dict[str, Any]) -> AsyncIterator[ActionResponse]:
-        refused = checked(PluginToRuntimeAction.INVOKE_LLM_STREAM, data)
-        if refused is not None:
-            yield refused
+        error = refused(PluginToRuntimeAction.INVOKE_LLM_STREAM, data)
+        if error is not None:
+            yield error
             return
         reply = replies.pop(0)
         for i in range(0, len(reply), 16):
@@ -137,44 +135,46 @@ async def test_a_langbot_run_through_the_sdk_runner_and_its_connection(plugin_di
 
     @host_side.action(PluginToRuntimeAction.CALL_TOOL)
     async def call_tool(data: dict[str, Any]) -> ActionResponse:
-        refused = checked(PluginToRuntimeAction.CALL_TOOL, data)
-        if refused is not None:
-            return refused
+        error = refused(PluginToRuntimeAction.CALL_TOOL, data)
+        if error is not None:
+            return error
         return ActionResponse.success({"result": {"city": data["parameters"]["city"], "temp": 19}})
+
+    async def run(ctx: Any) -> list[SdkResult]:
+        payload = {"runner_name": "agent", "context": ctx.model_dump(mode="json")}
+        stream = host_side.call_action_generator(RuntimeToPluginAction.RUN_RUNNER, payload, 60)
+        return [SdkResult.model_validate(item) async for item in stream]
 
     tasks = [asyncio.create_task(plugin_side.run()), asyncio.create_task(host_side.run())]
     try:
-        runner.bind_runtime(plugin_runtime_handler=plugin_side, plugin_identity="codeact/shop_runner")
+        settings = {"plugin_settings": {"enabled": True, "priority": 0, "plugin_config": {}}}
+        await host_side.call_action(RuntimeToPluginAction.INITIALIZE_PLUGIN, settings, 30)
         ctx = sdk_context(
             "Weather in Paris?",
             run_id="lb-1",
             models=[{"model_id": "m-1", "operations": ["invoke", "stream"]}],  # type: ignore[list-item]
             tools=[WEATHER],  # type: ignore[list-item]
         )
-        registry.register(
-            RunnerContext.model_validate(ctx.model_dump(mode="json")), runner_id="plugin:codeact/shop_runner/agent"
-        )
-        results = [r async for r in runner.invoke(ctx)]
-        # the same host refuses a run it does not know
-        unknown = sdk_context("Again?", run_id="lb-2", models=[{"model_id": "m-1"}])  # type: ignore[list-item]
-        refused = [r async for r in runner.invoke(unknown)]
+        registry.register(RunnerContext.model_validate(ctx.model_dump(mode="json")), runner_id=caller)
+        results = await run(ctx)
+        unknown = await run(sdk_context("Again?", run_id="lb-2", models=[{"model_id": "m-1"}]))  # type: ignore[list-item]
     finally:
-        await runner.aclose()
+        for container in controller.plugin_container.components:
+            if isinstance(container.component_instance, SdkRunner):
+                await container.component_instance.aclose()  # type: ignore[attr-defined]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    assert all(isinstance(r, SdkResult) for r in results)
     assert results[-1].type == "run.completed", results[-1].data
+    assert [r.sequence for r in results] == list(range(1, len(results) + 1))
     answers = [r.data["message"]["content"] for r in results if r.type == "message.completed"]
     assert answers == ["19 degrees in Paris"]  # show_work is off for a chat: only the answer
     assert seen == [
         ("invoke_llm_stream", "lb-1"),
         ("call_tool", "lb-1"),
         ("invoke_llm_stream", "lb-1"),
-        ("invoke_llm_stream", "lb-2"),  # refused by the host: the run was never registered
+        ("invoke_llm_stream", "lb-2"),  # refused by the host: that run was never registered
     ]
     for result in results:
-        from engine.runner import RunnerResult
-
         sdk_check(RunnerResult.model_validate(result.model_dump(mode="json")))
-    assert refused[-1].type == "run.failed" and "no active run 'lb-2'" in refused[-1].data["error"]
+    assert unknown[-1].type == "run.failed" and "no active run 'lb-2'" in unknown[-1].data["error"]

@@ -6,6 +6,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,19 @@ class {attr}(BasePlugin):
 '''
 
 
+def _probe_manifest(source: Path, toolkits: tuple[str, ...]) -> RunnerManifest:
+    from engine.runner.blueprint_runner import BlueprintRunner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = BlueprintRunner.from_blueprint(
+            source, toolkits=list(toolkits), store=f"sqlite:///{Path(tmp) / 'probe.db'}"
+        )
+        try:
+            return runner.manifest
+        finally:
+            runner.agent.close()
+
+
 def write_plugin(
     dest: str | Path,
     blueprint: str | Path,
@@ -105,15 +119,11 @@ def write_plugin(
     Returns:
         The plugin directory.
     """
-    from engine.runner.blueprint_runner import BlueprintRunner
-
     source = Path(blueprint)
-    with tempfile.TemporaryDirectory() as tmp:
-        runner = BlueprintRunner.from_blueprint(
-            source, toolkits=list(toolkits), store=f"sqlite:///{Path(tmp) / 'probe.db'}"
-        )
-        manifest = runner.manifest
-        runner.agent.close()
+    # The probe opens (and closes) a model client and a store: in a thread of its own, so this
+    # works from sync code and from inside a running event loop alike.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        manifest = pool.submit(_probe_manifest, source, tuple(toolkits)).result()
     plugin = _NAME.sub("_", (name or manifest.id).lower()).strip("_") or "codeact_agent"
     runner_name = "agent"
     attr = "".join(part.capitalize() for part in plugin.split("_")) or "Codeact"
