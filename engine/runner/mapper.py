@@ -129,7 +129,11 @@ class ResultMapper:
         )
 
     def failed(self, message: str, *, code: str = "runner.error", retryable: bool | None = None) -> RunnerResult:
-        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``)."""
+        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``).
+
+        ``code`` may be an engine code (``model.rate_limited``): it is mapped with :func:`runner_code`.
+        """
+        code = runner_code(code)
         flag = code in _RETRYABLE_CODES if retryable is None else retryable
         return self.result("run.failed", RunFailedPayload(error=message, code=code, retryable=flag), usage=True)
 
