@@ -23,6 +23,7 @@ others                   nothing (rounds, segments and code are in the session r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -92,6 +93,13 @@ def runner_code(engine_code: str) -> str:
 
 def _ask(request: InteractionRequest) -> ActionRequestedPayload:
     return ActionRequestedPayload(action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json"))
+
+
+def _question_id(run_id: str) -> str:
+    """``ask-<run_id>`` (a hash of a run id too long for an interaction id)."""
+    if len(run_id) <= 200:
+        return f"ask-{run_id}"
+    return "ask-" + hashlib.sha256(run_id.encode()).hexdigest()
 
 
 def _text(value: Any) -> str:
@@ -249,7 +257,7 @@ class ResultMapper:
         ts = event.timestamp
         if event.reason == "ask_user":
             question = _text(event.answer) if event.answer is not None else ""
-            request = question_request(f"ask-{self.run_id}", question)
+            request = question_request(_question_id(self.run_id), question)
             action = ActionRequestedPayload(
                 action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json")
             )

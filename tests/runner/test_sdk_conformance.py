@@ -40,6 +40,7 @@ async def test_every_result_type_validates_as_the_sdks(make_runner: MakeRunner) 
     async def approve(result: RunnerResult) -> None:
         if result.type == "action.requested":
             (pending,) = interactions.pending()
+            assert pending == result.data["payload"]  # the request as it was sent
             interactions.submit(pending["interaction_id"], {"action_id": "approve"})
 
     results = await collect(runner, context(), interactions=interactions, on_result=approve)
