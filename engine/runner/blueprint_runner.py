@@ -17,7 +17,15 @@ from engine.runner.attachments import AttachmentReader, Attachments
 from engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
 from engine.runner.interactions import Interactions, approval_request, decision_from
 from engine.runner.mapper import ResultMapper
-from engine.runner.proxy import HOST_TOOLKIT, HostModelClient, HostTools, HostTransport, RunAPIProxy
+from engine.runner.proxy import (
+    HOST_TOOLKIT,
+    KNOWLEDGE_TOOLKIT,
+    HostKnowledge,
+    HostModelClient,
+    HostTools,
+    HostTransport,
+    RunAPIProxy,
+)
 from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
@@ -146,8 +154,9 @@ class BlueprintRunner:
             run_id: The id every result carries.
             interactions: Where approvals wait for the host's answer; None denies calls that need one.
             host: The host's run-scoped API, when codeact runs under a host: the run then uses the
-                host's model (``config["model"]``, else the first granted model) through it, and the
-                host's tools as the ``host`` toolkit; every call is checked against the run's
+                host's model (``config["model"]``, else the first granted model) through it, the
+                host's tools as the ``host`` toolkit and its knowledge bases as the ``knowledge``
+                toolkit; every call is checked against the run's
                 resources before it leaves and bounded by the deadline.
         """
         deadline = context.runtime.deadline_at
@@ -223,6 +232,10 @@ class BlueprintRunner:
             if context.resources.tools:
                 registry.register(HostTools(proxy, list(context.resources.tools)), replace=True)
                 extra.append(HOST_TOOLKIT)
+            bases = [kb for kb in context.resources.knowledge_bases if not kb.operations or "retrieve" in kb.operations]
+            if bases:
+                registry.register(HostKnowledge(proxy, bases), replace=True)
+                extra.append(KNOWLEDGE_TOOLKIT)
         spec = base.spec
         overrides = {
             k: v for k, v in context.config.items() if k in spec.variables and isinstance(v, str | int | float | bool)

@@ -44,6 +44,9 @@ class ScriptedHost:
             name = payload["tool_name"]
             value = self.tools[name]
             return {"result": value(**payload["parameters"]) if callable(value) else value}
+        if action == "retrieve_knowledge_base":
+            passages = [{"content": f"{payload['kb_id']}: returns within 30 days", "score": 0.9}]
+            return {"results": passages[: payload["top_k"]]}
         raise RunnerAPIError.make("invalid_argument", f"the test host does not serve {action!r}")
 
     async def stream(self, action: str, payload: dict[str, Any], *, timeout: float) -> AsyncIterator[dict[str, Any]]:

@@ -30,6 +30,7 @@ def hosted(
     resources = {
         "models": models if models is not None else [{"model_id": "m-1", "operations": ["invoke", "stream"]}],
         "tools": [WEATHER],
+        "knowledge_bases": [{"kb_id": "kb-faq", "kb_name": "FAQ", "operations": ["retrieve"]}],
         "storage": {"plugin_storage": False},
     }
     return context("Weather in Paris?", run_id="h-1", deadline_in=deadline_in, resources=resources, **extra)
@@ -40,6 +41,7 @@ async def test_under_a_host_the_run_uses_its_model_and_its_tools(make_runner: Ma
     host = ScriptedHost(
         [
             code('w = await host.weather(city="Paris")\nprint(w)', "I ask the platform's weather tool."),
+            code('faq = await knowledge.retrieve(kb_id="kb-faq", query="returns", top_k=1)\nprint(faq)'),
             code("system.finish(f\"{w['temp']} degrees\")"),
         ],
         tools={"weather": lambda city: {"city": city, "temp": 21}},
@@ -47,14 +49,24 @@ async def test_under_a_host_the_run_uses_its_model_and_its_tools(make_runner: Ma
     results = await collect(runner, hosted(), run_id="h-1", host=host)
     assert results[-1].type == "run.completed", results[-1].data
     assert [r.data["message"]["content"] for r in results if r.type == "message.completed"][-1] == "21 degrees"
-    assert [a for a, _, _ in host.calls] == ["invoke_llm_stream", "call_tool", "invoke_llm_stream"]
+    assert [a for a, _, _ in host.calls] == [
+        "invoke_llm_stream",
+        "call_tool",
+        "invoke_llm_stream",
+        "retrieve_knowledge_base",
+        "invoke_llm_stream",
+    ]
     assert all(payload["run_id"] == "h-1" for _, payload, _ in host.calls)
     first_prompt = "\n".join(str(m["content"]) for m in host.calls[0][1]["messages"])
     assert "def weather(" in first_prompt and "city: str" in first_prompt  # a stub from its JSON schema
+    assert "def retrieve(" in first_prompt and "'kb-faq' (FAQ)" in first_prompt
+    searched = [r.data for r in results if r.type == "tool.call.completed"][1]
+    assert searched["tool_name"] == "knowledge.retrieve"
+    assert searched["result"] == {"value": [{"content": "kb-faq: returns within 30 days", "score": 0.9}]}
     started = [r.data for r in results if r.type == "tool.call.started"]
     assert started[0]["tool_name"] == "host.weather" and started[0]["parameters"] == {"city": "Paris"}
     assert "message.delta" in types(results)
-    assert results[-1].usage is not None and results[-1].usage.prompt_tokens == 22
+    assert results[-1].usage is not None and results[-1].usage.prompt_tokens == 33
 
 
 async def test_a_model_the_run_was_not_given_is_refused_before_the_host_is_called(make_runner: MakeRunner) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from engine.runner.proxy.authorization import DEFAULT_OPERATIONS, AuthorizationRegistry, RunAuthorization
 from engine.runner.proxy.client import HostTransport, RunAPIProxy
 from engine.runner.proxy.host_model import HostModelClient
-from engine.runner.proxy.host_tools import HOST_TOOLKIT, HostTools
+from engine.runner.proxy.host_tools import HOST_TOOLKIT, KNOWLEDGE_TOOLKIT, HostKnowledge, HostTools
 
 __all__ = [
     "DEFAULT_OPERATIONS",
     "HOST_TOOLKIT",
+    "KNOWLEDGE_TOOLKIT",
     "AuthorizationRegistry",
+    "HostKnowledge",
     "HostModelClient",
     "HostTools",
     "HostTransport",

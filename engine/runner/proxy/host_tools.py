@@ -11,14 +11,15 @@ import keyword
 import re
 from typing import Any
 
-from engine.runner.entities import ToolResource
+from engine.runner.entities import KnowledgeBaseResource, ToolResource
 from engine.runner.proxy.client import RunAPIProxy
 from toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 from toolkits.errors import ToolkitDefinitionError
 
-__all__ = ["HOST_TOOLKIT", "HostTools"]
+__all__ = ["HOST_TOOLKIT", "KNOWLEDGE_TOOLKIT", "HostKnowledge", "HostTools"]
 
 HOST_TOOLKIT = "host"
+KNOWLEDGE_TOOLKIT = "knowledge"
 
 _EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -71,3 +72,45 @@ class HostTools(DynamicToolkit):
     async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
         """Call the host tool behind ``operation`` through the proxy."""
         return await self.proxy.call_tool(self._names[operation], params)
+
+
+class HostKnowledge(DynamicToolkit):
+    """The run's host knowledge bases (``knowledge.retrieve(kb_id, query)`` in the code).
+
+    Args:
+        proxy: The run's API proxy.
+        bases: The granted knowledge bases (``resources.knowledge_bases``).
+    """
+
+    name = KNOWLEDGE_TOOLKIT
+    description = "Knowledge bases of the platform this agent runs on"
+
+    def __init__(self, proxy: RunAPIProxy, bases: list[KnowledgeBaseResource]) -> None:
+        self.proxy = proxy
+        listed = ", ".join(f"{kb.kb_id!r}" + (f" ({kb.kb_name})" if kb.kb_name else "") for kb in bases)
+        self._spec = OperationSpec.from_json_schema(
+            "retrieve",
+            description=f"Search a knowledge base for passages about `query`. Knowledge bases: {listed}.",
+            schema={
+                "type": "object",
+                "properties": {
+                    "kb_id": {"type": "string", "description": "The knowledge base id."},
+                    "query": {"type": "string", "description": "What to search for."},
+                    "top_k": {"type": "integer", "description": "How many passages at most."},
+                },
+                "required": ["kb_id", "query"],
+            },
+            returns="list",
+            returns_description="The passages found, best first.",
+        )
+
+    def operations(self) -> list[OperationSpec]:
+        """``retrieve``."""
+        return [self._spec]
+
+    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+        """Search through the proxy."""
+        top_k = params.get("top_k")
+        return await self.proxy.retrieve_knowledge(
+            str(params["kb_id"]), str(params["query"]), top_k=top_k if isinstance(top_k, int) else 5
+        )
