@@ -136,13 +136,14 @@ async def test_without_interactions_an_approval_is_denied_and_logged(make_runner
 async def test_the_deadline_stops_a_waiting_run_and_the_session_stays_resumable(make_runner: MakeRunner) -> None:
     runner = make_runner(
         [
-            code('kept = 7\nprint("first round")'),
-            code('order = await orders.place(sku="A-1", qty=1)'),
+            code('kept = 7\nsystem.finish("noted")'),
+            code('order = await orders.place(sku="A-1", qty=1)'),  # waits for an approval nobody gives
             code('system.finish(f"kept {kept}")'),
         ]
     )
+    assert (await collect(runner, context("Note 7", run_id="d0")))[-1].type == "run.completed"
     interactions = Interactions()
-    results = await collect(runner, context(run_id="d1", deadline_in=4), interactions=interactions)
+    results = await collect(runner, context("Order one", run_id="d1", deadline_in=3), interactions=interactions)
     last = results[-1]
     assert last.type == "run.failed" and last.data["code"] == "runner.timeout" and last.data["retryable"] is True
     assert interactions.pending() == []
@@ -169,6 +170,7 @@ async def test_cancelling_the_iterating_task_stops_the_run_and_keeps_the_session
 
     task = asyncio.create_task(consume())
     while not interactions.pending():
+        assert not task.done(), f"the run ended before it asked for the approval: {seen}"
         await asyncio.sleep(0.05)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
