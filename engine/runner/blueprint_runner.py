@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
+from engine.errors import CodeactError
 from engine.runner._input import compose_input
 from engine.runner._manifest import manifest_for
 from engine.runner.attachments import AttachmentReader, Attachments
@@ -170,15 +171,20 @@ class BlueprintRunner:
                 code="runner.timeout",
             )
             return
-        text, attachments = compose_input(context, readable_refs=self.attachment_reader is not None)
+        try:
+            text, attachments = compose_input(context, readable_refs=self.attachment_reader is not None)
+            proxy = RunAPIProxy(context, host) if host is not None else None
+            reader = self.attachment_reader
+            agent = self._agent_for(context, interactions, Attachments(attachments, reader=reader), proxy)
+        except CodeactError as exc:  # the context cannot be run (a host tool schema, a template)
+            yield mapper.failed(f"[{exc.code}] {exc.message}", code="runner.invalid_context")
+            return
         if not text and not attachments:
             yield mapper.failed(
                 "the context has no input: give input.text, input.contents, attachments or an interaction answer",
                 code="runner.invalid_context",
             )
             return
-        proxy = RunAPIProxy(context, host) if host is not None else None
-        agent = self._agent_for(context, interactions, Attachments(attachments, reader=self.attachment_reader), proxy)
         events = agent.run(text, session_id=session_id_for(context))
         ended = False
         try:

@@ -147,3 +147,21 @@ def test_codeact_as_host_checks_each_call_in_the_seeds_order() -> None:
     registry.register(expired, runner_id="shop-runner")
     assert code_of("invoke_llm", good) == "deadline_exceeded: Agent run deadline has expired"
     assert time.time() > 0
+
+
+def test_host_tool_names_become_identifiers_and_odd_schemas_still_give_a_stub() -> None:
+    from engine.runner.entities import ToolResource
+    from engine.runner.proxy import HostTools
+    from toolkits import ToolkitRegistry, render_stubs
+
+    tools = [
+        ToolResource(tool_name="web-search", description="Search the web.", parameters={"type": "string"}),
+        ToolResource(tool_name="class", operations=["call"]),
+        ToolResource(tool_name="secret", operations=["detail"]),  # not callable: left out
+    ]
+    toolkit = HostTools(RunAPIProxy(hosted(), ScriptedHost([])), tools)
+    assert [op.name for op in toolkit.operations()] == ["web_search", "tool_class"]
+    registry = ToolkitRegistry()
+    registry.register(toolkit)
+    stubs = render_stubs(registry)
+    assert "def web_search(" in stubs and "def tool_class(" in stubs and "secret" not in stubs
