@@ -36,6 +36,7 @@ NOT_RUN = {
     ("flow.md", "from engine.flow import AgentTool, AgentToolkit"): "a fragment (tests/flow/test_codeact_steps.py)",
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
     ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
+    ("runner.md", "import asyncio"): "run by tests/runner/test_runner_doc.py",
     ("sandbox-security.md", 'codeact run agent.yaml --input "..." --sandbox docker --runtime gvisor'): "needs a model",
     (
         "sandbox-security.md",

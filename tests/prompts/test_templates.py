@@ -21,6 +21,8 @@ OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"} | {
     "flow_step_input.j2",  # tests/flow/test_prompts.py
 }
 
+OWNED_ELSEWHERE = OWNED_ELSEWHERE | {"runner_input.j2"}  # tests/runner/test_entities.py
+
 QWEN = FIM_FAMILIES["qwen"]
 SECTION_VARS: dict[str, Any] = {
     "platform": "the Example Corp DevOps platform",

@@ -1,0 +1,57 @@
+"""codeact as an AgentRunner (protocol v1, seed 003): entities, a blueprint as a runner, results.
+
+::
+
+    from engine.runner import BlueprintRunner, Interactions, RunnerContext
+
+    runner = BlueprintRunner.from_blueprint("agent.yaml", toolkits=[DevOps()])
+    runner.manifest                                    # RunnerManifest (from the blueprint)
+    async for result in runner.run(context, run_id="r1", interactions=Interactions()):
+        print(result.sequence, result.type, result.data)
+
+See docs/runner.md.
+"""
+
+from __future__ import annotations
+
+from engine.runner._input import compose_input
+from engine.runner.attachments import Attachments
+from engine.runner.blueprint_runner import BlueprintRunner, session_id_for
+from engine.runner.entities import (
+    RUNNER_ERROR_CODES,
+    AgentAPIError,
+    InteractionRequest,
+    InteractionSubmission,
+    RunnerAPIError,
+    RunnerContext,
+    RunnerError,
+    RunnerManifest,
+    RunnerResult,
+)
+from engine.runner.interactions import Interactions, continuation_context
+from engine.runner.mapper import ResultMapper, runner_code
+from engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
+
+__all__ = [
+    "RUNNER_ERROR_CODES",
+    "AgentAPIError",
+    "Attachments",
+    "AuthorizationRegistry",
+    "BlueprintRunner",
+    "HostTransport",
+    "InteractionRequest",
+    "InteractionSubmission",
+    "Interactions",
+    "ResultMapper",
+    "RunAPIProxy",
+    "RunAuthorization",
+    "RunnerAPIError",
+    "RunnerContext",
+    "RunnerError",
+    "RunnerManifest",
+    "RunnerResult",
+    "compose_input",
+    "continuation_context",
+    "runner_code",
+    "session_id_for",
+]
