@@ -253,3 +253,18 @@ def test_the_environment_turns_tracing_on(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     assert not telemetry.enabled()
     telemetry.reset()
+
+
+def test_the_sdk_is_not_imported_when_tracing_is_off() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, asyncio\n"
+        "import engine.agent, engine.cli, engine.telemetry as t\n"
+        "assert not t.enabled() and t.inject_context() == {}\n"
+        "assert not [m for m in sys.modules if m.startswith('opentelemetry')], 'imported'\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
