@@ -368,6 +368,8 @@ def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
     usage = usage_of_round(record.usage)
     if usage.input_tokens or usage.output_tokens:
         header.append(f"  {usage.describe()}")
+    elif record.usage.get("total_tokens") is not None:  # a flat total only (older records)
+        header.append(f"  {record.usage['total_tokens']} tokens")
     out.print(header)
     if record.code is not None:
         out.print(Text("  code:", style="bold"))

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from engine.cli import app
 from tests.engine.test_cli_run import DEMO, DEMO_ANSWER, DEMO_INPUT, DEVOPS
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -47,18 +50,12 @@ def test_run_writes_the_trace_as_json_lines_and_sessions_show_the_tokens(tmp_pat
     models = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "chat"]
     assert len(models) >= 5 and all(by_id[m["parent_id"]]["name"].startswith("round ") for m in models)
 
-    shown = subprocess.run(
-        [CODEACT, "sessions", "show", "T", "--store", store], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert shown.returncode == 0, shown.stderr
+    # sessions show, in-process (the run above went through the installed script).
+    runner = CliRunner()
+    shown = runner.invoke(app, ["sessions", "show", "T", "--store", store], env={"COLUMNS": "160"})
+    assert shown.exit_code == 0, shown.output
     assert " out tokens" in shown.stdout and "\ntotal  " in shown.stdout
-    as_json = subprocess.run(
-        [CODEACT, "sessions", "show", "T", "--store", store, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    as_json = runner.invoke(app, ["sessions", "show", "T", "--store", store, "--json"])
     usage = json.loads(as_json.stdout)["usage"]
     assert usage["input_tokens"] == root["attributes"]["gen_ai.usage.input_tokens"]
     assert usage["output_tokens"] == root["attributes"]["gen_ai.usage.output_tokens"]
