@@ -136,3 +136,36 @@ def test_suite_errors_name_the_problem(tmp_path: Path) -> None:
         load_suite(_write_suite(tmp_path / "three", [{"id": "a", "instruction": "x"}]))
     with pytest.raises(EvalError, match="no suite 'nope'.*multitool"):
         load_suite("nope")
+
+
+def test_a_real_model_over_http_is_evaluated(
+    tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    suite = load_suite("multitool")
+    task = suite.select(["cipher-01"])[0]
+    secret = task.instruction.split(": ", 1)[1].split("'")[1]
+    openai_server.push(
+        f"Let me decode it.\n```python\nplain = cipher.caesar(text={secret!r}, shift=4)\nprint(plain)\n```",
+        f"That shifted the wrong way; undo it instead:\n```python\nplain = cipher.caesar(text={secret!r}, shift=-4)\n"
+        "system.finish(plain)\n```",
+    )
+    out = tmp_path / "http"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "--suite", "multitool", "--task", "cipher-01", "--modes", "chat-blocks", "--json"]
+        + ["--model", "openai/test-model", "--base-url", openai_server.base_url, "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    (row,) = report["tasks"]
+    assert row["passed"] and row["rounds"] == 2 and row["model"] == "openai/test-model"
+    assert row["input_tokens"] > 0 and len(row["per_round"]) == 2
+    posts = [r for r in openai_server.requests if r.method == "POST"]
+    assert len(posts) == 2 and posts[0].body["model"] == "test-model"
+    assert (out / "results" / "openai_test-model" / "chat-blocks" / "cipher-01.json").is_file()

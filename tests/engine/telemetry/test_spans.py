@@ -268,3 +268,34 @@ def test_the_sdk_is_not_imported_when_tracing_is_off() -> None:
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("OTEL_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+async def test_a_blueprint_option_turns_tracing_on(
+    tmp_path: Path, registry: ToolkitRegistry, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    telemetry.reset()
+    script = ScriptedReplies([code('system.finish("ok")')])
+    trace_file = tmp_path / "spans.jsonl"
+    (tmp_path / "agent.yaml").write_text(
+        "version: codeact.agent/v1\nid: traced\n"
+        f'model: {{provider: scripted, model: "{script.model}"}}\n'
+        "toolkits: [{ref: system}]\n"
+        "workflow: {mode: codeact, maxTurns: 2, codeact: {thought: 'off'}}\n"
+        f"extensions: {{telemetry: {{enabled: true, exporter: jsonl, file: {json.dumps(str(trace_file))}}}}}\n"
+    )
+    client = ModelClient(ModelSettings(model=script.model, max_retries=0))
+    spec = AgentFactory().create(
+        load_path(tmp_path / "agent.yaml"), HostContext(model_client=client, toolkit_registry=registry)
+    )
+    agent = Agent(spec, model=client, store=sqlite_store, registry=registry, stream=False)
+    try:
+        assert (await agent.invoke("go")).status == "completed"
+        assert telemetry.enabled()
+    finally:
+        telemetry.reset()  # flushes the file
+    names = [json.loads(line)["name"] for line in trace_file.read_text().splitlines()]
+    assert "invoke_agent traced" in names and "round 1" in names and "sandbox.execute" in names
