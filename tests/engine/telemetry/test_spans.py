@@ -299,3 +299,42 @@ async def test_a_blueprint_option_turns_tracing_on(
         telemetry.reset()  # flushes the file
     names = [json.loads(line)["name"] for line in trace_file.read_text().splitlines()]
     assert "invoke_agent traced" in names and "round 1" in names and "sandbox.execute" in names
+
+
+class _Collector(http.server.BaseHTTPRequestHandler):
+    posts: list[tuple[str, str, bytes]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        _Collector.posts.append((self.path, self.headers.get("Content-Type", ""), body))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+async def test_otlp_export_to_a_collector_from_the_environment(
+    tmp_path: Path, registry: ToolkitRegistry, sqlite_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.delenv("OTEL_TRACES_EXPORTER", raising=False)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        telemetry.reset()
+        agent = _agent(tmp_path, registry, sqlite_store, [code('await probe.record(value=2)\nsystem.finish("ok")')])
+        try:
+            assert (await agent.invoke("go")).status == "completed"
+        finally:
+            telemetry.reset()  # flushes the batch to the collector
+    finally:
+        server.shutdown()
+        server.server_close()
+    (path, content_type, body) = _Collector.posts[-1]
+    assert path == "/v1/traces" and content_type == "application/x-protobuf"
+    assert (
+        b"invoke_agent lead" in body and b"execute_tool probe.record" in body and b"gen_ai.usage.input_tokens" in body
+    )
