@@ -413,6 +413,40 @@ class Agent:
 
     # -- one run ---------------------------------------------------------------------------------
     async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
+        # The run's spans (engine.telemetry): a no-op object unless tracing is on.
+        from engine.telemetry._state import NULL_TRACE, start_run
+
+        spec = self.spec
+        options = spec.blueprint.extensions.get("telemetry") if spec.blueprint is not None else None
+        run_trace = start_run(
+            run_id=run_id,
+            session_id=session_id,
+            agent_id=spec.id,
+            model=spec.model.model,
+            kind=spec.kind,
+            options=options if isinstance(options, dict) else None,
+        )
+        if run_trace is NULL_TRACE:
+            await self._drive_run(input, session_id, run_id, emit, run_trace)
+            return
+
+        def traced(cls: type[Event], /, **payload: Any) -> Event:
+            event = emit(cls, **payload)
+            if isinstance(event, RunCompleted):
+                status = "paused" if event.reason == "ask_user" else "completed"
+                run_trace.end(status=status, reason=event.reason, rounds=event.rounds)
+            elif isinstance(event, RunFailed):
+                run_trace.end(status="failed", error=event.error, rounds=event.rounds)
+            return event
+
+        try:
+            await self._drive_run(input, session_id, run_id, traced, run_trace)
+        finally:
+            run_trace.end(status="interrupted")  # a cancelled run (the span ends once)
+
+    async def _drive_run(
+        self, input: str, session_id: str, run_id: str, emit: Callable[..., Event], run_trace: Any
+    ) -> None:
         # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
         # run fails before it could open the session (busy, store down).
         state = _DriveState()
@@ -429,6 +463,7 @@ class Agent:
                     # A run that died mid-round left its completed calls behind: record them first.
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
                     ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
+                    ctx.trace = run_trace
                     ctx.fence = lock.token
                     ctx.writer = PendingWriter(self.store, session_id)
                     outcome = await self._run_loop(ctx)
@@ -569,6 +604,7 @@ class Agent:
             approver=self.approver,
             interceptors=self.interceptors,
             on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
+            trace=lambda: ctx.trace,
         )
         return bridge, handler
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import prompts
 from engine.agent._reply import complete_reply, no_code_outcome, truncated_error
 from engine.agent.artifacts import emit_artifacts, with_artifacts
-from engine.agent.context import Outcome, RunContext, prompt_hash
+from engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
 from engine.agent.support import describe_variables
 from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
 from segments import (
@@ -121,7 +121,8 @@ class CodeActLoop:
         last_round = ctx.first_round + ctx.spec.max_turns - 1
         while ctx.round < last_round:
             ctx.round += 1
-            outcome = await self._round()
+            with ctx.trace.round(ctx.round):
+                outcome = await self._round()
             if outcome is not None:
                 return outcome
         return Outcome(
@@ -151,7 +152,7 @@ class CodeActLoop:
             tp = time.perf_counter()
             thought_prompt = self.builder.build("thought", ctx.history, variables=view, goal=goal)
             reply = await ctx.call_model("thought", prompt=thought_prompt)
-            usage["thought"] = dict(reply.usage)
+            usage["thought"] = usage_of(reply)
             self._add_thought(reply.text)
             timings["thought_s"] = time.perf_counter() - tp
 
@@ -161,7 +162,7 @@ class CodeActLoop:
             prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
         reply = await ctx.call_model("code", prompt=prompt)
         full = await complete_reply(ctx, prompt, reply.text, reply.finish_reason, dict(reply.usage))
-        usage["code"] = full.usage
+        usage["code"] = full.usage if reply.cost_usd is None else {**full.usage, "cost_usd": reply.cost_usd}
         timings["model_s"] = time.perf_counter() - tc
         if self.thought_mode == "inline":
             self._add_thought(_FENCE.sub("", full.text), quiet=True)
@@ -197,7 +198,10 @@ class CodeActLoop:
         ctx.emit(CodeStarted, round=n, code=block.code, notes=block.notes)
         ctx.note_code(program=program, middle=block.code, reply=reply.text)
         ts = time.perf_counter()
-        result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline)
+        with ctx.trace.execute(str(getattr(self.sandbox, "backend", "sandbox"))) as span:
+            result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline)
+            if span is not None:
+                span.finish(result)
         timings["sandbox_s"] = time.perf_counter() - ts
         changed = sorted(k for k, v in result.variables.items() if ctx.variables.get(k, _MISSING) != v)
         removed = tuple(sorted(set(ctx.variables) - set(result.variables)))

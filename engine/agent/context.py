@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine.agent.hooks import Hook, HookContext, Jump, ModelCall, chain
 from engine.events import Event, MessageCompleted, MessageDelta
 from engine.model import ModelReply
+from engine.telemetry._state import NULL_TRACE, RunTrace
 from segments import Prompt, SegmentHistory
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from sandbox import Sandbox
     from toolkits import ToolkitBridge
 
-__all__ = ["EndRun", "Outcome", "RunContext"]
+__all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
 
 _MAX_MODEL_RETRIES_BY_HOOK = 3
 
@@ -85,6 +86,8 @@ class RunContext:
     round_started: float = 0.0
     current_code: str | None = None
     current_reply: str = ""
+    # The run's spans (engine.telemetry); a no-op object when tracing is off.
+    trace: RunTrace = NULL_TRACE
 
     def note_code(self, *, program: str, middle: str, reply: str) -> None:
         """The round's code is about to run: remember it and write it to the pending list."""
@@ -211,16 +214,33 @@ class RunContext:
                 def on_delta(text: str) -> None:
                     self.emit(MessageDelta, text=text, purpose=request.purpose, round=self.round)
 
-            return await self.model.complete(
-                purpose=request.purpose,
-                messages=list(request.messages) if request.messages else None,
-                prompt=request.prompt,
-                stop=list(request.stop) or None,
-                on_delta=on_delta,
-                tools=tools,
-            )
+            protocol = "completion" if request.prompt is not None else "chat"
+            with self.trace.model_call(request.purpose, self._model_name(request.purpose), protocol) as span:
+                reply = await self.model.complete(
+                    purpose=request.purpose,
+                    messages=list(request.messages) if request.messages else None,
+                    prompt=request.prompt,
+                    stop=list(request.stop) or None,
+                    on_delta=on_delta,
+                    tools=tools,
+                )
+                if span is not None:
+                    span.finish(reply)
+                return reply
 
         return _complete
+
+    def _model_name(self, purpose: str) -> str:
+        route = self.spec.routes.get(purpose, self.spec.model)  # type: ignore[call-overload]
+        return str(getattr(route, "model", "") or "")
+
+
+def usage_of(reply: ModelReply) -> dict[str, Any]:
+    """A model reply's usage as a round record keeps it: the token counts, and ``cost_usd`` when priced."""
+    usage: dict[str, Any] = dict(reply.usage)
+    if reply.cost_usd is not None:
+        usage["cost_usd"] = reply.cost_usd
+    return usage
 
 
 def prompt_hash(prompt: Prompt) -> str:

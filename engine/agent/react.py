@@ -11,7 +11,7 @@ import json
 import time
 from typing import Any
 
-from engine.agent.context import Outcome, RunContext
+from engine.agent.context import Outcome, RunContext, usage_of
 from engine.events import RoundStarted, SegmentCreated
 from sandbox.runtime import protocol as _p
 from segments import SegmentKind
@@ -46,42 +46,10 @@ class ReactLoop:
         messages = self._messages()
         for _ in range(ctx.spec.max_turns):
             ctx.round += 1
-            started, t0 = time.time(), time.perf_counter()
-            ctx.emit(RoundStarted, round=ctx.round)
-            reply = await ctx.call_model("code", messages=messages, tools=tools or None)
-            if not reply.tool_calls:
-                self._segment(SegmentKind.EXPRESS, reply.text)
-                await self._record(started, t0, reply.text)
-                return Outcome(status="completed", reason="answered", answer=reply.text)
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": reply.text or None,
-                    "tool_calls": [
-                        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
-                        for c in reply.tool_calls
-                    ],
-                }
-            )
-            control: dict[str, Any] | None = None
-            for call in reply.tool_calls:
-                toolkit, _, operation = call.name.partition("__")
-                try:
-                    result = await self.handler.handle(
-                        "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
-                    )
-                    content = json.dumps(result, ensure_ascii=False)
-                    if isinstance(result, dict) and isinstance(result.get("$control"), dict) and control is None:
-                        control = result["$control"]
-                except _p.RpcError as exc:
-                    content = json.dumps({"error": exc.name, "message": exc.message})
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                self._segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
-            await self._record(started, t0, reply.text)
-            if control is not None and control.get("kind") == "finish":
-                return Outcome(status="completed", reason="finished", answer=control.get("answer"))
-            if control is not None and control.get("kind") == "ask_user":
-                return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
+            with ctx.trace.round(ctx.round):
+                outcome = await self._turn(messages, tools)
+            if outcome is not None:
+                return outcome
         return Outcome(
             status="failed",
             reason="max_turns",
@@ -91,10 +59,52 @@ class ReactLoop:
             },
         )
 
+    async def _turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Outcome | None:
+        """One turn: the model's reply, then its tool calls; an outcome when the run ends."""
+        ctx = self.ctx
+        started, t0 = time.time(), time.perf_counter()
+        ctx.emit(RoundStarted, round=ctx.round)
+        reply = await ctx.call_model("code", messages=messages, tools=tools or None)
+        if not reply.tool_calls:
+            self._segment(SegmentKind.EXPRESS, reply.text)
+            await self._record(started, t0, reply.text, reply)
+            return Outcome(status="completed", reason="answered", answer=reply.text)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": reply.text or None,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                    for c in reply.tool_calls
+                ],
+            }
+        )
+        control: dict[str, Any] | None = None
+        for call in reply.tool_calls:
+            toolkit, _, operation = call.name.partition("__")
+            try:
+                result = await self.handler.handle(
+                    "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
+                )
+                content = json.dumps(result, ensure_ascii=False)
+                if isinstance(result, dict) and isinstance(result.get("$control"), dict) and control is None:
+                    control = result["$control"]
+            except _p.RpcError as exc:
+                content = json.dumps({"error": exc.name, "message": exc.message})
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            self._segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
+        await self._record(started, t0, reply.text, reply)
+        if control is not None and control.get("kind") == "finish":
+            return Outcome(status="completed", reason="finished", answer=control.get("answer"))
+        if control is not None and control.get("kind") == "ask_user":
+            return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
+        return None
+
     def _segment(self, kind: str, content: str) -> None:
         segment = self.ctx.history.add(kind, content, round_index=self.ctx.round)
         self.ctx.pending_segments.append(segment)
         self.ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.ctx.round)
 
-    async def _record(self, started: float, t0: float, reply: str) -> None:
-        await self.ctx.record_round(started=started, t0=t0, reply=reply, status="ok")
+    async def _record(self, started: float, t0: float, reply: str, model_reply: Any = None) -> None:
+        usage = {"code": usage_of(model_reply)} if model_reply is not None else {}
+        await self.ctx.record_round(started=started, t0=t0, reply=reply, status="ok", usage=usage)

@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.agent.hooks import ModelCall, ToolCall, chain
 from engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
+from engine.telemetry._state import NULL_TRACE, RunTrace
 from sandbox.runtime import protocol as _p
 from toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
 
@@ -131,8 +132,10 @@ class EventingBridge:
         approver: Approver | None,
         interceptors: Sequence[Any] = (),
         on_call: Callable[[CallRecord], None] | None = None,
+        trace: Callable[[], RunTrace] | None = None,
     ) -> None:
         self.bridge = bridge
+        self._trace = trace  # the run's spans (engine.telemetry): each call gets one
         self._on_call = on_call
         self._emit = emit
         self._round = round_ref
@@ -170,6 +173,9 @@ class EventingBridge:
         result: Any = None
         error: _p.RpcError | None = None
         token = None
+        # The host side of the call runs inside its span (a toolkit's HTTP client continues the trace).
+        span_cm = (self._trace() if self._trace is not None else NULL_TRACE).tool_call(toolkit, operation, arguments)
+        span = span_cm.__enter__()
         try:
             if await self._check_grant(toolkit, operation, arguments, call_id):
                 token = GRANT_APPROVED.set(True)  # the operation's own "ask" is not asked a second time
@@ -201,6 +207,9 @@ class EventingBridge:
                 duration_s=duration,
             )
             self._records.append(call_record)
+            if span is not None:
+                span.finish(call_record.result, failure)
+            span_cm.__exit__(None, None, None)
             if self._on_call is not None:
                 self._on_call(call_record)  # written to the store as it completes (engine/agent/recovery.py)
             self._emit(

@@ -118,6 +118,9 @@ def run_command(
     artifacts: Annotated[
         Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
     ] = None,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Write the run's OpenTelemetry spans to this file (JSON lines).")
+    ] = None,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
@@ -169,23 +172,32 @@ def run_command(
         ("--deny-all", deny_all),
         ("--json", json_output),
         ("--artifacts", str(artifacts) if artifacts is not None else None),
+        ("--trace", str(trace) if trace is not None else None),
     ]
 
     def again(session_id: str, input_text: str = "ANSWER") -> str:
         return resume_command(file, options, session=session_id, input_text=input_text)
 
-    code = asyncio.run(
-        _drive(
-            agent,
-            input,
-            session,
-            json_output=json_output,
-            console=err,
-            spinner=spinner,
-            again=again,
-            artifacts=artifacts,
+    if trace is not None:
+        from engine import telemetry
+
+        telemetry.configure(file=trace)
+    try:
+        code = asyncio.run(
+            _drive(
+                agent,
+                input,
+                session,
+                json_output=json_output,
+                console=err,
+                spinner=spinner,
+                again=again,
+                artifacts=artifacts,
+            )
         )
-    )
+    finally:
+        if trace is not None:
+            telemetry.shutdown()  # flushes the spans to the file
     raise typer.Exit(code)
 
 

@@ -177,6 +177,7 @@ def show_session(
     ] = None,
 ) -> None:
     """Show a session: its metadata, then each round's code, tool calls, output, error, variables, artifacts."""
+    from engine.telemetry import usage_total
 
     async def read(opened: Store) -> _Shown | None:
         problems: list[CorruptRecordError] = []
@@ -231,6 +232,7 @@ def show_session(
                 if e.record is not None and e.trusted
             ],
             "variables": shown.variables,
+            "usage": usage_total(e.record.usage for e in shown.entries if e.record is not None).to_json(),
         }
         if shown.tree is not None:
             data["flow"] = shown.tree.to_json()
@@ -251,6 +253,9 @@ def show_session(
                 out.print(Text(f"    {line}"))
         for entry in shown.entries:
             _print_entry(out, entry)
+        total = usage_total(e.record.usage for e in shown.entries if e.record is not None)
+        if total.input_tokens or total.output_tokens:
+            out.print(Text.assemble("\n", ("total", "bold"), f"  {total.describe()}"))
     _report_problems(shown.problems)
 
 
@@ -372,9 +377,13 @@ def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
     )
     if record.timings:
         header.append("  (" + ", ".join(f"{k} {v:.2f} s" for k, v in record.timings.items()) + ")")
-    tokens = record.usage.get("total_tokens")
-    if tokens is not None:
-        header.append(f"  {tokens} tokens")
+    from engine.telemetry import usage_of_round
+
+    usage = usage_of_round(record.usage)
+    if usage.input_tokens or usage.output_tokens:
+        header.append(f"  {usage.describe()}")
+    elif record.usage.get("total_tokens") is not None:  # a flat total only (older records)
+        header.append(f"  {record.usage['total_tokens']} tokens")
     out.print(header)
     if record.code is not None:
         out.print(Text("  code:", style="bold"))

@@ -47,6 +47,11 @@ NOT_RUN = {
         "sandbox.md",
         "from sandbox import Limits, SubprocessSandbox",
     ): "top-level await (test_env.py)",
+    ("telemetry.md", "from engine import telemetry"): "a fragment (tests/engine/telemetry/test_spans.py runs it)",
+    (
+        "eval.md",
+        "codeact eval --suite multitool --model openai/gpt-4.1-mini --modes all --concurrency 8",
+    ): "needs a model provider's key",
 }
 # Commands run through something equivalent here; the reason says what.
 INSTEAD = {"make demo": (["bash", "scripts/demo.sh"], "make demo = make install (done) + scripts/demo.sh")}

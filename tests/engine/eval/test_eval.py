@@ -1,0 +1,171 @@
+"""``codeact eval``: the oracle scores 100 % on the shipped suite in every mode; reports; a broken toolkit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.eval import EvalConfig, EvalError, load_suite, run_eval
+from engine.eval.report import summarize
+from engine.eval.suite import BUILTIN_SUITES, check_answer
+
+CODEACT = str(Path(sys.executable).parent / "codeact")
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update({"CODEACT_HOME": str(tmp_path / "home"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    return env
+
+
+def _eval(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CODEACT, "eval", "--suite", "multitool", "--model", "oracle", "--concurrency", "4", *args],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
+
+
+def test_the_oracle_solves_the_whole_suite_and_the_reports_are_written(tmp_path: Path) -> None:
+    out = tmp_path / "full"
+    run = _eval(tmp_path, "--modes", "fim-chat", "--out", str(out), "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    (config,) = report["configs"]
+    assert config["mode"] == "fim-chat" and config["tasks"] >= 60
+    failed = [t for t in report["tasks"] if not t["passed"]]
+    assert failed == [] and config["success_rate"] == 1.0
+    assert len(config["domains"]) >= 5
+    assert config["avg_rounds"] > 1.5  # tasks need several rounds
+    assert config["per_round"][0]["avg_prompt_tokens"] > 0 and config["per_round"][0]["avg_completion_tokens"] > 0
+    assert "[64/64] PASS" in run.stderr or f"[{config['tasks']}/{config['tasks']}] PASS" in run.stderr
+    markdown = (out / "report.md").read_text()
+    assert "| fim-chat (oracle) | 64 | 100.0 % |" in markdown
+    assert "tokens per round" in markdown
+    page = (out / "report.html").read_text()
+    assert (
+        page.count("<svg") == 4
+        and "<script" not in page
+        and "http" not in page.split("<svg", 1)[1].replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
+    assert json.loads((out / "report.json").read_text())["configs"][0]["passed"] == config["tasks"]
+    assert len(list((out / "results" / "oracle" / "fim-chat").glob("*.json"))) == config["tasks"]
+
+
+def test_the_other_modes_compare_on_a_subset_and_an_eval_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "modes"
+    args = ("--modes", "fim-completion,chat-blocks", "--modes", "react", "--per-domain", "1", "--out", str(out))
+    first = _eval(tmp_path, *args)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0].split()[:3] == ["config", "tasks", "success"]
+    for mode in ("fim-completion", "chat-blocks", "react"):
+        (row,) = [line for line in lines if line.startswith(f"{mode} (oracle)")]
+        assert row.split()[2:4] == ["5", "100.0"], row
+    report = json.loads((out / "report.json").read_text())
+    rounds = {c["mode"]: c["avg_rounds"] for c in report["configs"]}
+    assert rounds["react"] > rounds["chat-blocks"]  # one call per turn: more turns than code rounds
+    # Interrupted or not, the same command again runs nothing that has a result file.
+    (out / "results" / "oracle" / "react" / "dna-01.json").unlink()
+    again = _eval(tmp_path, *args)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("(done before)") == 14
+    assert "PASS react dna-01  " in again.stderr
+
+
+async def test_a_broken_toolkit_lowers_the_score(tmp_path: Path) -> None:
+    suite_dir = tmp_path / "broken"
+    shutil.copytree(BUILTIN_SUITES / "multitool", suite_dir)
+    source = (suite_dir / "toolkits.py").read_text()
+    broken = source.replace("return text[::-1]", "return text").replace("max(2.0, abs(amount) * 0.005)", "3.0")
+    assert broken != source
+    (suite_dir / "toolkits.py").write_text(broken)
+    suite = load_suite(suite_dir)
+    tasks = suite.select(["cipher-01", "cipher-02", "trade-01", "trade-02"])
+    config = EvalConfig(modes=("fim-chat", "react"), out=tmp_path / "out", concurrency=4)
+    results = await run_eval(suite, tasks, config)
+    outcome = {(r["mode"], r["task"]): r["passed"] for r in results}
+    for mode in ("fim-chat", "react"):
+        assert outcome[(mode, "cipher-01")] and outcome[(mode, "trade-02")]  # untouched tools
+        assert not outcome[(mode, "cipher-02")] and not outcome[(mode, "trade-01")]
+    summary = summarize(results, suite=suite.name)
+    assert [c["success_rate"] for c in summary["configs"]] == [0.5, 0.5]
+
+
+def test_checkers() -> None:
+    suite = load_suite("multitool")
+    numeric = next(t for t in suite.tasks if t.checker.type == "numeric")
+    assert check_answer(suite, numeric, numeric.expected)[0]
+    assert check_answer(suite, numeric, str(numeric.expected))[0]
+    passed, why = check_answer(suite, numeric, float(numeric.expected) + 1)
+    assert not passed and "differs" in why
+    assert not check_answer(suite, numeric, "about forty")[0]
+    python = next(t for t in suite.tasks if t.checker.type == "python")
+    assert check_answer(suite, python, f"  {str(python.expected).upper()}. ")[0]
+    exact = next(t for t in suite.tasks if isinstance(t.expected, list))
+    assert check_answer(suite, exact, tuple(exact.expected))[0]
+    assert not check_answer(suite, exact, [*exact.expected, 99])[0]
+
+
+def _write_suite(root: Path, tasks: list[dict[str, Any]]) -> Path:
+    root.mkdir()
+    (root / "suite.yaml").write_text("name: tiny\ntoolkits: tools.py\ntasks: tasks.yaml\n")
+    (root / "tools.py").write_text("from toolkits import operation, toolkit\n")
+    (root / "tasks.yaml").write_text(json.dumps({"tasks": tasks}))
+    return root
+
+
+def test_suite_errors_name_the_problem(tmp_path: Path) -> None:
+    task = {"id": "a", "instruction": "x", "expected": 1, "toolkits": ["calc"]}
+    with pytest.raises(EvalError, match="needs toolkits calc the suite does not define"):
+        load_suite(_write_suite(tmp_path / "one", [task]))
+    with pytest.raises(EvalError, match="duplicate task ids a"):
+        load_suite(_write_suite(tmp_path / "two", [{**task, "toolkits": []}, {**task, "toolkits": []}]))
+    with pytest.raises(EvalError, match="lacks expected"):
+        load_suite(_write_suite(tmp_path / "three", [{"id": "a", "instruction": "x"}]))
+    with pytest.raises(EvalError, match="no suite 'nope'.*multitool"):
+        load_suite("nope")
+
+
+def test_a_real_model_over_http_is_evaluated(
+    tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    suite = load_suite("multitool")
+    task = suite.select(["cipher-01"])[0]
+    secret = task.instruction.split(": ", 1)[1].split("'")[1]
+    openai_server.push(
+        f"Let me decode it.\n```python\nplain = cipher.caesar(text={secret!r}, shift=4)\nprint(plain)\n```",
+        f"That shifted the wrong way; undo it instead:\n```python\nplain = cipher.caesar(text={secret!r}, shift=-4)\n"
+        "system.finish(plain)\n```",
+    )
+    out = tmp_path / "http"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "--suite", "multitool", "--task", "cipher-01", "--modes", "chat-blocks", "--json"]
+        + ["--model", "openai/test-model", "--base-url", openai_server.base_url, "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    (row,) = report["tasks"]
+    assert row["passed"] and row["rounds"] == 2 and row["model"] == "openai/test-model"
+    assert row["input_tokens"] > 0 and len(row["per_round"]) == 2
+    posts = [r for r in openai_server.requests if r.method == "POST"]
+    assert len(posts) == 2 and posts[0].body["model"] == "test-model"
+    assert (out / "results" / "openai_test-model" / "chat-blocks" / "cipher-01.json").is_file()
