@@ -129,6 +129,7 @@ class ToolkitEntry(_Block):
     operations: list[str | None] | None = None
     approval: str | None = None
     config: _Options = Field(default_factory=dict)
+    mcp: dict[str, Any] | None = None  # an MCP server as the toolkit (toolkits.mcp), checked by the validator
 
 
 class SubagentEntry(_Block):

@@ -276,6 +276,8 @@ class _Checks:
                         "blueprint.toolkit.operation.invalid",
                         f"toolkits[{index}].operations[{op_index}] must be an operation name (a Python identifier).",
                     )
+            if entry.mcp is not None:
+                self._mcp(index, ref, entry.mcp)
             approval = _trim(entry.approval)
             if approval is not None and approval not in TOOLKIT_APPROVALS:
                 self.warning(
@@ -283,6 +285,21 @@ class _Checks:
                     "blueprint.toolkit.approval.unknown",
                     f"Unknown toolkit approval value: {approval}. Known values: {', '.join(TOOLKIT_APPROVALS)}.",
                 )
+
+    def _mcp(self, index: int, ref: str, mcp: dict[str, Any]) -> None:
+        """``toolkits[].mcp``: an MCP server; secrets only by environment variable name (toolkits.mcp)."""
+        from toolkits.mcp._config import config_problems
+
+        path = f"$.toolkits[{index}]"
+        if not ref.isidentifier() or ref.startswith("_"):
+            self.error(
+                f"{path}.ref",
+                "blueprint.toolkit.mcp.ref",
+                f"toolkits[{index}].ref {ref!r} names an MCP toolkit, the object the code calls: use a Python "
+                "identifier such as fs or tracker.",
+            )
+        for problem in config_problems(mcp):
+            self.error(f"{path}.mcp", "blueprint.toolkit.mcp.invalid", f"toolkits[{index}].{problem}.")
 
     def subagents(self) -> None:
         load_issues = [issue for issue in self.bp.load_issues if issue.code.startswith("blueprint.subagent.")]

@@ -235,6 +235,7 @@ def _build(
     except ModelError as exc:
         raise _Usage(exc.message, exc.code) from None
     registry = _registry(toolkits)
+    mcp = _mcp_toolkits(bp, registry)
     try:
         opened = open_store(store)
     except StoreError as exc:
@@ -255,7 +256,7 @@ def _build(
         raise _Usage(format_factory_error(exc), exc.code) from None
     _prepare_environment(spec, sandbox)
     factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
-    return Agent(
+    agent = Agent(
         spec,
         model=client,
         store=opened,
@@ -264,6 +265,18 @@ def _build(
         approver=approver,
         stream=json_output,
     )
+    agent._owned = tuple(mcp)  # the MCP servers stop when the run ends (_drive closes the agent)
+    return agent
+
+
+def _mcp_toolkits(bp: Any, registry: ToolkitRegistry) -> list[Any]:
+    from engine.agent._assemble import mcp_toolkits
+    from toolkits import ToolkitError
+
+    try:
+        return mcp_toolkits(bp, registry)
+    except ToolkitError as exc:
+        raise _Usage(f"Toolkit error [{exc.code}]: {exc.message}", exc.code) from None
 
 
 def _prepare_environment(spec: Any, backend: str | None) -> None:
@@ -324,6 +337,7 @@ async def _drive(
             await _write_run_artifacts(agent.store, session_id, produced, artifacts, console)
         await agent.store.close()
         await agent.model.aclose()
+        await agent.aclose()
     if interrupted:
         if session_id is not None:
             command = again(session_id, "continue")
