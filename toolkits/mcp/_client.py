@@ -214,14 +214,14 @@ class McpConnection:
                 cwd = str(Path(config.base_dir, cwd))
             params = StdioServerParameters(command=config.command, args=list(config.args), env=env, cwd=cwd)
             return stdio_client(params, errlog=self._stderr)
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
 
         @contextlib.asynccontextmanager
         async def http() -> Any:
-            async with streamablehttp_client(config.url or "", headers=headers, timeout=config.start_timeout) as (
-                read,
-                write,
-                _session_id,
+            async with (
+                create_mcp_http_client(headers=headers) as client,
+                streamable_http_client(config.url or "", http_client=client) as (read, write, _session_id),
             ):
                 yield read, write
 
