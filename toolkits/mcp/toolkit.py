@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import keyword
 import mimetypes
 import re
@@ -122,7 +123,7 @@ class McpToolkit(DynamicToolkit):
         defs = dict(output.get("$defs") or {})
         if _wrapped(out):
             inner = out["properties"]["result"]
-            if "$ref" in inner:
+            if "$ref" in json.dumps(inner):
                 return replace(spec, returns_schema={**inner, "$defs": defs})
             return replace(spec, returns=annotation_from_schema(inner))
         if not out.get("properties"):
