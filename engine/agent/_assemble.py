@@ -121,7 +121,9 @@ def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> Too
 
 
 def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
-    """Register the blueprint's MCP servers (``toolkits[].mcp``) in ``registry``; returns them to close later.
+    """Register the blueprint's MCP servers (``toolkits[].mcp``) and A2A agents (``toolkits[].a2a``) in ``registry``.
+
+    Returns the MCP toolkits, to close when the run ends.
 
     Each server starts here: its tools are the toolkit's operations, which the prompt's stubs and
     the factory's grant check need. A server that fails to start closes the ones started before.
@@ -130,16 +132,22 @@ def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
         ToolkitError: A server's entry is invalid, a named environment variable is missing, or
             the server did not start (the message says which and why).
     """
-    entries = [(e.ref.strip(), e.mcp) for e in bp.toolkits if e is not None and e.mcp is not None and e.ref]
+    entries = [e for e in bp.toolkits if e is not None and e.ref and (e.mcp is not None or e.a2a is not None)]
     if not entries:
         return []
-    from toolkits.mcp import McpServerConfig, McpToolkit
-
     base = str(bp.source_path.parent) if bp.source_path is not None else None
     started: list[Any] = []
     try:
-        for ref, mcp in entries:
-            toolkit = McpToolkit(McpServerConfig.from_mapping(ref, mcp, base_dir=base))
+        for entry in entries:
+            ref = (entry.ref or "").strip()
+            if entry.a2a is not None:
+                from toolkits.a2a import A2AToolkit
+
+                registry.register(A2AToolkit.from_mapping(ref, entry.a2a), replace=True)
+                continue
+            from toolkits.mcp import McpServerConfig, McpToolkit
+
+            toolkit = McpToolkit(McpServerConfig.from_mapping(ref, entry.mcp or {}, base_dir=base))
             started.append(toolkit)
             registry.register(toolkit, replace=True)
     except BaseException:
