@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from engine.store import Store
     from toolkits import ToolkitRegistry
 
-__all__ = ["assemble", "model_routes", "provider_of", "scripted_relative", "toolkit_registry"]
+__all__ = ["assemble", "mcp_toolkits", "model_routes", "provider_of", "scripted_relative", "toolkit_registry"]
 
 AgentT = TypeVar("AgentT", bound="Agent")
 
@@ -120,6 +120,43 @@ def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> Too
     return registry
 
 
+def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
+    """Register the blueprint's MCP servers (``toolkits[].mcp``) and A2A agents (``toolkits[].a2a``) in ``registry``.
+
+    Returns the MCP toolkits, to close when the run ends.
+
+    Each server starts here: its tools are the toolkit's operations, which the prompt's stubs and
+    the factory's grant check need. A server that fails to start closes the ones started before.
+
+    Raises:
+        ToolkitError: A server's entry is invalid, a named environment variable is missing, or
+            the server did not start (the message says which and why).
+    """
+    entries = [e for e in bp.toolkits if e is not None and e.ref and (e.mcp is not None or e.a2a is not None)]
+    if not entries:
+        return []
+    base = str(bp.source_path.parent) if bp.source_path is not None else None
+    started: list[Any] = []
+    try:
+        for entry in entries:
+            ref = (entry.ref or "").strip()
+            if entry.a2a is not None:
+                from toolkits.a2a import A2AToolkit
+
+                registry.register(A2AToolkit.from_mapping(ref, entry.a2a), replace=True)
+                continue
+            from toolkits.mcp import McpServerConfig, McpToolkit
+
+            toolkit = McpToolkit(McpServerConfig.from_mapping(ref, entry.mcp or {}, base_dir=base))
+            started.append(toolkit)
+            registry.register(toolkit, replace=True)
+    except BaseException:
+        for toolkit in started:
+            toolkit.close()
+        raise
+    return started
+
+
 def assemble(
     cls: type[AgentT],
     blueprint: str | PathLike[str] | Blueprint,
@@ -153,6 +190,11 @@ def assemble(
     registry = toolkit_registry(toolkits)
     client, bp = model_routes(bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol)
     owned: list[Any] = [client]
+    try:
+        owned.extend(mcp_toolkits(bp, registry))
+    except BaseException:
+        _close_now(owned)
+        raise
     opened = store if isinstance(store, Store) else open_store(store)
     if opened is not store:
         owned.append(opened)

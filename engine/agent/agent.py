@@ -576,6 +576,9 @@ class Agent:
                 ctx.pending_segments.append(segment)
                 ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=ctx.round)
                 ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
+            elif kind == "a2a.update":  # a remote agent's progress (toolkits.a2a), shown as it streams
+                text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
+                ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
 
         async def approve(request: ApprovalRequest) -> ApprovalDecision:
             if GRANT_APPROVED.get():

@@ -133,6 +133,9 @@ class ToolkitEntry(_Block):
     operations: list[str | None] | None = None
     approval: str | None = None
     config: _Options = Field(default_factory=dict)
+    mcp: dict[str, Any] | None = None  # an MCP server as the toolkit (toolkits.mcp), checked by the validator
+    # Remote A2A agents as the toolkit's operations (toolkits.a2a); the alias keeps camelCase from making it "a2A".
+    a2a: dict[str, Any] | None = Field(default=None, alias="a2a")
 
 
 class SubagentEntry(_Block):

@@ -279,6 +279,10 @@ class _Checks:
                         "blueprint.toolkit.operation.invalid",
                         f"toolkits[{index}].operations[{op_index}] must be an operation name (a Python identifier).",
                     )
+            if entry.mcp is not None:
+                self._mcp(index, ref, entry.mcp)
+            if entry.a2a is not None:
+                self._a2a(index, ref, entry.a2a)
             approval = _trim(entry.approval)
             if approval is not None and approval not in TOOLKIT_APPROVALS:
                 self.warning(
@@ -286,6 +290,38 @@ class _Checks:
                     "blueprint.toolkit.approval.unknown",
                     f"Unknown toolkit approval value: {approval}. Known values: {', '.join(TOOLKIT_APPROVALS)}.",
                 )
+
+    def _mcp(self, index: int, ref: str, mcp: dict[str, Any]) -> None:
+        """``toolkits[].mcp``: an MCP server; secrets only by environment variable name (toolkits.mcp)."""
+        from toolkits.mcp._config import config_problems
+
+        path = f"$.toolkits[{index}]"
+        if not ref.isidentifier() or ref.startswith("_"):
+            self.error(
+                f"{path}.ref",
+                "blueprint.toolkit.mcp.ref",
+                f"toolkits[{index}].ref {ref!r} names an MCP toolkit, the object the code calls: use a Python "
+                "identifier such as fs or tracker.",
+            )
+        for problem in config_problems(mcp):
+            self.error(f"{path}.mcp", "blueprint.toolkit.mcp.invalid", f"toolkits[{index}].{problem}.")
+
+    def _a2a(self, index: int, ref: str, a2a: dict[str, Any]) -> None:
+        """``toolkits[].a2a``: remote A2A agents by URL (toolkits.a2a)."""
+        from toolkits.a2a.toolkit import a2a_problems
+
+        path = f"$.toolkits[{index}]"
+        if not ref.isidentifier() or ref.startswith("_"):
+            self.error(
+                f"{path}.ref",
+                "blueprint.toolkit.a2a.ref",
+                f"toolkits[{index}].ref {ref!r} names an A2A toolkit, the object the code calls: use a Python "
+                "identifier such as agents.",
+            )
+        if self.bp.toolkits[index] is not None and self.bp.toolkits[index].mcp is not None:  # type: ignore[union-attr]
+            self.error(f"{path}.a2a", "blueprint.toolkit.a2a.invalid", f"toolkits[{index}] has both mcp and a2a.")
+        for problem in a2a_problems(a2a):
+            self.error(f"{path}.a2a", "blueprint.toolkit.a2a.invalid", f"toolkits[{index}].{problem}.")
 
     def subagents(self) -> None:
         load_issues = [issue for issue in self.bp.load_issues if issue.code.startswith("blueprint.subagent.")]

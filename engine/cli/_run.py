@@ -264,6 +264,7 @@ def _build(
     except ModelError as exc:
         raise _Usage(exc.message, exc.code) from None
     registry = _registry(toolkits)
+    mcp = _mcp_toolkits(bp, registry)
     try:
         opened = open_store(store)
     except StoreError as exc:
@@ -284,7 +285,7 @@ def _build(
         raise _Usage(format_factory_error(exc), exc.code) from None
     _prepare_environment(spec, sandbox)
     factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
-    return Agent(
+    agent = Agent(
         spec,
         model=client,
         store=opened,
@@ -293,6 +294,18 @@ def _build(
         approver=approver,
         stream=json_output,
     )
+    agent._owned = tuple(mcp)  # the MCP servers stop when the run ends (_drive closes the agent)
+    return agent
+
+
+def _mcp_toolkits(bp: Any, registry: ToolkitRegistry) -> list[Any]:
+    from engine.agent._assemble import mcp_toolkits
+    from toolkits import ToolkitError
+
+    try:
+        return mcp_toolkits(bp, registry)
+    except ToolkitError as exc:
+        raise _Usage(f"Toolkit error [{exc.code}]: {exc.message}", exc.code) from None
 
 
 def _build_flow(bp: Any, *, store: str | None, registry: Any, allow: bool, **options: Any) -> Any:
@@ -375,7 +388,7 @@ async def _drive(
         await agent.store.close()
         if agent.model is not None:
             await agent.model.aclose()
-        await agent.aclose()  # a flow's model clients (an agent built here owns nothing)
+        await agent.aclose()  # a flow's model clients, an agent's MCP servers
     if interrupted:
         if session_id is not None:
             command = again(session_id, "continue")

@@ -1,7 +1,8 @@
-"""``codeact toolkits list [--toolkit MOD:OBJ]...``: the toolkits as the model sees them (Python stubs).
+"""``codeact toolkits list [--toolkit MOD:OBJ]... [--blueprint FILE]``: the toolkits as the model sees them.
 
 Built-in toolkits come from the ``codeact.toolkits`` entry points; ``--toolkit`` adds toolkits
-from a module or a ``.py`` file. Exit 0 on success, 2 when a toolkit cannot be loaded.
+from a module or a ``.py`` file; ``--blueprint`` adds the blueprint's MCP servers (``toolkits[].mcp``,
+started for the listing and stopped after it). Exit 0 on success, 2 when a toolkit cannot be loaded.
 """
 
 from __future__ import annotations
@@ -36,16 +37,28 @@ def list_toolkits(
     builtins: Annotated[
         bool, typer.Option("--builtins/--no-builtins", help="Include the installed (entry point) toolkits.")
     ] = True,
+    blueprint: Annotated[
+        str | None,
+        typer.Option(
+            "--blueprint", help="Add the MCP servers a blueprint declares (toolkits[].mcp).", show_default=False
+        ),
+    ] = None,
 ) -> None:
     """Print the toolkits as the model sees them: Python classes of async stubs."""
     from toolkits import ToolkitError, load_registry, render_stubs
 
+    started: list[object] = []
     try:
         registry = load_registry(toolkit or [], builtins=builtins, replace=False)
+        if blueprint is not None:
+            started = _blueprint_toolkits(blueprint, registry)
+        source = render_stubs(registry)
     except ToolkitError as exc:
         typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
         raise typer.Exit(2) from None
-    source = render_stubs(registry)
+    finally:
+        for item in started:
+            item.close()  # type: ignore[attr-defined]
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.syntax import Syntax
@@ -53,3 +66,18 @@ def list_toolkits(
         Console().print(Syntax(source, "python", theme="ansi_dark", background_color="default"))
     else:
         typer.echo(source, nl=False)
+
+
+def _blueprint_toolkits(path: str, registry: object) -> list[object]:
+    from pathlib import Path
+
+    from engine.agent._assemble import mcp_toolkits
+    from engine.blueprint import format_load_error, load_path
+    from engine.errors import BlueprintLoadError
+
+    try:
+        bp = load_path(Path(path))
+    except BlueprintLoadError as exc:
+        typer.echo(format_load_error(exc), err=True)
+        raise typer.Exit(2) from None
+    return mcp_toolkits(bp, registry)  # type: ignore[arg-type]

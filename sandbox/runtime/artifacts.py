@@ -20,7 +20,7 @@ import os
 import sys
 from typing import Any, Final
 
-__all__ = ["OUTPUTS_DIR", "Outputs", "outputs", "prepare", "save_open_figures"]
+__all__ = ["OUTPUTS_DIR", "Outputs", "keep_files", "outputs", "prepare", "save_open_figures"]
 
 OUTPUTS_DIR: Final = "outputs"
 _MAX_FILES: Final = 64
@@ -170,6 +170,32 @@ def prepare(cwd: str | None = None) -> Outputs:
         _seed_font_cache(config)
     _current = Outputs(root)
     return _current
+
+
+def keep_files(value: Any) -> None:
+    """Write the files a toolkit result carries into ``outputs/`` (they become the round's artifacts).
+
+    A toolkit (an MCP tool returning an image) marks a file as ``{"artifact": NAME, "data": bytes, ...}``
+    at the top level of its result or in a top-level list. ``NAME`` must be a plain file name; others
+    are ignored. The round's byte caps apply when the files are sent, as for any file in ``outputs/``.
+    """
+    if _current is None:
+        return
+    items = value if type(value) is list else [value]
+    for item in items[:_MAX_FILES]:
+        if type(item) is not dict:
+            continue
+        name, data = item.get("artifact"), item.get("data")
+        if type(name) is not str or type(data) is not bytes:
+            continue
+        if not name or name.startswith(".") or "/" in name or "\\" in name or "\x00" in name or len(name) > 128:
+            continue
+        try:
+            os.makedirs(_current.root, exist_ok=True)
+            with open(os.path.join(_current.root, name), "wb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            sys.stderr.write(f"codeact: could not keep {name!r} in outputs/: {exc}\n")
 
 
 def _findable(package: str) -> bool:

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Final
 
+from sandbox.runtime import artifacts as _artifacts
 from sandbox.runtime import protocol as _p
 
 __all__ = [
@@ -236,6 +237,8 @@ class Bridge:
                     value = self._decode(result)
                 except Exception as err:  # a malformed value: the code sees a ToolError
                     exc = ToolError(f"the host sent a result the codec cannot decode: {err}")
+                else:
+                    _artifacts.keep_files(value)  # files a result carries (an MCP image) go to outputs/
         if isinstance(target, _Call):
             target._resolve(value, exc)
         elif not target.done():

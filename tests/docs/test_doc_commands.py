@@ -42,6 +42,12 @@ NOT_RUN = {
         "sandbox-security.md",
         "from sandbox import DockerSandbox",
     ): "a fragment (test_gvisor.py)",
+    ("mcp.md", "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps"): "a server (test_mcp_serve.py)",
+    (
+        "mcp.md",
+        "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps --port 8931",
+    ): "a server (test_mcp_serve.py)",
+    ("README.md", "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps"): "a server (test_mcp_serve.py)",
     ("sandbox.md", "import matplotlib.pyplot as plt"): "sandbox code the model writes (tests/engine/test_cli_envs.py)",
     (
         "sandbox.md",
