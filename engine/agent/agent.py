@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from engine.agent.codeact import CodeActLoop
 from engine.agent.context import EndRun, Outcome, RunContext
 from engine.agent.hooks import Hook
@@ -424,6 +425,7 @@ class Agent:
                     ctx.fence = lock.token
                     ctx.writer = PendingWriter(self.store, session_id)
                     outcome = await self._run_loop(ctx)
+                    await end_memory(ctx, outcome)
                     await ctx.after_agent()
                     await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
                     await self.store.update_session(session_id, status=outcome.status)
@@ -445,6 +447,8 @@ class Agent:
                     if state.ctx is not None and state.ctx.writer is not None:
                         await state.ctx.writer.aclose()
                         state.ctx.writer = None
+                    if state.ctx is not None and state.ctx.memory is not None:
+                        await state.ctx.memory.close()
             if outcome.status == "failed":
                 error = outcome.error or {"code": "run.failed", "message": outcome.reason}
                 emit(RunFailed, error=error, rounds=ctx.recorded)
@@ -538,7 +542,12 @@ class Agent:
             self.registry,
             grants=self.grants,
             context=ToolkitContext(
-                session_id=ctx.session_id, run_id=ctx.run_id, user=self.user, model=model_access, emit=express
+                session_id=ctx.session_id,
+                run_id=ctx.run_id,
+                user=self.user,
+                model=model_access,
+                emit=express,
+                memory=ctx.memory.access if ctx.memory is not None else None,
             ),
             approval=approve,
             # The eventing bridge logs and reports every call, including the ones it refuses.
@@ -570,6 +579,7 @@ class Agent:
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
+        await start_memory(ctx, self.store, user=self.user, base_url=getattr(self.model, "base_url", None))
         bridge, handler = self._bridge(ctx)
         ctx.bridge, ctx.handler = bridge, handler
         try:
@@ -580,7 +590,8 @@ class Agent:
             ctx.sandbox = sandbox
             await self._note_sandbox(ctx.session_id, sandbox)
             try:
-                builder = SegmentBuilder(self.prompt_config, stubs=bridge.stubs())
+                config = await memory_prompt_config(ctx, self.prompt_config)
+                builder = SegmentBuilder(config, stubs=bridge.stubs())
                 return await CodeActLoop(ctx, builder, sandbox).run()
             finally:
                 await sandbox.aclose()

@@ -85,6 +85,7 @@ class RunContext:
     round_started: float = 0.0
     current_code: str | None = None
     current_reply: str = ""
+    memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
 
     def note_code(self, *, program: str, middle: str, reply: str) -> None:
         """The round's code is about to run: remember it and write it to the pending list."""

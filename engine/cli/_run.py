@@ -118,6 +118,9 @@ def run_command(
     artifacts: Annotated[
         Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
     ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Who the run is for (memory: history summaries, experiences).")
+    ] = None,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
@@ -145,6 +148,7 @@ def run_command(
             deny_all=deny_all,
             json_output=json_output,
             spinner=spinner,
+            user=user,
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
@@ -169,6 +173,7 @@ def run_command(
         ("--deny-all", deny_all),
         ("--json", json_output),
         ("--artifacts", str(artifacts) if artifacts is not None else None),
+        ("--user", user),
     ]
 
     def again(session_id: str, input_text: str = "ANSWER") -> str:
@@ -207,6 +212,7 @@ def _build(
     deny_all: bool,
     json_output: bool,
     spinner: _Spinner,
+    user: str | None = None,
 ) -> Any:
     from engine.agent import Agent, default_sandbox_factory
     from engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
@@ -263,6 +269,7 @@ def _build(
         sandbox_factory=factory,
         approver=approver,
         stream=json_output,
+        user=user,
     )
 
 
