@@ -322,7 +322,9 @@ class Agent:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
+    async def run(
+        self, input: str, *, session_id: str | None = None, user: str | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
 
         To stop early, iterate inside ``contextlib.aclosing(agent.run(...))``: closing the iterator
@@ -333,6 +335,7 @@ class Agent:
         Args:
             input: The user's message.
             session_id: Continue this session (history and variables restored), or start it.
+            user: Who this run is for (memory scope, toolkit context); default the agent's ``user``.
         """
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
@@ -343,7 +346,7 @@ class Agent:
             queue.put_nowait(event)
             return event
 
-        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit))
+        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, user=user))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -356,12 +359,17 @@ class Agent:
                     await task
 
     async def invoke(
-        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+        self,
+        input: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        user: str | None = None,
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event)."""
         last: Event | None = None
         session = session_id or ""
-        async for event in self.run(input, session_id=session_id):
+        async for event in self.run(input, session_id=session_id, user=user):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted):
@@ -370,7 +378,12 @@ class Agent:
         return _result(last, session)
 
     def run_sync(
-        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+        self,
+        input: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        user: str | None = None,
     ) -> RunResult:
         """Run to the end from synchronous code and return the result; call it as often as you like.
 
@@ -394,19 +407,26 @@ class Agent:
             self._runner = asyncio.Runner()
             # An agent dropped without close() still closes its loop (and the loop's sockets).
             weakref.finalize(self, _close_runner, self._runner)
-        return self._runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event))
+        return self._runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event, user=user))
 
     async def _invoke_on_own_loop(
-        self, input: str, *, session_id: str | None, on_event: Callable[[Event], None] | None
+        self,
+        input: str,
+        *,
+        session_id: str | None,
+        on_event: Callable[[Event], None] | None,
+        user: str | None = None,
     ) -> RunResult:
         try:
-            return await self.invoke(input, session_id=session_id, on_event=on_event)
+            return await self.invoke(input, session_id=session_id, on_event=on_event, user=user)
         finally:
             # Nothing of the model client's stays pending on the loop between calls (or when it is dropped).
             await stop_background_tasks()
 
     # -- one run ---------------------------------------------------------------------------------
-    async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
+    async def _drive(
+        self, input: str, session_id: str, run_id: str, emit: Callable[..., Event], *, user: str | None = None
+    ) -> None:
         # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
         # run fails before it could open the session (busy, store down).
         state = _DriveState()
@@ -423,6 +443,7 @@ class Agent:
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
                     ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked)
                     ctx.fence = lock.token
+                    ctx.user = user if user is not None else self.user
                     ctx.writer = PendingWriter(self.store, session_id)
                     outcome = await self._run_loop(ctx)
                     await end_memory(ctx, outcome)
@@ -544,7 +565,7 @@ class Agent:
             context=ToolkitContext(
                 session_id=ctx.session_id,
                 run_id=ctx.run_id,
-                user=self.user,
+                user=ctx.user,
                 model=model_access,
                 emit=express,
                 memory=ctx.memory.access if ctx.memory is not None else None,
@@ -579,7 +600,7 @@ class Agent:
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
-        await start_memory(ctx, self.store, user=self.user, base_url=getattr(self.model, "base_url", None))
+        await start_memory(ctx, self.store, user=ctx.user, base_url=getattr(self.model, "base_url", None))
         bridge, handler = self._bridge(ctx)
         ctx.bridge, ctx.handler = bridge, handler
         try:

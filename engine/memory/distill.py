@@ -121,7 +121,8 @@ def history_fields(trace: RunTrace) -> dict[str, Any]:
     """The seed's ``HistoryChatMemory`` fields: ``time``, ``question_type``, ``keys``, ``summary``, ``userId``."""
     outcome = {"completed": "Answered", "failed": "Failed", "paused": "Waiting for the user"}.get(trace.status, "Ended")
     answer = _answer_text(trace.answer)
-    summary = f"Asked: {_clip(trace.task, _TEXT_CHARS)}. {outcome}"
+    asked = _clip(trace.task, _TEXT_CHARS)
+    summary = f"Asked: {asked}{'' if asked.endswith(('.', '?', '!', '。', '？', '！')) else '.'} {outcome}"
     summary += f": {_clip(answer, _TEXT_CHARS)}" if answer else f" ({trace.reason})"
     if trace.operations:
         summary += f". Used {', '.join(trace.operations[:6])}"
