@@ -259,3 +259,39 @@ def test_validate_names_invalid_memory_settings(tmp_path: Path) -> None:
     assert rc == 1
     assert "$.session.memory.scope blueprint.memory.invalid" in out
     assert "session.memory.config.experience.topK: Input should be greater than or equal to 0" in out
+
+
+async def test_model_distillation_writes_the_summary_and_lesson(tmp_path: Path) -> None:
+    from engine.agent import Agent
+    from engine.memory import MemoryManager, memory_backend
+    from engine.model.scripted import ScriptedReplies
+    from engine.store import open_store
+
+    path = blueprint(tmp_path, memory="{enabled: true, scope: user, config: {experience: {distill: model}}}")
+    distilled = (
+        "Here is the distilled record:\n```json\n"
+        '{"question_type": "operation", "keys": ["ACME", "March"],'
+        ' "summary": "Totalled ACME\'s March invoices: 200.50.",'
+        ' "lesson": "Amounts in the billing export are strings: convert with float() before summing."}\n```'
+    )
+    replies = ScriptedReplies([*FAILED_THEN_FIXED, {"text": distilled, "purpose": "utility"}])
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    async with Agent.from_blueprint(path, store=url, model=replies.model, user="carol") as agent:
+        result = await agent.invoke("Total the March invoices of customer ACME", session_id="D1")
+    assert result.answer == "ACME owes 200.50 for March"
+    assert [r.purpose for r in replies.requests] == ["code", "code", "utility"]
+    assert "Round 1:" in replies.requests[-1].messages[0]["content"]
+    store = open_store(url)
+    backend = memory_backend(store)
+    try:
+        manager = MemoryManager(backend)
+        (history,) = await manager.list("history")
+        (experience,) = await manager.list("experience")
+    finally:
+        await backend.close()
+        await store.close()
+    assert history.scope == "user:carol"
+    assert history.data["summary"] == "Totalled ACME's March invoices: 200.50."
+    assert history.data["keys"] == "ACME, March"
+    assert experience.data["lesson"].startswith("Amounts in the billing export are strings")
+    assert experience.data["distilled_by"] == "model"

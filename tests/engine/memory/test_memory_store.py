@@ -7,6 +7,7 @@ import time
 import pytest
 
 from engine.memory import AgentMemoryError, MemoryBackend, MemoryConfig, MemoryItem, MemoryManager, memory_config
+from tests.engine.openai_server import OpenAIServer
 
 
 def _config(**config: object) -> MemoryConfig:
@@ -138,3 +139,20 @@ def test_config_problems_name_the_field() -> None:
     assert "session.memory.config.experience.retrival: unknown key" in text
     assert "session.memory.config.budgetTokens: Input should be greater than or equal to 50" in text
     assert memory_config_problems(enabled=True, scope="user", store="session", config={}) == []
+
+
+async def test_embedding_retrieval_through_litellm(
+    backend: MemoryBackend, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    config = _config(experience={"embeddingModel": "openai/test-embedding"})
+    manager = MemoryManager(backend, config, embedding_base=openai_server.base_url)
+    deploy = await manager.add_experience("agent:a", {"task": "deploy the checkout api to production"})
+    await manager.add_experience("agent:a", {"task": "plot monthly sales"})
+    # a record stored without a vector (imported) is embedded on first retrieval
+    await backend.put([MemoryItem(kind="experience", scope="agent:a", title="t", text="translate greetings")])
+    found = await manager.experiences_for("agent:a", "deploy checkout to production", k=1)
+    assert [item.id for item, _ in found] == [deploy.id]
+    posts = [r for r in openai_server.requests if r.path.startswith("/v1/embeddings")]
+    assert posts and posts[0].body["model"] == "test-embedding"
+    assert all(item.data.get("_embedding") for item in await backend.items("experience", "agent:a"))
