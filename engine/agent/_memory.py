@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from engine.events import SegmentCreated
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["end_memory", "memory_prompt_config", "start_memory"]
 
 _DEFAULT_WINDOW = 32_768
+_log = logging.getLogger("codeact.memory")
 
 
 async def start_memory(ctx: RunContext, store: Store, *, user: str | None, base_url: str | None) -> None:
@@ -54,9 +56,19 @@ async def memory_prompt_config(ctx: RunContext, config: PromptConfig) -> PromptC
 
 async def end_memory(ctx: RunContext, outcome: Outcome) -> None:
     """When the run ends: distill and store its summary and experience (never fails the run)."""
-    memory = ctx.memory
-    if memory is None:
+    if ctx.memory is None:
         return
+    from engine.agent.context import EndRun
+    from engine.errors import CodeactError
+
+    try:
+        await _end_memory(ctx, outcome)
+    except (CodeactError, EndRun, OSError) as exc:
+        _log.warning("memory: the run's summary/experience was not stored: %s", exc)
+
+
+async def _end_memory(ctx: RunContext, outcome: Outcome) -> None:
+    memory = ctx.memory
     rounds = [r for r in await ctx.store.rounds(ctx.session_id) if r.index >= ctx.first_round]
     codes: dict[int, str] = {}
     for segment in ctx.history.segments:

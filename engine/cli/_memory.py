@@ -1,4 +1,4 @@
-"""``codeact memory list|show|delete|approve|import|export``: curate stored memories and experiences.
+"""``codeact memory list|show|delete|approve|import|export|prune``: curate stored memories and experiences.
 
 Memories live beside the sessions (the same ``--store``). ``import`` reads JSON lines (or a JSON
 list) as ``export`` writes them; ``--approved`` marks imported experiences reviewed, which
@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
     memory.command("approve")(approve_memory)
     memory.command("import")(import_memory)
     memory.command("export")(export_memory)
+    memory.command("prune")(prune_memory)
     app.add_typer(memory)
 
 
@@ -202,3 +203,36 @@ def import_memory(
         raise typer.Exit(2)
     count = _with_manager(store, lambda m: m.import_items(records, approved=approved))
     typer.echo(f"imported {count} memory record(s)")
+
+
+def prune_memory(
+    kind: Annotated[str | None, typer.Option("--kind", help="entity, history or experience.")] = None,
+    max_age_days: Annotated[
+        float | None, typer.Option("--max-age-days", help="Drop records older than this (every kind).", min=0.001)
+    ] = None,
+    max_count: Annotated[
+        int | None, typer.Option("--max-count", help="Keep at most this many records per scope.", min=1)
+    ] = None,
+    store: Annotated[str | None, _STORE_OPTION] = None,
+) -> None:
+    """Apply limits in every scope (default: the blueprint defaults of docs/memory.md); prints how many went."""
+    from engine.memory import MemoryConfig, MemoryManager
+
+    chosen = _check_kind(kind)
+    limits: dict[str, Any] = {}
+    if max_age_days is not None:
+        limits["max_age_days"] = max_age_days
+    if max_count is not None:
+        limits["max_count"] = max_count
+    config = MemoryConfig(
+        enabled=True,
+        entities=MemoryConfig().entities.model_copy(update=limits),
+        history=MemoryConfig().history.model_copy(update=limits),
+        experience=MemoryConfig().experience.model_copy(update=limits),
+    )
+
+    async def run(manager: Any) -> int:
+        return int(await MemoryManager(manager.backend, config).prune(chosen))
+
+    dropped = _with_manager(store, run)
+    typer.echo(f"pruned {dropped} memory record(s)")

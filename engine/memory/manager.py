@@ -263,6 +263,14 @@ class MemoryManager:
                 drop.append(alive.pop(0).id)
         return await self.backend.delete(kind, drop) if drop else 0
 
+    async def prune(self, kind: MemoryKind | None = None) -> int:
+        """Apply the limits in every scope (records of scopes nobody writes to any more age out here)."""
+        dropped = 0
+        for k in (kind,) if kind is not None else KINDS:
+            for scope in await self.backend.scopes(k):
+                dropped += await self.evict(k, scope)
+        return dropped
+
     # -- curation -------------------------------------------------------------------------------
     async def list(self, kind: MemoryKind | None = None, scope: str | None = None) -> list[MemoryItem]:
         """Records of one kind or all kinds (in ``scope``), newest first."""

@@ -237,6 +237,8 @@ def test_memory_cli_curates_and_approval_gates_retrieval(
 
     rc, out, _ = cli("memory", "import", str(export), "--store", store_url)
     assert (rc, out) == (0, "imported 1 memory record(s)\n")
+    rc, out, _ = cli("memory", "prune", "--max-count", "5", "--store", store_url)
+    assert (rc, out) == (0, "pruned 0 memory record(s)\n")
 
     # not approved yet: a similar task gets no experience; approved: it does
     served = ["--store", store_url, "--model", "openai/test-model", "--base-url", openai_server.base_url]

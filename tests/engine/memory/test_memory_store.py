@@ -156,3 +156,16 @@ async def test_embedding_retrieval_through_litellm(
     posts = [r for r in openai_server.requests if r.path.startswith("/v1/embeddings")]
     assert posts and posts[0].body["model"] == "test-embedding"
     assert all(item.data.get("_embedding") for item in await backend.items("experience", "agent:a"))
+
+
+async def test_prune_ages_out_scopes_nobody_writes_to(backend: MemoryBackend) -> None:
+    old = time.time() - 10 * 86_400
+    stale = [
+        MemoryItem(kind="entity", scope=f"S{i}", title="t", text="1", data={"value": 1}, created_at=old)
+        for i in range(3)
+    ]
+    await backend.put(stale)
+    manager = MemoryManager(backend, _config(entities={"maxAgeDays": 5}))
+    await manager.remember("S-live", "t", 2)
+    assert await manager.prune("entity") == 3
+    assert await backend.scopes("entity") == ["S-live"]
