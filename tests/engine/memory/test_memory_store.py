@@ -169,3 +169,29 @@ async def test_prune_ages_out_scopes_nobody_writes_to(backend: MemoryBackend) ->
     await manager.remember("S-live", "t", 2)
     assert await manager.prune("entity") == 3
     assert await backend.scopes("entity") == ["S-live"]
+
+
+async def test_prompt_memory_stays_within_the_budget(backend: MemoryBackend) -> None:
+    from engine.memory import RunMemory, memory_budget
+
+    config = _config(history={"topK": 5, "recent": 0})
+    assert memory_budget(config, window=32_000, compact_ratio=0.75) == 1_200  # budgetTokens
+    assert memory_budget(config, window=8_000, compact_ratio=0.75) == 1_000  # half the compaction headroom
+    assert memory_budget(config, window=8_000, compact_ratio=None) == 1_000  # an eighth of the window
+    manager = MemoryManager(backend, config)
+    for i in range(5):
+        await manager.add_history("dana", {"summary": f"Asked about the quarterly revenue report number {i}"})
+        await manager.add_experience("agent:a", {"task": f"Build the quarterly revenue report number {i}"})
+    await manager.remember("S", "report", {"quarter": "Q3"})
+    run = RunMemory(manager, session_id="S", user="dana", agent_id="a")
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    roomy = await run.prepare("the quarterly revenue report", budget=10_000, count=words)
+    assert roomy.context is not None and roomy.context.count("\n- ") == 6  # 5 summaries + 1 entity
+    assert len(roomy.experiences) == 3  # topK
+    tight = await run.prepare("the quarterly revenue report", budget=40, count=words)
+    assert tight.used_tokens <= 40
+    assert tight.context is not None and tight.context.count("\n- ") == 2
+    assert tight.experiences == ()
