@@ -48,7 +48,8 @@ class SQLiteMemory(MemoryBackend):
     """
 
     def __init__(self, path: str, *, busy_timeout: float = 5.0) -> None:
-        self.key = f"sqlite:{path}"
+        # A private in-memory database is its own store: its cache key must not match another one's.
+        self.key = f"sqlite:{path}" if path != ":memory:" else f"sqlite::memory:{id(self)}"
         self.path = path
         self._lock = threading.Lock()
         try:
