@@ -19,7 +19,7 @@ from __future__ import annotations
 from toolkits._grants import Grants
 from toolkits.bound import BoundToolkit, bind_toolkit
 from toolkits.bridge import ToolkitBridge
-from toolkits.context import Control, EventSink, ModelAccess, ToolkitContext
+from toolkits.context import Control, EventSink, MemoryAccess, ModelAccess, ToolkitContext
 from toolkits.decorators import operation, toolkit
 from toolkits.dynamic import DynamicToolkit
 from toolkits.errors import (
@@ -47,6 +47,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "EventSink",
     "Grants",
+    "MemoryAccess",
     "ModelAccess",
     "OperationSpec",
     "ParameterSpec",

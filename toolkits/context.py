@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from toolkits.errors import ToolkitError
 
-__all__ = ["Control", "EventSink", "ModelAccess", "ToolkitContext"]
+__all__ = ["Control", "EventSink", "MemoryAccess", "ModelAccess", "ToolkitContext"]
 
 
 @runtime_checkable
@@ -21,6 +21,23 @@ class ModelAccess(Protocol):
 
     async def complete(self, prompt: str, *, purpose: str = "utility") -> str:
         """Return the model's reply to ``prompt``."""
+        ...
+
+
+@runtime_checkable
+class MemoryAccess(Protocol):
+    """The session's entity memory, as the ``system`` toolkit sees it (the engine implements it)."""
+
+    async def remember(self, title: str, data: Any) -> None:
+        """Remember ``data`` under ``title`` for the rest of the session."""
+        ...
+
+    async def recall(self, title: str) -> Any:
+        """The data remembered under ``title`` (an error names the known titles when there is none)."""
+        ...
+
+    async def entities(self) -> list[dict[str, Any]]:
+        """``[{"title", "data", "updated"}]`` of the session, most recently written first."""
         ...
 
 
@@ -44,6 +61,7 @@ class ToolkitContext:
         emit: Sends an event to the engine, or ``None``.
         deadline: ``time.monotonic()`` value when this call times out, or ``None``.
         skills: ``{toolkit: {"description": str, "operations": {op: summary}}}`` granted to the session.
+        memory: The session's entity memory, or ``None`` when the blueprint enables no memory.
     """
 
     session_id: str
@@ -54,6 +72,7 @@ class ToolkitContext:
     emit: EventSink | None = None
     deadline: float | None = None
     skills: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    memory: MemoryAccess | None = None
 
     def with_deadline(self, deadline: float) -> ToolkitContext:
         """A copy with ``deadline`` set (cheaper than ``dataclasses.replace``: one per toolkit call)."""

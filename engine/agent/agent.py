@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from engine.agent.codeact import CodeActLoop
 from engine.agent.context import EndRun, Outcome, RunContext
 from engine.agent.hooks import Hook
@@ -328,7 +329,9 @@ class Agent:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
+    async def run(
+        self, input: str, *, session_id: str | None = None, user: str | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
 
         To stop early, iterate inside ``contextlib.aclosing(agent.run(...))``: closing the iterator
@@ -339,6 +342,7 @@ class Agent:
         Args:
             input: The user's message.
             session_id: Continue this session (history and variables restored), or start it.
+            user: Who this run is for (memory scope, toolkit context); default the agent's ``user``.
         """
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
@@ -349,7 +353,7 @@ class Agent:
             queue.put_nowait(event)
             return event
 
-        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit))
+        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, user=user))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -362,12 +366,17 @@ class Agent:
                     await task
 
     async def invoke(
-        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+        self,
+        input: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        user: str | None = None,
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event)."""
         last: Event | None = None
         session = session_id or ""
-        async for event in self.run(input, session_id=session_id):
+        async for event in self.run(input, session_id=session_id, user=user):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted):
@@ -376,7 +385,12 @@ class Agent:
         return _result(last, session)
 
     def run_sync(
-        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+        self,
+        input: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        user: str | None = None,
     ) -> RunResult:
         """Run to the end from synchronous code and return the result; call it as often as you like.
 
@@ -400,19 +414,26 @@ class Agent:
             self._runner = asyncio.Runner()
             # An agent dropped without close() still closes its loop (and the loop's sockets).
             weakref.finalize(self, _close_runner, self._runner)
-        return self._runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event))
+        return self._runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event, user=user))
 
     async def _invoke_on_own_loop(
-        self, input: str, *, session_id: str | None, on_event: Callable[[Event], None] | None
+        self,
+        input: str,
+        *,
+        session_id: str | None,
+        on_event: Callable[[Event], None] | None,
+        user: str | None = None,
     ) -> RunResult:
         try:
-            return await self.invoke(input, session_id=session_id, on_event=on_event)
+            return await self.invoke(input, session_id=session_id, on_event=on_event, user=user)
         finally:
             # Nothing of the model client's stays pending on the loop between calls (or when it is dropped).
             await stop_background_tasks()
 
     # -- one run ---------------------------------------------------------------------------------
-    async def _drive(self, input: str, session_id: str, run_id: str, emit: Callable[..., Event]) -> None:
+    async def _drive(
+        self, input: str, session_id: str, run_id: str, emit: Callable[..., Event], *, user: str | None = None
+    ) -> None:
         # The run's spans (engine.telemetry): a no-op object unless tracing is on.
         from engine.telemetry._state import NULL_TRACE, start_run
 
@@ -427,7 +448,7 @@ class Agent:
             options=options if isinstance(options, dict) else None,
         )
         if run_trace is NULL_TRACE:
-            await self._drive_run(input, session_id, run_id, emit, run_trace)
+            await self._drive_run(input, session_id, run_id, emit, run_trace, user=user)
             return
 
         def traced(cls: type[Event], /, **payload: Any) -> Event:
@@ -440,12 +461,19 @@ class Agent:
             return event
 
         try:
-            await self._drive_run(input, session_id, run_id, traced, run_trace)
+            await self._drive_run(input, session_id, run_id, traced, run_trace, user=user)
         finally:
             run_trace.end(status="interrupted")  # a cancelled run (the span ends once)
 
     async def _drive_run(
-        self, input: str, session_id: str, run_id: str, emit: Callable[..., Event], run_trace: Any
+        self,
+        input: str,
+        session_id: str,
+        run_id: str,
+        emit: Callable[..., Event],
+        run_trace: Any,
+        *,
+        user: str | None = None,
     ) -> None:
         # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
         # run fails before it could open the session (busy, store down).
@@ -465,8 +493,10 @@ class Agent:
                     ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
                     ctx.trace = run_trace
                     ctx.fence = lock.token
+                    ctx.user = user if user is not None else self.user
                     ctx.writer = PendingWriter(self.store, session_id)
                     outcome = await self._run_loop(ctx)
+                    await end_memory(ctx, outcome)
                     await ctx.after_agent()
                     await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
                     await self.store.update_session(session_id, status=outcome.status)
@@ -488,6 +518,8 @@ class Agent:
                     if state.ctx is not None and state.ctx.writer is not None:
                         await state.ctx.writer.aclose()
                         state.ctx.writer = None
+                    if state.ctx is not None and state.ctx.memory is not None:
+                        await state.ctx.memory.close()
             if outcome.status == "failed":
                 error = outcome.error or {"code": "run.failed", "message": outcome.reason}
                 emit(RunFailed, error=error, rounds=ctx.recorded)
@@ -592,7 +624,12 @@ class Agent:
             self.registry,
             grants=self.grants,
             context=ToolkitContext(
-                session_id=ctx.session_id, run_id=ctx.run_id, user=self.user, model=model_access, emit=express
+                session_id=ctx.session_id,
+                run_id=ctx.run_id,
+                user=ctx.user,
+                model=model_access,
+                emit=express,
+                memory=ctx.memory.access if ctx.memory is not None else None,
             ),
             approval=approve,
             # The eventing bridge logs and reports every call, including the ones it refuses.
@@ -625,6 +662,7 @@ class Agent:
         await self.store.update_session(session_id, extra=extra)
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
+        await start_memory(ctx, self.store, user=ctx.user, base_url=getattr(self.model, "base_url", None))
         bridge, handler = self._bridge(ctx)
         ctx.bridge, ctx.handler = bridge, handler
         try:
@@ -635,7 +673,8 @@ class Agent:
             ctx.sandbox = sandbox
             await self._note_sandbox(ctx.session_id, sandbox)
             try:
-                builder = SegmentBuilder(self.prompt_config, stubs=bridge.stubs())
+                config = await memory_prompt_config(ctx, self.prompt_config)
+                builder = SegmentBuilder(config, stubs=bridge.stubs())
                 return await CodeActLoop(ctx, builder, sandbox).run()
             finally:
                 await sandbox.aclose()

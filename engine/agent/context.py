@@ -88,6 +88,8 @@ class RunContext:
     current_reply: str = ""
     # The run's spans (engine.telemetry); a no-op object when tracing is off.
     trace: RunTrace = NULL_TRACE
+    memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
+    user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
 
     def note_code(self, *, program: str, middle: str, reply: str) -> None:
         """The round's code is about to run: remember it and write it to the pending list."""

@@ -128,7 +128,7 @@ class ToolkitGrant:
 
 @dataclass(frozen=True, kw_only=True)
 class MemorySettings:
-    """``session.memory`` intent (the factory creates no store)."""
+    """``session.memory``: the agent's memory (resolved by ``engine.memory.memory_config``; docs/memory.md)."""
 
     enabled: bool = False
     scope: str | None = None

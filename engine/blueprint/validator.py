@@ -375,6 +375,16 @@ class _Checks:
                 "blueprint.memory.scope.warning",
                 "session.memory.enabled is true but neither scope nor store is declared.",
             )
+        if memory is not None:
+            from engine.memory.settings import memory_config_problems
+
+            for path, message in memory_config_problems(
+                enabled=memory.enabled is True,
+                scope=_trim(memory.scope),
+                store=_trim(memory.store),
+                config=memory.config,
+            ):
+                self.error(path, "blueprint.memory.invalid", message)
         trigger = session.compact.trigger if session.compact is not None else None
         if trigger is None:
             return

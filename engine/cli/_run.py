@@ -121,6 +121,9 @@ def run_command(
     trace: Annotated[
         Path | None, typer.Option("--trace", help="Write the run's OpenTelemetry spans to this file (JSON lines).")
     ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Who the run is for (memory: history summaries, experiences).")
+    ] = None,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
@@ -148,6 +151,7 @@ def run_command(
             deny_all=deny_all,
             json_output=json_output,
             spinner=spinner,
+            user=user,
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
@@ -173,6 +177,7 @@ def run_command(
         ("--json", json_output),
         ("--artifacts", str(artifacts) if artifacts is not None else None),
         ("--trace", str(trace) if trace is not None else None),
+        ("--user", user),
     ]
 
     def again(session_id: str, input_text: str = "ANSWER") -> str:
@@ -219,6 +224,7 @@ def _build(
     deny_all: bool,
     json_output: bool,
     spinner: _Spinner,
+    user: str | None = None,
 ) -> Any:
     from engine.agent import Agent, default_sandbox_factory
     from engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
@@ -293,6 +299,7 @@ def _build(
         sandbox_factory=factory,
         approver=approver,
         stream=json_output,
+        user=user,
     )
     agent._owned = tuple(mcp)  # the MCP servers stop when the run ends (_drive closes the agent)
     return agent

@@ -7,6 +7,8 @@ litellm's real request building, SSE parsing, error mapping and usage parsing wi
 * ``POST /v1/completions``: the raw-prompt endpoint; every request is recorded, so a test can
   assert that a FIM prompt arrived byte for byte (``server.requests[-1].body["prompt"]``).
 * ``GET /v1/models``: lists the model names seen so far (some clients probe it).
+* ``POST /v1/embeddings``: a deterministic bag-of-words vector per input (64 hashed word buckets),
+  so texts sharing words are similar; no reply needs to be queued.
 
 Replies are queued with :meth:`OpenAIServer.push`, consumed one per request in order. A queued
 :class:`Failure` answers one request with an HTTP error (429 then a reply tests retries, 401 tests
@@ -175,6 +177,27 @@ def _prompt_text(body: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _embeddings_body(body: dict[str, Any]) -> dict[str, Any]:
+    import hashlib
+    import re
+
+    inputs = body.get("input", [])
+    texts = [inputs] if isinstance(inputs, str) else [str(text) for text in inputs]
+    data = []
+    for index, text in enumerate(texts):
+        vector = [0.0] * 64
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0  # noqa: S324 - a bucket, not security
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    tokens = sum(len(text.split()) for text in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": str(body.get("model", "test-embedding")),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "codeact-openai-test/1"
     state: OpenAIServer  # set on the subclass made per server
@@ -198,6 +221,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = {"_raw": raw.decode("utf-8", "replace")}
         self.state._record(RecordedRequest(method="POST", path=self.path, headers=self._headers(), body=body))
         path = self.path.split("?")[0].rstrip("/")
+        if path == "/v1/embeddings":
+            self._json(200, _embeddings_body(body))
+            return
         if path not in ("/v1/chat/completions", "/v1/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return

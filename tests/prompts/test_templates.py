@@ -59,6 +59,19 @@ CASES = [
     pytest.param("system_developer.j2", SECTION_VARS, id="system_developer"),
     pytest.param("system_knowledge.j2", SECTION_VARS, id="system_knowledge"),
     pytest.param("system_experience.j2", SECTION_VARS, id="system_experience"),
+    pytest.param(
+        "memory_distill.j2",
+        {
+            "task": "Sum the prices of apple and banana",
+            "outcome": "completed (finished)",
+            "answer": "3",
+            "rounds": [
+                {"index": 1, "code": "total = prices['apple'] + prices['banana']", "error": "KeyError: 'banana'"},
+                {"index": 2, "code": "total = sum(prices.get(k, 0) for k in keys)", "error": ""},
+            ],
+        },
+        id="memory_distill",
+    ),
     pytest.param("request_thought.j2", {"round_index": 3}, id="request_thought"),
     pytest.param("request_reflect.j2", {"round_index": 3}, id="request_reflect"),
     pytest.param(

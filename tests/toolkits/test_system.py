@@ -159,10 +159,13 @@ async def test_list_skills_shows_this_sessions_grants() -> None:
     }
     assert sorted(skills["system"]["operations"]) == [
         "ask_user",
+        "entities",
         "finish",
         "get_current_time",
         "list_skills",
         "parse",
+        "recall",
+        "remember",
         "send_message",
         "sleep",
         "think",

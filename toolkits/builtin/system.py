@@ -11,7 +11,7 @@ import zoneinfo
 from typing import Any
 
 import prompts
-from toolkits.context import Control, ModelAccess, ToolkitContext
+from toolkits.context import Control, MemoryAccess, ModelAccess, ToolkitContext
 from toolkits.decorators import operation, toolkit
 from toolkits.errors import ToolkitError
 
@@ -31,7 +31,19 @@ def _model(context: ToolkitContext, operation_name: str) -> ModelAccess:
     return context.model
 
 
-@toolkit(name="system", description="The agent's own controls: talk to the user, finish, think, parse, time, skills")
+def _memory(context: ToolkitContext, operation_name: str) -> MemoryAccess:
+    if context.memory is None:
+        raise ToolkitError(
+            f"system.{operation_name}() needs memory, but this agent has none: set session.memory.enabled: true "
+            "in the blueprint (docs/memory.md)"
+        )
+    return context.memory
+
+
+@toolkit(
+    name="system",
+    description="The agent's own controls: talk to the user, finish, think, parse, time, skills, memory",
+)
 class SystemToolkit:
     """The agent's own controls."""
 
@@ -142,6 +154,39 @@ class SystemToolkit:
             name: {"description": skill["description"], "operations": dict(skill["operations"])}
             for name, skill in context.skills.items()
         }
+
+    @operation
+    async def remember(self, title: str, data: Any, context: ToolkitContext) -> None:
+        """Remember a named fact or object for the rest of the session (it survives resumes).
+
+        Args:
+            title: A short name, for example "deploy target" (remembering it again replaces it).
+            data: Any JSON-able value (dict, list, str, number, bool, None).
+            context: Supplied by the bridge.
+        """
+        await _memory(context, "remember").remember(title, data)
+
+    @operation
+    async def recall(self, title: str, context: ToolkitContext) -> Any:
+        """The data remembered under a title in this session.
+
+        Args:
+            title: The title given to ``remember``.
+            context: Supplied by the bridge.
+
+        Returns:
+            The remembered data (an error lists the known titles when nothing has that title).
+        """
+        return await _memory(context, "recall").recall(title)
+
+    @operation
+    async def entities(self, context: ToolkitContext) -> list[dict[str, Any]]:
+        """Everything remembered in this session, most recently written first.
+
+        Returns:
+            [{"title": str, "data": Any, "updated": ISO time}].
+        """
+        return await _memory(context, "entities").entities()
 
 
 def _maybe_json(reply: str) -> Any:
