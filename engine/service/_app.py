@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["create_app", "parse_context"]
 
 _log = logging.getLogger("codeact.service")
+_RUN_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 
 def create_app(state: ServiceState) -> Starlette:
@@ -114,6 +116,15 @@ def parse_context(data: Any) -> RunnerContext:
     """
     from engine.runner import RunnerContext
 
+    run_id = data.get("run_id") if isinstance(data, dict) else None
+    if isinstance(run_id, str) and run_id and not _RUN_ID.fullmatch(run_id):
+        raise ServiceError(
+            f"invalid run context: context.run_id {run_id[:140]!r} must be 1-128 letters, digits or '._:-' "
+            "(it names the run in URLs)",
+            code="service.invalid_context",
+            status=422,
+            errors=[{"loc": ["context", "run_id"], "msg": "use 1-128 letters, digits or '._:-'", "type": "pattern"}],
+        )
     try:
         return RunnerContext.model_validate(data)
     except ValidationError as exc:

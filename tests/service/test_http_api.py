@@ -6,6 +6,7 @@ test server; every reply is written the way a model writes one (prose around fen
 
 from __future__ import annotations
 
+import base64
 import time
 
 import httpx
@@ -75,12 +76,77 @@ def test_without_event_stream_the_results_come_as_one_json_answer(service: Serve
     ctx = context("What is six times seven?")
     with service.client() as client:
         answer = client.post("/v1/runs", json={"runner_id": RUNNER, "context": ctx})
-    assert answer.status_code == 200, answer.text
-    body = answer.json()
-    assert body["run"]["status"] == "completed"
-    assert answer.headers["location"] == f"/v1/runs/{ctx['run_id']}"
-    assert [r["sequence"] for r in body["results"]] == list(range(1, len(body["results"]) + 1))
-    assert body["results"][-1]["type"] == "run.completed"
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["run"]["status"] == "completed", body["results"][-1]
+        assert answer.headers["location"] == f"/v1/runs/{ctx['run_id']}"
+        assert [r["sequence"] for r in body["results"]] == list(range(1, len(body["results"]) + 1))
+        assert body["results"][-1]["type"] == "run.completed"
+        assert ctx["run_id"] in [r["run_id"] for r in client.get("/v1/runs").json()["runs"]]
+
+
+async def test_artifacts_are_listed_and_served_safely(service: Served) -> None:
+    # A round with artifacts, recorded in the server's store as a run of its runner would record it.
+    from engine.store import RoundRecord, SessionMeta, open_store
+
+    store = open_store(service.store)
+    try:
+        await store.create_session(
+            SessionMeta(session_id="with-artifacts", blueprint_id=RUNNER, blueprint_hash="h", model="m")
+        )
+        files = [("report.csv", "text/csv", b"a,b\n1,2\n"), ("page.html", "text/html", b"<script>alert(1)</script>")]
+        artifacts = tuple(
+            {"name": n, "mime": m, "size": len(d), "refused": None, "data_b64": base64.b64encode(d).decode()}
+            for n, m, d in files
+        )
+        record = RoundRecord(
+            session_id="with-artifacts", index=1, started_at=time.time(), duration_s=0.1, prompt_hash="p",
+            reply="...", code="...", artifacts=artifacts,
+        )  # fmt: skip
+        await store.append_round(record, segments=[], variables={})
+    finally:
+        await store.close()
+    async with httpx.AsyncClient(base_url=service.url, headers={"Authorization": f"Bearer {ADMIN}"}) as client:
+        shown = (await client.get("/v1/sessions/with-artifacts")).json()
+        assert [(a["round"], a["name"], a["mime"]) for a in shown["artifacts"]] == [
+            (1, "report.csv", "text/csv"),
+            (1, "page.html", "text/html"),
+        ]
+        assert all("data_b64" not in a for a in shown["artifacts"] + shown["rounds"][0]["artifacts"])
+        csv = await client.get("/v1/sessions/with-artifacts/artifacts/1/report.csv")
+        assert csv.status_code == 200 and csv.content == b"a,b\n1,2\n"
+        assert csv.headers["content-type"].startswith("text/csv")
+        html = await client.get("/v1/sessions/with-artifacts/artifacts/1/page.html")
+        assert html.content == b"<script>alert(1)</script>"
+        assert html.headers["content-type"] == "application/octet-stream"  # a browser never renders it
+        assert html.headers["content-disposition"] == 'attachment; filename="page.html"'
+        missing = await client.get("/v1/sessions/with-artifacts/artifacts/1/nope.txt")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "service.artifact_not_found"
+    async with httpx.AsyncClient(base_url=service.url, headers={"Authorization": f"Bearer {SCOPED}"}) as scoped:
+        assert (await scoped.get("/v1/sessions/with-artifacts")).status_code == 404  # not its runner's
+
+
+def test_a_reused_run_id_or_a_busy_conversation_is_refused(service: Served, replies: OpenAIServer) -> None:
+    replies.push(code("r = await slow.ping()", "Ping, which waits for approval."))
+    ctx = context("Ping and wait.", conversation="busy-conversation")
+    with service.client() as client:
+        with client.stream(
+            "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
+        ) as stream:
+            for event in read_sse(stream):
+                if event.event == "action.requested":
+                    break
+        again = client.post("/v1/runs", json={"runner_id": RUNNER, "context": ctx})
+        assert again.status_code == 409 and again.json()["error"]["code"] == "service.run_exists"
+        other = client.post(
+            "/v1/runs", json={"runner_id": RUNNER, "context": context("Me too.", conversation="busy-conversation")}
+        )
+        assert other.status_code == 409 and other.json()["error"]["code"] == "service.session_busy"
+        assert ctx["run_id"] in other.json()["error"]["message"]
+        bad_id = client.post("/v1/runs", json={"runner_id": RUNNER, "context": context("x", run_id="a/b c")})
+        assert bad_id.status_code == 422 and bad_id.json()["error"]["code"] == "service.invalid_context"
+        assert client.post(f"/v1/runs/{ctx['run_id']}/cancel").json()["status"] == "cancelled"
+        assert client.post(f"/v1/runs/{ctx['run_id']}/cancel").json()["status"] == "cancelled"  # idempotent
 
 
 def test_bad_requests_get_json_errors_with_the_right_status(service: Served, replies: OpenAIServer) -> None:
