@@ -14,6 +14,7 @@ See docs/runner.md.
 
 from __future__ import annotations
 
+from engine.runner._input import compose_input
 from engine.runner.attachments import Attachments
 from engine.runner.blueprint_runner import BlueprintRunner, session_id_for
 from engine.runner.entities import (
@@ -29,21 +30,27 @@ from engine.runner.entities import (
 )
 from engine.runner.interactions import Interactions, continuation_context
 from engine.runner.mapper import ResultMapper, runner_code
+from engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
 
 __all__ = [
     "RUNNER_ERROR_CODES",
     "AgentAPIError",
     "Attachments",
+    "AuthorizationRegistry",
     "BlueprintRunner",
+    "HostTransport",
     "InteractionRequest",
     "InteractionSubmission",
     "Interactions",
     "ResultMapper",
+    "RunAPIProxy",
+    "RunAuthorization",
     "RunnerAPIError",
     "RunnerContext",
     "RunnerError",
     "RunnerManifest",
     "RunnerResult",
+    "compose_input",
     "continuation_context",
     "runner_code",
     "session_id_for",

@@ -16,10 +16,7 @@ from engine.runner.entities import (
 if TYPE_CHECKING:
     from engine.blueprint import AgentSpec
 
-__all__ = ["HOST_TOOLKIT", "manifest_for"]
-
-HOST_TOOLKIT = "host"
-"""The toolkit name under which a host's tools appear in the sandbox (granting it asks for host tools)."""
+__all__ = ["manifest_for"]
 
 _TYPES: list[tuple[type, str]] = [(bool, "boolean"), (int, "integer"), (float, "float"), (str, "string")]
 
@@ -41,9 +38,11 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     ``id``, ``name``, label and description come from the blueprint (``id``, ``name``,
     ``extensions.description``); the config schema from its declared inputs
     (``instructions.variables``: one field each, typed by its default); capabilities from what the
-    engine does (streaming, interrupt, interactions: approvals and ``ask_user``; tool calling when
-    it grants toolkits other than ``system``); permissions from its toolkits (host tools when it
-    grants the ``host`` toolkit) and models (invoke/stream, used when a host lends its models).
+    engine does (streaming, interrupt, interactions: approvals and ``ask_user``, tool calling and
+    knowledge retrieval: a host's tools and knowledge bases become the ``host`` and ``knowledge``
+    toolkits of a run); permissions: the host resources a run may use through the proxy (models
+    invoke/stream, tools detail/call, knowledge bases list/retrieve, interactions). The metadata
+    lists the blueprint's own toolkits.
 
     Args:
         spec: The resolved blueprint.
@@ -60,7 +59,6 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
         for name, value in sorted(spec.variables.items())
         if isinstance(value, str | int | float | bool)
     ]
-    uses_host_tools = HOST_TOOLKIT in granted
     return RunnerManifest(
         id=spec.id,
         name=spec.id,
@@ -69,14 +67,16 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
         usages=["agent"],
         capabilities=RunnerCapabilities(
             streaming=streaming,
-            tool_calling=any(name != "system" for name in granted),
+            tool_calling=True,
+            knowledge_retrieval=True,
             multimodal_input=True,
             interrupt=True,
             interactions=True,
         ),
         permissions=RunnerPermissions(
             models=["invoke", "stream"],
-            tools=["detail", "call"] if uses_host_tools else [],
+            tools=["detail", "call"],
+            knowledge_bases=["list", "retrieve"],
             interactions=["request"],
         ),
         config_schema=config,

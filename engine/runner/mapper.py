@@ -11,7 +11,8 @@ engine event             result(s)
 ``tool.call.completed``  ``tool.call.completed`` (a non-dict result is ``{"value": result}``)
 ``state.updated``        ``state.updated`` (conversation ``codeact.variables``: the names changed)
 ``artifact.created``     ``artifact.created``
-``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation)
+``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation); with
+                         nobody to answer (``interactive=False``) a ``processor.log`` warning
 ``run.completed``        ``message.completed`` (the answer) + ``run.completed``; for ``ask_user``:
                          ``action.requested`` (a form) + ``message.completed`` (the question) +
                          ``run.completed`` with ``finish_reason`` ``ask_user``
@@ -22,6 +23,7 @@ others                   nothing (rounds, segments and code are in the session r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -48,6 +50,7 @@ from engine.runner.entities import (
     MessageChunk,
     MessageCompletedPayload,
     MessageDeltaPayload,
+    ProcessorLogPayload,
     RunCompletedPayload,
     RunFailedPayload,
     RunnerResult,
@@ -77,6 +80,8 @@ def runner_code(engine_code: str) -> str:
         return engine_code
     if engine_code == "store.session_busy":
         return "runner.session_busy"
+    if engine_code == "deadline_exceeded":
+        return "runner.timeout"
     family = engine_code.split(".", 1)[0]
     return {
         "model": "runner.model_error",
@@ -88,6 +93,13 @@ def runner_code(engine_code: str) -> str:
 
 def _ask(request: InteractionRequest) -> ActionRequestedPayload:
     return ActionRequestedPayload(action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json"))
+
+
+def _question_id(run_id: str) -> str:
+    """``ask-<run_id>`` (a hash of a run id too long for an interaction id)."""
+    if len(run_id) <= 200:
+        return f"ask-{run_id}"
+    return "ask-" + hashlib.sha256(run_id.encode()).hexdigest()
 
 
 def _text(value: Any) -> str:
@@ -102,12 +114,17 @@ class ResultMapper:
         show_work: Also stream the model's working replies (its code) as messages; a chat host
             wants only the messages to the user, a console wants the work too.
         expires_at: Unix time after which interaction requests expire (the run's deadline).
+        interactive: Whether someone can answer an approval; when not, an approval request becomes
+            a ``processor.log`` warning (the call is denied) instead of a request nobody answers.
     """
 
-    def __init__(self, run_id: str, *, show_work: bool = False, expires_at: float | None = None) -> None:
+    def __init__(
+        self, run_id: str, *, show_work: bool = False, expires_at: float | None = None, interactive: bool = True
+    ) -> None:
         self.run_id = run_id
         self.show_work = show_work
         self.expires_at = expires_at
+        self.interactive = interactive
         self.sequence = 0
         self.usage: dict[str, int] = {}
         self.session_id: str | None = None
@@ -127,7 +144,11 @@ class ResultMapper:
         )
 
     def failed(self, message: str, *, code: str = "runner.error", retryable: bool | None = None) -> RunnerResult:
-        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``)."""
+        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``).
+
+        ``code`` may be an engine code (``model.rate_limited``): it is mapped with :func:`runner_code`.
+        """
+        code = runner_code(code)
         flag = code in _RETRYABLE_CODES if retryable is None else retryable
         return self.result("run.failed", RunFailedPayload(error=message, code=code, retryable=flag), usage=True)
 
@@ -169,6 +190,8 @@ class ResultMapper:
         if isinstance(event, ToolCallCompleted):
             return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts)]
         if isinstance(event, StateUpdated):
+            if not (event.changed or event.removed or event.uncaptured):
+                return []
             value: dict[str, JsonValue] = {
                 "round": event.round,
                 "changed": list[JsonValue](sorted(event.changed)),
@@ -188,6 +211,9 @@ class ResultMapper:
             )
             return [self.result("artifact.created", artifact, timestamp=ts)]
         if isinstance(event, ActionRequested):
+            if not self.interactive:
+                note = f"{event.toolkit}.{event.operation} needs an approval this run cannot wait for: denied"
+                return [self.result("processor.log", ProcessorLogPayload(text=note, level="warning"), timestamp=ts)]
             request = approval_request(
                 event.request_id,
                 toolkit=event.toolkit,
@@ -231,7 +257,7 @@ class ResultMapper:
         ts = event.timestamp
         if event.reason == "ask_user":
             question = _text(event.answer) if event.answer is not None else ""
-            request = question_request(f"ask-{self.run_id}", question)
+            request = question_request(_question_id(self.run_id), question)
             action = ActionRequestedPayload(
                 action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json")
             )

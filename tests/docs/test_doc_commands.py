@@ -31,6 +31,7 @@ NOT_RUN = {
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
     ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
+    ("runner.md", "import asyncio"): "run by tests/runner/test_runner_doc.py",
     ("sandbox-security.md", 'codeact run agent.yaml --input "..." --sandbox docker --runtime gvisor'): "needs a model",
     (
         "sandbox-security.md",

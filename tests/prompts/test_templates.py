@@ -14,7 +14,9 @@ from tests.segments._snapshot import check_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 # Templates rendered by other packages (toolkits) are tested there.
-OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2", "runner_input.j2"}
+OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"}
+
+OWNED_ELSEWHERE = OWNED_ELSEWHERE | {"runner_input.j2"}  # tests/runner/test_entities.py
 
 QWEN = FIM_FAMILIES["qwen"]
 SECTION_VARS: dict[str, Any] = {

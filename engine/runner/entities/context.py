@@ -21,6 +21,7 @@ __all__ = [
     "AgentRunState",
     "AgentRuntimeContext",
     "AgentTrigger",
+    "BootstrapContext",
     "ContentElement",
     "ContextAPICapabilities",
     "ContextAccess",
@@ -346,6 +347,18 @@ class AgentRuntimeContext(BaseModel):
     deadline_at: float | None = None
     locale: str | None = None
     timezone: str | None = None
+    static_refs: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class BootstrapContext(BaseModel):
+    """Messages a host inlined for convenience (codeact keeps its own history and does not use them)."""
+
+    model_config = _OPEN
+
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    summary: str | None = None
+    artifacts: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -396,6 +409,6 @@ class RunnerContext(BaseModel):
     runtime: AgentRuntimeContext = Field(default_factory=AgentRuntimeContext)
     variables: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)
-    bootstrap: dict[str, Any] | None = None
+    bootstrap: BootstrapContext | None = None
     adapter: AdapterContext | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
