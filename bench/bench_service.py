@@ -146,11 +146,10 @@ async def _measure(tmp: Path, concurrent: int, sequential: int) -> dict[str, Any
                 await _http_run(client, f"warm{i}")
                 await _inproc_run(runner, f"warm{i}")
             http_first, inproc_first, health = [], [], []
-            for _ in range(sequential):
+            for i in range(sequential):
                 started = time.perf_counter()
                 (await client.get("/v1/health")).raise_for_status()
                 health.append(time.perf_counter() - started)
-            for i in range(sequential):
                 http_first.append((await _http_run(client, f"seq{i}"))[0])
                 inproc_first.append((await _inproc_run(runner, f"seq{i}"))[0])
             served = await _gathered(lambda tag: _http_run(client, tag), concurrent)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from engine.service.errors import ServiceError
 
 if TYPE_CHECKING:
-    from engine.runner import BlueprintRunner, Interactions, RunnerContext, RunnerResult
+    from engine.runner import AuthorizationRegistry, BlueprintRunner, Interactions, RunnerContext, RunnerResult
 
 __all__ = ["TERMINAL_TYPES", "RunInfo", "RunManager", "RunStatus", "Runs"]
 
@@ -231,6 +231,21 @@ class RunManager:
         self.keep = keep
         self.keep_s = keep_s
         self._runs: dict[str, _Run] = {}
+        self._authorizations: AuthorizationRegistry | None = None
+
+    @property
+    def authorizations(self) -> AuthorizationRegistry:
+        """The authorization snapshots of the running runs (codeact as the host of run-scoped API calls).
+
+        Each run's grants (``context.resources`` and what its context allows) are registered, as a frozen
+        deep copy, when it starts and unregistered when its last envelope is in; ``check(action, payload,
+        caller=runner_id)`` checks a run-scoped call in the seed's order.
+        """
+        if self._authorizations is None:
+            from engine.runner import AuthorizationRegistry
+
+            self._authorizations = AuthorizationRegistry()
+        return self._authorizations
 
     async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
         """Start a run of ``runner_id`` on ``context`` and return at once.
@@ -278,11 +293,18 @@ class RunManager:
                 headers={"Retry-After": "1"},
             )
         run = _Run(run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions())
+        self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
         self._runs[run_id] = run
         run.task = asyncio.get_running_loop().create_task(self._drive(run, runner, context), name=f"run {run_id}")
         return run.info()
 
     async def _drive(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
+        try:
+            await self._iterate(run, runner, context)
+        finally:
+            self.authorizations.unregister(run.run_id)  # the seed: the host unregisters the ended run
+
+    async def _iterate(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
         stream = runner.run(context, run_id=run.run_id, interactions=run.interactions)
         try:
             async with contextlib.aclosing(stream) as envelopes:  # type: ignore[type-var]
