@@ -74,8 +74,11 @@ class PendingWriter:
 
     async def aclose(self) -> None:
         """Stop the writer (queued writes not yet made are dropped)."""
-        self._task.cancel()
-        await asyncio.wait({self._task})
+        # Cancel until it is done: on Python 3.11, asyncio.wait_for (the store's bounded calls) swallows a
+        # cancel that races with its call completing, and the writer would wait on its queue forever.
+        while not self._task.done():
+            self._task.cancel()
+            await asyncio.wait({self._task}, timeout=1.0)
 
     async def _drain(self) -> None:
         while True:

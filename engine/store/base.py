@@ -346,10 +346,12 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._refresher is not None:
-            self._refresher.cancel()
             # asyncio.wait does not re-raise the refresher's CancelledError, but a cancellation of
-            # the current task still propagates.
-            await asyncio.wait({self._refresher})
+            # the current task still propagates. Cancel until done: on Python 3.11 asyncio.wait_for (the
+            # store's bounded calls) swallows a cancel that races with its call completing.
+            while not self._refresher.done():
+                self._refresher.cancel()
+                await asyncio.wait({self._refresher}, timeout=1.0)
             self._refresher = None
         if self.held:
             self.held = False
