@@ -259,5 +259,16 @@ def submit(
         except OSError as exc:
             raise CodeactError(f"cannot read blueprint {text!r}: {exc.strerror}", code="queue.blueprint_io") from None
         request["blueprint_dir"] = str(path.resolve().parent)
-    client = QueueClient(queue)
+    client = _client(queue)
     return RunHandle(client, client.enqueue(request))
+
+
+_CLIENTS: dict[str, QueueClient] = {}
+
+
+def _client(url: str) -> QueueClient:
+    """One client per broker URL and process (its connections are reused by every ``submit``)."""
+    client = _CLIENTS.get(url)
+    if client is None:
+        client = _CLIENTS[url] = QueueClient(url)
+    return client

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import hashlib
 import json
 import threading
 import time
@@ -31,6 +33,14 @@ __all__ = ["WorkerConfig", "execute"]
 
 _POLL_S = 0.2
 _SESSION_WAIT_S = 15.0
+_AGENTS_KEPT = 16
+
+_CURRENT: contextvars.ContextVar[_Run] = contextvars.ContextVar("codeact_queue_run")
+
+
+async def _route_approval(request: ApprovalRequest) -> ApprovalDecision:
+    """The approver of every cached agent: asks the run whose task makes the call."""
+    return await _CURRENT.get()._approve(request)
 
 
 @dataclass(kw_only=True)
@@ -55,6 +65,7 @@ class WorkerConfig:
     _slots: threading.BoundedSemaphore | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
+    _agents: dict[str, list[Any]] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def slots(self) -> threading.BoundedSemaphore:
@@ -83,6 +94,12 @@ class WorkerConfig:
             if self._leases is None:
                 self._leases = _Leases(state)
             return self._leases
+
+
+def _agent_key(request: Mapping[str, Any], store: str | None) -> str:
+    parts = [request.get(k) for k in ("blueprint_id", "blueprint_text", "blueprint_dir", "model", "base_url", "user")]
+    text = json.dumps([parts, request.get("store") or store], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class _Leases:
@@ -175,17 +192,31 @@ class _Run:
         request = self.state.request(self.run_id) or {}
         self.session_id = str(request.get("session_id") or "")
         self.state.update(self.run_id, status="running", worker=self.config.name)
+        key = _agent_key(request, self.config.store)
+        agents = self.config._agents
+        entry = agents.pop(key, None)  # runs share the event loop: no lock needed around the cache
+        if entry is None:
+            try:
+                entry = [self._agent(request), 0]
+            except Exception as exc:  # a bad blueprint or model: the run fails, the worker goes on
+                code = getattr(exc, "code", "queue.invalid_request")
+                self._fail(code, f"the worker could not build the agent: {exc}")
+                return "failed"
+        agents[key] = entry  # most recently used last
+        entry[1] += 1
         try:
-            agent = self._agent(request)
-        except Exception as exc:  # a bad blueprint or model: the run fails, the worker goes on
-            code = getattr(exc, "code", "queue.invalid_request")
-            self._fail(code, f"the worker could not build the agent: {exc}")
-            return "failed"
-        try:
-            return await self._drive(agent, request)
+            return await self._drive(entry[0], request)
         finally:
-            with contextlib.suppress(Exception):
-                await agent.aclose()
+            entry[1] -= 1
+            await self._trim(agents)
+
+    async def _trim(self, agents: dict[str, list[Any]]) -> None:
+        """Close the least recently used idle agents beyond ``_AGENTS_KEPT``."""
+        for key in list(agents)[: max(0, len(agents) - _AGENTS_KEPT)]:
+            if agents[key][1] == 0:
+                agent = agents.pop(key)[0]
+                with contextlib.suppress(Exception):
+                    await agent.aclose()
 
     def _agent(self, request: Mapping[str, Any]) -> Any:
         from engine.agent import Agent
@@ -208,7 +239,7 @@ class _Run:
             model=request.get("model"),
             base_url=request.get("base_url"),
             store=request.get("store") or self.config.store,
-            approver=self._approve,
+            approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
         )
@@ -275,6 +306,7 @@ class _Run:
         return await self._finish(agent, stop, timeout)
 
     async def _pump(self, agent: Any, input: str, session_id: str | None) -> None:
+        _CURRENT.set(self)  # the agent's approver finds this run through it (tasks copy the context)
         async with contextlib.aclosing(agent.run(input, session_id=session_id)) as events:
             async for event in events:
                 data = event.to_json()
