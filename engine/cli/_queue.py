@@ -39,6 +39,7 @@ def worker_command(
 ) -> None:
     """Start a worker that takes queued runs until stopped (SIGTERM: finish the runs, then stop)."""
     from engine.queue._worker import start_worker
+    from toolkits import ToolkitError
 
     url = queue or os.environ.get("CODEACT_QUEUE") or os.environ.get("CODEACT_STORE")
     if not url or not url.startswith(("redis://", "rediss://")):
@@ -47,18 +48,22 @@ def worker_command(
     if concurrency < 1:
         typer.echo("codeact worker: --concurrency must be at least 1", err=True)
         raise typer.Exit(EXIT_USAGE)
-    start_worker(
-        broker_url=url,
-        store=store or os.environ.get("CODEACT_STORE") or url,
-        concurrency=concurrency,
-        queues=tuple(q.strip() for q in queues.split(",") if q.strip()),
-        toolkits=tuple(toolkit or ()),
-        blueprints=blueprints,
-        max_sandboxes=max_sandboxes,
-        run_timeout_s=run_timeout,
-        name=name,
-        loglevel=loglevel,
-    )
+    try:
+        start_worker(
+            broker_url=url,
+            store=store or os.environ.get("CODEACT_STORE") or url,
+            concurrency=concurrency,
+            queues=tuple(q.strip() for q in queues.split(",") if q.strip()),
+            toolkits=tuple(toolkit or ()),
+            blueprints=blueprints,
+            max_sandboxes=max_sandboxes,
+            run_timeout_s=run_timeout,
+            name=name,
+            loglevel=loglevel,
+        )
+    except ToolkitError as exc:
+        typer.echo(f"codeact worker: --toolkit: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def run_queued(
