@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from engine.cli import _exec, _queue, _run, _sandbox, _sessions, _toolkits, _validate
+from engine.cli import _exec, _queue, _run, _sandbox, _serve, _sessions, _toolkits, _validate
 
 __all__ = ["app", "main"]
 
@@ -23,7 +23,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _queue):
+for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve, _queue):
     _module.register(app)
 
 
