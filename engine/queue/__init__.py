@@ -10,6 +10,16 @@ from __future__ import annotations
 
 from engine.queue._app import DEFAULT_QUEUE, make_app
 from engine.queue._client import QueueClient, QueueResult, RunHandle, submit
+from engine.queue._manager import QueueRunManager
 from engine.queue._state import RunState
 
-__all__ = ["DEFAULT_QUEUE", "QueueClient", "QueueResult", "RunHandle", "RunState", "make_app", "submit"]
+__all__ = [
+    "DEFAULT_QUEUE",
+    "QueueClient",
+    "QueueResult",
+    "QueueRunManager",
+    "RunHandle",
+    "RunState",
+    "make_app",
+    "submit",
+]

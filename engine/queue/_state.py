@@ -103,12 +103,17 @@ class RunState:
             "request": json.dumps(dict(request), ensure_ascii=False),
             "attempt": str(request.get("attempt", 1)),
             "session_id": str(request.get("session_id") or ""),
+            "runner_id": str(request.get("runner_id") or ""),
+            "created_at": f"{time.time():.3f}",
             "updated_at": f"{time.time():.3f}",
         }
         pipe = self.redis.pipeline()
         pipe.hset(self.key(run_id), mapping=fields)
         pipe.expire(self.key(run_id), RUN_TTL_S)
         pipe.sadd(f"{PREFIX}:active", run_id)
+        pipe.zadd(f"{PREFIX}:runs", {run_id: time.time()})
+        if request.get("session_id"):
+            pipe.set(f"{PREFIX}:session:{request['session_id']}:last", run_id, ex=RUN_TTL_S)
         pipe.execute()
 
     def get(self, run_id: str) -> dict[str, str]:

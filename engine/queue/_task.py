@@ -186,6 +186,7 @@ class _Run:
         self.owner = owner
         self.pause: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
+        self.asked = ""  # request_id of the last action.requested (the protocol's interaction_id)
         self.session_id = ""
 
     async def go(self) -> str:
@@ -255,6 +256,7 @@ class _Run:
             self.pause = {
                 "kind": "approval",
                 "request_id": digest,
+                "interaction_id": self.asked,
                 "toolkit": request.toolkit,
                 "operation": request.operation,
                 "arguments": dict(request.arguments),
@@ -314,6 +316,10 @@ class _Run:
                     self.session_id = str(data.get("session_id") or "")
                     self.state.update(self.run_id, session_id=self.session_id)
                     self._pin_session()
+                if data.get("type") == "action.requested":
+                    self.asked = str(data.get("request_id") or "")
+                    if self.pause is not None and not self.pause.get("interaction_id"):
+                        self.pause["interaction_id"] = self.asked
                 self.last = data
                 self.state.append(self.run_id, data)
 

@@ -125,7 +125,7 @@ def cluster(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
                 os.killpg(process.pid, signal.SIGTERM)
         for process in workers.values():
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
@@ -220,6 +220,50 @@ def test_cancel_of_a_running_run_stops_its_round(cluster: Cluster) -> None:
     assert result.status == "cancelled"
     rounds = cluster.rounds(result.session_id)
     assert [(r.index, r.status) for r in rounds] == [(1, "interrupted")]
+
+
+def test_serve_with_queue_enqueues_runs_and_relays_their_approvals(cluster: Cluster) -> None:
+    from tests.service.helpers import context, read_sse, start_server, stop_server
+
+    reply = "Adding the entry.\n```python\nr = ledger.add(name='pear')\nsystem.finish(r)\n```"
+    model = cluster.script("serve", [reply, reply])
+    served = start_server(
+        cluster.tmp, [cluster.blueprint], "--store", cluster.url, "--queue", cluster.url,
+        "--toolkit", TOOLKIT, "--model", model, env={"QUEUE_LEDGER": cluster.env["QUEUE_LEDGER"]},
+    )  # fmt: skip
+    try:
+        ctx = context("Add a pear.")
+        run_id = ctx["run_id"]
+        accept = {"Accept": "text/event-stream"}
+        with served.client() as client:
+            body = {"runner_id": "queue-agent", "context": ctx}
+            with client.stream("POST", "/v1/runs", json=body, headers=accept) as stream:
+                first = []
+                for event in read_sse(stream):
+                    first.append(event)
+                    if event.event == "action.requested":
+                        break
+            _wait(lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "waiting", "the pause")
+            [pending] = client.get(f"/v1/runs/{run_id}").json()["pending"]
+            answer = client.post(
+                f"/v1/runs/{run_id}/interactions",
+                json={"interaction_id": pending["interaction_id"], "action_id": "approve", "values": {}},
+            )
+            assert answer.status_code == 200, answer.text
+            headers = {**accept, "Last-Event-ID": str(first[-1].id)}
+            with client.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as stream:
+                rest = list(read_sse(stream))
+            with client.stream("GET", f"/v1/runs/{run_id}/events", headers=accept) as stream:
+                everything = list(read_sse(stream))
+            assert client.get(f"/v1/runs/{run_id}").json()["status"] == "completed"
+    finally:
+        assert stop_server(served) == 0, served.stderr.read_text()
+    ids = [e.id for e in first + rest]
+    assert ids == list(range(1, len(ids) + 1))
+    assert first + rest == everything
+    assert rest[-1].event == "run.completed"
+    messages = [e.data["data"]["message"]["content"] for e in rest if e.event == "message.completed"]
+    assert "added pear" in messages
 
 
 def test_a_sigkilled_worker_loses_no_run_and_no_round(cluster: Cluster) -> None:
