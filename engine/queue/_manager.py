@@ -126,7 +126,9 @@ class QueueRunManager:
                 code="service.invalid_request",
                 status=422,
             )
+        deadline = getattr(getattr(context, "runtime", None), "deadline_at", None)
         request = {
+            "timeout_s": max(0.001, float(deadline) - time.time()) if deadline is not None else None,
             "runner_id": runner_id,
             "input": text,
             "session_id": session_id,

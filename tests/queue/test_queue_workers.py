@@ -222,6 +222,16 @@ def test_cancel_of_a_running_run_stops_its_round(cluster: Cluster) -> None:
     assert [(r.index, r.status) for r in rounds] == [(1, "interrupted")]
 
 
+def test_the_worker_enforces_the_run_time_limit(cluster: Cluster) -> None:
+    reply = "Waiting.\n```python\nimport time\ntime.sleep(120)\nsystem.finish('late')\n```"
+    handle = cluster.submit("deadline", [reply], timeout_s=2.0)
+    result = handle.result(timeout=60)
+    assert result.status == "failed"
+    assert result.error is not None and result.error["code"] == "queue.deadline"
+    # The round (if it got as far as running code) is recorded as interrupted, never as done.
+    assert all(r.status == "interrupted" for r in cluster.rounds(result.session_id))
+
+
 def test_serve_with_queue_enqueues_runs_and_relays_their_approvals(cluster: Cluster) -> None:
     from tests.service.helpers import context, read_sse, start_server, stop_server
 
