@@ -34,6 +34,7 @@ __all__ = ["WorkerConfig", "execute"]
 _POLL_S = 0.2
 _SESSION_WAIT_S = 15.0
 _AGENTS_KEPT = 16
+_STOP_WAIT_S = 30.0
 
 _CURRENT: contextvars.ContextVar[_Run] = contextvars.ContextVar("codeact_queue_run")
 
@@ -298,7 +299,7 @@ class _Run:
                 stop = "deadline"
             if stop is not None:
                 pump.cancel()
-                await asyncio.wait({pump})
+                await asyncio.wait({pump}, timeout=_STOP_WAIT_S)  # the agent records the round, kills the sandbox
                 break
         if stop is None:
             exc = pump.exception()
@@ -321,6 +322,8 @@ class _Run:
                     if self.pause is not None and not self.pause.get("interaction_id"):
                         self.pause["interaction_id"] = self.asked
                 self.last = data
+                if data.get("type") in ("run.completed", "run.failed"):
+                    self._settle(data)  # the state says it before a watcher can see the last event
                 self.state.append(self.run_id, data)
 
     def _pin_session(self) -> None:
@@ -348,7 +351,10 @@ class _Run:
         if stop == "deadline":
             self._fail("queue.deadline", f"the run went past its time limit ({timeout} s) and was stopped")
             return "failed"
-        last = self.last or {}
+        return self._settle(self.last or {})
+
+    def _settle(self, last: Mapping[str, Any]) -> str:
+        """Record the status the run's last engine event gives (paused for ask_user); returns it."""
         if last.get("type") == "run.completed":
             if last.get("reason") == "ask_user":
                 pause = {"kind": "ask_user", "question": last.get("answer")}

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from engine.queue import QueueClient, RunHandle, submit
+from tests.service.helpers import sandbox_processes
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
 TOOLKIT = f"{Path(__file__).parent / 'queue_toolkit.py'}:Ledger"
@@ -216,10 +217,35 @@ def test_cancel_of_a_running_run_stops_its_round(cluster: Cluster) -> None:
         if event["type"] == "code.started":
             break
     handle.cancel()
-    result = handle.result(timeout=30)
+    result = handle.result(timeout=90)
     assert result.status == "cancelled"
     rounds = cluster.rounds(result.session_id)
     assert [(r.index, r.status) for r in rounds] == [(1, "interrupted")]
+    assert sandbox_processes(result.session_id) == []  # the worker killed the sandbox
+
+
+def test_an_ask_user_pause_is_answered_and_the_continuation_gets_the_answer(cluster: Cluster) -> None:
+    ask = "I need to know.\n```python\nsystem.ask_user('Which fruit?')\n```"
+    done = "Thanks.\n```python\nsystem.finish('noted')\n```"
+    handle = cluster.submit("ask", [ask, done], queue_name="qa")
+    paused = handle.result(timeout=60)
+    assert paused.status == "paused" and paused.answer == "Which fruit?"
+    assert handle.status() == "paused"
+    handle.interact({"answer": "kiwi"}, queue="qa")  # the same worker: its warm agent goes on with the script
+    finished = handle.result(timeout=60)
+    assert finished.status == "completed" and finished.answer == "noted"
+    assert [r.index for r in cluster.rounds(finished.session_id)] == [1, 2]
+    from engine.store import open_store
+
+    async def segments() -> list[dict[str, Any]]:
+        store = open_store(cluster.url)
+        try:
+            return await store.segments(finished.session_id)
+        finally:
+            await store.close()
+
+    texts = [s.get("content") for s in asyncio.run(segments()) if str(s.get("kind")).lower() == "user"]
+    assert texts == ["task ask", "kiwi"]
 
 
 def test_the_worker_enforces_the_run_time_limit(cluster: Cluster) -> None:
