@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.queue._state import BEAT_S, TERMINAL, RunState, call_digest, swap_status
+from engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState, call_digest, swap_status
 
 if TYPE_CHECKING:
     from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
@@ -155,9 +155,9 @@ def execute(state: RunState, config: WorkerConfig, run_id: str, attempt: int) ->
         return "done"
     if int(info.get("attempt") or 1) != attempt:
         return "stale"  # a redelivered message of an attempt that was re-enqueued since
-    owner = f"{config.name}:{uuid.uuid4().hex[:8]}"
-    if not state.take_lease(run_id, owner):
-        return "duplicate"  # a live worker runs it (the broker redelivered its message)
+    owner = f"{attempt}|{config.name}:{uuid.uuid4().hex[:8]}"
+    if not _take_lease(state, run_id, owner, attempt):
+        return "duplicate"  # a live worker runs this attempt (the broker redelivered its message)
     try:
         if info.get("cancel") == "1":
             if swap_status(state, run_id, "queued", "cancelled"):
@@ -173,6 +173,26 @@ def execute(state: RunState, config: WorkerConfig, run_id: str, attempt: int) ->
             leases.discard(run_id)
     finally:
         state.drop_lease(run_id, owner)
+
+
+def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> bool:
+    """Take the run's lease for ``attempt``; wait while an EARLIER attempt still holds it (it is ending).
+
+    An answer can enqueue the continuation while the attempt that paused is still closing its run;
+    its lease goes when it ends (or expires if its worker died). A holder of the same attempt is a
+    live worker running it: the delivery is a duplicate.
+    """
+    deadline = time.monotonic() + LEASE_TTL_S + 2.0
+    while True:
+        if state.take_lease(run_id, owner):
+            return True
+        holder = state.lease_holder(run_id) or ""
+        held, _, _ = holder.partition("|")
+        if held.isdigit() and int(held) >= attempt:
+            return False
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _cancelled(run_id: str, reason: str) -> dict[str, Any]:
