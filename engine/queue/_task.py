@@ -208,6 +208,7 @@ class _Run:
         self.pause: dict[str, Any] | None = None
         self.last: dict[str, Any] | None = None
         self.asked = ""  # request_id of the last action.requested (the protocol's interaction_id)
+        self.settled: str | None = None
         self.session_id = ""
 
     async def go(self) -> str:
@@ -371,10 +372,16 @@ class _Run:
         if stop == "deadline":
             self._fail("queue.deadline", f"the run went past its time limit ({timeout} s) and was stopped")
             return "failed"
+        if self.settled is not None:
+            return self.settled  # written with the last event (an answer may have enqueued the next attempt since)
         return self._settle(self.last or {})
 
     def _settle(self, last: Mapping[str, Any]) -> str:
         """Record the status the run's last engine event gives (paused for ask_user); returns it."""
+        self.settled = self._status_of(last)
+        return self.settled
+
+    def _status_of(self, last: Mapping[str, Any]) -> str:
         if last.get("type") == "run.completed":
             if last.get("reason") == "ask_user":
                 pause = {"kind": "ask_user", "question": last.get("answer")}
