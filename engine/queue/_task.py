@@ -156,8 +156,9 @@ def execute(state: RunState, config: WorkerConfig, run_id: str, attempt: int) ->
     if int(info.get("attempt") or 1) != attempt:
         return "stale"  # a redelivered message of an attempt that was re-enqueued since
     owner = f"{attempt}|{config.name}:{uuid.uuid4().hex[:8]}"
-    if not _take_lease(state, run_id, owner, attempt):
-        return "duplicate"  # a live worker runs this attempt (the broker redelivered its message)
+    taken = _take_lease(state, run_id, owner, attempt)
+    if taken != "ok":
+        return taken  # duplicate: a live worker runs this attempt; busy: the earlier one is still closing
     try:
         if info.get("cancel") == "1":
             if swap_status(state, run_id, "queued", "cancelled"):
@@ -175,23 +176,24 @@ def execute(state: RunState, config: WorkerConfig, run_id: str, attempt: int) ->
         state.drop_lease(run_id, owner)
 
 
-def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> bool:
+def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> str:
     """Take the run's lease for ``attempt``; wait while an EARLIER attempt still holds it (it is ending).
 
     An answer can enqueue the continuation while the attempt that paused is still closing its run;
     its lease goes when it ends (or expires if its worker died). A holder of the same attempt is a
-    live worker running it: the delivery is a duplicate.
+    live worker running it: the delivery is a duplicate. Returns ``ok``, ``duplicate`` or ``busy``
+    (the earlier attempt still runs after a lease's lifetime: the caller enqueues this one again).
     """
     deadline = time.monotonic() + LEASE_TTL_S + 2.0
     while True:
         if state.take_lease(run_id, owner):
-            return True
+            return "ok"
         holder = state.lease_holder(run_id) or ""
         held, _, _ = holder.partition("|")
         if held.isdigit() and int(held) >= attempt:
-            return False
+            return "duplicate"
         if time.monotonic() > deadline:
-            return False
+            return "busy"
         time.sleep(0.05)
 
 

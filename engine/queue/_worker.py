@@ -83,7 +83,11 @@ def build_worker_app(broker_url: str, state_url: str, config: WorkerConfig) -> t
     def run_task(self: Any, run_id: str, attempt: int) -> str:
         if not isinstance(run_id, str) or not isinstance(attempt, int):
             return "invalid"
-        return execute(state, config, run_id, attempt)
+        outcome = execute(state, config, run_id, attempt)
+        if outcome == "busy":  # the attempt before is still closing: deliver this one again shortly
+            queue = str((state.request(run_id) or {}).get("queue") or DEFAULT_QUEUE)
+            app.send_task(TASK_NAME, args=[run_id, attempt], queue=queue, countdown=1)
+        return outcome
 
     return app, state
 
