@@ -109,7 +109,6 @@ def cluster(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "CODEACT_QUEUE_VISIBILITY_TIMEOUT": "30",
         }
     )
-    os.environ["QUEUE_LEDGER"] = env["QUEUE_LEDGER"]
     workers = {
         "A": _worker(url, "worker-a", "codeact,qa", env, tmp / "a.log"),
         "B": _worker(url, "worker-b", "codeact,qb", env, tmp / "b.log"),
