@@ -9,7 +9,20 @@ from __future__ import annotations
 
 import typer
 
-from engine.cli import _a2a, _eval, _exec, _mcp, _memory, _run, _sandbox, _serve, _sessions, _toolkits, _validate
+from engine.cli import (
+    _a2a,
+    _eval,
+    _exec,
+    _mcp,
+    _memory,
+    _queue,
+    _run,
+    _sandbox,
+    _serve,
+    _sessions,
+    _toolkits,
+    _validate,
+)
 
 __all__ = ["app", "main"]
 
@@ -23,7 +36,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve, _eval, _mcp, _a2a, _memory):
+for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve, _queue, _eval, _mcp, _a2a, _memory):
     _module.register(app)
 
 

@@ -124,9 +124,30 @@ def run_command(
     user: Annotated[
         str | None, typer.Option("--user", help="Who the run is for (memory: history summaries, experiences).")
     ] = None,
+    queue: Annotated[
+        str | None, typer.Option("--queue", help="Enqueue on this Redis (codeact worker runs it); prints the run id.")
+    ] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="With --queue: print the run id and return.")] = False,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
+
+    if queue is not None:
+        from engine.cli._queue import run_queued
+
+        raise typer.Exit(
+            run_queued(
+                file,
+                input,
+                queue=queue,
+                session=session,
+                model=model,
+                base_url=base_url,
+                store=store,
+                detach=detach,
+                json_output=json_output,
+            )  # fmt: skip
+        )
 
     # Off a terminal (a log file, a pipe) lines are not hard-wrapped at 80 columns: messages stay greppable.
     err = Console(stderr=True)

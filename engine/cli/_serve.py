@@ -58,6 +58,9 @@ def serve_command(
     model: Annotated[str | None, typer.Option("--model", help="litellm model for every runner.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")] = None,
     max_runs: Annotated[int, typer.Option("--max-runs", help="Runs at once at most (503 beyond).", min=1)] = 256,
+    queue: Annotated[
+        str | None, typer.Option("--queue", help="Enqueue runs on this Redis for `codeact worker`s (docs/scaling.md).")
+    ] = None,
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
@@ -96,7 +99,7 @@ def serve_command(
         store=opened,
         runners=runners,
         tokens=tokens,
-        runs=RunManager(runners, max_active=max_runs),
+        runs=_queue_runs(queue, runners, store, model, base_url) if queue else RunManager(runners, max_active=max_runs),
         registry=registry,
     )
     state = replace(state, extra_routes=_console_routes(state))
@@ -209,6 +212,13 @@ def _runners(
         runners[runner.id] = runner
         origin[runner.id] = file
     return runners
+
+
+def _queue_runs(queue: str, runners: Any, store: str | None, model: str | None, base_url: str | None) -> Any:
+    """``--queue``: the queue's run manager (runs go to ``codeact worker`` processes)."""
+    from engine.queue import QueueRunManager
+
+    return QueueRunManager(runners, queue=queue, store=store, model=model, base_url=base_url)
 
 
 def _console_routes(state: Any) -> list[Any]:

@@ -48,6 +48,18 @@ NOT_RUN = {
         "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps --port 8931",
     ): "a server (test_mcp_serve.py)",
     ("README.md", "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps"): "a server (test_mcp_serve.py)",
+    ("scaling.md", "pip install 'codeact[queue]'"): "installs from PyPI; make install already has celery",
+    (
+        "scaling.md",
+        "codeact worker --queue redis://redis.internal:6379/0 --concurrency 8 --toolkit mycompany.devops:DevOps",
+    ): "runs until stopped (tests/queue start real workers)",
+    ("scaling.md", 'codeact run agent.yaml --input "Deploy the API" --queue redis://redis.internal:6379/0'): "needs "
+    "a worker and a model (tests/queue)",
+    (
+        "scaling.md",
+        'codeact run agent.yaml --input "Deploy the API" --queue redis://redis.internal:6379/0 --detach',
+    ): "needs a worker (tests/queue)",
+    ("scaling.md", "from engine.queue import submit"): "needs a Redis and workers (tests/queue/test_queue_workers.py)",
     ("sandbox.md", "import matplotlib.pyplot as plt"): "sandbox code the model writes (tests/engine/test_cli_envs.py)",
     (
         "sandbox.md",

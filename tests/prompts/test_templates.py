@@ -167,6 +167,16 @@ CASES = [
         id="interrupted_round-none",
     ),
     pytest.param(
+        "queue_continue.j2",
+        {"toolkit": "ledger", "operation": "add", "verdict": "approved", "reason": "fine"},
+        id="queue_continue",
+    ),
+    pytest.param(
+        "queue_continue.j2",
+        {"toolkit": "ledger", "operation": "add", "verdict": "denied", "reason": ""},
+        id="queue_continue-denied",
+    ),
+    pytest.param(
         "self_check.j2",
         {"task": "List open login requirements", "answer": "R-1, R-4", "evaluation": "Ran without error."},
         id="self_check",

@@ -1,0 +1,141 @@
+"""``codeact worker`` (a Celery worker taking queued runs) and ``codeact run FILE --queue URL``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def worker_command(
+    queue: Annotated[
+        str | None, typer.Option("--queue", help="Broker Redis URL (default $CODEACT_QUEUE or $CODEACT_STORE).")
+    ] = None,
+    store: Annotated[str | None, typer.Option("--store", help="Default store URL of the runs (redis://...).")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Runs at once in this worker.")] = 2,
+    toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
+    blueprints: Annotated[
+        Path | None, typer.Option("--blueprints", help="Folder of blueprints runs may name by id.")
+    ] = None,
+    queues: Annotated[
+        str, typer.Option("--queues", "-Q", help="Comma-separated Celery queues to consume.")
+    ] = "codeact",
+    max_sandboxes: Annotated[
+        int | None, typer.Option("--max-sandboxes", help="Cap of sandboxes alive at once (default: --concurrency).")
+    ] = None,
+    run_timeout: Annotated[
+        float | None, typer.Option("--run-timeout", help="Run time limit in seconds when a run names none.")
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Worker name (default codeact-PID@HOST).")] = None,
+    loglevel: Annotated[str, typer.Option("--loglevel", help="Celery log level.")] = "WARNING",
+) -> None:
+    """Start a worker that takes queued runs until stopped (SIGTERM: finish the runs, then stop)."""
+    from engine.queue._worker import start_worker
+    from toolkits import ToolkitError
+
+    url = queue or os.environ.get("CODEACT_QUEUE") or os.environ.get("CODEACT_STORE")
+    if not url or not url.startswith(("redis://", "rediss://")):
+        typer.echo("codeact worker: --queue redis://HOST:PORT/DB is required (or $CODEACT_QUEUE)", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if concurrency < 1:
+        typer.echo("codeact worker: --concurrency must be at least 1", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        start_worker(
+            broker_url=url,
+            store=store or os.environ.get("CODEACT_STORE") or url,
+            concurrency=concurrency,
+            queues=tuple(q.strip() for q in queues.split(",") if q.strip()),
+            toolkits=tuple(toolkit or ()),
+            blueprints=blueprints,
+            max_sandboxes=max_sandboxes,
+            run_timeout_s=run_timeout,
+            name=name,
+            loglevel=loglevel,
+        )
+    except ToolkitError as exc:
+        typer.echo(f"codeact worker: --toolkit: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def run_queued(
+    file: Path,
+    input: str,
+    *,
+    queue: str,
+    session: str | None,
+    model: str | None,
+    base_url: str | None,
+    store: str | None,
+    detach: bool,
+    json_output: bool,
+) -> int:
+    """``codeact run FILE --queue URL``: enqueue, print the run id, then stream its events (unless detached)."""
+    from rich.console import Console
+
+    from engine.errors import CodeactError
+    from engine.queue import submit
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        handle = submit(file, input, queue=queue, session_id=session, model=model, base_url=base_url, store=store)
+    except CodeactError as exc:
+        typer.echo(f"codeact run --queue: {exc}", err=True)
+        return EXIT_USAGE
+    if json_output:
+        sys.stdout.write(json.dumps({"type": "run.id", "run_id": handle.run_id}) + "\n")
+    else:
+        err.print(f"run {handle.run_id} queued", markup=False, highlight=False)
+    sys.stdout.flush()
+    if detach:
+        if not json_output:
+            sys.stdout.write(handle.run_id + "\n")
+        return EXIT_OK
+    last: dict[str, Any] = {}
+    try:
+        for event in handle.events():
+            last = event
+            if json_output:
+                sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
+                sys.stdout.flush()
+            else:
+                _render(event, err)
+    finally:
+        handle.client.close()
+    kind = last.get("type")
+    if kind == "run.completed":
+        if not json_output and last.get("answer") is not None:
+            answer = last["answer"]
+            sys.stdout.write((answer if isinstance(answer, str) else json.dumps(answer)) + "\n")
+        return EXIT_OK
+    if kind == "run.paused" and not json_output:
+        err.print(f"paused: run {handle.run_id} waits for {last.get('kind')}", markup=False, highlight=False)
+        return EXIT_OK
+    return EXIT_OK if kind == "run.paused" else EXIT_FAILED
+
+
+def _render(event: dict[str, Any], console: Any) -> None:
+    from engine.events import event_from_json, render_event
+
+    kind = str(event.get("type"))
+    if kind in ("run.queued", "run.requeued", "run.cancelled", "run.paused") or event.get("sequence") is None:
+        detail = event.get("reason") or event.get("error") or event.get("kind") or ""
+        console.print(f"[{kind}] {detail}".rstrip(), markup=False, highlight=False)
+        return
+    try:
+        render_event(event_from_json(event), console)
+    except Exception:
+        console.print(f"[{kind}]", markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Register ``codeact worker`` on ``app``."""
+    app.command("worker", help="Start a Celery worker taking queued runs (codeact run --queue).")(worker_command)

@@ -1,0 +1,338 @@
+"""``QueueRunManager``: the service's run manager over the queue (``codeact serve --queue URL``).
+
+Same methods as ``engine.service.RunManager``; runs go to Celery workers instead of running in the
+server. Envelopes are made from the run's Redis stream by ``engine.runner.ResultMapper`` (replayed
+from the stream's start, so sequence numbers are the same for every reader and ``after=N`` resumes
+exactly). An approval pauses the run on its worker (``action.requested`` is sent, the run is
+``waiting``); answering it enqueues the continuation on any worker, and the same event stream goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.queue._client import QueueClient
+from engine.queue._state import PREFIX, TERMINAL, RunState
+
+if TYPE_CHECKING:
+    from engine.runner import BlueprintRunner, ResultMapper, RunnerContext, RunnerResult
+    from engine.service import RunInfo
+
+__all__ = ["QueueRunManager"]
+
+_CANCEL_WAIT_S = 15.0
+_QUEUE_ONLY = frozenset({"run.queued", "run.requeued", "run.paused"})
+
+
+class QueueRunManager:
+    """Starts runs on the queue's workers and serves their result streams from Redis.
+
+    Args:
+        runners: The runners served, by id (their blueprint files travel with each run).
+        queue: The broker's Redis URL.
+        store: The store URL the workers use for these sessions (default: the workers' ``--store``).
+        model: Model override sent with every run (as ``codeact serve --model``).
+        base_url: Model server base URL sent with every run.
+        max_active: At most this many queued or running runs at once; ``start`` refuses more (503).
+        queue_name: The Celery queue the runs go to.
+    """
+
+    def __init__(
+        self,
+        runners: Mapping[str, BlueprintRunner],
+        *,
+        queue: str,
+        store: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        max_active: int = 10_000,
+        queue_name: str | None = None,
+    ) -> None:
+        from engine.queue._app import DEFAULT_QUEUE
+
+        self.runners = runners
+        self.client = QueueClient(queue)
+        self.state: RunState = self.client.state
+        self.store = store
+        self.model = model
+        self.base_url = base_url
+        self.max_active = max_active
+        self.queue_name = queue_name or DEFAULT_QUEUE
+        self._async: Any = None
+
+    # -- starting ----------------------------------------------------------------------------------
+    async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
+        """Enqueue a run of ``runner_id`` on ``context`` and return at once.
+
+        Raises:
+            ServiceError: unknown runner (404), a run with that id exists or the session is in use (409),
+                too many runs queued or running (503), a context without input (422).
+        """
+        import uuid
+
+        from engine.runner import session_id_for
+        from engine.runner._input import compose_input
+        from engine.service.errors import ServiceError
+
+        runner = self.runners.get(runner_id)
+        if runner is None:
+            raise ServiceError(
+                f"runner {runner_id!r} not found; GET /v1/runners lists the runners served "
+                f"({', '.join(sorted(self.runners)) or 'none'})",
+                code="service.runner_not_found",
+                status=404,
+            )
+        run_id = str(getattr(context, "run_id", "") or "") or f"run-{uuid.uuid4().hex}"
+        if self.state.get(run_id):
+            raise ServiceError(
+                f"run {run_id!r} exists already; give each run a new context.run_id "
+                f"(GET /v1/runs/{run_id}/events re-attaches to it)",
+                code="service.run_exists",
+                status=409,
+            )
+        session_id = session_id_for(context)
+        busy = await self.by_session(session_id)
+        if busy is not None and not busy.done:
+            raise ServiceError(
+                f"session {session_id!r} of this conversation is in use by run {busy.run_id!r}; wait for it to "
+                f"end (GET /v1/runs/{busy.run_id}) or cancel it (POST /v1/runs/{busy.run_id}/cancel)",
+                code="service.session_busy",
+                status=409,
+            )
+        active = len(self.state.active())
+        if active >= self.max_active:
+            raise ServiceError(
+                f"the queue holds {active} runs already (this server's limit); retry later",
+                code="service.busy",
+                status=503,
+                headers={"Retry-After": "1"},
+            )
+        text, _attachments = compose_input(context)
+        if not text:
+            raise ServiceError(
+                "the context has no text input (queued runs take input.text or an interaction answer)",
+                code="service.invalid_request",
+                status=422,
+            )
+        source = runner.agent.spec.source_path
+        if source is None:
+            raise ServiceError(
+                f"runner {runner_id!r} was not loaded from a file: the queue sends the blueprint's file to workers",
+                code="service.invalid_request",
+                status=422,
+            )
+        deadline = getattr(getattr(context, "runtime", None), "deadline_at", None)
+        request = {
+            "timeout_s": max(0.001, float(deadline) - time.time()) if deadline is not None else None,
+            "runner_id": runner_id,
+            "input": text,
+            "session_id": session_id,
+            "blueprint_text": Path(source).read_text(encoding="utf-8"),
+            "blueprint_dir": str(Path(source).resolve().parent),
+            "model": self.model,
+            "base_url": self.base_url,
+            "store": self.store,
+            "queue": self.queue_name,
+            "show_work": runner.show_work,
+        }
+        self.client.enqueue(request, run_id=run_id)
+        return await self._info(run_id)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _mapper(self, run_id: str, info: Mapping[str, str]) -> ResultMapper:
+        from engine.runner import ResultMapper
+
+        request = json.loads(info.get("request") or "{}")
+        return ResultMapper(run_id, show_work=bool(request.get("show_work", True)))
+
+    def _envelopes(self, mapper: ResultMapper, entry: Mapping[str, Any], started: list[bool]) -> list[RunnerResult]:
+        """The protocol results of one stream entry (engine events through the mapper; queue entries as needed)."""
+        from engine.events import event_from_json
+
+        kind = entry.get("type")
+        if kind in _QUEUE_ONLY:
+            return []
+        if kind == "run.cancelled":
+            return [mapper.failed("the run was cancelled", code="cancelled", retryable=False)]
+        if entry.get("sequence") is None:  # the worker's own run.failed (deadline, a bad request)
+            raw = entry.get("error")
+            error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+            return [mapper.failed(str(error.get("message") or "the run failed"), code=str(error.get("code") or ""))]
+        if kind == "run.started":
+            if started[0]:
+                return []  # a continuation (after a pause or a lost worker): one run for the client
+            started[0] = True
+        try:
+            event = event_from_json(entry)
+        except Exception:
+            return []
+        return list(mapper.map(event))
+
+    def _replay(self, run_id: str) -> tuple[list[RunnerResult], dict[str, str]]:
+        info = self.state.get(run_id)
+        mapper = self._mapper(run_id, info)
+        started = [False]
+        out: list[RunnerResult] = []
+        for _entry, event in self.state.read(run_id):
+            out.extend(self._envelopes(mapper, event, started))
+        return out, info
+
+    async def events(self, run_id: str, after: int = 0) -> AsyncIterator[RunnerResult]:
+        """The run's envelopes with ``sequence > after``, from Redis, then live, until the last.
+
+        Raises:
+            ServiceError: unknown run (404), raised before the first envelope.
+        """
+        info = self._known(run_id)
+        mapper = self._mapper(run_id, info)
+        started = [False]
+        client = self._redis()
+        cursor = "0-0"
+        key = self.state.stream_key(run_id)
+        while True:
+            found = await client.xread({key: cursor}, count=500, block=1000)
+            for _key, entries in found or []:
+                for entry_id, fields in entries:
+                    cursor = entry_id
+                    for envelope in self._envelopes(mapper, json.loads(fields["e"]), started):
+                        if envelope.sequence is not None and envelope.sequence > after:
+                            yield envelope
+                        if envelope.terminal:
+                            return
+
+    def _redis(self) -> Any:
+        if self._async is None:
+            import redis.asyncio as aioredis
+
+            self._async = aioredis.Redis.from_url(self.client.url, decode_responses=True)
+        return self._async
+
+    def _known(self, run_id: str) -> dict[str, str]:
+        from engine.service.errors import ServiceError
+
+        info = self.state.get(run_id)
+        if not info or not info.get("runner_id"):
+            raise ServiceError(
+                f"run {run_id!r} not found (queued runs are kept 24 h); start one with POST /v1/runs",
+                code="service.run_not_found",
+                status=404,
+            )
+        return info
+
+    async def get(self, run_id: str) -> RunInfo | None:
+        """The run's state, or None when it is unknown (or expired)."""
+        from engine.service import RunInfo
+
+        envelopes, info = await asyncio.to_thread(self._replay, run_id)
+        if not info or not info.get("runner_id"):
+            return None
+        status = info.get("status", "queued")
+        pending: tuple[dict[str, Any], ...] = ()
+        if status == "paused":
+            pause = json.loads(info.get("pause") or "{}")
+            asked = [_payload(e.data) for e in envelopes if e.type == "action.requested"]
+            pending = tuple(asked[-1:]) if pause.get("kind") == "approval" else ()
+        error: dict[str, Any] | None = None
+        last = envelopes[-1] if envelopes else None
+        if last is not None and last.type == "run.failed":
+            data = dict(last.data or {}) if isinstance(last.data, Mapping) else {}
+            error = {k: data.get(k) for k in ("code", "message", "retryable")}
+        shown = {"queued": "running", "running": "running", "paused": "waiting"}.get(status, status)
+        done = status in TERMINAL
+        return RunInfo(
+            run_id=run_id,
+            runner_id=info.get("runner_id", ""),
+            session_id=info.get("session_id", ""),
+            status=shown,  # type: ignore[arg-type]
+            pending=pending,
+            started_at=float(info.get("created_at") or 0.0),
+            finished_at=float(info.get("updated_at") or time.time()) if done else None,
+            events=(last.sequence or 0) if last is not None else 0,
+            error=error,
+        )
+
+    async def by_session(self, session_id: str) -> RunInfo | None:
+        """The session's most recent run, or None."""
+        run_id = self.state.redis.get(f"{PREFIX}:session:{session_id}:last")
+        return await self.get(str(run_id)) if run_id else None
+
+    async def list(self) -> list[RunInfo]:
+        """The most recent runs (at most 200), most recent first."""
+        ids = self.state.redis.zrevrange(f"{PREFIX}:runs", 0, 199)
+        found = [await self.get(str(run_id)) for run_id in ids]
+        return [info for info in found if info is not None]
+
+    # -- acting ------------------------------------------------------------------------------------
+    async def cancel(self, run_id: str) -> RunInfo:
+        """Cancel the run (queued: never starts; running: its worker kills the sandbox); waits up to 15 s."""
+        self._known(run_id)
+        self.client.cancel(run_id)
+        deadline = time.monotonic() + _CANCEL_WAIT_S
+        while time.monotonic() < deadline and self.state.get(run_id).get("status") not in TERMINAL:
+            await asyncio.sleep(0.1)
+        return await self._info(run_id)
+
+    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+        """Answer the run's pending approval; its continuation is enqueued on any worker.
+
+        Raises:
+            ServiceError: unknown run (404), a finished run (409), a body naming no request (422).
+            CodeactError: ``runner.interaction_not_found`` when no request of that id waits.
+        """
+        from engine.runner import RunnerError
+        from engine.runner.interactions import decision_from
+        from engine.service._runs import _submission
+        from engine.service.errors import ServiceError
+
+        info = self._known(run_id)
+        request_id, answer = _submission(data)
+        if info.get("status") in TERMINAL:
+            raise ServiceError(
+                f"run {run_id!r} has ended ({info.get('status')}); nothing waits for an interaction",
+                code="service.run_finished",
+                status=409,
+            )
+        pause = json.loads(info.get("pause") or "{}")
+        if (
+            info.get("status") != "paused"
+            or pause.get("kind") != "approval"
+            or request_id
+            not in (
+                pause.get("interaction_id"),
+                pause.get("request_id"),
+            )
+        ):
+            raise RunnerError(
+                f"no interaction {request_id!r} is waiting for an answer on run {run_id!r}",
+                code="runner.interaction_not_found",
+            )
+        decision = decision_from(answer)
+        self.client.interact(run_id, {"approve": decision.allow, "reason": decision.reason})
+        return await self._info(run_id)
+
+    async def _info(self, run_id: str) -> RunInfo:
+        from engine.service.errors import ServiceError
+
+        info = await self.get(run_id)
+        if info is None:
+            raise ServiceError(f"run {run_id!r} expired meanwhile", code="service.run_not_found", status=404)
+        return info
+
+    async def close(self) -> None:
+        """Close the connections (runs go on on the workers)."""
+        if self._async is not None:
+            await self._async.aclose()
+            self._async = None
+        self.client.close()
+
+
+def _payload(data: Any) -> dict[str, Any]:
+    """The interaction request an ``action.requested`` envelope carries (as ``RunManager.pending`` lists it)."""
+    raw = data.model_dump(mode="json") if hasattr(data, "model_dump") else data
+    payload = raw.get("payload") if isinstance(raw, Mapping) else None
+    return dict(payload) if isinstance(payload, Mapping) else {}

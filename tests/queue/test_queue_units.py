@@ -1,0 +1,66 @@
+"""Pure parts of the queue: call digests, the stream -> protocol envelope mapping, the worker CLI's usage errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from engine.events import EventSequence, RunCompleted, RunStarted
+from engine.queue._state import call_digest
+
+CODEACT = str(Path(sys.executable).parent / "codeact")
+
+
+def test_a_call_digest_names_the_call_not_the_order_of_its_arguments() -> None:
+    one = call_digest("ledger", "add", {"name": "apple", "count": 2})
+    assert one == call_digest("ledger", "add", {"count": 2, "name": "apple"})
+    assert one != call_digest("ledger", "add", {"name": "pear", "count": 2})
+    assert one != call_digest("ledger", "remove", {"name": "apple", "count": 2})
+
+
+def test_the_stream_of_a_continued_run_maps_to_one_protocol_run() -> None:
+    from engine.queue import QueueRunManager
+    from engine.runner import ResultMapper
+
+    manager = QueueRunManager({}, queue="redis://127.0.0.1:1/0")  # no connection is made here
+    mapper = ResultMapper("run-1")
+    started = [False]
+    first, second = EventSequence("a"), EventSequence("b")
+
+    def started_event(seq: EventSequence, resumed: bool) -> dict[str, object]:
+        event = seq.emit(RunStarted, session_id="s", blueprint_id="b", model="m", input="go", resumed=resumed)
+        return event.to_json()
+
+    entries = [
+        {"type": "run.queued", "run_id": "run-1", "queue": "codeact"},
+        started_event(first, False),
+        {"type": "run.paused", "run_id": "run-1", "kind": "approval"},
+        {"type": "run.requeued", "run_id": "run-1", "attempt": 2, "reason": "answered"},
+        started_event(second, True),
+        second.emit(RunCompleted, answer="done", reason="finish", rounds=2).to_json(),
+    ]
+    envelopes = [e for entry in entries for e in manager._envelopes(mapper, entry, started)]
+    assert [e.sequence for e in envelopes] == list(range(1, len(envelopes) + 1))
+    assert [e.type for e in envelopes].count("state.updated") == 1  # one run.started for the client
+    assert envelopes[-1].type == "run.completed" and envelopes[-1].terminal
+
+
+def test_queue_level_stops_become_run_failed() -> None:
+    from engine.queue import QueueRunManager
+    from engine.runner import ResultMapper
+
+    manager = QueueRunManager({}, queue="redis://127.0.0.1:1/0")
+    cancelled = manager._envelopes(ResultMapper("r"), {"type": "run.cancelled", "run_id": "r"}, [False])
+    [failed] = cancelled
+    assert failed.type == "run.failed" and failed.model_dump(mode="json")["data"]["code"] == "cancelled"
+    deadline = {"type": "run.failed", "run_id": "r", "error": {"code": "queue.deadline", "message": "too long"}}
+    [late] = manager._envelopes(ResultMapper("r"), deadline, [False])
+    assert late.model_dump(mode="json")["data"]["code"] == "queue.deadline"
+
+
+def test_the_worker_needs_a_redis_queue_url() -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
+    out = subprocess.run([CODEACT, "worker", "--queue", "amqp://x"], capture_output=True, text=True, env=env)
+    assert out.returncode == 2
+    assert "--queue redis://HOST:PORT/DB is required" in out.stderr
