@@ -50,9 +50,7 @@ ROUNDS = [
         "thought": "reqs holds 3 requirements; print their titles.",
         "plan": "1. Print each title.",
         "code": "for r in reqs:\n    print(r['title'])",
-        "evaluation": (
-            "Failed with KeyError: 'title' (line 2 of your code: `print(r['title'])`)."
-        ),
+        "evaluation": ("Failed with KeyError: 'title' (line 2 of your code: `print(r['title'])`)."),
         "next_goal": "Print the keys of one requirement to find the title field.",
         "variables": {"reqs": ("list", "[{'id': 7, 'name': 'Login page'}, ...] (3 items)"), "r": ("dict", "{...}")},
     },

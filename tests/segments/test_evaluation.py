@@ -14,9 +14,7 @@ def test_error_line_maps_to_the_middle_and_quotes_it() -> None:
         frame=frame,
         middle=middle,
     )
-    assert text == (
-        "Failed with IndexError: list index out of range (line 2 of your code: `print(rows[3])`)."
-    )
+    assert text == ("Failed with IndexError: list index out of range (line 2 of your code: `print(rows[3])`).")
 
 
 def test_error_in_the_suffix_has_no_line() -> None:
@@ -27,10 +25,7 @@ def test_error_in_the_suffix_has_no_line() -> None:
 
 def test_success_with_output_changes_and_uncaptured() -> None:
     text = format_evaluation(stdout="a\r\nb\n", stderr="warn", changed=["x", "y"], uncaptured=["conn"])
-    assert text == (
-        "Output:\na\nb\nStderr:\nwarn\nVariables changed: x, y\n"
-        "Not kept for the next round:\n- conn"
-    )
+    assert text == ("Output:\na\nb\nStderr:\nwarn\nVariables changed: x, y\nNot kept for the next round:\n- conn")
 
 
 def test_long_output_is_cut_in_the_middle() -> None:

@@ -43,8 +43,7 @@ def test_frame_prefix_and_suffix_exact() -> None:
 def test_frame_without_variables_or_reraise() -> None:
     frame = build_frame(reraise=False)
     assert frame.prefix == (
-        "# Variables from earlier rounds (defined; reuse, do not redefine):\n"
-        "#   (none yet)\n\ntry:\n"
+        "# Variables from earlier rounds (defined; reuse, do not redefine):\n#   (none yet)\n\ntry:\n"
     )
     assert frame.suffix == 'except Exception as e:\n    print(f"Error: {e!r}")\n'
 
