@@ -131,7 +131,7 @@ class RoundView:
     cost: float | None
     timings: str
     thought: str
-    code: list[CodeLine]
+    code: Sequence[CodeLine]
     no_code: str | None
     error: str | None
     traceback: str

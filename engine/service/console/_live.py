@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ class _Interaction:
 @dataclass(frozen=True, kw_only=True)
 class _Progress:
     index: int
-    code: list[CodeLine]
+    code: Sequence[CodeLine]
     calls: list[CallView]
 
 
