@@ -22,6 +22,9 @@ Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
 GRANT_APPROVED: contextvars.ContextVar[bool] = contextvars.ContextVar("codeact_grant_approved", default=False)
 """Set while a call the approver already allowed (for its grant) runs, so it is asked once."""
 
+APPROVAL_REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("codeact_approval_id", default=None)
+"""While the approver is asked: the ``request_id`` of the ``action.requested`` event it answers."""
+
 _RUN = frozenset({"always", "safe", "auto"})
 _ASK = frozenset({"ask", "manual"})
 _DENY = frozenset({"deny", "never"})
@@ -281,7 +284,11 @@ async def ask_approval(
     )
     if approver is None:
         return ApprovalDecision(allow=False, reason="no approver is configured (use --approve-all or a callback)")
-    return await approver(request)
+    token = APPROVAL_REQUEST_ID.set(request_id)
+    try:
+        return await approver(request)
+    finally:
+        APPROVAL_REQUEST_ID.reset(token)
 
 
 class ModelAccessAdapter:

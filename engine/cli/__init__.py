@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from engine.cli import _exec, _run, _sandbox, _sessions, _toolkits, _validate
+from engine.cli import _exec, _run, _sandbox, _serve, _sessions, _toolkits, _validate
 
 __all__ = ["app", "main"]
 
@@ -23,7 +23,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions):
+for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve):
     _module.register(app)
 
 

@@ -14,7 +14,7 @@ from tests.segments._snapshot import check_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 # Templates rendered by other packages (toolkits) are tested there.
-OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"}
+OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2", "runner_input.j2"}
 
 QWEN = FIM_FAMILIES["qwen"]
 SECTION_VARS: dict[str, Any] = {

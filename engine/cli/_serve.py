@@ -1,0 +1,205 @@
+"""``codeact serve``: the HTTP service (docs/service.md) on uvicorn.
+
+It loads each blueprint of ``--blueprints`` as a runner, opens the store, reads the API tokens
+(``$CODEACT_API_TOKENS`` and ``--tokens-file``; never a YAML file), binds the socket, prints its URL
+on stdout and serves until SIGINT/SIGTERM (running runs are then cancelled, their sessions left
+resumable). Without any configured token it makes one for this process and prints it on stderr.
+
+Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error (printed on stderr).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from engine.runner import BlueprintRunner
+
+__all__ = ["register"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+_BLUEPRINT_SUFFIXES = (".yaml", ".yml")
+
+
+class _Usage(Exception):
+    """A usage or configuration error: printed on stderr, exit 2."""
+
+
+def register(app: typer.Typer) -> None:
+    """Register ``serve`` on ``app``."""
+    app.command("serve")(serve_command)
+
+
+def serve_command(
+    blueprints: Annotated[
+        list[Path] | None,
+        typer.Option("--blueprints", help="A blueprint file or a folder of *.yaml blueprints (repeatable)."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port (0: any free port).", min=0, max=65535)] = 8000,
+    toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
+    store: Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")] = None,
+    tokens_file: Annotated[
+        list[Path] | None,
+        typer.Option("--tokens-file", help="API tokens, one 'TOKEN' or 'TOKEN=RUNNER,...' a line (repeatable)."),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="litellm model for every runner.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")] = None,
+    max_runs: Annotated[int, typer.Option("--max-runs", help="Runs at once at most (503 beyond).", min=1)] = 256,
+) -> None:
+    """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
+    try:
+        import uvicorn
+
+        from engine.service import RunManager, ServiceState, Tokens, create_app
+    except ImportError as exc:
+        typer.echo(f"codeact serve: {exc.name} is not installed: pip install 'codeact[serve]'", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    from engine.errors import CodeactError
+    from engine.store import open_store
+
+    try:
+        tokens = Tokens.load(files=tokens_file or ())
+        files = _blueprint_files(blueprints or [])
+        registry = _registry(list(toolkit or []))
+        opened = open_store(store)
+        runners = _runners(files, registry=registry, store=opened, model=model, base_url=base_url)
+    except _Usage as exc:
+        typer.echo(f"codeact serve: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except CodeactError as exc:
+        typer.echo(f"codeact serve: {exc.message}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    if not len(tokens):
+        import secrets
+
+        token = secrets.token_urlsafe(24)
+        tokens = Tokens({token: None})
+        typer.echo(
+            "codeact serve: no API token configured ($CODEACT_API_TOKENS or --tokens-file); "
+            f"this server accepts the token made for this process: {token}",
+            err=True,
+        )
+    state = ServiceState(
+        store=opened,
+        runners=runners,
+        tokens=tokens,
+        runs=RunManager(runners, max_active=max_runs),
+        registry=registry,
+    )
+    state = replace(state, extra_routes=_console_routes(state))
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        typer.echo(f"codeact serve: cannot listen on {host}:{port}: {exc.strerror}; pick another --port", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    typer.echo(f"codeact serve: listening on http://{shown}:{bound_port} (runners: {', '.join(sorted(runners))})")
+    sys.stdout.flush()
+    config = uvicorn.Config(create_app(state), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    server = _quiet_server(uvicorn)(config)
+    try:
+        asyncio.run(_serve(server, sock, opened))
+    except KeyboardInterrupt:
+        pass
+    raise typer.Exit(EXIT_OK)
+
+
+async def _serve(server: Any, sock: socket.socket, store: Any) -> None:
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        await store.close()
+
+
+def _quiet_server(uvicorn: Any) -> Any:
+    """The uvicorn Server, minus re-raising SIGTERM/SIGINT after the graceful shutdown (so the exit code is 0)."""
+
+    class _Server(uvicorn.Server):  # type: ignore[misc]
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return _Server
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _blueprint_files(paths: list[Path]) -> list[Path]:
+    if not paths:
+        raise _Usage("no blueprint to serve: pass --blueprints FILE or --blueprints DIR")
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix in _BLUEPRINT_SUFFIXES and p.is_file())
+            if not found:
+                raise _Usage(f"--blueprints {str(path)!r}: the folder holds no *.yaml or *.yml blueprint")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise _Usage(f"--blueprints {str(path)!r}: no such file or folder")
+    return files
+
+
+def _registry(refs: list[str]) -> Any:
+    from toolkits import ToolkitError, load_registry
+
+    try:
+        return load_registry(refs)
+    except ToolkitError as exc:
+        raise _Usage(f"--toolkit: {exc}") from None
+
+
+def _runners(
+    files: list[Path], *, registry: Any, store: Any, model: str | None, base_url: str | None
+) -> dict[str, BlueprintRunner]:
+    from engine.runner import BlueprintRunner
+
+    runners: dict[str, BlueprintRunner] = {}
+    origin: dict[str, Path] = {}
+    for file in files:
+        runner = BlueprintRunner.from_blueprint(file, toolkits=registry, store=store, model=model, base_url=base_url)
+        if runner.id in runners:
+            raise _Usage(
+                f"two blueprints give runner id {runner.id!r}: {str(origin[runner.id])!r} and {str(file)!r}; "
+                "give each blueprint its own id"
+            )
+        runners[runner.id] = runner
+        origin[runner.id] = file
+    return runners
+
+
+def _console_routes(state: Any) -> list[Any]:
+    """The console's pages when the console is installed (``engine.service.console``), else none."""
+    try:
+        from engine.service.console import console_routes  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return []
+    return list(console_routes(state))

@@ -1,0 +1,50 @@
+"""codeact as an AgentRunner (protocol v1, seed 003): entities, a blueprint as a runner, results.
+
+::
+
+    from engine.runner import BlueprintRunner, Interactions, RunnerContext
+
+    runner = BlueprintRunner.from_blueprint("agent.yaml", toolkits=[DevOps()])
+    runner.manifest                                    # RunnerManifest (from the blueprint)
+    async for result in runner.run(context, run_id="r1", interactions=Interactions()):
+        print(result.sequence, result.type, result.data)
+
+See docs/runner.md.
+"""
+
+from __future__ import annotations
+
+from engine.runner.attachments import Attachments
+from engine.runner.blueprint_runner import BlueprintRunner, session_id_for
+from engine.runner.entities import (
+    RUNNER_ERROR_CODES,
+    AgentAPIError,
+    InteractionRequest,
+    InteractionSubmission,
+    RunnerAPIError,
+    RunnerContext,
+    RunnerError,
+    RunnerManifest,
+    RunnerResult,
+)
+from engine.runner.interactions import Interactions, continuation_context
+from engine.runner.mapper import ResultMapper, runner_code
+
+__all__ = [
+    "RUNNER_ERROR_CODES",
+    "AgentAPIError",
+    "Attachments",
+    "BlueprintRunner",
+    "InteractionRequest",
+    "InteractionSubmission",
+    "Interactions",
+    "ResultMapper",
+    "RunnerAPIError",
+    "RunnerContext",
+    "RunnerError",
+    "RunnerManifest",
+    "RunnerResult",
+    "continuation_context",
+    "runner_code",
+    "session_id_for",
+]

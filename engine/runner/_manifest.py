@@ -1,0 +1,92 @@
+"""A blueprint (its resolved ``AgentSpec``) -> the runner manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.runner.entities import (
+    ConfigField,
+    ContextPolicy,
+    RunnerCapabilities,
+    RunnerManifest,
+    RunnerPermissions,
+)
+
+if TYPE_CHECKING:
+    from engine.blueprint import AgentSpec
+
+__all__ = ["HOST_TOOLKIT", "manifest_for"]
+
+HOST_TOOLKIT = "host"
+"""The toolkit name under which a host's tools appear in the sandbox (granting it asks for host tools)."""
+
+_TYPES: list[tuple[type, str]] = [(bool, "boolean"), (int, "integer"), (float, "float"), (str, "string")]
+
+
+def _config_field(name: str, default: Any) -> ConfigField:
+    kind = next((label for cls, label in _TYPES if isinstance(default, cls)), "string")
+    return ConfigField(
+        type=kind,
+        name=name,
+        label={"en_US": name.replace("_", " ").capitalize()},
+        description={"en_US": f"The blueprint's instructions variable {name!r}."},
+        default=default,
+    )
+
+
+def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bool = True) -> RunnerManifest:
+    """The manifest of the runner that runs ``spec``.
+
+    ``id``, ``name``, label and description come from the blueprint (``id``, ``name``,
+    ``extensions.description``); the config schema from its declared inputs
+    (``instructions.variables``: one field each, typed by its default); capabilities from what the
+    engine does (streaming, interrupt, interactions: approvals and ``ask_user``; tool calling when
+    it grants toolkits other than ``system``); permissions from its toolkits (host tools when it
+    grants the ``host`` toolkit) and models (invoke/stream, used when a host lends its models).
+
+    Args:
+        spec: The resolved blueprint.
+        toolkits: Names of the toolkits it is granted (default: its ``toolkits[]``/``tools[]`` refs).
+        streaming: Whether the runner streams model replies.
+    """
+    granted = sorted(set(toolkits) or {g.ref for g in spec.toolkits} | {t.ref.split(".")[0] for t in spec.tools})
+    extensions = spec.blueprint.extensions if spec.blueprint is not None else {}
+    described = extensions.get("description") if isinstance(extensions, dict) else None
+    label = spec.name or spec.id
+    description = described if isinstance(described, str) and described.strip() else f"codeact agent {spec.id!r}"
+    config = [
+        _config_field(name, value)
+        for name, value in sorted(spec.variables.items())
+        if isinstance(value, str | int | float | bool)
+    ]
+    uses_host_tools = HOST_TOOLKIT in granted
+    return RunnerManifest(
+        id=spec.id,
+        name=spec.id,
+        label={"en_US": label},
+        description={"en_US": description},
+        usages=["agent"],
+        capabilities=RunnerCapabilities(
+            streaming=streaming,
+            tool_calling=any(name != "system" for name in granted),
+            multimodal_input=True,
+            interrupt=True,
+            interactions=True,
+        ),
+        permissions=RunnerPermissions(
+            models=["invoke", "stream"],
+            tools=["detail", "call"] if uses_host_tools else [],
+            interactions=["request"],
+        ),
+        config_schema=config,
+        metadata={
+            "engine": "codeact",
+            "kind": spec.kind,
+            "blueprint_hash": spec.blueprint_hash,
+            "toolkits": granted,
+            "max_turns": spec.max_turns,
+            "stateful_session": True,
+            "context_policy": ContextPolicy().model_dump(mode="json"),
+        },
+    )

@@ -1,0 +1,240 @@
+"""``BlueprintRunner``: a blueprint served as an AgentRunner (a context in, results out)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from engine.runner._input import compose_input
+from engine.runner._manifest import manifest_for
+from engine.runner.attachments import AttachmentReader, Attachments
+from engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
+from engine.runner.interactions import Interactions, approval_request, decision_from
+from engine.runner.mapper import ResultMapper
+from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+
+if TYPE_CHECKING:
+    from engine.agent import Agent
+    from engine.model import ModelClient
+
+__all__ = ["BlueprintRunner", "session_id_for"]
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def session_id_for(context: RunnerContext) -> str:
+    """The codeact session of a context: stable per conversation, so its next message resumes it.
+
+    The conversation is ``conversation.conversation_id`` (else ``context.conversation_id``) within
+    its workspace, bot and thread; the id is a hash of those (``conv-<32 hex>``). A context without
+    a conversation gets a session of its own run (``run-<run_id>``).
+    """
+    conv = context.conversation
+    conversation_id = (conv.conversation_id if conv is not None else None) or context.context.conversation_id
+    if not conversation_id:
+        return "run-" + (_SAFE.sub("_", context.run_id)[:120] or "anonymous")
+    thread = (conv.thread_id if conv is not None else None) or context.context.thread_id or ""
+    parts = [
+        conv.workspace_id or "" if conv is not None else "",
+        conv.bot_id or "" if conv is not None else "",
+        conversation_id,
+        thread,
+    ]
+    return "conv-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
+
+
+class BlueprintRunner:
+    """A blueprint as a runner: ``manifest`` for discovery, ``run(context)`` for a run.
+
+    One runner serves many runs, concurrently; each run gets its own agent (sharing the model
+    client, the store and the toolkits) with its own approver and attachments.
+
+    Args:
+        agent: The agent built from the blueprint (its model client and store are shared by every run).
+        show_work: Also stream the model's working replies as messages (see ``ResultMapper``).
+        model_for: Builds the model client of a run from its context (a host lending its models);
+            None uses the agent's.
+        attachment_reader: Reads attachments a host holds (``ref``); None reads inline content only.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        show_work: bool = True,
+        model_for: Any = None,
+        attachment_reader: AttachmentReader | None = None,
+    ) -> None:
+        self.agent = agent
+        self.show_work = show_work
+        self.model_for = model_for
+        self.attachment_reader = attachment_reader
+        self.manifest: RunnerManifest = manifest_for(agent.spec, toolkits=agent.grants, streaming=agent.stream)
+
+    @classmethod
+    def from_blueprint(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        toolkits: Iterable[object] | ToolkitRegistry | None = (),
+        store: Any = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        show_work: bool = True,
+        **agent_options: Any,
+    ) -> BlueprintRunner:
+        """Build the runner of a blueprint file (as ``Agent.from_blueprint``; close it with :meth:`aclose`).
+
+        Args:
+            path: The blueprint YAML.
+            toolkits: Host toolkits (instances, classes, ``MODULE:OBJECT`` strings or a registry).
+            store: ``sqlite:///PATH``, ``redis://...`` or a ``Store`` (default ``$CODEACT_STORE``).
+            model: A model name overriding the blueprint's.
+            base_url: An OpenAI-compatible server's base URL.
+            show_work: Stream the model's working replies too.
+            **agent_options: Other ``Agent.from_blueprint`` options (``sandbox``, ``isolation``, ...).
+        """
+        from engine.agent import Agent
+
+        agent_options.pop("approver", None)  # approvals are interactions of each run
+        agent = Agent.from_blueprint(
+            path, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
+        )
+        return cls(agent, show_work=show_work)
+
+    @property
+    def id(self) -> str:
+        """The manifest id (the blueprint id)."""
+        return self.manifest.id
+
+    async def aclose(self) -> None:
+        """Close the model client and store the runner opened."""
+        await self.agent.aclose()
+
+    async def __aenter__(self) -> BlueprintRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def session_id_for(self, context: RunnerContext) -> str:
+        """The session a context runs in (:func:`session_id_for`)."""
+        return session_id_for(context)
+
+    # -- one run ---------------------------------------------------------------------------------
+    async def run(
+        self, context: RunnerContext, *, run_id: str, interactions: Interactions | None = None
+    ) -> AsyncIterator[RunnerResult]:
+        """Run ``context``; yields results numbered 1, 2, ..., the last ``run.completed`` or ``run.failed``.
+
+        ``runtime.deadline_at`` bounds the run: when it passes the run is stopped (the round in
+        progress is recorded as interrupted, the sandbox killed) and the last result is
+        ``run.failed`` with ``runner.timeout`` (retryable); a deadline already past fails at once,
+        without running anything. Cancelling the task that iterates (or closing the iterator)
+        stops the run the same way, without a last result: the caller reports ``cancelled``.
+
+        Args:
+            context: The run context.
+            run_id: The id every result carries.
+            interactions: Where approvals wait for the host's answer; None denies calls that need one.
+        """
+        deadline = context.runtime.deadline_at
+        mapper = ResultMapper(run_id, show_work=self.show_work, expires_at=deadline)
+        if deadline is not None and deadline <= time.time():
+            yield mapper.failed(
+                f"the run's deadline_at ({deadline:.3f}) had passed before it started; nothing ran. "
+                "Send the message again with a later deadline",
+                code="runner.timeout",
+            )
+            return
+        text, attachments = compose_input(context, readable_refs=self.attachment_reader is not None)
+        if not text and not attachments:
+            yield mapper.failed(
+                "the context has no input: give input.text, input.contents, attachments or an interaction answer",
+                code="runner.invalid_context",
+            )
+            return
+        agent = self._agent_for(context, interactions, Attachments(attachments, reader=self.attachment_reader))
+        events = agent.run(text, session_id=session_id_for(context))
+        ended = False
+        try:
+            while not ended:
+                try:
+                    if deadline is None:
+                        event = await anext(events)
+                    else:
+                        remaining = deadline - time.time()
+                        if remaining <= 0:
+                            raise TimeoutError
+                        event = await asyncio.wait_for(anext(events), remaining)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    await events.aclose()
+                    yield mapper.failed(
+                        f"the run's deadline_at ({deadline}) passed; the round in progress was stopped and "
+                        "recorded as interrupted. Retry with a later deadline, or continue the conversation",
+                        code="runner.timeout",
+                    )
+                    return
+                for result in mapper.map(event):
+                    ended = ended or result.terminal
+                    yield result
+            if not ended:
+                yield mapper.failed("the run ended without a result (engine bug: please report it)")
+        finally:
+            await events.aclose()
+            if interactions is not None:
+                interactions.close()
+
+    def _agent_for(self, context: RunnerContext, interactions: Interactions | None, attachments: Attachments) -> Agent:
+        from engine.agent import Agent
+
+        base = self.agent
+        registry = ToolkitRegistry(bound for bound in base.registry)
+        registry.register(attachments, replace=True)
+        spec = base.spec
+        overrides = {
+            k: v for k, v in context.config.items() if k in spec.variables and isinstance(v, str | int | float | bool)
+        }
+        if overrides:
+            spec = replace(spec, variables={**spec.variables, **overrides})
+        model: ModelClient = self.model_for(context) if self.model_for is not None else base.model
+        actor = context.actor.actor_id if context.actor is not None else None
+        agent = Agent(
+            spec,
+            model=model,
+            store=base.store,
+            registry=registry,
+            sandbox_factory=base.sandbox_factory,
+            approver=_approver(interactions, context.runtime.deadline_at) if interactions is not None else None,
+            hooks=base.hooks,
+            interceptors=base.interceptors,
+            stream=base.stream,
+            user=actor or base.user,
+        )
+        agent.grants["attachments"] = "*"
+        return agent
+
+
+def _approver(interactions: Interactions, deadline: float | None) -> Any:
+    from engine.agent.support import APPROVAL_REQUEST_ID
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        request_id = APPROVAL_REQUEST_ID.get() or f"call-{request.sequence}"
+        asked = approval_request(
+            request_id,
+            toolkit=request.toolkit,
+            operation=request.operation,
+            arguments=request.arguments,
+            expires_at=deadline,
+        )
+        return decision_from(await interactions.wait(asked))
+
+    return approve

@@ -1,0 +1,250 @@
+"""Engine events -> protocol results: :class:`ResultMapper` (pure; reused by the queue).
+
+=======================  ======================================================================
+engine event             result(s)
+=======================  ======================================================================
+``run.started``          ``state.updated`` (conversation ``codeact.session_id`` = the session)
+``message.delta``        ``message.delta`` (the model's working replies only with ``show_work``)
+``message.completed``    ``message.completed`` for a message to the user (``system.express``);
+                         the model's working replies only with ``show_work``
+``tool.call.started``    ``tool.call.started`` (``tool_name`` = ``toolkit.operation``)
+``tool.call.completed``  ``tool.call.completed`` (a non-dict result is ``{"value": result}``)
+``state.updated``        ``state.updated`` (conversation ``codeact.variables``: the names changed)
+``artifact.created``     ``artifact.created``
+``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation)
+``run.completed``        ``message.completed`` (the answer) + ``run.completed``; for ``ask_user``:
+                         ``action.requested`` (a form) + ``message.completed`` (the question) +
+                         ``run.completed`` with ``finish_reason`` ``ask_user``
+``run.failed``           ``run.failed`` (the engine's code mapped to a ``runner.*`` code)
+others                   nothing (rounds, segments and code are in the session record)
+=======================  ======================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pydantic import JsonValue
+
+from engine.events import (
+    ActionRequested,
+    ArtifactCreated,
+    Event,
+    MessageCompleted,
+    MessageDelta,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StateUpdated,
+    ToolCallCompleted,
+    ToolCallStarted,
+)
+from engine.runner.entities import (
+    ActionRequestedPayload,
+    ArtifactCreatedPayload,
+    Message,
+    MessageChunk,
+    MessageCompletedPayload,
+    MessageDeltaPayload,
+    RunCompletedPayload,
+    RunFailedPayload,
+    RunnerResult,
+    StateUpdatedPayload,
+    TokenUsage,
+    ToolCallCompletedPayload,
+    ToolCallStartedPayload,
+)
+from engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
+from engine.runner.interactions import approval_request, question_request
+
+__all__ = ["SESSION_STATE_KEY", "VARIABLES_STATE_KEY", "ResultMapper", "runner_code"]
+
+SESSION_STATE_KEY = "codeact.session_id"
+"""The conversation state key under which a run reports its session."""
+
+VARIABLES_STATE_KEY = "codeact.variables"
+"""The conversation state key under which a run reports which variables a round changed."""
+
+_USER_FACING = frozenset({"express", "answer"})
+_RETRYABLE_CODES = frozenset({"runner.timeout", "runner.session_busy"})
+
+
+def runner_code(engine_code: str) -> str:
+    """The protocol code (``runner.*``) for an engine error code (``model.rate_limited`` -> ``runner.model_error``)."""
+    if engine_code.startswith("runner.") or engine_code == "cancelled":
+        return engine_code
+    if engine_code == "store.session_busy":
+        return "runner.session_busy"
+    family = engine_code.split(".", 1)[0]
+    return {
+        "model": "runner.model_error",
+        "store": "runner.store_error",
+        "sandbox": "runner.sandbox_error",
+        "toolkit": "runner.toolkit_error",
+    }.get(family, "runner.error")
+
+
+def _ask(request: InteractionRequest) -> ActionRequestedPayload:
+    return ActionRequestedPayload(action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json"))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+class ResultMapper:
+    """Maps the engine events of one run onto protocol results, numbering them 1, 2, ...
+
+    Args:
+        run_id: The protocol run id every result carries (not the engine's own run id).
+        show_work: Also stream the model's working replies (its code) as messages; a chat host
+            wants only the messages to the user, a console wants the work too.
+        expires_at: Unix time after which interaction requests expire (the run's deadline).
+    """
+
+    def __init__(self, run_id: str, *, show_work: bool = False, expires_at: float | None = None) -> None:
+        self.run_id = run_id
+        self.show_work = show_work
+        self.expires_at = expires_at
+        self.sequence = 0
+        self.usage: dict[str, int] = {}
+        self.session_id: str | None = None
+        self._chunks = 0
+
+    # -- building ----------------------------------------------------------------------------
+    def result(self, type: str, data: Any, *, usage: bool = False, timestamp: float | None = None) -> RunnerResult:
+        """The next result (sequence + 1); ``usage`` attaches the run's token totals so far."""
+        self.sequence += 1
+        return RunnerResult.make(
+            self.run_id,
+            type,
+            data,
+            sequence=self.sequence,
+            usage=self.total_usage() if usage else None,
+            timestamp=timestamp if timestamp is not None else time.time(),
+        )
+
+    def failed(self, message: str, *, code: str = "runner.error", retryable: bool | None = None) -> RunnerResult:
+        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``)."""
+        flag = code in _RETRYABLE_CODES if retryable is None else retryable
+        return self.result("run.failed", RunFailedPayload(error=message, code=code, retryable=flag), usage=True)
+
+    def total_usage(self) -> TokenUsage | None:
+        """The tokens counted so far, or None when no call reported any."""
+        if not self.usage:
+            return None
+        prompt, completion = self.usage.get("prompt_tokens"), self.usage.get("completion_tokens")
+        total = (prompt or 0) + (completion or 0)
+        return TokenUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+
+    # -- mapping -----------------------------------------------------------------------------
+    def map(self, event: Event) -> list[RunnerResult]:
+        """The results for one engine event (often none, sometimes several)."""
+        ts = event.timestamp
+        if isinstance(event, RunStarted):
+            self.session_id = event.session_id
+            state = StateUpdatedPayload(scope="conversation", key=SESSION_STATE_KEY, value=event.session_id)
+            return [self.result("state.updated", state, timestamp=ts)]
+        if isinstance(event, MessageDelta):
+            if not (self.show_work or event.purpose in _USER_FACING):
+                return []
+            chunk = MessageChunk(role="assistant", content=event.text, msg_sequence=self._chunks)
+            self._chunks += 1
+            return [self.result("message.delta", MessageDeltaPayload(chunk=chunk), timestamp=ts)]
+        if isinstance(event, MessageCompleted):
+            self._count(event.usage)
+            self._chunks = 0
+            if not (self.show_work or event.purpose in _USER_FACING):
+                return []
+            return [self._message(event.text, ts)]
+        if isinstance(event, ToolCallStarted):
+            started = ToolCallStartedPayload(
+                tool_call_id=event.call_id,
+                tool_name=f"{event.toolkit}.{event.operation}",
+                parameters=dict(event.arguments),
+            )
+            return [self.result("tool.call.started", started, timestamp=ts)]
+        if isinstance(event, ToolCallCompleted):
+            return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts)]
+        if isinstance(event, StateUpdated):
+            value: dict[str, JsonValue] = {
+                "round": event.round,
+                "changed": list[JsonValue](sorted(event.changed)),
+                "removed": list[JsonValue](sorted(event.removed)),
+                "uncaptured": list[JsonValue](sorted(str(item.get("name")) for item in event.uncaptured)),
+            }
+            state = StateUpdatedPayload(scope="conversation", key=VARIABLES_STATE_KEY, value=value)
+            return [self.result("state.updated", state, timestamp=ts)]
+        if isinstance(event, ArtifactCreated):
+            artifact = ArtifactCreatedPayload(
+                artifact_id=event.uri or f"{event.session_id}/{event.round}/{event.name}",
+                name=event.name,
+                mime_type=event.mime,
+                size=event.size,
+                uri=event.uri,
+                refused=event.refused,
+            )
+            return [self.result("artifact.created", artifact, timestamp=ts)]
+        if isinstance(event, ActionRequested):
+            request = approval_request(
+                event.request_id,
+                toolkit=event.toolkit,
+                operation=event.operation,
+                arguments=event.arguments,
+                expires_at=self.expires_at,
+            )
+            action = ActionRequestedPayload(
+                action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json")
+            )
+            return [self.result("action.requested", action, timestamp=ts)]
+        if isinstance(event, RunCompleted):
+            return self._completed(event)
+        if isinstance(event, RunFailed):
+            code = runner_code(str(event.error.get("code", "runner.error")))
+            message = str(event.error.get("message", "the run failed"))
+            engine_code = str(event.error.get("code", ""))
+            if engine_code and engine_code != code:
+                message = f"[{engine_code}] {message}"
+            retryable = event.retryable or code in _RETRYABLE_CODES
+            return [self.failed(message, code=code, retryable=retryable)]
+        return []
+
+    def _message(self, text: str, ts: float) -> RunnerResult:
+        message = MessageCompletedPayload(message=Message(role="assistant", content=text))
+        return self.result("message.completed", message, timestamp=ts)
+
+    def _tool_completed(self, event: ToolCallCompleted) -> ToolCallCompletedPayload:
+        error = None
+        if event.error is not None:
+            error = str(event.error.get("message") or event.error.get("name") or event.error)
+        result = None
+        if error is None:
+            result = event.result if isinstance(event.result, dict) else {"value": event.result}
+        return ToolCallCompletedPayload(
+            tool_call_id=event.call_id, tool_name=f"{event.toolkit}.{event.operation}", result=result, error=error
+        )
+
+    def _completed(self, event: RunCompleted) -> list[RunnerResult]:
+        out: list[RunnerResult] = []
+        ts = event.timestamp
+        if event.reason == "ask_user":
+            question = _text(event.answer) if event.answer is not None else ""
+            request = question_request(f"ask-{self.run_id}", question)
+            action = ActionRequestedPayload(
+                action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json")
+            )
+            out.append(self.result("action.requested", action, timestamp=ts))
+            out.append(self._message(request.fallback_text, ts))
+        elif event.answer is not None:
+            out.append(self._message(_text(event.answer), ts))
+        done = RunCompletedPayload(finish_reason=event.reason or "stop")
+        out.append(self.result("run.completed", done, usage=True, timestamp=ts))
+        return out
+
+    def _count(self, usage: dict[str, Any]) -> None:
+        for key in ("prompt_tokens", "completion_tokens"):
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.usage[key] = self.usage.get(key, 0) + value

@@ -1,0 +1,36 @@
+"""``codeact serve``: the HTTP service running blueprints as AgentRunner protocol runners.
+
+``create_app(ServiceState(...))`` is a Starlette app; ``RunManager`` runs each run as an asyncio task
+apart from the request that started it (re-attach with ``Last-Event-ID``, cancel, interactions).
+The API is documented in docs/service.md. Starlette is imported by this package only (``pip install
+codeact[serve]``): nothing on ``codeact validate``'s path imports it.
+"""
+
+from __future__ import annotations
+
+from engine.service._app import create_app, parse_context
+from engine.service._auth import TOKEN_COOKIE, TOKENS_ENV, Tokens, TokenScope
+from engine.service._http import authenticate, read_json, service_state
+from engine.service._runs import TERMINAL_TYPES, RunInfo, RunManager, Runs, RunStatus
+from engine.service._state import MAX_BODY_BYTES, ServiceState
+from engine.service.errors import ServiceError
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "TERMINAL_TYPES",
+    "TOKENS_ENV",
+    "TOKEN_COOKIE",
+    "RunInfo",
+    "RunManager",
+    "RunStatus",
+    "Runs",
+    "ServiceError",
+    "ServiceState",
+    "TokenScope",
+    "Tokens",
+    "authenticate",
+    "create_app",
+    "parse_context",
+    "read_json",
+    "service_state",
+]

@@ -1,0 +1,412 @@
+"""The run manager: runs live as asyncio tasks of the server, apart from the HTTP requests that start them.
+
+1. ``start`` creates the run's task and returns at once; the task iterates the runner's result stream
+   and appends each envelope to the run's buffer. A client that disconnects only stops reading: the
+   run goes on, and its events stay in the buffer.
+2. ``events(run_id, after=N)`` yields the buffered envelopes with ``sequence > N`` and then the live
+   ones, each exactly once and in order, until the run's last envelope (``run.completed`` or
+   ``run.failed``). SSE's ``Last-Event-ID`` is that ``N``, so a client re-attaches without a loss or
+   a duplicate.
+3. ``cancel`` cancels the task (the runner kills the sandbox and leaves the session resumable) and
+   closes the stream with ``run.failed`` code ``cancelled``; a runner that raises closes it with
+   ``runner.error``. Every stream therefore ends with exactly one terminal envelope.
+4. Finished runs are kept (for ``GET /v1/runs/{id}`` and late re-attaches) up to ``keep`` runs and
+   ``keep_s`` seconds, then forgotten.
+
+This module does not speak HTTP (``engine.service._app`` does) and imports no web framework, so the
+queue's ``QueueRunManager`` can offer the same methods over Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from engine.service.errors import ServiceError
+
+if TYPE_CHECKING:
+    from engine.runner import BlueprintRunner, Interactions, RunnerContext, RunnerResult
+
+__all__ = ["TERMINAL_TYPES", "RunInfo", "RunManager", "RunStatus", "Runs"]
+
+RunStatus = Literal["running", "waiting", "completed", "failed", "cancelled"]
+TERMINAL_TYPES = frozenset({"run.completed", "run.failed"})
+_CANCEL_WAIT_S = 15.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInfo:
+    """A snapshot of one run.
+
+    Attributes:
+        run_id: The run's id (the context's ``run_id``).
+        runner_id: The runner it runs.
+        session_id: The codeact session it reads and writes (from the conversation id).
+        status: ``running``; ``waiting`` while an interaction is pending; then ``completed``,
+            ``failed`` or ``cancelled``.
+        pending: The open interaction requests, as sent in their ``action.requested`` envelopes.
+        started_at: Unix time the run started.
+        finished_at: Unix time of its last envelope, or None while it runs.
+        events: The sequence number of the last envelope so far.
+        error: ``{"code", "message", "retryable"}`` of a failed or cancelled run, else None.
+    """
+
+    run_id: str
+    runner_id: str
+    session_id: str
+    status: RunStatus
+    pending: tuple[dict[str, Any], ...] = ()
+    started_at: float
+    finished_at: float | None = None
+    events: int = 0
+    error: dict[str, Any] | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once the run's last envelope is in."""
+        return self.status in ("completed", "failed", "cancelled")
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object of every field."""
+        return {
+            "run_id": self.run_id,
+            "runner_id": self.runner_id,
+            "session_id": self.session_id,
+            "status": self.status,
+            "pending": list(self.pending),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "events": self.events,
+            "error": self.error,
+        }
+
+
+@dataclass(eq=False, kw_only=True)
+class _Run:
+    run_id: str
+    runner_id: str
+    session_id: str
+    interactions: Interactions
+    started_at: float = field(default_factory=time.time)
+    finished_at: float | None = None
+    buffer: list[RunnerResult] = field(default_factory=list)
+    sequences: list[int] = field(default_factory=list)
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    task: asyncio.Task[None] | None = None
+    cancelling: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.finished_at is not None
+
+    @property
+    def last(self) -> int:
+        return self.sequences[-1] if self.sequences else 0
+
+    async def append(self, envelope: RunnerResult) -> None:
+        if self.done:
+            return  # nothing follows the terminal envelope
+        sequence = envelope.sequence if envelope.sequence is not None else self.last + 1
+        if sequence <= self.last:
+            sequence = self.last + 1  # keep the stream strictly increasing whatever the runner sent
+        if envelope.sequence != sequence:
+            envelope = envelope.model_copy(update={"sequence": sequence})
+        async with self.changed:
+            self.buffer.append(envelope)
+            self.sequences.append(sequence)
+            if envelope.type in TERMINAL_TYPES:
+                self.finished_at = time.time()
+            self.changed.notify_all()
+
+    async def finish(self, code: str, message: str, *, retryable: bool = False) -> None:
+        """Close the stream with a synthesized ``run.failed`` unless a terminal envelope is already in."""
+        if not self.done:
+            await self.append(_failed(self.run_id, self.last + 1, code, message, retryable=retryable))
+
+    def info(self) -> RunInfo:
+        status: RunStatus = "running"
+        error: dict[str, Any] | None = None
+        pending: tuple[dict[str, Any], ...] = ()
+        if self.done:
+            last = self.buffer[-1]
+            if last.type == "run.completed":
+                status = "completed"
+            else:
+                data = dict(last.data or {})
+                error = {k: data.get(k) for k in ("code", "message", "retryable")}
+                status = "cancelled" if data.get("code") == "cancelled" else "failed"
+        else:
+            pending = tuple(dict(p) for p in self.interactions.pending())
+            if pending:
+                status = "waiting"
+        return RunInfo(
+            run_id=self.run_id,
+            runner_id=self.runner_id,
+            session_id=self.session_id,
+            status=status,
+            pending=pending,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            events=self.last,
+            error=error,
+        )
+
+
+def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: bool) -> RunnerResult:
+    from engine.runner import RunnerResult
+
+    return RunnerResult.model_validate(
+        {
+            "run_id": run_id,
+            "type": "run.failed",
+            "data": {"code": code, "message": message, "retryable": retryable},
+            "sequence": sequence,
+            "timestamp": int(time.time() * 1000),
+        }
+    )
+
+
+class Runs(Protocol):
+    """What the HTTP app needs of a run manager: ``RunManager`` here, the queue's ``QueueRunManager``."""
+
+    async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
+        """Start a run and return at once."""
+        ...
+
+    async def get(self, run_id: str) -> RunInfo | None:
+        """The run's state, or None."""
+        ...
+
+    async def by_session(self, session_id: str) -> RunInfo | None:
+        """The session's most recent run, or None."""
+        ...
+
+    async def list(self) -> list[RunInfo]:
+        """Every known run, most recent first."""
+        ...
+
+    def events(self, run_id: str, after: int = 0) -> AsyncIterator[RunnerResult]:
+        """The run's envelopes after ``after``, buffered then live, each once, in order."""
+        ...
+
+    async def cancel(self, run_id: str) -> RunInfo:
+        """Cancel the run; returns once its sandbox is gone."""
+        ...
+
+    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+        """Answer a pending interaction request (``{"request_id", "data"}``)."""
+        ...
+
+    async def close(self) -> None:
+        """Cancel every running run (server shutdown)."""
+        ...
+
+
+class RunManager:
+    """Starts runs as tasks of the running event loop and keeps their result streams.
+
+    Args:
+        runners: The runners served, by id.
+        max_active: At most this many runs at once; ``start`` refuses more (HTTP 503).
+        keep: Finished runs kept for late readers.
+        keep_s: Seconds a finished run is kept.
+    """
+
+    def __init__(
+        self,
+        runners: Mapping[str, BlueprintRunner],
+        *,
+        max_active: int = 256,
+        keep: int = 1000,
+        keep_s: float = 3600.0,
+    ) -> None:
+        self.runners = runners
+        self.max_active = max_active
+        self.keep = keep
+        self.keep_s = keep_s
+        self._runs: dict[str, _Run] = {}
+
+    async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
+        """Start a run of ``runner_id`` on ``context`` and return at once.
+
+        The run id is the context's ``run_id`` (a fresh ``run-...`` id when it is empty).
+
+        Raises:
+            ServiceError: unknown runner (404), a run with that id exists or its session is in use by a
+                running run (409), too many runs at once (503).
+        """
+        from engine.runner import Interactions, session_id_for
+
+        runner = self.runners.get(runner_id)
+        if runner is None:
+            raise ServiceError(
+                f"runner {runner_id!r} not found; GET /v1/runners lists the runners served "
+                f"({', '.join(sorted(self.runners)) or 'none'})",
+                code="service.runner_not_found",
+                status=404,
+            )
+        self._evict()
+        run_id = str(getattr(context, "run_id", "") or "") or f"run-{uuid.uuid4().hex}"
+        if run_id in self._runs:
+            raise ServiceError(
+                f"run {run_id!r} exists already; give each run a new context.run_id "
+                f"(GET /v1/runs/{run_id}/events re-attaches to it)",
+                code="service.run_exists",
+                status=409,
+            )
+        session_id = session_id_for(context)
+        busy = next((r for r in self._runs.values() if r.session_id == session_id and not r.done), None)
+        if busy is not None:
+            raise ServiceError(
+                f"session {session_id!r} of this conversation is in use by run {busy.run_id!r}; wait for it to "
+                f"end (GET /v1/runs/{busy.run_id}) or cancel it (POST /v1/runs/{busy.run_id}/cancel)",
+                code="service.session_busy",
+                status=409,
+            )
+        active = sum(1 for r in self._runs.values() if not r.done)
+        if active >= self.max_active:
+            raise ServiceError(
+                f"the server runs {active} runs already (its limit); retry later",
+                code="service.busy",
+                status=503,
+                headers={"Retry-After": "1"},
+            )
+        run = _Run(run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions())
+        self._runs[run_id] = run
+        run.task = asyncio.get_running_loop().create_task(self._drive(run, runner, context), name=f"run {run_id}")
+        return run.info()
+
+    async def _drive(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
+        stream = runner.run(context, run_id=run.run_id, interactions=run.interactions)
+        try:
+            async with contextlib.aclosing(stream) as envelopes:  # type: ignore[type-var]
+                async for envelope in envelopes:
+                    await run.append(envelope)
+        except asyncio.CancelledError:
+            # Our own cancel (or the server shutting down): the runner has killed the sandbox.
+            await run.finish("cancelled", "the run was cancelled")
+            return
+        except Exception as exc:  # a runner bug must still close the stream, never leave readers hanging
+            await run.finish("runner.error", f"the runner failed: {type(exc).__name__}: {exc}")
+            return
+        await run.finish("runner.error", "the runner's stream ended without run.completed or run.failed")
+
+    async def get(self, run_id: str) -> RunInfo | None:
+        """The run's current state, or None when it is unknown (or forgotten)."""
+        run = self._runs.get(run_id)
+        return run.info() if run is not None else None
+
+    async def by_session(self, session_id: str) -> RunInfo | None:
+        """The most recent run of the session (a running one first), or None."""
+        runs = [r for r in self._runs.values() if r.session_id == session_id]
+        if not runs:
+            return None
+        runs.sort(key=lambda r: (not r.done, r.started_at))
+        return runs[-1].info()
+
+    async def list(self) -> list[RunInfo]:
+        """Every known run, most recently started first."""
+        return [r.info() for r in sorted(self._runs.values(), key=lambda r: r.started_at, reverse=True)]
+
+    def _get(self, run_id: str) -> _Run:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise ServiceError(
+                f"run {run_id!r} not found (finished runs are kept {self.keep_s:g} s); start one with POST /v1/runs",
+                code="service.run_not_found",
+                status=404,
+            )
+        return run
+
+    async def events(self, run_id: str, after: int = 0) -> AsyncIterator[RunnerResult]:
+        """The run's envelopes with ``sequence > after``: buffered ones, then live ones, until the last.
+
+        Raises:
+            ServiceError: unknown run (404), raised before the first envelope.
+        """
+        run = self._get(run_id)
+        index = bisect.bisect_right(run.sequences, after)
+        while True:
+            while index < len(run.buffer):
+                yield run.buffer[index]
+                index += 1
+            if run.done:
+                return
+            async with run.changed:
+                await run.changed.wait_for(lambda seen=index: len(run.buffer) > seen or run.done)  # type: ignore[misc]
+
+    async def cancel(self, run_id: str) -> RunInfo:
+        """Cancel a run and wait (up to 15 s) until its sandbox is gone; a finished run is left as it is.
+
+        Raises:
+            ServiceError: unknown run (404).
+        """
+        run = self._get(run_id)
+        task = run.task
+        if task is not None and not task.done():
+            run.cancelling = True
+            task.cancel()
+            await asyncio.wait({task}, timeout=_CANCEL_WAIT_S)
+        return run.info()
+
+    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+        """Answer one of the run's pending interaction requests (an approval waits in place).
+
+        Args:
+            run_id: The run.
+            data: An interaction submission ``{"interaction_id", "action_id", "values"}`` (the protocol's
+                shape: ``action_id`` ``approve`` or ``deny`` for an approval), or ``{"request_id", "data"}``
+                with the answer in ``data``.
+
+        Raises:
+            ServiceError: unknown run (404), a finished run (409), a body naming no request (422).
+            CodeactError: ``runner.interaction_not_found`` when no request of that id waits,
+                ``runner.invalid_interaction`` when the answer does not fit the request.
+        """
+        run = self._get(run_id)
+        request_id, answer = _submission(data)
+        if run.done:
+            raise ServiceError(
+                f"run {run_id!r} has ended ({run.info().status}); nothing waits for an interaction",
+                code="service.run_finished",
+                status=409,
+            )
+        run.interactions.submit(request_id, answer)
+        return run.info()
+
+    async def close(self) -> None:
+        """Cancel every running run (server shutdown): each session is left consistent and resumable."""
+        tasks = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=_CANCEL_WAIT_S)
+
+    def _evict(self) -> None:
+        finished = sorted((r for r in self._runs.values() if r.done), key=lambda r: r.finished_at or 0.0)
+        horizon = time.time() - self.keep_s
+        excess = len(finished) - self.keep
+        for position, run in enumerate(finished):
+            if position < excess or (run.finished_at or 0.0) < horizon:
+                del self._runs[run.run_id]
+
+
+def _submission(data: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``(request id, answer)`` of an interaction body."""
+    if isinstance(data.get("interaction_id"), str) and data["interaction_id"]:
+        return data["interaction_id"], dict(data)
+    request_id, answer = data.get("request_id"), data.get("data", {})
+    if isinstance(request_id, str) and request_id and isinstance(answer, dict):
+        return request_id, answer
+    raise ServiceError(
+        'an interaction is {"interaction_id": "<from action.requested>", "action_id": "approve", "values": {...}} '
+        '(or {"request_id": ..., "data": {...}})',
+        code="service.invalid_request",
+        status=422,
+    )

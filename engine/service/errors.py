@@ -1,0 +1,50 @@
+"""The service's errors: each carries the HTTP status and the stable code of the JSON error body.
+
+Every error the HTTP API answers is ``{"error": {"code", "message"}}`` (plus ``"errors"``, the
+pydantic errors with their paths, for an invalid request body); ``ServiceError`` is what the handlers
+raise to produce one. Errors raised below the service (a ``CodeactError`` from the runner or the
+store) are mapped to a status by their code in ``engine.service._app``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.errors import CodeactError
+
+__all__ = ["ServiceError"]
+
+
+class ServiceError(CodeactError):
+    """An HTTP API error: a status, a stable code and a message saying what to do.
+
+    Args:
+        message: What failed and what to do about it.
+        code: A stable dotted code (``service.unauthorized``, ``service.run_not_found``, ...).
+        status: The HTTP status of the answer.
+        errors: Validation errors (``{"loc", "msg", "type"}``), for ``service.invalid_request``.
+        headers: Extra response headers (``WWW-Authenticate`` on a 401).
+    """
+
+    code = "service.error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        status: int,
+        errors: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.status = status
+        self.errors = errors
+        self.headers = headers or {}
+
+    def to_json(self) -> dict[str, Any]:
+        """The response body: ``{"error": {"code", "message"[, "errors"]}}``."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.errors is not None:
+            error["errors"] = self.errors
+        return {"error": error}

@@ -1,0 +1,97 @@
+"""The protocol entities: strict where the seed is strict, forward compatible where it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from engine.runner import RunnerContext, RunnerManifest, RunnerResult, session_id_for
+from engine.runner._input import compose_input
+from engine.runner.entities import PAYLOADS, RESULT_TYPES
+from tests.runner.conftest import context
+from tests.segments._snapshot import check_snapshot
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def test_manifest_is_strict() -> None:
+    with pytest.raises(ValidationError, match="extra"):
+        RunnerManifest.model_validate({"id": "a", "name": "a", "label": {"en_US": "A"}, "owner": "me"})
+    with pytest.raises(ValidationError):
+        RunnerManifest.model_validate(
+            {"id": "a", "name": "a", "label": {}, "capabilities": {"streaming": True, "telepathy": True}}
+        )
+
+
+def test_context_requires_the_event_and_ignores_unknown_keys() -> None:
+    data = context().model_dump(mode="json")
+    del data["event"]
+    with pytest.raises(ValidationError) as info:
+        RunnerContext.model_validate(data)
+    assert info.value.errors()[0]["loc"] == ("event",)
+    newer = context().model_dump(mode="json") | {"future_field": {"x": 1}}
+    newer["runtime"]["new_clock"] = "tai"
+    assert RunnerContext.model_validate(newer).run_id == "run-1"
+
+
+def test_unknown_result_types_are_accepted_and_known_payloads_are_strict() -> None:
+    future = RunnerResult.model_validate({"run_id": "r", "type": "message.reaction", "data": {"emoji": "+1"}})
+    assert not future.known and future.payload() is None
+    assert RESULT_TYPES >= {
+        "message.delta",
+        "message.completed",
+        "tool.call.started",
+        "tool.call.completed",
+        "artifact.created",
+        "state.updated",
+        "action.requested",
+        "run.completed",
+        "run.failed",
+    }
+    bad = RunnerResult.model_validate({"run_id": "r", "type": "run.failed", "data": {"error": "x", "extra": 1}})
+    with pytest.raises(ValidationError, match="extra"):
+        bad.payload()
+    with pytest.raises(ValidationError):
+        RunnerResult.make("r", "state.updated", {"scope": "galaxy", "key": "k", "value": 1})
+    assert set(PAYLOADS) == RESULT_TYPES
+
+
+def test_run_failed_takes_protocol_codes_only() -> None:
+    failed = RunnerResult.run_failed("r", "too late", code="runner.timeout", retryable=True, sequence=3)
+    assert failed.data == {"error": "too late", "code": "runner.timeout", "retryable": True}
+    assert failed.terminal and failed.sequence == 3
+    with pytest.raises(ValueError, match="not a protocol code"):
+        RunnerResult.run_failed("r", "x", code="oops")
+
+
+def test_session_id_is_stable_per_conversation() -> None:
+    a, b = context(run_id="r1"), context(run_id="r2")
+    assert session_id_for(a) == session_id_for(b)
+    assert session_id_for(a).startswith("conv-")
+    other = context(run_id="r3", conversation="chat-43")
+    assert session_id_for(other) != session_id_for(a)
+    alone = context(run_id="r/4 x", conversation=None)
+    assert session_id_for(alone) == "run-r_4_x"
+
+
+def test_input_template_snapshot() -> None:
+    ctx = context(
+        "Summarise the report",
+        input={
+            "text": "Summarise the report",
+            "attachments": [
+                {"name": "report.csv", "mime_type": "text/csv", "size": 12, "content": "YSxiCjEsMgo="},
+                {"name": "photo.png", "mime_type": "image/png", "url": "https://example.invalid/p.png"},
+            ],
+        },
+    )
+    text, attachments = compose_input(ctx)
+    assert [a.name for a in attachments] == ["report.csv", "photo.png"]
+    check_snapshot(SNAPSHOTS, "runner_input.txt", text + "\n")
+    event_only = context(
+        None,
+        event={"event_id": "e", "event_type": "group.member_joined", "source": "platform", "data": {"member": "Ada"}},
+    )
+    check_snapshot(SNAPSHOTS, "runner_input-event.txt", compose_input(event_only)[0] + "\n")
