@@ -10,7 +10,7 @@ import base64
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,16 +199,27 @@ USAGE = _UsageCache()
 
 
 async def list_rows(
-    store: Store, *, status: str | None, blueprint: str | None, page: int, per_page: int
+    store: Store,
+    *,
+    status: str | None,
+    blueprint: str | None,
+    page: int,
+    per_page: int,
+    show: Callable[[SessionMeta], bool] = lambda meta: True,
 ) -> tuple[list[SessionRow], int, list[str]]:
-    """The sessions on ``page`` (1-based), newest first, filtered; the total matching; the blueprint ids seen."""
+    """The sessions on ``page`` (1-based), newest first, filtered; the total matching; the blueprint ids seen.
+
+    ``show`` says which sessions the reader may see (a token scoped to runners: their sessions);
+    sessions with unreadable metadata are listed only to readers who may see every session.
+    """
     items = await store.scan_sessions(limit=_SCAN_LIMIT)
-    metas = [m for m in items if isinstance(m, SessionMeta)]
+    metas = [m for m in items if isinstance(m, SessionMeta) and show(m)]
+    every = len(metas) == sum(isinstance(m, SessionMeta) for m in items)
     blueprints = sorted({m.blueprint_id for m in metas})
     picked = [m for m in metas if status in (None, m.status) and blueprint in (None, m.blueprint_id)]
     picked.sort(key=lambda m: (m.created_at, m.session_id), reverse=True)
     chosen: list[SessionMeta | CorruptRecordError] = list(picked)
-    if status in (None, "unreadable") and blueprint is None:  # unreadable metadata: listed last
+    if status in (None, "unreadable") and blueprint is None and every:  # unreadable metadata: listed last
         chosen.extend(p for p in items if isinstance(p, CorruptRecordError))
     total = len(chosen)
     out: list[SessionRow] = []

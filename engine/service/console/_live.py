@@ -49,9 +49,13 @@ class _Progress:
     calls: list[CallView]
 
 
-def _run_of(state: _web.ConsoleState, session_id: str) -> Any:
+async def _run_of(state: _web.ConsoleState, session_id: str) -> Any:
+    """The service's latest run of the session (``RunInfo``), or None."""
     runs = state.runs
-    return runs.by_session(session_id) if runs is not None else None
+    if runs is None:
+        return None
+    found = runs.by_session(session_id)
+    return await found if inspect.isawaitable(found) else found
 
 
 def _run_live(run: Any) -> bool:
@@ -59,36 +63,18 @@ def _run_live(run: Any) -> bool:
 
 
 def _interactions(run: Any) -> list[_Interaction]:
-    """The run's open interaction requests, whatever their exact shape, as the page shows them."""
+    """The run's open interaction requests (``InteractionRequest`` payloads) as the page shows them."""
     out: list[_Interaction] = []
     for item in getattr(run, "pending", None) or ():
         if not isinstance(item, Mapping):
             continue
-        inner = item.get("data")
-        data: Mapping[str, Any] = inner if isinstance(inner, Mapping) else item
-        request_id = item.get("request_id") or data.get("request_id") or item.get("id") or data.get("id")
-        if not isinstance(request_id, str):
+        request_id = item.get("interaction_id") or item.get("request_id")
+        if not isinstance(request_id, str) or not request_id:
             continue
-        kind_text = " ".join(str(x) for x in (item.get("kind"), item.get("type"), data.get("kind"), data.get("action")))
-        question = data.get("question") or data.get("prompt")
-        if "question" in kind_text or "ask" in kind_text or (question and "approv" not in kind_text):
-            out.append(
-                _Interaction(request_id=request_id, kind="question", title="The agent asks", detail=str(question or ""))
-            )
-            continue
-        nested = data.get("call")
-        call: Mapping[str, Any] = nested if isinstance(nested, Mapping) else data
-        name = ".".join(str(call[k]) for k in ("toolkit", "operation") if call.get(k))
-        arguments = call.get("arguments") if call.get("arguments") is not None else call.get("params")
-        detail = json.dumps(arguments, ensure_ascii=False, indent=1, default=str) if arguments is not None else ""
-        reason = data.get("reason") or data.get("message")
-        if reason:
-            detail = f"{reason}\n{detail}".strip()
-        out.append(
-            _Interaction(
-                request_id=request_id, kind="approval", title=f"Allow {name or 'this call'}?", detail=detail[:8000]
-            )
-        )
+        kind = "approval" if item.get("kind") == "confirmation" else "question"
+        title = str(item.get("title") or ("Allow this call?" if kind == "approval" else "The agent asks"))
+        detail = str(item.get("description") or item.get("fallback_text") or "")
+        out.append(_Interaction(request_id=request_id, kind=kind, title=title[:1000], detail=detail[:10000]))
     return out
 
 
@@ -129,7 +115,7 @@ def _status_text(status: str, run: Any, waiting: int) -> str:
 
 async def live_context(state: _web.ConsoleState, view: SessionView) -> dict[str, Any]:
     """What the session template needs for the live part (first render, before the stream)."""
-    run = _run_of(state, view.session_id)
+    run = await _run_of(state, view.session_id)
     status = view.meta.status if view.meta is not None else "unreadable"
     live = status == "active" or _run_live(run)
     after = max((r.index for r in view.rounds), default=0)
@@ -162,7 +148,7 @@ class Live:
             after = max(0, int(request.query_params.get("after", "0")))
         except (StoreError, ValueError):
             return PlainTextResponse("bad session id or 'after'", status_code=400)
-        if await self.state.store.get_session(session_id) is None:
+        if not _web.visible(request, self.state, await self.state.store.get_session(session_id)):
             return PlainTextResponse("no such session", status_code=404)
         response = StreamingResponse(self._events(session_id, after), media_type="text/event-stream")
         response.headers["Cache-Control"] = "no-store"
@@ -179,7 +165,7 @@ class Live:
         yield ": live\n\n"
         try:
             while True:
-                run = _run_of(self.state, session_id)
+                run = await _run_of(self.state, session_id)
                 run_id = getattr(run, "run_id", None)
                 if isinstance(run_id, str) and run_id != watched and self.state.runs is not None:
                     if watcher is not None:
@@ -246,16 +232,23 @@ class Live:
             check_session_id(session_id)
         except StoreError:
             return PlainTextResponse("bad session id", status_code=400)
-        run = _run_of(self.state, session_id)
+        if not _web.visible(request, self.state, await self.state.store.get_session(session_id)):
+            return PlainTextResponse("no such session", status_code=404)
+        run = await _run_of(self.state, session_id)
         request_id = data.get("request_id", "")
         if run is None or self.state.runs is None or not request_id:
             return _web.no_store(PlainTextResponse("no run of this session waits for an answer", status_code=409))
         decision = data.get("decision", "")
         payload: dict[str, Any]
         if decision in ("allow", "deny"):
-            payload = {"request_id": request_id, "decision": decision, "approved": decision == "allow"}
+            action = "approve" if decision == "allow" else "deny"
+            payload = {"interaction_id": request_id, "action_id": action, "values": {}}
         elif decision == "answer":
-            payload = {"request_id": request_id, "answer": data.get("answer", "")[:20_000]}
+            payload = {
+                "interaction_id": request_id,
+                "action_id": "submit",
+                "values": {"answer": data.get("answer", "")[:20_000]},
+            }
         else:
             return _web.no_store(PlainTextResponse("decision must be allow, deny or answer", status_code=400))
         try:
@@ -276,12 +269,15 @@ class Live:
         except StoreError:
             return PlainTextResponse("bad session id", status_code=400)
         view = await read_session(self.state.store, session_id)
-        if view is None:
+        if view is None or not _web.visible(request, self.state, view.meta):
             return PlainTextResponse("no such session", status_code=404)
         report: dict[str, Any]
         try:
             async with _REPLAYS:
-                done = await asyncio.wait_for(replay_session(self.state.store, session_id), _REPLAY_TIMEOUT_S)
+                registry = getattr(self.state, "registry", None)
+                done = await asyncio.wait_for(
+                    replay_session(self.state.store, session_id, registry=registry), _REPLAY_TIMEOUT_S
+                )
             report = {
                 "ok": done.ok,
                 "problem": done.problem,

@@ -38,7 +38,12 @@ class Pages:
         except ValueError:
             page = 1
         rows, total, blueprints = await list_rows(
-            self.state.store, status=status, blueprint=blueprint, page=page, per_page=_PER_PAGE
+            self.state.store,
+            status=status,
+            blueprint=blueprint,
+            page=page,
+            per_page=_PER_PAGE,
+            show=lambda meta: _web.visible(request, self.state, meta),
         )
 
         def page_url(number: int) -> str:
@@ -68,7 +73,7 @@ class Pages:
         except StoreError:
             return _not_found(session_id)
         view = await read_session(self.state.store, session_id)
-        if view is None:
+        if view is None or not _web.visible(request, self.state, view.meta):
             return _not_found(session_id)
         live = await live_context(self.state, view)
         return _web.render("session.html.j2", s=view, replay=None, can_replay=bool(view.rounds), **live)
@@ -79,6 +84,8 @@ class Pages:
         try:
             check_session_id(session_id)
         except StoreError:
+            return _not_found(session_id)
+        if not _web.visible(request, self.state, await self.state.store.get_session(session_id)):
             return _not_found(session_id)
         found = await artifact_bytes(
             self.state.store, session_id, request.path_params["index"], request.path_params["number"]

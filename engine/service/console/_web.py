@@ -14,7 +14,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from engine.store import Store
+from engine.store import SessionMeta, Store
 
 __all__ = [
     "COOKIE",
@@ -145,8 +145,28 @@ def valid(state: ConsoleState, token: str | None) -> bool:
 
 
 def authorized(request: Request, state: ConsoleState) -> bool:
-    """Whether the request carries a valid bearer token or ``codeact_token`` cookie."""
-    return valid(state, _presented(request))
+    """Whether the request carries a valid bearer token or ``codeact_token`` cookie (its scope is kept)."""
+    token = _presented(request)
+    if not token or len(token) > 4096:
+        return False
+    scope = state.tokens.check(token)
+    request.state.console_scope = scope
+    return scope is not None
+
+
+def visible(request: Request, state: ConsoleState, meta: SessionMeta | None) -> bool:
+    """Whether the request's token may see ``meta``'s session (a token scoped to runners: their sessions only)."""
+    runners = getattr(getattr(request.state, "console_scope", None), "runners", None)
+    if runners is None:
+        return True
+    if meta is None:
+        return False
+    try:
+        from engine.service._sessions import session_runner
+    except ImportError:  # pragma: no cover - the service is part of the package
+        return False
+    runner_id = session_runner(state, meta)  # type: ignore[arg-type]
+    return runner_id is not None and runner_id in runners
 
 
 def safe_next(value: str | None) -> str:

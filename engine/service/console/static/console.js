@@ -47,6 +47,25 @@
     if (status) { status.textContent = data.status; }
     statusBox.textContent = data.text || "";
   });
+  // Answer an approval or a question without leaving the page (a plain form POST without script).
+  interactions.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.classList || !form.classList.contains("interaction")) { return; }
+    event.preventDefault();
+    var body = new URLSearchParams(new FormData(form, event.submitter));
+    form.querySelectorAll("button, textarea").forEach(function (el) { el.disabled = true; });
+    fetch(form.action, { method: "POST", body: body, credentials: "same-origin" }).then(function (answer) {
+      if (answer.ok) {
+        form.replaceChildren(document.createTextNode("Sent: the run goes on."));
+        form.setAttribute("data-sent", "1");
+        return;
+      }
+      return answer.text().then(function (text) {
+        form.querySelectorAll("button, textarea").forEach(function (el) { el.disabled = false; });
+        statusBox.textContent = text;
+      });
+    });
+  });
   source.addEventListener("end", function () {
     source.close();
     progress.replaceChildren();
