@@ -41,6 +41,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         assert main.status == "completed", main
         other = run_agent(url, folder, ['```python\nsystem.finish("none")\n```'], blueprint="audit")
         in_thread(lambda: asyncio.run(record_child(url, main.session_id)))
+        asked = run_agent(
+            url, folder, ['I need to know the shelf.\n```python\nsystem.ask_user("Which shelf: <A> or B?")\n```'],
+            blueprint="audit", session_id="asks-1",
+        )  # fmt: skip
+        assert asked.status == "paused", asked
         yield url, main.session_id, other.session_id
 
 
@@ -99,11 +104,12 @@ def test_without_a_token_the_login_form_lets_one_in(chromium: Any, base: str, re
 def test_the_sessions_list_shows_newest_first_and_filters(page: Any, base: str, recorded: tuple[str, str, str]) -> None:
     _, main, other = recorded
     rows = page.locator("table.sessions tbody tr")
-    assert rows.count() == 3
-    assert rows.nth(0).locator("td").first.inner_text() == f"{main}.analyst.1"  # started last
-    assert rows.nth(1).locator("td").first.inner_text() == other
-    assert rows.nth(0).locator("td").nth(7).inner_text() == "321"
-    first = [c.inner_text() for c in rows.nth(2).locator("td").all()]
+    assert rows.count() == 4
+    assert rows.nth(0).locator("td").first.inner_text() == "asks-1"  # started last
+    assert rows.nth(1).locator("td").first.inner_text() == f"{main}.analyst.1"
+    assert rows.nth(2).locator("td").first.inner_text() == other
+    assert rows.nth(1).locator("td").nth(7).inner_text() == "321"
+    first = [c.inner_text() for c in rows.nth(3).locator("td").all()]
     assert first[0] == main and first[1] == "shop" and first[3] == "completed" and first[4] == "4"
     assert first[2].startswith("scripted/")
     screenshot(page, "sessions.png")
@@ -111,6 +117,8 @@ def test_the_sessions_list_shows_newest_first_and_filters(page: Any, base: str, 
     page.get_by_role("button", name="Filter").click()
     assert page.locator("table.sessions tbody tr").count() == 1
     assert "blueprint=shop" in page.url
+    page.goto(f"{base}/?status=paused")
+    assert [r.locator("td").first.inner_text() for r in page.locator("table.sessions tbody tr").all()] == ["asks-1"]
     page.goto(f"{base}/?status=failed")
     assert page.locator("table.sessions").count() == 0
     assert "No sessions match" in page.inner_text("main")
@@ -154,6 +162,12 @@ def test_a_hostile_variable_renders_as_text(page: Any, recorded: tuple[str, str,
     assert page.locator("#round-3 script, #round-3 img[src=x]").count() == 0
 
 
+def test_a_question_the_agent_asked_shows_on_its_paused_session(page: Any, base: str) -> None:
+    page.goto(f"{base}/sessions/asks-1")
+    assert page.locator(".question pre").inner_text() == "Which shelf: <A> or B?"
+    assert page.locator("#session-status").inner_text() == "paused"
+
+
 def test_keyboard_reaches_the_sessions_and_expands_output(page: Any, recorded: tuple[str, str, str]) -> None:
     page.keyboard.press("Tab")  # the skip link first
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
@@ -173,6 +187,7 @@ def test_artifacts_and_pages_need_access(base: str, recorded: tuple[str, str, st
     with pytest.raises(urllib.error.HTTPError) as denied:
         urllib.request.urlopen(artifact, timeout=10)
     assert denied.value.code == 401
+    denied.value.close()
     request = urllib.request.Request(artifact, headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(request, timeout=10) as answer:
         assert answer.headers["Content-Type"] == "image/png"

@@ -163,6 +163,7 @@ class SessionView:
     tokens: int | None
     cost: float | None
     info: list[tuple[str, str]] = field(default_factory=list)
+    question: str | None = None
 
 
 def _usage(records: Sequence[RoundRecord]) -> tuple[int | None, float | None]:
@@ -447,6 +448,11 @@ async def read_session(store: Store, session_id: str, *, after: int = 0) -> Sess
             before = entry.record.variables
     tokens, cost = _usage(read.rounds)
     parent = parent_of(session_id, meta)
+    question = None
+    last = read.rounds[-1] if read.rounds else None
+    if meta is not None and meta.status == "paused" and last is not None and last.control:
+        if last.control.get("kind") == "ask_user":
+            question = str(last.control.get("question") or "")
     info: list[tuple[str, str]] = []
     if meta is not None:
         info = [("blueprint", meta.blueprint_id), ("model", meta.model), ("status", meta.status)]
@@ -465,6 +471,7 @@ async def read_session(store: Store, session_id: str, *, after: int = 0) -> Sess
         tokens=tokens,
         cost=cost,
         info=info,
+        question=question,
     )
 
 
