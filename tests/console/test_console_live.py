@@ -6,6 +6,7 @@ OpenAI-compatible model server, and one Chromium for the module.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.console._support import browser, screenshot
+from tests.console._support import browser, in_thread, screenshot
 from tests.engine.openai_server import OpenAIServer, serve
 from tests.service.helpers import ADMIN, Served, context, read_sse, start_server, stop_server
 
@@ -173,3 +174,65 @@ def test_replay_from_the_page_shows_a_match_per_round(approved_session: tuple[st
     assert "every round matches" in report.locator("h2").inner_text()
     assert [row.get_attribute("class") for row in report.locator("tbody tr").all()] == ["replay-match"] * 3
     screenshot(page, "replay.png")
+
+
+async def record_tampered(store_url: str) -> str:
+    """A session whose record says round 1 printed something its code does not print."""
+    from engine.store import RoundRecord, SessionMeta, open_store
+
+    session_id = "tampered-1"
+    code_ = 'stock = {"A-1": 3}\nprint("replayed", stock["A-1"])\n'
+    async with open_store(store_url) as store:
+        await store.create_session(
+            SessionMeta(session_id=session_id, blueprint_id=RUNNER, blueprint_hash="h", model="openai/test-model")
+        )
+        record = RoundRecord(
+            session_id=session_id,
+            index=1,
+            started_at=time.time(),
+            duration_s=0.1,
+            prompt_hash="p",
+            reply=f"Count.\n```python\n{code_}```",
+            code=code_,
+            stdout="recorded 4\n",
+            variables={"stock": {"A-1": 3}},
+        )
+        await store.append_round(record, segments=[], variables=record.variables)
+        await store.update_session(session_id, status="completed")
+    return session_id
+
+
+def test_replay_shows_what_differed_as_recorded_against_replayed(served: Served, chromium: Any) -> None:
+    session_id = in_thread(lambda: asyncio.run(record_tampered(served.store)))
+    context_ = chromium.new_context()
+    context_.set_default_timeout(30_000)
+    page = context_.new_page()
+    page.goto(f"{served.url}/sessions/{session_id}?token={ADMIN}")
+    page.get_by_role("button", name="Replay").click()
+    report = page.locator("#replay-report")
+    report.wait_for()
+    assert "differs" in report.locator("h2").inner_text()
+    row = report.locator("tr.replay-mismatch")
+    assert row.count() == 1
+    assert "recorded 4" in row.locator("pre.diff .del").first.inner_text()
+    assert "replayed 3" in row.locator("pre.diff .add").first.inner_text()
+    context_.close()
+
+
+def test_a_denied_call_shows_as_denied(served: Served, model: OpenAIServer, chromium: Any) -> None:
+    model.push(
+        code("try:\n    await slow.ping()\nexcept Exception as e:\n    print('refused:', e)", "Ping, if allowed."),
+        code("system.finish('no ping')", "Denied: I stop."),
+    )
+    context_ = chromium.new_context()
+    context_.set_default_timeout(20_000)
+    page = context_.new_page()
+    with served.client() as client:
+        run = wait_status(client, start_run(client, "Ping, maybe."), "waiting")
+    page.goto(f"{served.url}/sessions/{run['session_id']}?token={ADMIN}")
+    page.locator("form.interaction").get_by_role("button", name="Deny").click()
+    page.locator("#round-2").wait_for()
+    call = page.locator("#round-1 li.call")
+    assert call.locator(".badge").inner_text() == "approval: denied"
+    assert "refused:" in page.locator("#round-1 .stdout").inner_text()
+    context_.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -11,7 +12,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from engine.errors import StoreError
 from engine.service.console import _web
-from engine.service.console._data import artifact_bytes, list_rows, read_session
+from engine.service.console._data import SessionView, artifact_bytes, list_rows, read_session
 from engine.store import SESSION_STATUSES, check_session_id
 
 __all__ = ["Pages"]
@@ -75,6 +76,7 @@ class Pages:
         view = await read_session(self.state.store, session_id)
         if view is None or not _web.visible(request, self.state, view.meta):
             return _not_found(session_id)
+        view = await visible_links(request, self.state, view)
         live = await live_context(self.state, view)
         return _web.render("session.html.j2", s=view, replay=None, can_replay=bool(view.rounds), **live)
 
@@ -138,6 +140,15 @@ class Pages:
         response.headers["Cache-Control"] = "public, max-age=86400"
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
+
+
+async def visible_links(request: Request, state: _web.ConsoleState, view: SessionView) -> SessionView:
+    """``view`` without links to sessions the request's token may not see."""
+    children = [c for c in view.children if _web.visible(request, state, await state.store.get_session(c))]
+    parent = view.parent
+    if parent is not None and not _web.visible(request, state, await state.store.get_session(parent)):
+        parent = None
+    return replace(view, children=children, parent=parent)
 
 
 def _not_found(session_id: str) -> Response:
