@@ -57,7 +57,6 @@ async def sse_stream(events: AsyncIterator[RunnerResult], *, keepalive_s: float 
 
     task = asyncio.get_running_loop().create_task(pump())
     try:
-        yield b"retry: 1000\n\n"
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), keepalive_s)

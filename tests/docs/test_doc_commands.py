@@ -42,6 +42,13 @@ NOT_RUN = {
         "from sandbox import Limits, SubprocessSandbox",
     ): "top-level await (test_env.py)",
     ("service.md", "from engine.runner import BlueprintRunner"): "an outline; tests/service build the same state",
+    ("README.md", "export CODEACT_API_TOKENS=demo-token-123"): "run by tests/service/test_readme_serve.py",
+    ("README.md", "codeact serve --blueprints examples/serve/agent.yaml --port 8765 &"): "test_readme_serve.py",
+    (
+        "README.md",
+        'curl -sN http://127.0.0.1:8765/v1/runs -H "Authorization: Bearer demo-token-123"   '
+        '-H "Accept: text/event-stream" -d @examples/serve/run.json',
+    ): "its output is checked by tests/service/test_readme_serve.py",
 }
 # Commands run through something equivalent here; the reason says what.
 INSTEAD = {"make demo": (["bash", "scripts/demo.sh"], "make demo = make install (done) + scripts/demo.sh")}

@@ -43,6 +43,7 @@ def start_server(
     *extra: str,
     env: dict[str, str] | None = None,
     tokens: str = f"{ADMIN} {SCOPED}=someone-else",
+    cwd: Path | None = None,
 ) -> Served:
     """Start `codeact serve --port 0` and wait for the URL it prints."""
     store = f"sqlite:///{tmp / 'sessions.db'}"
@@ -68,6 +69,7 @@ def start_server(
         stderr=err,
         text=True,
         env=full_env,
+        cwd=cwd,
         start_new_session=True,
     )
     err.close()  # the child has its own descriptor
