@@ -29,16 +29,21 @@ from engine.runner.entities import (
 )
 from engine.runner.interactions import Interactions, continuation_context
 from engine.runner.mapper import ResultMapper, runner_code
+from engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
 
 __all__ = [
     "RUNNER_ERROR_CODES",
     "AgentAPIError",
     "Attachments",
+    "AuthorizationRegistry",
     "BlueprintRunner",
+    "HostTransport",
     "InteractionRequest",
     "InteractionSubmission",
     "Interactions",
     "ResultMapper",
+    "RunAPIProxy",
+    "RunAuthorization",
     "RunnerAPIError",
     "RunnerContext",
     "RunnerError",

@@ -9,7 +9,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.runner._input import compose_input
 from engine.runner._manifest import manifest_for
@@ -17,6 +17,7 @@ from engine.runner.attachments import AttachmentReader, Attachments
 from engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
 from engine.runner.interactions import Interactions, approval_request, decision_from
 from engine.runner.mapper import ResultMapper
+from engine.runner.proxy import HOST_TOOLKIT, HostModelClient, HostTools, HostTransport, RunAPIProxy
 from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
@@ -58,8 +59,6 @@ class BlueprintRunner:
     Args:
         agent: The agent built from the blueprint (its model client and store are shared by every run).
         show_work: Also stream the model's working replies as messages (see ``ResultMapper``).
-        model_for: Builds the model client of a run from its context (a host lending its models);
-            None uses the agent's.
         attachment_reader: Reads attachments a host holds (``ref``); None reads inline content only.
     """
 
@@ -68,12 +67,10 @@ class BlueprintRunner:
         agent: Agent,
         *,
         show_work: bool = True,
-        model_for: Any = None,
         attachment_reader: AttachmentReader | None = None,
     ) -> None:
         self.agent = agent
         self.show_work = show_work
-        self.model_for = model_for
         self.attachment_reader = attachment_reader
         self.manifest: RunnerManifest = manifest_for(agent.spec, toolkits=agent.grants, streaming=agent.stream)
 
@@ -129,7 +126,12 @@ class BlueprintRunner:
 
     # -- one run ---------------------------------------------------------------------------------
     async def run(
-        self, context: RunnerContext, *, run_id: str, interactions: Interactions | None = None
+        self,
+        context: RunnerContext,
+        *,
+        run_id: str,
+        interactions: Interactions | None = None,
+        host: HostTransport | None = None,
     ) -> AsyncIterator[RunnerResult]:
         """Run ``context``; yields results numbered 1, 2, ..., the last ``run.completed`` or ``run.failed``.
 
@@ -143,6 +145,10 @@ class BlueprintRunner:
             context: The run context.
             run_id: The id every result carries.
             interactions: Where approvals wait for the host's answer; None denies calls that need one.
+            host: The host's run-scoped API, when codeact runs under a host: the run then uses the
+                host's model (``config["model"]``, else the first granted model) through it, and the
+                host's tools as the ``host`` toolkit; every call is checked against the run's
+                resources before it leaves and bounded by the deadline.
         """
         deadline = context.runtime.deadline_at
         mapper = ResultMapper(run_id, show_work=self.show_work, expires_at=deadline)
@@ -160,7 +166,8 @@ class BlueprintRunner:
                 code="runner.invalid_context",
             )
             return
-        agent = self._agent_for(context, interactions, Attachments(attachments, reader=self.attachment_reader))
+        proxy = RunAPIProxy(context, host) if host is not None else None
+        agent = self._agent_for(context, interactions, Attachments(attachments, reader=self.attachment_reader), proxy)
         events = agent.run(text, session_id=session_id_for(context))
         ended = False
         try:
@@ -193,19 +200,33 @@ class BlueprintRunner:
             if interactions is not None:
                 interactions.close()
 
-    def _agent_for(self, context: RunnerContext, interactions: Interactions | None, attachments: Attachments) -> Agent:
+    def _agent_for(
+        self,
+        context: RunnerContext,
+        interactions: Interactions | None,
+        attachments: Attachments,
+        proxy: RunAPIProxy | None,
+    ) -> Agent:
         from engine.agent import Agent
 
         base = self.agent
         registry = ToolkitRegistry(bound for bound in base.registry)
         registry.register(attachments, replace=True)
+        extra = ["attachments"]
+        model: ModelClient = base.model
+        if proxy is not None:
+            host_model = _host_model(context)
+            if host_model is not None:
+                model = cast("ModelClient", HostModelClient(proxy, host_model))
+            if context.resources.tools:
+                registry.register(HostTools(proxy, list(context.resources.tools)), replace=True)
+                extra.append(HOST_TOOLKIT)
         spec = base.spec
         overrides = {
             k: v for k, v in context.config.items() if k in spec.variables and isinstance(v, str | int | float | bool)
         }
         if overrides:
             spec = replace(spec, variables={**spec.variables, **overrides})
-        model: ModelClient = self.model_for(context) if self.model_for is not None else base.model
         actor = context.actor.actor_id if context.actor is not None else None
         agent = Agent(
             spec,
@@ -219,8 +240,18 @@ class BlueprintRunner:
             stream=base.stream,
             user=actor or base.user,
         )
-        agent.grants["attachments"] = "*"
+        for name in extra:
+            agent.grants[name] = "*"
         return agent
+
+
+def _host_model(context: RunnerContext) -> str | None:
+    """The host model a run uses: ``config["model"]`` when granted, else the first granted model."""
+    granted = [m.model_id for m in context.resources.models if not m.operations or "invoke" in m.operations]
+    chosen = context.config.get("model")
+    if isinstance(chosen, str) and chosen:
+        return chosen  # checked by the proxy on the first call ("Model '<id>' is not authorized")
+    return granted[0] if granted else None
 
 
 def _approver(interactions: Interactions, deadline: float | None) -> Any:

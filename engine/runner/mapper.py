@@ -77,6 +77,8 @@ def runner_code(engine_code: str) -> str:
         return engine_code
     if engine_code == "store.session_busy":
         return "runner.session_busy"
+    if engine_code == "deadline_exceeded":
+        return "runner.timeout"
     family = engine_code.split(".", 1)[0]
     return {
         "model": "runner.model_error",
@@ -169,6 +171,8 @@ class ResultMapper:
         if isinstance(event, ToolCallCompleted):
             return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts)]
         if isinstance(event, StateUpdated):
+            if not (event.changed or event.removed or event.uncaptured):
+                return []
             value: dict[str, JsonValue] = {
                 "round": event.round,
                 "changed": list[JsonValue](sorted(event.changed)),

@@ -29,6 +29,7 @@ NOT_RUN = {
     ("python-api.md", "from engine import Agent"): "run with a model server by tests/engine/test_python_api.py",
     ("python-api.md", "# needs a model server: see the example above"): "a fragment of that example (async form)",
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
+    ("runner.md", "import asyncio"): "run by tests/runner/test_runner_doc.py",
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
     ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
     ("sandbox-security.md", 'codeact run agent.yaml --input "..." --sandbox docker --runtime gvisor'): "needs a model",

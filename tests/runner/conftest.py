@@ -94,13 +94,20 @@ async def collect(
     run_id: str | None = None,
     interactions: Interactions | None = None,
     on_result: Callable[[RunnerResult], Any] | None = None,
+    host: Any = None,
 ) -> list[RunnerResult]:
     out: list[RunnerResult] = []
-    async for result in runner.run(ctx, run_id=run_id or ctx.run_id, interactions=interactions):
+    async for result in runner.run(ctx, run_id=run_id or ctx.run_id, interactions=interactions, host=host):
         out.append(result)
         if on_result is not None:
             await on_result(result)
     return out
+
+
+def sent(runner: BlueprintRunner) -> str:
+    """Everything the runner's scripted model was sent in its last request."""
+    script: ScriptedReplies = runner.test_script  # type: ignore[attr-defined]
+    return "\n".join(str(m.get("content", "")) for m in script.requests[-1].messages)
 
 
 def types(results: Sequence[RunnerResult]) -> list[str]:
@@ -125,6 +132,7 @@ async def make_runner(tmp_path: Path) -> AsyncIterator[MakeRunner]:
         options.setdefault("isolation", "process")
         runner = BlueprintRunner.from_blueprint(path, toolkits=[Inventory(), Orders()], **options)
         made.append(runner)
+        runner.test_script = script  # type: ignore[attr-defined]
         return runner
 
     yield build

@@ -1,0 +1,262 @@
+"""A run's authorization: a frozen snapshot of what the host granted, and the checks on every call.
+
+Both directions of the run-scoped API use it. Under a host, :class:`RunAPIProxy` checks a call
+here before it leaves (the seed: "SDK local checks only improve the developer experience");
+as the host (``codeact serve``), :class:`AuthorizationRegistry` holds one snapshot per active run
+and checks every run-scoped call in the seed's order (section 7):
+
+1. an active run with that ``run_id`` exists (``not_found``);
+2. the caller is the runner the run belongs to (``unauthorized``);
+3. the resource is in the run's ``resources`` (``unauthorized``: "Model 'm' is not authorized.");
+4. the operation / scope is granted for it (``unauthorized``: "... is not authorized for operation 'stream'");
+5. the payload size and the deadline (``payload_too_large``, ``deadline_exceeded``).
+
+The snapshot is a deep copy frozen at registration: changing the context afterwards changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from engine.runner.entities import AgentResources, RunnerAPIError, RunnerContext
+
+__all__ = [
+    "DEFAULT_OPERATIONS",
+    "MAX_PAYLOAD_BYTES",
+    "AuthorizationRegistry",
+    "RunAuthorization",
+]
+
+DEFAULT_OPERATIONS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "model": frozenset({"invoke", "stream", "rerank", "count_tokens"}),
+        "tool": frozenset({"detail", "call"}),
+        "knowledge_base": frozenset({"list", "retrieve"}),
+    }
+)
+"""Operations a resource listed without ``operations`` allows (as the SDK reads an empty list)."""
+
+MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
+"""The largest request payload (compact JSON) a run-scoped call may carry."""
+
+_LABEL = {"model": "Model", "tool": "Tool", "knowledge_base": "Knowledge base"}
+_PLURAL = {"model": "models", "tool": "tools", "knowledge_base": "knowledge bases"}
+
+
+def _unauthorized(message: str, **details: Any) -> RunnerAPIError:
+    return RunnerAPIError.make("unauthorized", message, **details)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunAuthorization:
+    """What one run may do (frozen; build it with :meth:`from_context`).
+
+    Attributes:
+        run_id: The run.
+        runner_id: The runner the run belongs to (the caller identity checked by the host).
+        deadline_at: Unix time after which every call fails with ``deadline_exceeded``.
+        operations: ``kind -> resource id -> allowed operations`` (kinds ``model``, ``tool``,
+            ``knowledge_base``).
+        plugin_storage: Whether plugin storage is granted.
+        workspace_storage: Whether workspace storage is granted.
+        context_apis: The context APIs the host offered (``history_page``, ``state``, ...).
+        resources: The deep-copied resources (for listing them).
+    """
+
+    run_id: str
+    runner_id: str = ""
+    deadline_at: float | None = None
+    operations: Mapping[str, Mapping[str, frozenset[str]]]
+    plugin_storage: bool = False
+    workspace_storage: bool = False
+    context_apis: frozenset[str] = frozenset()
+    resources: AgentResources
+
+    @classmethod
+    def from_context(cls, context: RunnerContext, *, runner_id: str = "") -> RunAuthorization:
+        """Snapshot ``context``'s grants (a deep copy: later changes to ``context`` do not count)."""
+        resources = copy.deepcopy(context.resources)
+
+        def ops(kind: str, declared: list[str]) -> frozenset[str]:
+            return frozenset(declared) if declared else DEFAULT_OPERATIONS[kind]
+
+        operations = {
+            "model": MappingProxyType({m.model_id: ops("model", list(m.operations)) for m in resources.models}),
+            "tool": MappingProxyType({t.tool_name: ops("tool", list(t.operations)) for t in resources.tools}),
+            "knowledge_base": MappingProxyType(
+                {k.kb_id: ops("knowledge_base", list(k.operations)) for k in resources.knowledge_bases}
+            ),
+        }
+        apis = context.context.available_apis.model_dump()
+        return cls(
+            run_id=context.run_id,
+            runner_id=runner_id,
+            deadline_at=context.runtime.deadline_at,
+            operations=MappingProxyType(operations),
+            plugin_storage=resources.storage.plugin_storage,
+            workspace_storage=resources.storage.workspace_storage,
+            context_apis=frozenset(name for name, on in apis.items() if on is True),
+            resources=resources,
+        )
+
+    # -- the checks (each raises RunnerAPIError) --------------------------------------------------
+    def remaining(self, now: float | None = None) -> float | None:
+        """Seconds left before the deadline (None: no deadline)."""
+        if self.deadline_at is None:
+            return None
+        return self.deadline_at - (time.time() if now is None else now)
+
+    def timeout(self, default: float, requested: float | None = None) -> float:
+        """A call's timeout: ``requested`` (else ``default``) capped by the remaining deadline.
+
+        Raises:
+            RunnerAPIError: ``deadline_exceeded`` once the deadline has passed (nothing is sent).
+        """
+        base = requested if isinstance(requested, int | float) and requested > 0 else default
+        left = self.remaining()
+        if left is None:
+            return float(base)
+        if left <= 0:
+            raise RunnerAPIError.make(
+                "deadline_exceeded", "Agent run deadline has expired", retryable=True, run_id=self.run_id
+            )
+        return max(min(float(base), left), 0.001)
+
+    def check_resource(self, kind: str, resource_id: str, operation: str) -> None:
+        """The resource is granted to the run, for ``operation``."""
+        granted = self.operations.get(kind, {})
+        if resource_id not in granted:
+            raise _unauthorized(
+                f"{_LABEL[kind]} '{resource_id}' is not authorized. Allowed {_PLURAL[kind]}: {sorted(granted)}",
+                kind=kind,
+                resource=resource_id,
+            )
+        allowed = granted[resource_id]
+        if operation not in allowed:
+            raise _unauthorized(
+                f"{kind} '{resource_id}' is not authorized for operation '{operation}'. "
+                f"Allowed operations: {sorted(allowed)}",
+                kind=kind,
+                resource=resource_id,
+                operation=operation,
+            )
+
+    def check_storage(self, area: str) -> None:
+        """The storage area (``plugin`` or ``workspace``) is granted."""
+        if area == "plugin" and not self.plugin_storage:
+            raise _unauthorized("Plugin storage is not authorized.", area=area)
+        if area == "workspace" and not self.workspace_storage:
+            raise _unauthorized("Workspace storage is not authorized.", area=area)
+        if area not in ("plugin", "workspace"):
+            raise RunnerAPIError.make("invalid_argument", f"unknown storage area {area!r}; use plugin or workspace")
+
+    def check_context_api(self, name: str) -> None:
+        """The host offered the context API ``name`` (``history_page``, ``state``, ...) for this run."""
+        if name not in self.context_apis:
+            raise _unauthorized(f"{name} is not available for this run", api=name)
+
+    def check_payload(self, payload: Any, *, limit: int = MAX_PAYLOAD_BYTES) -> None:
+        """The request payload fits ``limit`` bytes of compact JSON."""
+        size = len(json.dumps(payload, separators=(",", ":"), default=str).encode())
+        if size > limit:
+            raise RunnerAPIError.make(
+                "payload_too_large", f"the request is {size} bytes; at most {limit} are accepted", size=size
+            )
+
+
+# action name -> (kind, operation) of the resource it touches; its id is read from the payload
+_RESOURCE_ACTIONS: Mapping[str, tuple[str, str, str]] = MappingProxyType(
+    {
+        "invoke_llm": ("model", "invoke", "llm_model_uuid"),
+        "invoke_llm_stream": ("model", "stream", "llm_model_uuid"),
+        "count_tokens": ("model", "count_tokens", "llm_model_uuid"),
+        "invoke_rerank": ("model", "rerank", "rerank_model_uuid"),
+        "get_tool_detail": ("tool", "detail", "tool_name"),
+        "call_tool": ("tool", "call", "tool_name"),
+        "retrieve_knowledge_base": ("knowledge_base", "retrieve", "kb_id"),
+    }
+)
+_STORAGE_ACTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        f"{verb}_{area}_storage{suffix}": area
+        for area in ("plugin", "workspace")
+        for verb, suffix in (("get", ""), ("set", ""), ("delete", ""), ("get", "_keys"))
+    }
+)
+_CONTEXT_ACTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "history_page": "history_page",
+        "history_search": "history_search",
+        "event_get": "event_get",
+        "event_page": "event_page",
+        "state_get": "state",
+        "state_set": "state",
+        "state_delete": "state",
+        "state_list": "state",
+    }
+)
+
+
+class AuthorizationRegistry:
+    """The authorization snapshots of the active runs (codeact as the host).
+
+    The service registers a run when it starts and unregisters it when it ends; every run-scoped
+    call is checked with :meth:`check` before it is served.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunAuthorization] = {}
+
+    def register(self, context: RunnerContext, *, runner_id: str) -> RunAuthorization:
+        """Snapshot ``context``'s grants for its run (frozen deep copy) and make the run active."""
+        auth = RunAuthorization.from_context(context, runner_id=runner_id)
+        self._runs[context.run_id] = auth
+        return auth
+
+    def unregister(self, run_id: str) -> None:
+        """The run ended: later calls with its id fail with ``not_found``."""
+        self._runs.pop(run_id, None)
+
+    def get(self, run_id: str) -> RunAuthorization | None:
+        """The active run's snapshot, or None."""
+        return self._runs.get(run_id)
+
+    def check(self, action: str, payload: Mapping[str, Any], *, caller: str) -> RunAuthorization:
+        """Check one run-scoped call in the seed's order; returns the run's snapshot.
+
+        Args:
+            action: The action name (``invoke_llm``, ``call_tool``, ``get_plugin_storage``, ...).
+            payload: The request; it must carry ``run_id``.
+            caller: The identity of the runner making the call.
+
+        Raises:
+            RunnerAPIError: ``not_found`` (no such active run), ``unauthorized`` (wrong caller,
+                resource, operation or scope), ``invalid_argument`` (an unknown action),
+                ``payload_too_large``, ``deadline_exceeded``.
+        """
+        run_id = payload.get("run_id")
+        auth = self._runs.get(run_id) if isinstance(run_id, str) else None
+        if auth is None:
+            raise RunnerAPIError.make(
+                "not_found", f"no active run {run_id!r}: it ended or never started", run_id=run_id
+            )
+        if caller != auth.runner_id:
+            raise _unauthorized(f"run {auth.run_id!r} does not belong to runner {caller!r}", caller=caller)
+        if action in _RESOURCE_ACTIONS:
+            kind, operation, key = _RESOURCE_ACTIONS[action]
+            auth.check_resource(kind, str(payload.get(key, "")), operation)
+        elif action in _STORAGE_ACTIONS:
+            auth.check_storage(_STORAGE_ACTIONS[action])
+        elif action in _CONTEXT_ACTIONS:
+            auth.check_context_api(_CONTEXT_ACTIONS[action])
+        else:
+            raise RunnerAPIError.make("invalid_argument", f"unknown run-scoped action {action!r}", action=action)
+        auth.check_payload(dict(payload))
+        auth.timeout(1.0)  # the deadline: deadline_exceeded once it has passed
+        return auth

@@ -1,0 +1,73 @@
+"""The host's tools as the ``host`` toolkit in the sandbox (stubs from their JSON schemas).
+
+Each tool the run's ``resources.tools`` grants for ``call`` becomes an operation of the ``host``
+toolkit (its name made a Python identifier); calling it from the code sends ``call_tool``
+through the run's proxy (checked, carrying ``run_id``, bounded by the deadline).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+from engine.runner.entities import ToolResource
+from engine.runner.proxy.client import RunAPIProxy
+from toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+from toolkits.errors import ToolkitDefinitionError
+
+__all__ = ["HOST_TOOLKIT", "HostTools"]
+
+HOST_TOOLKIT = "host"
+
+_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def _identifier(name: str, taken: set[str]) -> str:
+    base = re.sub(r"\W", "_", name).strip("_") or "tool"
+    if base[0].isdigit() or keyword.iskeyword(base):
+        base = f"tool_{base}"
+    out, n = base, 1
+    while out in taken:
+        n += 1
+        out = f"{base}_{n}"
+    taken.add(out)
+    return out
+
+
+class HostTools(DynamicToolkit):
+    """The run's host tools (``host.<tool>(...)`` in the code).
+
+    Args:
+        proxy: The run's API proxy.
+        tools: The granted tools (``resources.tools``); tools without ``call`` are left out.
+    """
+
+    name = HOST_TOOLKIT
+    description = "Tools of the platform this agent runs on"
+
+    def __init__(self, proxy: RunAPIProxy, tools: list[ToolResource]) -> None:
+        self.proxy = proxy
+        self._specs: list[OperationSpec] = []
+        self._names: dict[str, str] = {}
+        taken: set[str] = set()
+        for tool in tools:
+            if tool.operations and "call" not in tool.operations:
+                continue
+            op = _identifier(tool.tool_name, taken)
+            schema = tool.parameters if isinstance(tool.parameters, dict) else _EMPTY_SCHEMA
+            description = (tool.description or f"The host tool {tool.tool_name!r}.").strip()
+            try:
+                spec = OperationSpec.from_json_schema(op, description=description, schema=schema)
+            except ToolkitDefinitionError:
+                spec = OperationSpec.from_json_schema(op, description=description, schema=_EMPTY_SCHEMA)
+            self._specs.append(spec)
+            self._names[op] = tool.tool_name
+
+    def operations(self) -> list[OperationSpec]:
+        """One operation per callable host tool."""
+        return list(self._specs)
+
+    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+        """Call the host tool behind ``operation`` through the proxy."""
+        return await self.proxy.call_tool(self._names[operation], params)

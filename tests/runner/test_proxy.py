@@ -1,0 +1,137 @@
+"""The run-scoped API proxy, both directions: codeact under a host, and codeact as the host."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.errors import CodeactError
+from engine.runner import RunnerAPIError, RunnerContext
+from engine.runner.proxy import AuthorizationRegistry, RunAPIProxy
+from tests.runner.conftest import MakeRunner, code, collect, context, types
+from tests.runner.host import ScriptedHost
+
+WEATHER = {
+    "tool_name": "weather",
+    "description": "Current weather of a city.",
+    "operations": ["call"],
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "The city."}},
+        "required": ["city"],
+    },
+}
+
+
+def hosted(
+    *, models: list[dict[str, object]] | None = None, deadline_in: float = 60.0, **extra: object
+) -> RunnerContext:
+    resources = {
+        "models": models if models is not None else [{"model_id": "m-1", "operations": ["invoke", "stream"]}],
+        "tools": [WEATHER],
+        "storage": {"plugin_storage": False},
+    }
+    return context("Weather in Paris?", run_id="h-1", deadline_in=deadline_in, resources=resources, **extra)
+
+
+async def test_under_a_host_the_run_uses_its_model_and_its_tools(make_runner: MakeRunner) -> None:
+    runner = make_runner([])  # the blueprint's own model is never called
+    host = ScriptedHost(
+        [
+            code('w = await host.weather(city="Paris")\nprint(w)', "I ask the platform's weather tool."),
+            code("system.finish(f\"{w['temp']} degrees\")"),
+        ],
+        tools={"weather": lambda city: {"city": city, "temp": 21}},
+    )
+    results = await collect(runner, hosted(), run_id="h-1", host=host)
+    assert results[-1].type == "run.completed", results[-1].data
+    assert [r.data["message"]["content"] for r in results if r.type == "message.completed"][-1] == "21 degrees"
+    assert [a for a, _, _ in host.calls] == ["invoke_llm_stream", "call_tool", "invoke_llm_stream"]
+    assert all(payload["run_id"] == "h-1" for _, payload, _ in host.calls)
+    first_prompt = "\n".join(str(m["content"]) for m in host.calls[0][1]["messages"])
+    assert "def weather(" in first_prompt and "city: str" in first_prompt  # a stub from its JSON schema
+    started = [r.data for r in results if r.type == "tool.call.started"]
+    assert started[0]["tool_name"] == "host.weather" and started[0]["parameters"] == {"city": "Paris"}
+    assert "message.delta" in types(results)
+    assert results[-1].usage is not None and results[-1].usage.prompt_tokens == 22
+
+
+async def test_a_model_the_run_was_not_given_is_refused_before_the_host_is_called(make_runner: MakeRunner) -> None:
+    runner = make_runner([])
+    host = ScriptedHost([code('system.finish("never")')])
+    results = await collect(runner, hosted(config={"model": "m-9"}), run_id="h-1", host=host)
+    assert results[-1].type == "run.failed"
+    assert "Model 'm-9' is not authorized. Allowed models: ['m-1']" in results[-1].data["error"]
+    assert host.calls == []
+
+
+async def test_invoke_only_models_are_not_streamed_and_stream_is_refused() -> None:
+    ctx = hosted(models=[{"model_id": "m-1", "operations": ["invoke"]}])
+    host = ScriptedHost(["x = 1"])
+    proxy = RunAPIProxy(ctx, host)
+    with pytest.raises(RunnerAPIError) as info:
+        async for _ in proxy.stream_llm("m-1", [{"role": "user", "content": "hi"}]):
+            pass
+    assert info.value.code == "unauthorized"
+    assert info.value.message.startswith("model 'm-1' is not authorized for operation 'stream'")
+    with pytest.raises(RunnerAPIError, match=r"^Plugin storage is not authorized\.$"):
+        await proxy.storage_get("plugin", "k")
+    with pytest.raises(RunnerAPIError, match="Tool 'shell' is not authorized"):
+        await proxy.call_tool("shell", {})
+    assert host.calls == []
+    reply = await proxy.invoke_llm("m-1", [{"role": "user", "content": "hi"}])
+    assert reply["message"]["content"] == "x = 1"
+
+
+async def test_timeouts_are_capped_by_the_deadline_and_an_expired_one_calls_nothing() -> None:
+    host = ScriptedHost(["a", "b"])
+    proxy = RunAPIProxy(hosted(deadline_in=5.0), host)
+    await proxy.invoke_llm("m-1", [{"role": "user", "content": "hi"}], timeout=120)
+    (_, payload, timeout) = host.calls[0]
+    assert 0 < timeout <= 5.0 and payload["timeout"] == timeout
+    late = RunAPIProxy(hosted(deadline_in=-1.0), host)
+    with pytest.raises(RunnerAPIError) as info:
+        await late.invoke_llm("m-1", [{"role": "user", "content": "hi"}])
+    assert (info.value.code, info.value.retryable) == ("deadline_exceeded", True)
+    assert len(host.calls) == 1
+
+
+def test_codeact_as_host_checks_each_call_in_the_seeds_order() -> None:
+    registry = AuthorizationRegistry()
+    ctx = hosted()
+    auth = registry.register(ctx, runner_id="shop-runner")
+    ctx.resources.models.append(ctx.resources.models[0].model_copy(update={"model_id": "m-late"}))
+    assert "m-late" not in auth.operations["model"]  # a frozen deep copy
+
+    def code_of(action: str, payload: dict[str, object], caller: str = "shop-runner") -> str:
+        try:
+            registry.check(action, payload, caller=caller)
+        except CodeactError as exc:
+            return f"{exc.code}: {exc.message}"
+        return "ok"
+
+    good = {"run_id": "h-1", "llm_model_uuid": "m-1", "messages": []}
+    assert code_of("invoke_llm", good) == "ok"
+    assert code_of("invoke_llm", {**good, "run_id": "h-2"}).startswith("not_found")
+    # the run is checked before the caller, the caller before the resource
+    assert code_of("invoke_llm", {**good, "run_id": "h-2"}, caller="other").startswith("not_found")
+    assert code_of("invoke_llm", {**good, "llm_model_uuid": "m-9"}, caller="other").startswith("unauthorized: run")
+    assert code_of("invoke_llm", {**good, "llm_model_uuid": "m-late"}) == (
+        "unauthorized: Model 'm-late' is not authorized. Allowed models: ['m-1']"
+    )
+    assert code_of("call_tool", {"run_id": "h-1", "tool_name": "weather", "parameters": {}}) == "ok"
+    assert code_of("get_tool_detail", {"run_id": "h-1", "tool_name": "weather"}).startswith(
+        "unauthorized: tool 'weather' is not authorized for operation 'detail'"
+    )
+    assert code_of("get_plugin_storage", {"run_id": "h-1", "key": "k"}) == (
+        "unauthorized: Plugin storage is not authorized."
+    )
+    assert code_of("invoke_llm", {**good, "messages": ["x" * (5 * 1024 * 1024)]}).startswith("payload_too_large")
+    assert code_of("state_get", {"run_id": "h-1", "scope": "actor", "key": "k"}).startswith("unauthorized: state")
+    registry.unregister("h-1")
+    assert code_of("invoke_llm", good).startswith("not_found")
+    expired = hosted(deadline_in=-1.0)
+    registry.register(expired, runner_id="shop-runner")
+    assert code_of("invoke_llm", good) == "deadline_exceeded: Agent run deadline has expired"
+    assert time.time() > 0
