@@ -150,6 +150,7 @@ def test_a_recorded_session_shows_its_rounds_calls_error_line_and_artifact(
     assert image.evaluate("img => img.complete && img.naturalWidth") == 48
     assert page.locator("#round-1 .artifacts a[download]", has_text="stock.csv").count() == 1
     assert page.locator("a.parent").inner_text() == recorded[1]
+    page.evaluate("window.scrollTo(0, 300)")
     screenshot(page, "session-artifact.png")
 
 
