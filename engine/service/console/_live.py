@@ -31,7 +31,6 @@ __all__ = ["Live", "live_context"]
 _TICK_S = 1.0
 _TERMINAL = frozenset({"completed", "failed", "cancelled", "canceled", "interrupted", "error", "finished"})
 _REPLAY_TIMEOUT_S = 300.0
-_REPLAYS = asyncio.Semaphore(1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +138,7 @@ class Live:
 
     def __init__(self, state: _web.ConsoleState) -> None:
         self.state = state
+        self._replays: asyncio.Semaphore | None = None  # one replay at a time (made on the app's loop)
 
     async def stream(self, request: Request) -> Response:
         """``GET /sessions/{id}/live?after=N``: Server-Sent Events until the run is over."""
@@ -273,7 +273,9 @@ class Live:
             return PlainTextResponse("no such session", status_code=404)
         report: dict[str, Any]
         try:
-            async with _REPLAYS:
+            if self._replays is None:
+                self._replays = asyncio.Semaphore(1)
+            async with self._replays:
                 registry = getattr(self.state, "registry", None)
                 done = await asyncio.wait_for(
                     replay_session(self.state.store, session_id, registry=registry), _REPLAY_TIMEOUT_S
