@@ -112,6 +112,7 @@ def test_the_sessions_list_shows_newest_first_and_filters(page: Any, base: str, 
     first = [c.inner_text() for c in rows.nth(3).locator("td").all()]
     assert first[0] == main and first[1] == "shop" and first[3] == "completed" and first[4] == "4"
     assert first[2].startswith("scripted/")
+    assert int(first[7]) > 0  # tokens summed over the rounds' model calls
     screenshot(page, "sessions.png")
     page.select_option("#f-blueprint", "shop")
     page.get_by_role("button", name="Filter").click()

@@ -166,15 +166,39 @@ class SessionView:
     question: str | None = None
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _round_usage(usage: Mapping[str, Any]) -> tuple[int | None, float | None]:
+    """A round's tokens and cost.
+
+    Top-level ``total_tokens``/``cost``, else summed per model call (``{"thought": {...}, "code":
+    {...}}``, as the CodeAct loop records them).
+    """
+    parts = (
+        [usage] if "total_tokens" in usage or "cost" in usage else [v for v in usage.values() if isinstance(v, Mapping)]
+    )
+    tokens: int | None = None
+    cost: float | None = None
+    for part in parts:
+        t, c = _number(part.get("total_tokens")), _number(part.get("cost"))
+        if t is not None:
+            tokens = (tokens or 0) + int(t)
+        if c is not None:
+            cost = (cost or 0.0) + c
+    return tokens, cost
+
+
 def _usage(records: Sequence[RoundRecord]) -> tuple[int | None, float | None]:
     tokens: int | None = None
     cost: float | None = None
     for record in records:
-        t, c = record.usage.get("total_tokens"), record.usage.get("cost")
-        if isinstance(t, int) and not isinstance(t, bool):
+        t, c = _round_usage(record.usage)
+        if t is not None:
             tokens = (tokens or 0) + t
-        if isinstance(c, int | float) and not isinstance(c, bool):
-            cost = (cost or 0.0) + float(c)
+        if c is not None:
+            cost = (cost or 0.0) + c
     return tokens, cost
 
 
