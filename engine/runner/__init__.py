@@ -14,6 +14,7 @@ See docs/runner.md.
 
 from __future__ import annotations
 
+from engine.runner._input import compose_input
 from engine.runner.attachments import Attachments
 from engine.runner.blueprint_runner import BlueprintRunner, session_id_for
 from engine.runner.entities import (
@@ -49,6 +50,7 @@ __all__ = [
     "RunnerError",
     "RunnerManifest",
     "RunnerResult",
+    "compose_input",
     "continuation_context",
     "runner_code",
     "session_id_for",

@@ -64,6 +64,8 @@ def _inline(attachment: InputAttachment) -> bytes | None:
     content = attachment.content
     if content is None:
         return None
+    if len(content) > MAX_ATTACHMENT_BYTES * 4 // 3 + 1024:  # refused before decoding
+        raise ValueError(f"attachment {attachment.name!r} is larger than {MAX_ATTACHMENT_BYTES} bytes")
     if content.startswith("data:"):
         head, _, body = content.partition(",")
         if ";base64" not in head:

@@ -151,7 +151,9 @@ class BlueprintRunner:
                 resources before it leaves and bounded by the deadline.
         """
         deadline = context.runtime.deadline_at
-        mapper = ResultMapper(run_id, show_work=self.show_work, expires_at=deadline)
+        mapper = ResultMapper(
+            run_id, show_work=self.show_work, expires_at=deadline, interactive=interactions is not None
+        )
         if deadline is not None and deadline <= time.time():
             yield mapper.failed(
                 f"the run's deadline_at ({deadline:.3f}) had passed before it started; nothing ran. "
@@ -234,7 +236,7 @@ class BlueprintRunner:
             store=base.store,
             registry=registry,
             sandbox_factory=base.sandbox_factory,
-            approver=_approver(interactions, context.runtime.deadline_at) if interactions is not None else None,
+            approver=_approver(interactions, context.runtime.deadline_at) if interactions is not None else _refuse,
             hooks=base.hooks,
             interceptors=base.interceptors,
             stream=base.stream,
@@ -252,6 +254,15 @@ def _host_model(context: RunnerContext) -> str | None:
     if isinstance(chosen, str) and chosen:
         return chosen  # checked by the proxy on the first call ("Model '<id>' is not authorized")
     return granted[0] if granted else None
+
+
+async def _refuse(request: ApprovalRequest) -> ApprovalDecision:
+    """The approver of a run nobody can answer (no ``Interactions``): every such call is denied."""
+    return ApprovalDecision(
+        allow=False,
+        reason="this run cannot wait for an approval (its host answers none); "
+        f"grant {request.toolkit!r} with approval: auto to let it run",
+    )
 
 
 def _approver(interactions: Interactions, deadline: float | None) -> Any:

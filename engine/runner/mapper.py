@@ -11,7 +11,8 @@ engine event             result(s)
 ``tool.call.completed``  ``tool.call.completed`` (a non-dict result is ``{"value": result}``)
 ``state.updated``        ``state.updated`` (conversation ``codeact.variables``: the names changed)
 ``artifact.created``     ``artifact.created``
-``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation)
+``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation); with
+                         nobody to answer (``interactive=False``) a ``processor.log`` warning
 ``run.completed``        ``message.completed`` (the answer) + ``run.completed``; for ``ask_user``:
                          ``action.requested`` (a form) + ``message.completed`` (the question) +
                          ``run.completed`` with ``finish_reason`` ``ask_user``
@@ -48,6 +49,7 @@ from engine.runner.entities import (
     MessageChunk,
     MessageCompletedPayload,
     MessageDeltaPayload,
+    ProcessorLogPayload,
     RunCompletedPayload,
     RunFailedPayload,
     RunnerResult,
@@ -104,12 +106,17 @@ class ResultMapper:
         show_work: Also stream the model's working replies (its code) as messages; a chat host
             wants only the messages to the user, a console wants the work too.
         expires_at: Unix time after which interaction requests expire (the run's deadline).
+        interactive: Whether someone can answer an approval; when not, an approval request becomes
+            a ``processor.log`` warning (the call is denied) instead of a request nobody answers.
     """
 
-    def __init__(self, run_id: str, *, show_work: bool = False, expires_at: float | None = None) -> None:
+    def __init__(
+        self, run_id: str, *, show_work: bool = False, expires_at: float | None = None, interactive: bool = True
+    ) -> None:
         self.run_id = run_id
         self.show_work = show_work
         self.expires_at = expires_at
+        self.interactive = interactive
         self.sequence = 0
         self.usage: dict[str, int] = {}
         self.session_id: str | None = None
@@ -129,7 +136,11 @@ class ResultMapper:
         )
 
     def failed(self, message: str, *, code: str = "runner.error", retryable: bool | None = None) -> RunnerResult:
-        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``)."""
+        """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``).
+
+        ``code`` may be an engine code (``model.rate_limited``): it is mapped with :func:`runner_code`.
+        """
+        code = runner_code(code)
         flag = code in _RETRYABLE_CODES if retryable is None else retryable
         return self.result("run.failed", RunFailedPayload(error=message, code=code, retryable=flag), usage=True)
 
@@ -192,6 +203,9 @@ class ResultMapper:
             )
             return [self.result("artifact.created", artifact, timestamp=ts)]
         if isinstance(event, ActionRequested):
+            if not self.interactive:
+                note = f"{event.toolkit}.{event.operation} needs an approval this run cannot wait for: denied"
+                return [self.result("processor.log", ProcessorLogPayload(text=note, level="warning"), timestamp=ts)]
             request = approval_request(
                 event.request_id,
                 toolkit=event.toolkit,

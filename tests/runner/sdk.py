@@ -29,6 +29,7 @@ from langbot_plugin.api.entities.builtin.runner import (
     ToolCallStartedPayload,
     ToolResource,
 )
+from langbot_plugin.api.entities.builtin.runner.result import ProcessorLogPayload
 
 from engine.runner import RunnerResult as OurResult
 
@@ -41,6 +42,7 @@ SDK_PAYLOADS: dict[str, Any] = {
     "action.requested": ActionRequestedPayload,
     "run.completed": RunCompletedPayload,
     "run.failed": RunFailedPayload,
+    "processor.log": ProcessorLogPayload,
 }
 
 

@@ -95,3 +95,32 @@ def test_input_template_snapshot() -> None:
         event={"event_id": "e", "event_type": "group.member_joined", "source": "platform", "data": {"member": "Ada"}},
     )
     check_snapshot(SNAPSHOTS, "runner_input-event.txt", compose_input(event_only)[0] + "\n")
+
+
+def test_mapper_numbers_results_filters_work_and_maps_codes() -> None:
+    from engine.events import MessageCompleted, MessageDelta, RunFailed, StateUpdated
+    from engine.runner import ResultMapper
+
+    common = {"run_id": "engine-run", "timestamp": 1.5}
+    chat = ResultMapper("r1")
+    assert chat.map(MessageDelta(sequence=1, text="x = ", purpose="code", **common)) == []
+    (said,) = chat.map(
+        MessageCompleted(sequence=2, text="On it.", purpose="express", usage={"prompt_tokens": 5}, **common)
+    )
+    assert said.sequence == 1 and said.run_id == "r1" and said.data["message"]["content"] == "On it."
+    assert chat.map(StateUpdated(sequence=3, round=1, **common)) == []  # nothing changed
+    (failed,) = chat.map(RunFailed(sequence=4, error={"code": "store.session_busy", "message": "busy"}, **common))
+    assert failed.data == {"error": "[store.session_busy] busy", "code": "runner.session_busy", "retryable": True}
+    assert failed.usage is not None and failed.usage.prompt_tokens == 5 and failed.sequence == 2
+    console = ResultMapper("r2", show_work=True)
+    (delta,) = console.map(MessageDelta(sequence=1, text="x = ", purpose="code", **common))
+    assert delta.data["chunk"] == {
+        "role": "assistant",
+        "content": "x = ",
+        "name": None,
+        "resp_message_id": None,
+        "all_content": None,
+        "is_final": False,
+        "msg_sequence": 0,
+    }
+    assert console.failed("gone", code="").data["code"] == "runner.error"

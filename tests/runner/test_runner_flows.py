@@ -11,6 +11,7 @@ import pytest
 from engine.errors import CodeactError
 from engine.runner import Interactions, RunnerResult, continuation_context, session_id_for
 from tests.runner.conftest import MakeRunner, code, collect, context, sent, types
+from tests.runner.sdk import sdk_check
 
 CSV = "sku,qty\nA-1,3\nB-2,0\n"
 
@@ -112,6 +113,24 @@ async def test_a_denied_approval_reaches_the_code_and_the_run_goes_on(make_runne
     completed = [r.data for r in results if r.type == "tool.call.completed"]
     assert "too many" in completed[0]["error"]
     assert results[-1].type == "run.completed"
+
+
+async def test_without_interactions_an_approval_is_denied_and_logged(make_runner: MakeRunner) -> None:
+    runner = make_runner(
+        [
+            code('order = await orders.place(sku="A-1", qty=1)'),
+            code('system.finish("could not order")', "The platform cannot approve orders here."),
+        ]
+    )
+    results = await collect(runner, context(run_id="n1"))
+    assert "action.requested" not in types(results)
+    (log,) = [r for r in results if r.type == "processor.log"]
+    assert log.data["level"] == "warning" and "orders.place" in log.data["text"]
+    error = [r.data["error"] for r in results if r.type == "tool.call.completed"][0]
+    assert "cannot wait for an approval" in error and "approval: auto" in error
+    assert results[-1].type == "run.completed"
+    for result in results:
+        sdk_check(result)
 
 
 async def test_the_deadline_stops_a_waiting_run_and_the_session_stays_resumable(make_runner: MakeRunner) -> None:

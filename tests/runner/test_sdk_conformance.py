@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from langbot_plugin.api.entities.builtin.runner import RunnerManifest as SdkManifest
 
-from engine.runner import Interactions, RunnerContext, RunnerResult
+from engine.events import ArtifactCreated
+from engine.runner import Interactions, ResultMapper, RunnerContext, RunnerResult
 from tests.runner.conftest import MakeRunner, code, collect, context, types
 from tests.runner.sdk import sdk_check, sdk_context
 
@@ -52,9 +53,30 @@ async def test_every_result_type_validates_as_the_sdks(make_runner: MakeRunner) 
         "action.requested",
         "run.completed",
     } <= seen, seen
-    failing = make_runner(["```python\nprint('no end')\n```"] * 0)  # no replies: the model fails
+    asking = make_runner([code('system.ask_user("Which size, M or XL?")')])
+    asked = await collect(asking, context(run_id="run-4", conversation="chat-ask"))
+    assert asked[-1].data["finish_reason"] == "ask_user"
+    failing = make_runner([])  # no replies: the model fails
     failed = await collect(failing, context(run_id="run-2", conversation="chat-fail"))
     expired = await collect(runner, context(run_id="run-3", deadline_in=-1))
     assert failed[-1].type == "run.failed" and expired[-1].data["code"] == "runner.timeout"
-    for result in [*results, *failed, *expired]:
+    for result in [*results, *asked, *failed, *expired]:
         sdk_check(result)
+
+
+def test_an_artifact_result_is_accepted_by_the_sdk() -> None:
+    """``artifact.created`` (a seed type the SDK has no payload for) travels as an unknown type."""
+    event = ArtifactCreated(
+        run_id="e",
+        sequence=1,
+        timestamp=0.0,
+        round=1,
+        session_id="s",
+        name="sales.csv",
+        mime="text/csv",
+        size=12,
+        uri="codeact://sessions/s/rounds/1/artifacts/sales.csv",
+    )
+    (result,) = ResultMapper("run-9").map(event)
+    assert result.data["artifact_id"] == event.uri and result.payload() is not None
+    assert sdk_check(result).type == "artifact.created"
