@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -208,3 +209,54 @@ def test_artifacts_and_pages_need_access(base: str, recorded: tuple[str, str, st
 def test_docs_screenshots_exist() -> None:
     docs = Path(__file__).resolve().parents[2] / "docs" / "console"
     assert (docs / "session.png").exists()
+
+
+def test_a_session_run_elsewhere_is_followed_live_from_the_store(
+    chromium: Any, base: str, recorded: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A run this server does not manage (``codeact run``, a queue worker) is followed through the store."""
+    import threading
+
+    from tests.console._support import Inventory
+
+    gate = threading.Event()
+    Inventory.gate = gate
+    replies = [
+        'First a note.\n```python\nfirst = 1\nprint("one")\n```',
+        'Now the truck.\n```python\nr = await inventory.wait(what="truck")\nprint(r)\n```',
+        "Done.\n```python\nsystem.finish(r)\n```",
+    ]
+    result: list[Any] = []
+    worker = threading.Thread(
+        target=lambda: result.append(run_agent(recorded[0], tmp_path, replies, session_id="elsewhere-1")), daemon=True
+    )
+    worker.start()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    page_url = f"{base}/sessions/elsewhere-1"
+    for _ in range(300):  # until round 1 is recorded (the run then waits for the gate)
+        try:
+            with urllib.request.urlopen(urllib.request.Request(page_url, headers=headers), timeout=10) as answer:
+                if 'id="round-1"' in answer.read().decode():
+                    break
+        except urllib.error.HTTPError as exc:
+            exc.close()
+        time.sleep(0.1)
+    context = chromium.new_context()
+    context.set_default_timeout(20_000)
+    try:
+        p = context.new_page()
+        p.goto(f"{page_url}?token={TOKEN}")
+        assert p.locator("#rounds article.round").count() == 1
+        assert "Running" in p.locator("#live-status").inner_text()
+        p.evaluate("window.__same_page = true")
+        gate.set()
+        p.locator("#round-3").wait_for()
+        assert "truck: ready" in p.locator("#round-2 .stdout").inner_text()
+        assert p.locator("#session-status").inner_text() == "completed"
+        assert p.evaluate("window.__same_page === true")
+    finally:
+        gate.set()
+        Inventory.gate = None
+        context.close()
+        worker.join(60)
+    assert result and result[0].status == "completed"
