@@ -1,0 +1,51 @@
+"""The console's reads from the store: paging, filters, parent/child links, variables before -> after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.service.console._data import list_rows, parent_of, read_session
+from engine.store import RoundRecord, SessionMeta, open_store
+
+
+async def test_sessions_are_paged_newest_first_and_filtered(tmp_path: Path) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        for i in range(120):
+            blueprint = "odd" if i % 2 else "even"
+            meta = SessionMeta(session_id=f"s-{i:03d}", blueprint_id=blueprint, blueprint_hash="h", model="m",
+                               created_at=1_700_000_000 + i)  # fmt: skip
+            await store.create_session(meta)
+            if i % 3 == 0:
+                await store.update_session(meta.session_id, status="failed")
+        rows, total, blueprints = await list_rows(store, status=None, blueprint=None, page=1, per_page=50)
+        assert total == 120 and blueprints == ["even", "odd"]
+        assert [r.session_id for r in rows[:2]] == ["s-119", "s-118"] and len(rows) == 50
+        rows, _, _ = await list_rows(store, status=None, blueprint=None, page=3, per_page=50)
+        assert [r.session_id for r in rows] == [f"s-{i:03d}" for i in range(19, -1, -1)]
+        rows, total, _ = await list_rows(store, status="failed", blueprint="odd", page=1, per_page=50)
+        assert total == 20 and all(int(r.session_id[2:]) % 6 == 3 for r in rows)
+        rows, total, _ = await list_rows(store, status=None, blueprint=None, page=1, per_page=50, show=lambda m: False)
+        assert (rows, total) == ([], 0)
+
+
+async def test_a_session_shows_variables_before_and_after_and_its_links(tmp_path: Path) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        for sid in ("main", "main.helper.1"):
+            await store.create_session(SessionMeta(session_id=sid, blueprint_id="b", blueprint_hash="h", model="m"))
+        states = [{"x": 1, "gone": "soon"}, {"x": 2, "y": "<new>"}]
+        for index, variables in enumerate(states, start=1):
+            record = RoundRecord(session_id="main", index=index, started_at=0.0, duration_s=0.1, prompt_hash="p",
+                                 reply="r", code="x = 1\n", variables=variables)  # fmt: skip
+            await store.append_round(record, segments=[], variables=variables)
+        view = await read_session(store, "main")
+        assert view is not None and view.children == ["main.helper.1"] and view.parent is None
+        changes = {c.name: (c.kind, c.before, c.after) for c in view.rounds[1].variables}
+        assert changes == {
+            "x": ("changed", "1", "2"),
+            "y": ("added", None, '"<new>"'),
+            "gone": ("removed", '"soon"', None),
+        }
+        child = await read_session(store, "main.helper.1")
+        assert child is not None and child.parent == "main"
+        assert await read_session(store, "nobody") is None
+    assert parent_of("a.b.c", None) is None and parent_of("a.b.2", None) == "a"
