@@ -80,7 +80,7 @@ def runner_code(engine_code: str) -> str:
         return engine_code
     if engine_code == "store.session_busy":
         return "runner.session_busy"
-    if engine_code == "deadline_exceeded":
+    if engine_code in ("deadline_exceeded", "queue.deadline"):  # a call's deadline, a queued run's time limit
         return "runner.timeout"
     family = engine_code.split(".", 1)[0]
     return {
