@@ -161,13 +161,20 @@ def test_a_late_watcher_gets_the_whole_stream_once_in_order(cluster: Cluster) ->
 
 
 def test_the_cli_enqueues_prints_the_run_id_and_streams(cluster: Cluster) -> None:
-    model = cluster.script("cli", [_steps("cli", rounds=1, sleep=0.0)])
-    common = [str(cluster.blueprint), "-i", "go", "--queue", cluster.url, "--model", model]
-    detached = subprocess.run([CODEACT, "run", *common, "--detach"], env=cluster.env, capture_output=True, text=True)
+    # One script per run: a worker keeps its scripted model warm, so two runs on one worker share its replies.
+    def common(name: str) -> list[str]:
+        model = cluster.script(name, [_steps("cli", rounds=1, sleep=0.0)])
+        return [str(cluster.blueprint), "-i", "go", "--queue", cluster.url, "--model", model]
+
+    detached = subprocess.run(
+        [CODEACT, "run", *common("cli-detached"), "--detach"], env=cluster.env, capture_output=True, text=True
+    )
     assert detached.returncode == 0, detached.stderr
     run_id = detached.stdout.strip().splitlines()[-1]
     assert QueueClient(cluster.url).handle(run_id).result(timeout=60).answer == "cli:1"
-    streamed = subprocess.run([CODEACT, "run", *common, "--json"], env=cluster.env, capture_output=True, text=True)
+    streamed = subprocess.run(
+        [CODEACT, "run", *common("cli-streamed"), "--json"], env=cluster.env, capture_output=True, text=True
+    )
     assert streamed.returncode == 0, streamed.stderr
     lines = [json.loads(line) for line in streamed.stdout.splitlines()]
     assert lines[0]["type"] == "run.id"

@@ -203,7 +203,7 @@ async def test_per_call_timeout() -> None:
     calls = Calls()
     bridge = _bridge(calls)
     err = await _error(bridge, _call("devops", "slow", seconds=30))
-    assert (err.code, err.message) == (p.DEADLINE_EXCEEDED, "devops.slow() did not finish within its 0.2 s timeout")
+    assert (err.code, err.message) == (p.DEADLINE_EXCEEDED, "devops.slow() did not finish within its 1 s timeout")
     bridge = _bridge(calls, default_timeout=0.05)
     err = await _error(bridge, _call("devops", "nap", seconds=30))
     assert (err.code, err.message) == (p.DEADLINE_EXCEEDED, "devops.nap() did not finish within its 0.05 s timeout")

@@ -187,7 +187,7 @@ async def test_timeouts_and_concurrency_over_the_socket() -> None:
     assert [answers[i]["result"] for i in range(1, 6)] == [0.1] * 5
     assert answers[6]["error"] == {
         "code": p.DEADLINE_EXCEEDED,
-        "message": "devops.slow() did not finish within its 0.2 s timeout",
+        "message": "devops.slow() did not finish within its 1 s timeout",
     }
     starts = [start for start, _ in calls.intervals]
     ends = [end for _, end in calls.intervals]
