@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Self
 
+from sandbox.aio import cancel_and_wait, wait_for
 from sandbox.artifacts import artifacts_from_answer
 from sandbox.channel import Channel, ChannelClosedError, RpcHandler
 from sandbox.errors import SandboxError
@@ -329,9 +330,7 @@ class Sandbox(abc.ABC):
         """Kill every runtime and remove their directories (idempotent)."""
         self._closed = True
         if self._refill is not None and not self._refill.done():
-            self._refill.cancel()
-            with contextlib.suppress(BaseException):
-                await self._refill
+            await cancel_and_wait(self._refill)
         workers = [w for w in [self._worker, *self._pool] if w is not None]
         self._worker, self._pool = None, []
         for worker in workers:
@@ -479,7 +478,7 @@ class Sandbox(abc.ABC):
         channel.begin_round()
         remaining = max(deadline - (time.perf_counter() - started), 0.001)
         try:
-            answer = await asyncio.wait_for(channel.request("execute", params), timeout=remaining)
+            answer = await wait_for(channel.request("execute", params), timeout=remaining)
         except TimeoutError:
             worker.kill()
             rpc_count = await channel.end_round()

@@ -17,7 +17,7 @@ from engine.agent.codeact import CodeActLoop
 from engine.agent.context import EndRun, Outcome, RunContext
 from engine.agent.hooks import Hook
 from engine.agent.react import ReactLoop
-from engine.agent.recovery import PendingWriter, fold_pending, record_interrupted
+from engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted, record_interrupted
 from engine.agent.support import (
     GRANT_APPROVED,
     Approver,
@@ -31,6 +31,7 @@ from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, 
 from engine.model.client import stop_background_tasks
 from engine.replay import sandbox_note, session_hash_seed
 from engine.store import SessionMeta
+from sandbox.aio import cancel_and_wait
 from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
 from segments.budget import COMPACTED_TAG
 from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
@@ -353,7 +354,8 @@ class Agent:
             queue.put_nowait(event)
             return event
 
-        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, user=user))
+        state = _DriveState()
+        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, state, user=user))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -361,9 +363,13 @@ class Agent:
             await task
         finally:
             if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                # No round starts after this, even if something inside the run swallowed the cancel
+                # (Python 3.11's asyncio.wait_for does, as its call completes): the cancel is repeated
+                # until the run takes it, then its clean-up (recording the round) runs undisturbed.
+                state.stop()
+                await cancel_and_wait(task, acknowledged=lambda: state.cancelled)
+                if not task.cancelled():
+                    task.result()  # an error of the run's clean-up surfaces as before
 
     async def invoke(
         self,
@@ -432,7 +438,14 @@ class Agent:
 
     # -- one run ---------------------------------------------------------------------------------
     async def _drive(
-        self, input: str, session_id: str, run_id: str, emit: Callable[..., Event], *, user: str | None = None
+        self,
+        input: str,
+        session_id: str,
+        run_id: str,
+        emit: Callable[..., Event],
+        state: _DriveState,
+        *,
+        user: str | None = None,
     ) -> None:
         # The run's spans (engine.telemetry): a no-op object unless tracing is on.
         from engine.telemetry._state import NULL_TRACE, start_run
@@ -448,7 +461,7 @@ class Agent:
             options=options if isinstance(options, dict) else None,
         )
         if run_trace is NULL_TRACE:
-            await self._drive_run(input, session_id, run_id, emit, run_trace, user=user)
+            await self._drive_run(input, session_id, run_id, emit, run_trace, state, user=user)
             return
 
         def traced(cls: type[Event], /, **payload: Any) -> Event:
@@ -461,7 +474,7 @@ class Agent:
             return event
 
         try:
-            await self._drive_run(input, session_id, run_id, traced, run_trace, user=user)
+            await self._drive_run(input, session_id, run_id, traced, run_trace, state, user=user)
         finally:
             run_trace.end(status="interrupted")  # a cancelled run (the span ends once)
 
@@ -472,12 +485,12 @@ class Agent:
         run_id: str,
         emit: Callable[..., Event],
         run_trace: Any,
+        state: _DriveState,
         *,
         user: str | None = None,
     ) -> None:
         # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
         # run fails before it could open the session (busy, store down).
-        state = _DriveState()
         link, _ = SESSION_LINK.get(), SESSION_LINK.set(None)  # this task's context only
 
         def tracked(cls: type[Event], /, **payload: Any) -> Event:
@@ -491,6 +504,7 @@ class Agent:
                     # A run that died mid-round left its completed calls behind: record them first.
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
                     ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
+                    ctx.stopping = state.stopping
                     ctx.trace = run_trace
                     ctx.fence = lock.token
                     ctx.user = user if user is not None else self.user
@@ -502,8 +516,11 @@ class Agent:
                     await self.store.update_session(session_id, status=outcome.status)
                 except asyncio.CancelledError:
                     # Ctrl-C or a cancel: keep what the round in progress did, then stop.
+                    state.cancelled = True
                     if state.ctx is not None:
                         await record_interrupted(state.ctx, reason="Ctrl-C or a cancel stopped the run")
+                    else:
+                        await mark_opened_interrupted(self.store, session_id)
                     raise
                 except CodeactError as exc:
                     if exc.code == "store.unavailable":
@@ -749,6 +766,13 @@ def _retryable(exc: CodeactError) -> bool:
 class _DriveState:
     started: bool = False
     ctx: RunContext | None = None
+    stopping: bool = False  # the run's consumer left: no round may start
+    cancelled: bool = False  # the run took the cancel and is recording what it did
+
+    def stop(self) -> None:
+        self.stopping = True
+        if self.ctx is not None:
+            self.ctx.stopping = True
 
 
 def _result(last: Event | None, session_id: str) -> RunResult:

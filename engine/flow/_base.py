@@ -34,6 +34,7 @@ from engine.events import (
 )
 from engine.flow.errors import FlowError
 from engine.store import SessionMeta
+from sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from engine.agent import Agent, RunResult
@@ -398,9 +399,9 @@ class FlowAgent:
             await task
         finally:
             if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task, acknowledged=lambda: run.cancelled)
+                if not task.cancelled():
+                    task.result()
 
     async def _drive(self, run: _FlowRun, link: dict[str, Any] | None, export: dict[str, Any] | None) -> None:
         store = self.store
@@ -449,6 +450,7 @@ class FlowAgent:
             await store.update_session(run.session_id, status="completed", extra=extra)
             run.emit(RunCompleted, answer=answer, reason=run.reason, rounds=len(run.children))
         except asyncio.CancelledError:
+            run.cancelled = True
             with contextlib.suppress(CodeactError):
                 await store.update_session(run.session_id, status="interrupted")
             raise

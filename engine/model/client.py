@@ -56,6 +56,7 @@ from engine.model.errors import (
 from engine.model.routes import Route, route_for
 from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
 from engine.model.settings import ModelReply, ModelSettings, ToolCall
+from sandbox.aio import wait_for
 
 __all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
 
@@ -642,7 +643,7 @@ async def stop_background_tasks() -> None:
     if getattr(worker, "_bound_loop", None) is not asyncio.get_running_loop():
         return
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(worker.flush(), timeout=1.0)
+        await wait_for(worker.flush(), timeout=1.0)
     with contextlib.suppress(Exception):
         await worker.stop()
 

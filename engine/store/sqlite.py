@@ -29,6 +29,7 @@ from engine.store import _entries as _ent
 from engine.store import _records as _rec
 from engine.store._lock import FORCED_PREFIX, FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+from sandbox.aio import wait_for
 
 __all__ = ["SQLiteStore"]
 
@@ -196,7 +197,7 @@ class SQLiteStore(Store):
                 return fn(*args)
 
         try:
-            return await asyncio.wait_for(asyncio.to_thread(locked), self.op_timeout)
+            return await wait_for(asyncio.to_thread(locked), self.op_timeout)
         except TimeoutError:
             raise StoreError(
                 f"SQLite store at {self.url} did not {action} within {self.op_timeout:g} s (a hung disk or file "
