@@ -198,7 +198,7 @@ async def record_interrupted(ctx: RunContext, *, reason: str) -> None:
 
 
 async def mark_opened_interrupted(store: Store, session_id: str) -> None:
-    """A run cancelled while it opened the session (caller holds the lock): an ``active`` session reads ``interrupted``."""
+    """A run cancelled while opening the session (the caller holds the lock): mark it ``interrupted``."""
 
     async def write() -> None:
         meta = await store.get_session(session_id)

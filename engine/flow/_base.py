@@ -291,7 +291,7 @@ class FlowAgent:
         self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event)."""
-        from engine.agent.agent import _result
+        from engine.agent._results import _result
 
         last: Event | None = None
         session = session_id or ""
@@ -316,7 +316,7 @@ class FlowAgent:
             raise CodeactError("run_sync() was called inside a running event loop: use `await flow.invoke(...)`")
         if self._runner is None:
             self._runner = asyncio.Runner()
-            from engine.agent.agent import _close_runner
+            from engine.agent._wiring import _close_runner
 
             weakref.finalize(self, _close_runner, self._runner)
         return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
