@@ -51,7 +51,7 @@ def run() -> dict[str, Any]:
     """Measure and return the figures."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from engine.model import ScriptedReplies
-    from engine.model.client import _litellm
+    from engine.model._litellm import _litellm
 
     started = time.perf_counter()
     _litellm()

@@ -24,6 +24,7 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from sandbox._eager import Runner as _Runner
 from sandbox._eager import release_memory
+from sandbox.aio import wait_for
 from sandbox.errors import SandboxError
 from sandbox.leftovers import dir_prefix
 from sandbox.runtime import protocol as _p
@@ -349,7 +350,12 @@ class Channel:
         channel = cls(handler, directory=directory, socket_uid=socket_uid, auth_timeout_s=auth_timeout_s)
         try:
             loop = asyncio.get_running_loop()
-            channel._server = await loop.create_unix_server(lambda: _Connection(channel), path=str(channel.socket_path))
+            # Not serving yet: create_unix_server awaits nothing then, so a cancel cannot come between the
+            # listening socket's creation and close_now() knowing it (it would leak).
+            channel._server = await loop.create_unix_server(
+                lambda: _Connection(channel), path=str(channel.socket_path), start_serving=False
+            )
+            await channel._server.start_serving()
             os.chmod(channel.socket_path, 0o600)
             if socket_uid is not None:
                 os.chown(directory, socket_uid, -1)
@@ -407,7 +413,7 @@ class Channel:
             TimeoutError: Nobody authenticated in time.
             ChannelClosedError: The channel was closed meanwhile.
         """
-        await asyncio.wait_for(asyncio.shield(self._connected), timeout)
+        await wait_for(asyncio.shield(self._connected), timeout)
 
     def _peer_connected(self, conn: _Connection) -> None:
         self._forget_config()
@@ -456,7 +462,7 @@ class Channel:
         self._pending[id_] = fut
         try:
             peer._send(_p.request(id_, method, params))
-            return await asyncio.wait_for(fut, timeout)
+            return await wait_for(fut, timeout)
         finally:
             self._pending.pop(id_, None)
 

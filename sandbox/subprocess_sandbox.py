@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from sandbox._cgroup import SandboxCgroup, cgroup_support
+from sandbox.aio import cancel_and_wait, wait_for
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.errors import IsolationUnavailableError, SandboxError
@@ -177,7 +178,7 @@ async def _check_bwrap(bwrap: str, limits: Limits) -> None:
                     stderr=asyncio.subprocess.PIPE,
                     env=_env(_WORK),
                 )
-                _, err = await asyncio.wait_for(proc.communicate(), 30)
+                _, err = await wait_for(proc.communicate(), 30)
                 failure = None if proc.returncode == 0 else err.decode("utf-8", "replace").strip()[-500:]
             except (OSError, TimeoutError) as exc:
                 failure = str(exc)
@@ -269,7 +270,7 @@ class _ProcessWorker(RuntimeWorker):
 
     async def wait_exit(self, timeout: float) -> None:
         """Wait until the child is reaped."""
-        await asyncio.wait_for(self.proc.wait(), timeout)
+        await wait_for(self.proc.wait(), timeout)
 
     def stderr_tail(self) -> str:
         """The last bytes the child wrote to its real stderr."""
@@ -302,9 +303,7 @@ class _ProcessWorker(RuntimeWorker):
             await self.wait_exit(_REAP_S)
         await super().aclose()
         if self._drain is not None:
-            self._drain.cancel()
-            with contextlib.suppress(BaseException):
-                await self._drain
+            await cancel_and_wait(self._drain)
 
     def cleanup(self) -> None:
         """Release the child's pipes and remove the private work dir (``process`` mode)."""
@@ -462,13 +461,17 @@ class SubprocessSandbox(Sandbox):
                 close_fds=True,
                 preexec_fn=cgroup.enter if cgroup is not None else None,
             )
-        except (OSError, subprocess.SubprocessError) as exc:
+        except BaseException as exc:  # a cancel too: the channel and the work dir must not leak
             await channel.close()
             if work_dir:
                 shutil.rmtree(work_dir, ignore_errors=True)
             if cgroup is not None:
                 cgroup.remove()
-            raise SandboxError(f"cannot start the sandbox runtime ({argv[0]}): {exc}", code="sandbox.start") from None
+            if isinstance(exc, (OSError, subprocess.SubprocessError)):
+                raise SandboxError(
+                    f"cannot start the sandbox runtime ({argv[0]}): {exc}", code="sandbox.start"
+                ) from None
+            raise
         worker = _ProcessWorker(channel=channel, isolation=self.isolation, proc=proc, work_dir=work_dir, cgroup=cgroup)
         try:
             assert proc.stdin is not None  # noqa: S101 - stdin=PIPE
@@ -504,7 +507,7 @@ class SubprocessSandbox(Sandbox):
         with contextlib.suppress(BaseException):
             await connected
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.shield(worker._drain) if worker._drain else asyncio.sleep(0), 1.0)
+            await wait_for(asyncio.shield(worker._drain) if worker._drain else asyncio.sleep(0), 1.0)
         if connected in done and isinstance(connected.exception(), TimeoutError):
             why = f"it did not connect within {self.limits.start_timeout_s:g} s"
         else:

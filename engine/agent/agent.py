@@ -9,122 +9,48 @@ import os
 import uuid
 import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.agent._memory import end_memory, memory_prompt_config, start_memory
+from engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
+from engine.agent._wiring import (
+    SandboxFactory,
+    _close_runner,
+    _restore_history,
+    _with_system,
+    build_bridge,
+    default_sandbox_factory,
+    grants_for,
+)
 from engine.agent.codeact import CodeActLoop
 from engine.agent.context import EndRun, Outcome, RunContext
 from engine.agent.hooks import Hook
 from engine.agent.react import ReactLoop
-from engine.agent.recovery import PendingWriter, fold_pending, record_interrupted
-from engine.agent.support import (
-    GRANT_APPROVED,
-    Approver,
-    EventingBridge,
-    ModelAccessAdapter,
-    ask_approval,
-    grant_policy,
-)
+from engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted, record_interrupted
+from engine.agent.support import Approver
 from engine.errors import CodeactError
-from engine.events import Event, EventSequence, MessageCompleted, RunCompleted, RunFailed, RunStarted, SegmentCreated
+from engine.events import Event, EventSequence, RunCompleted, RunFailed, RunStarted, SegmentCreated
 from engine.model.client import stop_background_tasks
 from engine.replay import sandbox_note, session_hash_seed
 from engine.store import SessionMeta
-from segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
-from segments.budget import COMPACTED_TAG
-from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
+from sandbox.aio import cancel_and_wait
+from segments import PromptConfig, SegmentBuilder, SegmentHistory, SegmentKind
+from toolkits import ToolkitRegistry
 
 if TYPE_CHECKING:
     from engine.blueprint import AgentSpec, Blueprint
     from engine.model import ModelClient
-    from engine.store import SessionLock, Store
-    from sandbox import RpcHandler, Sandbox
+    from engine.store import Store
+    from sandbox import Sandbox
 
 __all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
 
-SandboxFactory = Callable[["RpcHandler", "AgentSpec"], "Sandbox"]
 
 # Extra session metadata for the next session a run creates in this context (a flow step's link to its
 # parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
 SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
     "codeact_session_link", default=None
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    """How a run ended (the last event, as a value).
-
-    Attributes:
-        run_id: The run.
-        session_id: The session (pass it as ``session_id`` to continue).
-        status: ``completed``, ``paused`` (waiting for the user) or ``failed``.
-        answer: The final answer, or the question when paused.
-        reason: Why it ended (``finished``, ``ask_user``, ``max_turns``, ``stuck``, ...).
-        rounds: Rounds recorded in the session so far.
-        error: ``{"code", "message"}`` when failed.
-    """
-
-    run_id: str
-    session_id: str
-    status: Literal["completed", "paused", "failed"]
-    answer: Any = None
-    reason: str = ""
-    rounds: int = 0
-    error: dict[str, Any] | None = None
-
-
-def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
-    """``(grants, approval policies)`` from ``toolkits[]`` and ``tools[]``; ``system`` is always granted.
-
-    ``tools[].ref`` names a toolkit (``devops``) or one operation (``devops.deploy_app``).
-    """
-    grants: dict[str, Any] = {"system": "*"}
-    policies: dict[str, str] = {}
-    for grant in spec.toolkits:
-        grants[grant.ref] = "*" if grant.operations is None else list(grant.operations)
-        policies[grant.ref] = grant_policy(grant.approval)
-    for tool in spec.tools:
-        toolkit, _, op = tool.ref.partition(".")
-        current = grants.get(toolkit)
-        if not op:
-            grants[toolkit] = "*"
-        elif current != "*":
-            grants[toolkit] = [*(current or []), op]
-        if tool.approval is not None:
-            policies[toolkit] = grant_policy(tool.approval)
-    return grants, policies
-
-
-def default_sandbox_factory(
-    *,
-    backend: Literal["subprocess", "docker"] | None = None,
-    isolation: Literal["bwrap", "process"] = "bwrap",
-    runtime: Literal["runc", "gvisor"] | None = None,
-) -> SandboxFactory:
-    """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice)."""
-
-    def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
-        from engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
-
-        declared = spec.sandbox
-        chosen = backend or declared.backend or "subprocess"
-        # Built before the run by the CLI (`codeact run`, `codeact sandbox build`): here a cache hit.
-        env = declared_environment(declared, chosen)
-        return make_sandbox(
-            chosen,
-            handler=handler,
-            limits=limits_for(declared),
-            # Docker's default policy is full CPython: its imports widen only when packages are declared.
-            imports=declared.imports if chosen == "subprocess" else (),
-            env=env,
-            isolation=isolation,
-            runtime=runtime or declared.runtime or "runc",
-            cpus=declared.limits.cpus,
-        )
-
-    return _make
 
 
 class Agent:
@@ -353,7 +279,8 @@ class Agent:
             queue.put_nowait(event)
             return event
 
-        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, user=user))
+        state = _DriveState()
+        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, state, user=user))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -361,9 +288,13 @@ class Agent:
             await task
         finally:
             if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                # No round starts after this, even if something inside the run swallowed the cancel
+                # (Python 3.11's asyncio.wait_for does, as its call completes): the cancel is repeated
+                # until the run takes it, then its clean-up (recording the round) runs undisturbed.
+                state.stop()
+                await cancel_and_wait(task, acknowledged=lambda: state.cancelled)
+                if not task.cancelled():
+                    task.result()  # an error of the run's clean-up surfaces as before
 
     async def invoke(
         self,
@@ -432,7 +363,14 @@ class Agent:
 
     # -- one run ---------------------------------------------------------------------------------
     async def _drive(
-        self, input: str, session_id: str, run_id: str, emit: Callable[..., Event], *, user: str | None = None
+        self,
+        input: str,
+        session_id: str,
+        run_id: str,
+        emit: Callable[..., Event],
+        state: _DriveState,
+        *,
+        user: str | None = None,
     ) -> None:
         # The run's spans (engine.telemetry): a no-op object unless tracing is on.
         from engine.telemetry._state import NULL_TRACE, start_run
@@ -448,7 +386,7 @@ class Agent:
             options=options if isinstance(options, dict) else None,
         )
         if run_trace is NULL_TRACE:
-            await self._drive_run(input, session_id, run_id, emit, run_trace, user=user)
+            await self._drive_run(input, session_id, run_id, emit, run_trace, state, user=user)
             return
 
         def traced(cls: type[Event], /, **payload: Any) -> Event:
@@ -461,7 +399,7 @@ class Agent:
             return event
 
         try:
-            await self._drive_run(input, session_id, run_id, traced, run_trace, user=user)
+            await self._drive_run(input, session_id, run_id, traced, run_trace, state, user=user)
         finally:
             run_trace.end(status="interrupted")  # a cancelled run (the span ends once)
 
@@ -472,12 +410,12 @@ class Agent:
         run_id: str,
         emit: Callable[..., Event],
         run_trace: Any,
+        state: _DriveState,
         *,
         user: str | None = None,
     ) -> None:
         # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
         # run fails before it could open the session (busy, store down).
-        state = _DriveState()
         link, _ = SESSION_LINK.get(), SESSION_LINK.set(None)  # this task's context only
 
         def tracked(cls: type[Event], /, **payload: Any) -> Event:
@@ -491,6 +429,7 @@ class Agent:
                     # A run that died mid-round left its completed calls behind: record them first.
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
                     ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
+                    ctx.stopping = state.stopping
                     ctx.trace = run_trace
                     ctx.fence = lock.token
                     ctx.user = user if user is not None else self.user
@@ -502,8 +441,11 @@ class Agent:
                     await self.store.update_session(session_id, status=outcome.status)
                 except asyncio.CancelledError:
                     # Ctrl-C or a cancel: keep what the round in progress did, then stop.
+                    state.cancelled = True
                     if state.ctx is not None:
                         await record_interrupted(state.ctx, reason="Ctrl-C or a cancel stopped the run")
+                    else:
+                        await mark_opened_interrupted(self.store, session_id)
                     raise
                 except CodeactError as exc:
                     if exc.code == "store.unavailable":
@@ -601,53 +543,6 @@ class Agent:
         emit(SegmentCreated, segment=user.model_dump(mode="json"), round=done)
         return ctx
 
-    def _bridge(self, ctx: RunContext) -> tuple[ToolkitBridge, EventingBridge]:
-        def express(kind: str, data: dict[str, Any]) -> None:
-            if kind == "express" and isinstance(data.get("text"), str):
-                segment = ctx.history.add(SegmentKind.EXPRESS, data["text"], round_index=ctx.round)
-                ctx.pending_segments.append(segment)
-                ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=ctx.round)
-                ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
-            elif kind == "a2a.update":  # a remote agent's progress (toolkits.a2a), shown as it streams
-                text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
-                ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
-
-        async def approve(request: ApprovalRequest) -> ApprovalDecision:
-            if GRANT_APPROVED.get():
-                return ApprovalDecision(allow=True, reason="approved for its grant")
-            return await ask_approval(
-                self.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
-            )
-
-        model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
-        bridge = ToolkitBridge(
-            self.registry,
-            grants=self.grants,
-            context=ToolkitContext(
-                session_id=ctx.session_id,
-                run_id=ctx.run_id,
-                user=ctx.user,
-                model=model_access,
-                emit=express,
-                memory=ctx.memory.access if ctx.memory is not None else None,
-            ),
-            approval=approve,
-            # The eventing bridge logs and reports every call, including the ones it refuses.
-            record=False,
-            call_events=False,
-        )
-        handler = EventingBridge(
-            bridge,
-            emit=ctx.emit,
-            round_ref=lambda: ctx.round,
-            policies=self.policies,
-            approver=self.approver,
-            interceptors=self.interceptors,
-            on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
-            trace=lambda: ctx.trace,
-        )
-        return bridge, handler
-
     async def _note_sandbox(self, session_id: str, sandbox: Sandbox) -> None:
         # Replay rebuilds the same sandbox (backend, policy) from this note.
         meta = await self.store.get_session(session_id)
@@ -663,7 +558,7 @@ class Agent:
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
         await start_memory(ctx, self.store, user=ctx.user, base_url=getattr(self.model, "base_url", None))
-        bridge, handler = self._bridge(ctx)
+        bridge, handler = build_bridge(self, ctx)
         ctx.bridge, ctx.handler = bridge, handler
         try:
             await ctx.before_agent()
@@ -680,95 +575,3 @@ class Agent:
                 await sandbox.aclose()
         except EndRun as exc:
             return Outcome(status="completed", reason="hook", answer=exc.reason)
-
-
-def _close_runner(runner: asyncio.Runner) -> None:
-    """Close a dropped agent's ``run_sync`` loop; inside another running loop only the loop itself is closed."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no loop runs here: the runner can finish its loop's async generators first
-        with contextlib.suppress(RuntimeError):
-            runner.close()
-        return
-    # Runner.close() would create a coroutine it cannot run here (a "never awaited" warning).
-    loop: asyncio.AbstractEventLoop | None = getattr(runner, "_loop", None)
-    if loop is not None and not loop.is_closed() and not loop.is_running():
-        loop.close()
-
-
-def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:
-    """``registry``, or a copy of it with the built-in ``system`` toolkit (every agent is granted it)."""
-    if "system" in registry:
-        return registry
-    from toolkits.builtin.system import SystemToolkit
-
-    own = ToolkitRegistry(bound for bound in registry)
-    own.register(SystemToolkit)
-    return own
-
-
-_RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.session_busy"})
-
-
-def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
-    """The session's history from its stored segments, with recorded compactions applied again.
-
-    A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
-    1..its ``round_index`` when it was made; the store keeps the originals (append-only), so they are
-    dropped here and the summary takes the place of the first of them, as ``segments.Compactor`` did.
-    """
-    kept: list[Segment] = []
-    for data in stored:
-        segment = Segment.model_validate(data)
-        if segment.kind == SegmentKind.ROUND and COMPACTED_TAG in segment.tags:
-            covered = [i for i, s in enumerate(kept) if 0 < s.round_index <= segment.round_index]
-            if covered:
-                kept = [s for s in kept if not 0 < s.round_index <= segment.round_index]
-                kept.insert(covered[0], segment)
-                continue
-        kept.append(segment)
-    return SegmentHistory(kept)
-
-
-def _gone_reason(lock: SessionLock) -> str:
-    """Why the session's previous run stopped mid-round, as far as the lock tells."""
-    if lock.took_over is not None:
-        return f"its run's process {lock.took_over.owner} died"
-    return "its run stopped before recording it: the host process died, the store became unavailable, or the run failed"
-
-
-def _retryable(exc: CodeactError) -> bool:
-    """Model errors say so themselves; a store outage or a busy session may pass too."""
-    flag = getattr(exc, "retryable", None)
-    if isinstance(flag, bool):
-        return flag
-    return exc.code in _RETRYABLE_STORE_CODES
-
-
-@dataclass
-class _DriveState:
-    started: bool = False
-    ctx: RunContext | None = None
-
-
-def _result(last: Event | None, session_id: str) -> RunResult:
-    if isinstance(last, RunCompleted):
-        status: Literal["completed", "paused"] = "paused" if last.reason == "ask_user" else "completed"
-        return RunResult(
-            run_id=last.run_id,
-            session_id=session_id,
-            status=status,
-            answer=last.answer,
-            reason=last.reason,
-            rounds=last.rounds,
-        )
-    if isinstance(last, RunFailed):
-        return RunResult(
-            run_id=last.run_id,
-            session_id=session_id,
-            status="failed",
-            reason=str(last.error.get("code", "")),
-            rounds=last.rounds,
-            error=dict(last.error),
-        )
-    raise CodeactError("the run ended without run.completed or run.failed (engine bug: please report it)")

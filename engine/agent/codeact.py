@@ -120,6 +120,7 @@ class CodeActLoop:
         ctx = self.ctx
         last_round = ctx.first_round + ctx.spec.max_turns - 1
         while ctx.round < last_round:
+            ctx.check_stopping()
             ctx.round += 1
             with ctx.trace.round(ctx.round):
                 outcome = await self._round()
@@ -195,6 +196,7 @@ class CodeActLoop:
         frame = prompt.frame
         program = frame.program(block.code) if frame is not None else block.code
         self._add(SegmentKind.CODE, block.code)
+        ctx.check_stopping()
         ctx.emit(CodeStarted, round=n, code=block.code, notes=block.notes)
         ctx.note_code(program=program, middle=block.code, reply=reply.text)
         ts = time.perf_counter()

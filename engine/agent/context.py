@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -90,6 +91,12 @@ class RunContext:
     trace: RunTrace = NULL_TRACE
     memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
     user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
+    stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
+
+    def check_stopping(self) -> None:
+        """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""
+        if self.stopping:
+            raise asyncio.CancelledError
 
     def note_code(self, *, program: str, middle: str, reply: str) -> None:
         """The round's code is about to run: remember it and write it to the pending list."""

@@ -45,6 +45,7 @@ class ReactLoop:
         tools = ctx.bridge.openai_tools()
         messages = self._messages()
         for _ in range(ctx.spec.max_turns):
+            ctx.check_stopping()
             ctx.round += 1
             with ctx.trace.round(ctx.round):
                 outcome = await self._turn(messages, tools)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import prompts
 from engine.errors import CodeactError
+from sandbox.aio import cancel_and_wait, wait_for
 from segments import Segment, SegmentKind
 
 if TYPE_CHECKING:
@@ -70,15 +71,13 @@ class PendingWriter:
     async def flush(self, timeout: float = _CLEANUP_S) -> None:
         """Wait (at most ``timeout`` seconds) until every queued write was made or dropped."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout)
+            await wait_for(self._queue.join(), timeout)
 
     async def aclose(self) -> None:
         """Stop the writer (queued writes not yet made are dropped)."""
-        # Cancel until it is done: on Python 3.11, asyncio.wait_for (the store's bounded calls) swallows a
-        # cancel that races with its call completing, and the writer would wait on its queue forever.
-        while not self._task.done():
-            self._task.cancel()
-            await asyncio.wait({self._task}, timeout=1.0)
+        # Cancel until it is done: a cancel swallowed inside a store call must not leave the writer
+        # waiting on its queue forever.
+        await cancel_and_wait(self._task)
 
     async def _drain(self) -> None:
         while True:
@@ -195,7 +194,19 @@ async def record_interrupted(ctx: RunContext, *, reason: str) -> None:
         await ctx.store.update_session(ctx.session_id, status="interrupted")
 
     with contextlib.suppress(CodeactError, TimeoutError):
-        await asyncio.wait_for(write(), _CLEANUP_S)
+        await wait_for(write(), _CLEANUP_S)
+
+
+async def mark_opened_interrupted(store: Store, session_id: str) -> None:
+    """A run cancelled while opening the session (the caller holds the lock): mark it ``interrupted``."""
+
+    async def write() -> None:
+        meta = await store.get_session(session_id)
+        if meta is not None and meta.status == "active":
+            await store.update_session(session_id, status="interrupted")
+
+    with contextlib.suppress(CodeactError, TimeoutError):
+        await wait_for(write(), _CLEANUP_S)
 
 
 async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str) -> RoundRecord | None:

@@ -7,8 +7,10 @@ load, model-configuration or factory errors (printed ai4j-style).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -207,7 +209,11 @@ def run_command(
     if trace is not None:
         from engine import telemetry
 
-        telemetry.configure(file=trace)
+        try:
+            telemetry.configure(file=trace)
+        except BaseException:
+            _close_servers(agent._owned)
+            raise
     try:
         code = asyncio.run(
             _drive(
@@ -293,37 +299,48 @@ def _build(
     registry = _registry(toolkits)
     mcp = _mcp_toolkits(bp, registry)
     try:
-        opened = open_store(store)
-    except StoreError as exc:
-        raise _Usage(f"--store: {exc.message}", exc.code) from None
-    approver = _approver(approve_all, deny_all, spinner)
-    try:
-        spec = AgentFactory().create(
-            bp,
-            HostContext(
-                model_client=client,
-                toolkit_registry=registry,
-                store=opened,
-                approval_callback=approver,
-                allow_sandbox_declaration=allow,
-            ),
+        try:
+            opened = open_store(store)
+        except StoreError as exc:
+            raise _Usage(f"--store: {exc.message}", exc.code) from None
+        approver = _approver(approve_all, deny_all, spinner)
+        try:
+            spec = AgentFactory().create(
+                bp,
+                HostContext(
+                    model_client=client,
+                    toolkit_registry=registry,
+                    store=opened,
+                    approval_callback=approver,
+                    allow_sandbox_declaration=allow,
+                ),
+            )
+        except BlueprintFactoryError as exc:
+            raise _Usage(format_factory_error(exc), exc.code) from None
+        _prepare_environment(spec, sandbox)
+        factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
+        agent = Agent(
+            spec,
+            model=client,
+            store=opened,
+            registry=registry,
+            sandbox_factory=factory,
+            approver=approver,
+            stream=json_output,
+            user=user,
         )
-    except BlueprintFactoryError as exc:
-        raise _Usage(format_factory_error(exc), exc.code) from None
-    _prepare_environment(spec, sandbox)
-    factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
-    agent = Agent(
-        spec,
-        model=client,
-        store=opened,
-        registry=registry,
-        sandbox_factory=factory,
-        approver=approver,
-        stream=json_output,
-        user=user,
-    )
+    except BaseException:
+        _close_servers(mcp)  # started above: the run will not happen, stop them now
+        raise
     agent._owned = tuple(mcp)  # the MCP servers stop when the run ends (_drive closes the agent)
     return agent
+
+
+def _close_servers(servers: Sequence[Any]) -> None:
+    """Stop started MCP servers (from synchronous code; one that fails to stop does not keep the others up)."""
+    for server in servers:
+        with contextlib.suppress(Exception):
+            server.close()
 
 
 def _mcp_toolkits(bp: Any, registry: ToolkitRegistry) -> list[Any]:

@@ -135,7 +135,7 @@ def _warm_up() -> None:
     """Import the model layer (litellm: seconds) in the background, so the first run does not wait for it."""
 
     def load() -> None:
-        from engine.model.client import _litellm  # the one module that imports litellm
+        from engine.model._litellm import _litellm  # the one module that imports litellm
 
         _litellm()
 

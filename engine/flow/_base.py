@@ -34,6 +34,7 @@ from engine.events import (
 )
 from engine.flow.errors import FlowError
 from engine.store import SessionMeta
+from sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from engine.agent import Agent, RunResult
@@ -290,7 +291,7 @@ class FlowAgent:
         self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event)."""
-        from engine.agent.agent import _result
+        from engine.agent._results import _result
 
         last: Event | None = None
         session = session_id or ""
@@ -315,7 +316,7 @@ class FlowAgent:
             raise CodeactError("run_sync() was called inside a running event loop: use `await flow.invoke(...)`")
         if self._runner is None:
             self._runner = asyncio.Runner()
-            from engine.agent.agent import _close_runner
+            from engine.agent._wiring import _close_runner
 
             weakref.finalize(self, _close_runner, self._runner)
         return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
@@ -398,9 +399,9 @@ class FlowAgent:
             await task
         finally:
             if not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task, acknowledged=lambda: run.cancelled)
+                if not task.cancelled():
+                    task.result()
 
     async def _drive(self, run: _FlowRun, link: dict[str, Any] | None, export: dict[str, Any] | None) -> None:
         store = self.store
@@ -449,6 +450,7 @@ class FlowAgent:
             await store.update_session(run.session_id, status="completed", extra=extra)
             run.emit(RunCompleted, answer=answer, reason=run.reason, rounds=len(run.children))
         except asyncio.CancelledError:
+            run.cancelled = True
             with contextlib.suppress(CodeactError):
                 await store.update_session(run.session_id, status="interrupted")
             raise

@@ -46,6 +46,7 @@ class _FlowRun:
     children: list[dict[str, Any]] = field(default_factory=list)
     reason: str = "finished"
     counter: Any = None
+    cancelled: bool = False  # the run took its cancel and is marking the session interrupted
 
     def compose(self, step: Step, input: str | None = None) -> str:
         """What a step is asked: the input (the flow's by default) and, with includeContents, the results so far."""

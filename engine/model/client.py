@@ -1,4 +1,4 @@
-"""The model client: the one module that imports litellm (lazily, on first use).
+"""The model client (litellm is imported lazily, on first use, by :mod:`engine.model._litellm`).
 
 :class:`ModelClient` sends chat messages or raw prompts to the model of a purpose (``code``,
 ``thought``, ``utility``), streams deltas to a callback, parses tool calls, retries transient
@@ -26,24 +26,19 @@ litellm quirks handled here, once:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
 import os
 import random
-import re
-import threading
 import time
-import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import ModelError
+from engine.model._errors_map import _what, map_litellm_errors
+from engine.model._litellm import _litellm, stop_background_tasks
 from engine.model.errors import (
     ModelAuthError,
-    ModelBadRequestError,
     ModelConfigError,
     ModelConnectionError,
     ModelContextWindowError,
@@ -54,187 +49,12 @@ from engine.model.errors import (
     ModelTimeoutError,
 )
 from engine.model.routes import Route, route_for
-from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
+from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, approx_tokens, lookup
 from engine.model.settings import ModelReply, ModelSettings, ToolCall
 
 __all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
-
-_import_lock = threading.Lock()
-_litellm_module: Any = None
-
-
-def _quiet_litellm() -> None:
-    # pytest (and `python -W error`) reset the warning filters per test, so this is re-applied per call.
-    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"litellm(\.|$)")
-
-
-def _litellm() -> Any:
-    """Import and configure litellm once (thread-safe); register the scripted provider."""
-    global _litellm_module
-    if _litellm_module is not None:
-        _quiet_litellm()
-        return _litellm_module
-    with _import_lock:
-        if _litellm_module is None:
-            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                import litellm
-                from litellm.types.utils import (
-                    Delta,
-                    Message,
-                    ModelResponse,
-                    ModelResponseStream,
-                    TextCompletionResponse,
-                )
-
-                # Build the lazily generated pydantic schemas now, while warnings are silenced.
-                ModelResponse()
-                ModelResponse(stream=True)
-                ModelResponseStream()
-                Message()
-                Delta()
-                TextCompletionResponse()
-            module: Any = litellm
-            module.suppress_debug_info = True
-            module.disable_aiohttp_transport = True
-            handler = _scripted_handler_class(module)()
-            others = [p for p in module.custom_provider_map if p.get("provider") != "scripted"]
-            module.custom_provider_map = [*others, {"provider": "scripted", "custom_handler": handler}]
-            module.utils.custom_llm_setup()
-            _litellm_module = module
-    _quiet_litellm()
-    return _litellm_module
-
-
-# --------------------------------------------------------------------------------------------- errors
-
-_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
-
-
-def _detail(exc: BaseException) -> str:
-    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
-    text = _PREFIX.sub("", text.strip(), count=1).strip()
-    text = text.split("\nReceived Model Group", 1)[0]
-    return text if len(text) <= 400 else text[:397] + "..."
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        yield current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-
-
-def _inner_model_error(exc: BaseException) -> ModelError | None:
-    return next((e for e in _chain(exc) if isinstance(e, ModelError)), None)
-
-
-def _transport_error(exc: BaseException) -> type[ModelProviderError] | None:
-    """The real failure under litellm's wrapper (it reports a refused connection as HTTP 500)."""
-    import httpx
-    import openai
-
-    for inner in _chain(exc):
-        if isinstance(inner, openai.APITimeoutError | httpx.TimeoutException | TimeoutError):
-            return ModelTimeoutError
-        if isinstance(inner, openai.APIConnectionError | httpx.TransportError | ConnectionError):
-            return ModelConnectionError
-    return None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    try:
-        value = headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _translate(exc: Exception, *, model: str | None, provider: str | None) -> ModelError:
-    inner = _inner_model_error(exc)
-    if inner is not None:
-        return inner
-    litellm = _litellm()  # already imported: the exception came from it
-
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    cls: type[ModelProviderError]
-    transport = _transport_error(exc)
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        cls = ModelContextWindowError
-    elif isinstance(exc, litellm.Timeout):
-        cls = ModelTimeoutError
-    elif transport is not None:
-        cls = transport
-        status = None
-    elif isinstance(exc, litellm.RateLimitError) or status == 429:
-        cls = ModelRateLimitError
-    elif status in (401, 403) or isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
-        cls = ModelAuthError
-    elif isinstance(exc, litellm.NotFoundError) or status == 404:
-        cls = ModelNotFoundError
-    elif (status is not None and status >= 500) or isinstance(
-        exc, litellm.ServiceUnavailableError | litellm.InternalServerError | litellm.BadGatewayError
-    ):
-        cls = ModelServerError
-    elif (status is not None and 400 <= status < 500) or isinstance(exc, litellm.BadRequestError):
-        cls = ModelBadRequestError
-    else:
-        cls = ModelProviderError
-    return cls(
-        _detail(exc),
-        status_code=status,
-        provider=provider or getattr(exc, "llm_provider", None),
-        model=model,
-        retry_after=_retry_after(exc),
-    )
-
-
-@contextmanager
-def map_litellm_errors(*, model: str | None = None, provider: str | None = None) -> Iterator[None]:
-    """Translate any exception raised inside into a :class:`~engine.errors.ModelError` subclass.
-
-    A ``ModelError`` raised by our own code (the scripted provider) is re-raised as it is, even when
-    litellm wrapped it. Retryable classes: rate limit, connection, timeout, 5xx.
-
-    Args:
-        model: The model the call was for (an attribute of the error).
-        provider: The litellm provider (an attribute of the error).
-    """
-    try:
-        yield
-    except ModelError:
-        raise
-    except Exception as exc:
-        raise _translate(exc, model=model, provider=provider) from exc
-
-
-_WHAT = {
-    ModelRateLimitError: "was rate limited",
-    ModelTimeoutError: "timed out",
-    ModelConnectionError: "could not be reached",
-    ModelServerError: "failed on the provider's side",
-    ModelAuthError: "refused the credentials",
-    ModelContextWindowError: "got a prompt larger than its context window",
-    ModelNotFoundError: "was not found",
-    ModelBadRequestError: "refused the request",
-}
-
-
-def _what(error: ModelProviderError) -> str:
-    for cls in type(error).__mro__:
-        if cls in _WHAT:
-            return _WHAT[cls]
-    return "failed"
 
 
 # --------------------------------------------------------------------------------------- the client
@@ -625,28 +445,6 @@ class ModelClient:
         await self.aclose()
 
 
-async def stop_background_tasks() -> None:
-    """Stop litellm's background logging task if it runs on the current event loop.
-
-    litellm starts that task on the loop of the first call and leaves it pending; a loop closed
-    with it pending destroys it with a warning at garbage collection. Call this before closing a
-    loop that made model calls (``ModelClient.aclose`` and ``Agent.run_sync`` do). Cheap, and a
-    no-op when litellm was never imported; the task restarts on the next call.
-    """
-    if _litellm_module is None:
-        return
-    try:
-        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER as worker
-    except ImportError:  # an older litellm without the worker
-        return
-    if getattr(worker, "_bound_loop", None) is not asyncio.get_running_loop():
-        return
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(worker.flush(), timeout=1.0)
-    with contextlib.suppress(Exception):
-        await worker.stop()
-
-
 def _absorb(chunk: Any, state: _Stream) -> list[str]:
     """Fold one stream chunk into ``state``; return its text pieces."""
     usage: Any = getattr(chunk, "usage", None)
@@ -687,102 +485,3 @@ def _tool_call(index: int, data: Mapping[str, str]) -> ToolCall:
 
 
 # ------------------------------------------------------------------------------ the scripted provider
-
-
-def _scripted_handler_class(litellm: Any) -> type:
-    """Build the litellm ``CustomLLM`` serving ``scripted/...`` (needs litellm, so built lazily)."""
-    from litellm.types.utils import Message, Usage
-
-    files: dict[str, ScriptedReplies] = {}
-    files_lock = threading.Lock()
-
-    def script_for(model: str) -> ScriptedReplies:
-        name = model[len(SCRIPTED_PREFIX) :] if model.startswith(SCRIPTED_PREFIX) else model
-        if name.startswith("@"):
-            script = lookup(name)
-            if script is None:
-                raise ModelConfigError(
-                    f"scripted model {SCRIPTED_PREFIX + name!r} is gone: keep the ScriptedReplies object alive"
-                )
-            return script
-        with files_lock:  # direct litellm use: one shared cursor per file
-            if name not in files:
-                files[name] = ScriptedReplies.from_file(name)
-            return files[name]
-
-    def take(model: str, messages: list[Any], litellm_params: Any, *, stream: bool) -> ScriptedReply:
-        metadata = (litellm_params or {}).get("metadata") or {}
-        purpose = str(metadata.get("codeact_purpose") or "code")
-        protocol = str(metadata.get("codeact_protocol") or "chat")
-        entry = script_for(model).take(purpose, messages=messages, protocol=protocol, stream=stream)
-        if entry.error is not None:
-            raise entry.to_error(model=SCRIPTED_PREFIX + model)
-        return entry
-
-    def usage_of(entry: ScriptedReply, messages: list[Any]) -> dict[str, int]:
-        prompt = approx_tokens("\n".join(str(m.get("content") or "") for m in messages))
-        completion = approx_tokens(entry.text) + sum(approx_tokens(c.arguments_json()) for c in entry.tool_calls)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, **(entry.usage or {})}
-        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
-        return usage
-
-    def finish_of(entry: ScriptedReply) -> str:
-        return entry.finish_reason or ("tool_calls" if entry.tool_calls else "stop")
-
-    def respond(model: str, messages: list[Any], model_response: Any, litellm_params: Any) -> Any:
-        entry = take(model, messages, litellm_params, stream=False)
-        tool_calls = [
-            {
-                "id": c.id or f"call_{i}",
-                "type": "function",
-                "function": {"name": c.name, "arguments": c.arguments_json()},
-            }
-            for i, c in enumerate(entry.tool_calls)
-        ]
-        model_response.choices[0].message = Message(content=entry.text or None, tool_calls=tool_calls or None)
-        model_response.choices[0].finish_reason = finish_of(entry)
-        usage = usage_of(entry, messages)
-        model_response.usage = Usage(
-            prompt_tokens=usage["prompt_tokens"],
-            completion_tokens=usage["completion_tokens"],
-            total_tokens=usage["total_tokens"],
-        )
-        model_response.model = SCRIPTED_PREFIX + model
-        return model_response
-
-    def chunks(model: str, messages: list[Any], litellm_params: Any) -> Iterator[dict[str, Any]]:
-        entry = take(model, messages, litellm_params, stream=True)
-        for piece in entry.pieces():
-            yield {"text": piece, "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
-                   "tool_use": None}  # fmt: skip
-        for i, call in enumerate(entry.tool_calls):
-            tool_use = {"id": call.id or f"call_{i}", "type": "function", "index": i,
-                        "function": {"name": call.name, "arguments": call.arguments_json()}}  # fmt: skip
-            yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
-                   "tool_use": tool_use}  # fmt: skip
-        yield {"text": "", "is_finished": True, "finish_reason": finish_of(entry), "usage": usage_of(entry, messages),
-               "index": 0, "tool_use": None}  # fmt: skip
-
-    class _ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc]
-        """Replays :class:`ScriptedReplies` through litellm (model ``scripted/<file>`` or ``scripted/@N``)."""
-
-        def completion(self, model: str, messages: list[Any], api_base: str, custom_prompt_dict: dict[str, Any],
-                       model_response: Any, *args: Any, **kwargs: Any) -> Any:  # fmt: skip
-            return respond(model, messages, model_response, kwargs.get("litellm_params"))
-
-        async def acompletion(self, model: str, messages: list[Any], api_base: str,
-                              custom_prompt_dict: dict[str, Any], model_response: Any, *args: Any,
-                              **kwargs: Any) -> Any:  # fmt: skip
-            return respond(model, messages, model_response, kwargs.get("litellm_params"))
-
-        def streaming(self, model: str, messages: list[Any], api_base: str, custom_prompt_dict: dict[str, Any],
-                      model_response: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:  # fmt: skip
-            yield from chunks(model, messages, kwargs.get("litellm_params"))
-
-        async def astreaming(self, model: str, messages: list[Any], api_base: str,
-                             custom_prompt_dict: dict[str, Any], model_response: Any, *args: Any,
-                             **kwargs: Any) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
-            for chunk in chunks(model, messages, kwargs.get("litellm_params")):
-                yield chunk
-
-    return _ScriptedLLM

@@ -432,6 +432,26 @@ def decode_rounds_from(session_id: str, start: Tail, bodies: Iterable[tuple[int,
     return RoundsRead(rounds=tuple(good), problem=problem, entries=tuple(entries), tail=tail)
 
 
+def read_after_tail(session_id: str, index: int, cached: Tail, bodies: Mapping[int, str]) -> RoundsRead | None:
+    """Round ``index`` decoded from the cached state after round ``index - 1``, or None if the cache is stale.
+
+    ``bodies`` holds rounds ``index - 1`` and ``index`` as stored; on None decode from round 1 instead.
+    """
+    if index - 1 != 0 and body_digest(bodies.get(index - 1)) != cached.digest:
+        return None
+    if index not in bodies:
+        return decode_rounds(session_id, [])
+    return decode_rounds_from(session_id, cached, [(index, bodies[index])])
+
+
+def verified_tail(session_id: str, bodies: Iterable[tuple[int, str]]) -> Tail:
+    """The state after the last round of ``bodies`` (all of a session's rounds); the first unreadable one raised."""
+    tail, problem = decode_tail(session_id, bodies)
+    if problem is not None:
+        raise problem
+    return tail
+
+
 def pick_round(read: RoundsRead, index: int) -> RoundRecord | None:
     """Round ``index`` out of ``read`` (which starts anywhere before it); its problem raised; None if absent."""
     for record in read.rounds:

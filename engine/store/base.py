@@ -31,6 +31,7 @@ from engine.store._lock import (
     make_token,
     parse_token,
 )
+from sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from engine.store._entries import TruncateReport
@@ -346,12 +347,9 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._refresher is not None:
-            # asyncio.wait does not re-raise the refresher's CancelledError, but a cancellation of
-            # the current task still propagates. Cancel until done: on Python 3.11 asyncio.wait_for (the
-            # store's bounded calls) swallows a cancel that races with its call completing.
-            while not self._refresher.done():
-                self._refresher.cancel()
-                await asyncio.wait({self._refresher}, timeout=1.0)
+            # The refresher's CancelledError is not re-raised here, but a cancellation of the current
+            # task still propagates; a cancel swallowed inside a store call is repeated until it is taken.
+            await cancel_and_wait(self._refresher)
             self._refresher = None
         if self.held:
             self.held = False

@@ -28,106 +28,22 @@ from engine.errors import StoreError
 from engine.store import _entries as _ent
 from engine.store import _records as _rec
 from engine.store._lock import FORCED_PREFIX, FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
+from engine.store._sqlite_rows import (
+    _META_COLUMNS,
+    _SCHEMA,
+    _SELECT_META,
+    _meta_from_row,
+    _meta_or_problem,
+    _path_from_url,
+    _rounds_count,
+    _text,
+)
 from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+from sandbox.aio import wait_for
 
 __all__ = ["SQLiteStore"]
 
 _T = TypeVar("_T")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id TEXT PRIMARY KEY,
-    blueprint_id TEXT NOT NULL,
-    blueprint_hash TEXT NOT NULL,
-    model TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    status TEXT NOT NULL,
-    rounds INTEGER NOT NULL,
-    title TEXT,
-    input TEXT,
-    extra TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS sessions_by_updated ON sessions (updated_at DESC);
-CREATE TABLE IF NOT EXISTS rounds (
-    session_id TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (session_id, idx)
-);
-CREATE TABLE IF NOT EXISTS segments (
-    session_id TEXT NOT NULL,
-    pos INTEGER NOT NULL,
-    segment_id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (session_id, pos)
-);
-CREATE TABLE IF NOT EXISTS variables (
-    session_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (session_id, name)
-);
-CREATE TABLE IF NOT EXISTS locks (
-    session_id TEXT PRIMARY KEY,
-    token TEXT NOT NULL,
-    expires_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS pending (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS pending_by_session ON pending (session_id, seq);
-PRAGMA user_version = 1;
-"""
-
-_META_COLUMNS = (
-    "session_id",
-    "blueprint_id",
-    "blueprint_hash",
-    "model",
-    "created_at",
-    "updated_at",
-    "status",
-    "rounds",
-    "title",
-    "input",
-    "extra",
-)
-_SELECT_META = f"SELECT {', '.join(_META_COLUMNS)} FROM sessions"
-
-
-def _meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
-    return _ent.decode_meta(str(row[0]), dict(zip(_META_COLUMNS, row, strict=True)))
-
-
-def _meta_or_problem(row: tuple[Any, ...]) -> SessionMeta | _rec.CorruptRecordError:
-    try:
-        return _meta_from_row(row)
-    except _rec.CorruptRecordError as exc:
-        return exc
-
-
-def _text(texts: Mapping[str, str] | None, session_id: str, name: str, value: Any) -> str:
-    return texts[name] if texts is not None else dumps(value, what=f"variable {name!r} of session {session_id!r}")
-
-
-def _rounds_count(value: Any) -> int:
-    """The ``rounds`` column, or -1 when it is unreadable (so every append is a conflict)."""
-    return value if isinstance(value, int) else -1
-
-
-def _path_from_url(url: str) -> str:
-    """``sqlite:///rel.db`` -> ``rel.db``, ``sqlite:////abs.db`` -> ``/abs.db`` (SQLAlchemy's convention)."""
-    if url.startswith("sqlite:///"):
-        return url[len("sqlite:///") :]
-    if url.startswith("sqlite://"):
-        raise StoreError(
-            f"invalid SQLite store URL {url!r}: use sqlite:///relative/path.db or sqlite:////absolute/path.db",
-            code="store.invalid_url",
-        )
-    return url
 
 
 class SQLiteStore(Store):
@@ -196,7 +112,7 @@ class SQLiteStore(Store):
                 return fn(*args)
 
         try:
-            return await asyncio.wait_for(asyncio.to_thread(locked), self.op_timeout)
+            return await wait_for(asyncio.to_thread(locked), self.op_timeout)
         except TimeoutError:
             raise StoreError(
                 f"SQLite store at {self.url} did not {action} within {self.op_timeout:g} s (a hung disk or file "
@@ -412,9 +328,7 @@ class SQLiteStore(Store):
     async def verify_rounds(self, session_id: str) -> None:
         """Check every stored round decodes (linear); raise the first ``CorruptRecordError``. Primes the write cache."""
         check_session_id(session_id)
-        tail, problem = _rec.decode_tail(session_id, await self._run("read rounds", self._raw_rounds, session_id))
-        if problem is not None:
-            raise problem
+        tail = _rec.verified_tail(session_id, await self._run("read rounds", self._raw_rounds, session_id))
         self._tails.put(session_id, _rec.Tail(), tail)
 
     async def round(self, session_id: str, index: int) -> RoundRecord | None:
@@ -426,12 +340,10 @@ class SQLiteStore(Store):
         def read() -> _rec.RoundsRead:
             cached = self._tails.get(session_id, index - 1)
             if cached is not None:
-                raw = self._raw_rounds(session_id, since=index - 1, upto=index)
-                bodies = dict(raw)
-                if index - 1 == 0 or _rec.body_digest(bodies.get(index - 1)) == cached.digest:
-                    if index not in bodies:
-                        return _rec.decode_rounds(session_id, [])
-                    return _rec.decode_rounds_from(session_id, cached, [(index, bodies[index])])
+                bodies = dict(self._raw_rounds(session_id, since=index - 1, upto=index))
+                read = _rec.read_after_tail(session_id, index, cached, bodies)
+                if read is not None:
+                    return read
             return _rec.decode_rounds(session_id, self._raw_rounds(session_id, upto=index))
 
         decoded = await self._run("read a round", read)

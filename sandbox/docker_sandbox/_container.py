@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from sandbox.aio import wait_for
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
@@ -181,9 +182,9 @@ class _ContainerWorker(RuntimeWorker):
     async def wait_exit(self, timeout: float) -> None:
         """Wait until the container has stopped (after ``kill()``) or the runtime disconnected."""
         if self._kill_task is not None:
-            await asyncio.wait_for(asyncio.shield(self._kill_task), timeout)
+            await wait_for(asyncio.shield(self._kill_task), timeout)
         elif not self._killed:
-            await asyncio.wait_for(asyncio.shield(self.channel.lost), timeout)
+            await wait_for(asyncio.shield(self.channel.lost), timeout)
 
     def crash_detail(self) -> str:
         """Why the container's runtime died: OOM kill, exit status, or the last log line."""

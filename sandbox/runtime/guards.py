@@ -23,14 +23,21 @@ and every ``for`` loop through ``_getiter_``. The functions here are the run-tim
 
 from __future__ import annotations
 
-import _string  # type: ignore[import-not-found]  # C helpers behind str.format parsing (stdlib)
 import builtins
 import operator
-import string
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import FunctionType, ModuleType
 from typing import Any, Final
+
+from sandbox.runtime._guard_helpers import (
+    _ClassFactory,
+    _disabled,
+    _GuardedFormatter,
+    _needs_guarded_format,
+    _SafeType,
+    _WriteProxy,
+)
 
 __all__ = [
     "ALLOWED_UNDERSCORE_ATTRIBUTES",
@@ -195,134 +202,6 @@ def _iter_unpack_sequence_(value: Any, spec: Any, getiter: Any) -> Iterator[Any]
 
 def _apply_(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return func(*args, **kwargs)
-
-
-class _GuardedFormatter(string.Formatter):
-    """``str.format`` whose ``{0.attr}`` / ``{0[key]}`` fields go through the attribute guard."""
-
-    def __init__(self, getattr_: Callable[[Any, str], Any]) -> None:
-        self._getattr = getattr_
-
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
-        first, rest = _string.formatter_field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
-        for is_attr, key in rest:
-            obj = self._getattr(obj, key) if is_attr else obj[key]
-        return obj, first
-
-
-def _needs_guarded_format(template: str) -> bool:
-    """Whether a format string looks anything up (``{0.x}``, ``{a[k]}``, nested fields in a spec)."""
-    for _literal, field, spec, _conversion in _string.formatter_parser(template):
-        if field is not None and ("." in field or "[" in field):
-            return True
-        if spec and "{" in spec:
-            return True
-    return False
-
-
-class _WriteProxy:
-    """What ``_write_`` returns for objects sandboxed code does not own: item writes pass, attributes do not."""
-
-    __slots__ = ("_target",)
-
-    def __init__(self, target: Any) -> None:
-        object.__setattr__(self, "_target", target)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        target = object.__getattribute__(self, "_target")
-        raise AttributeError(_write_denied(target, name))
-
-    def __delattr__(self, name: str) -> None:
-        target = object.__getattribute__(self, "_target")
-        raise AttributeError(_write_denied(target, name))
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        object.__getattribute__(self, "_target")[key] = value
-
-    def __delitem__(self, key: Any) -> None:
-        del object.__getattribute__(self, "_target")[key]
-
-
-def _write_denied(target: Any, name: str) -> str:
-    if isinstance(target, ModuleType):
-        what = f"module {target.__name__!r}"
-    elif isinstance(target, type):
-        what = f"class {target.__qualname__!r}"
-    else:
-        what = f"{type(target).__name__!r} object"
-    return (
-        f"cannot set or delete attribute {name!r} of {what} in sandboxed code: "
-        "only objects of classes defined in the code can be changed"
-    )
-
-
-class _TypeMeta(type):
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, type)
-
-    def __subclasscheck__(cls, sub: Any) -> bool:
-        return issubclass(sub, type)
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs:
-            return type(args[0])
-        raise TypeError(
-            "type() with three arguments (creating a class) is not allowed in sandboxed code; use a class statement"
-        )
-
-
-class _SafeType(metaclass=_TypeMeta):
-    """``type(obj)`` only; ``isinstance(x, type)`` still works."""
-
-
-_SafeType.__name__ = _SafeType.__qualname__ = "type"
-_SafeType.__module__ = "builtins"
-
-
-def _disabled(name: str) -> Callable[..., Any]:
-    def disabled(*args: Any, **kwargs: Any) -> Any:
-        raise NameError(f"{name}() is not allowed in sandboxed code")
-
-    disabled.__name__ = disabled.__qualname__ = name
-    return disabled
-
-
-def _calculate_metaclass(bases: tuple[type, ...]) -> type:
-    winner: type = type
-    for base in bases:
-        meta = type(base)
-        if issubclass(winner, meta):
-            continue
-        if issubclass(meta, winner):
-            winner = meta
-            continue
-        raise TypeError(
-            "metaclass conflict: the metaclass of a derived class must be a (non-strict) subclass "
-            "of the metaclasses of all its bases"
-        )
-    return winner
-
-
-class _ClassFactory:
-    """``__metaclass__`` for RestrictedPython's ``class X(..., metaclass=__metaclass__)`` rewrite.
-
-    Creates the class with the metaclass Python would have picked (so ``Enum``, ``NamedTuple``,
-    ``Generic``, ``Protocol`` subclasses work) and records it as defined by sandboxed code.
-    """
-
-    __slots__ = ("_owned",)
-
-    def __init__(self, owned: set[Any]) -> None:
-        self._owned = owned
-
-    def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Mapping[str, object]:
-        return _calculate_metaclass(bases).__prepare__(name, bases, **kwargs)
-
-    def __call__(self, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> type:
-        cls: type = _calculate_metaclass(bases)(name, bases, namespace, **kwargs)
-        self._owned.add(cls)
-        return cls
 
 
 class _Namespace:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sandbox.aio import wait_for
 from toolkits.errors import ToolkitError
 from toolkits.mcp._config import McpServerConfig
 
@@ -117,7 +118,7 @@ class McpConnection:
             raise McpServerError(f"{self.config.where} is not running")
         future = asyncio.run_coroutine_threadsafe(self._call(session, tool, arguments, timeout), loop)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), timeout + 2.0)
+            return await wait_for(asyncio.wrap_future(future), timeout + 2.0)
         except (asyncio.CancelledError, TimeoutError):
             future.cancel()
             raise

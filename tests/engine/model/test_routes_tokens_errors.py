@@ -26,7 +26,7 @@ from engine.model import (
     map_litellm_errors,
     route_for,
 )
-from engine.model.client import _litellm
+from engine.model._litellm import _litellm
 
 KNOWN = {"openai", "ollama", "anthropic", "hosted_vllm", "codestral", "mistral"}
 

@@ -1,6 +1,7 @@
 """A FastMCP server for the error, crash, timeout and credential cases (run as a script).
 
-``python flaky_server.py`` serves over stdio; ``python flaky_server.py --port P`` over streamable HTTP.
+``python flaky_server.py`` serves over stdio; ``python flaky_server.py --port P`` over streamable HTTP;
+``--pidfile PATH`` writes the server's process id there first.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def header(ctx: Context) -> str:  # type: ignore[type-arg]
 
 
 if __name__ == "__main__":
+    if "--pidfile" in sys.argv:
+        with open(sys.argv[sys.argv.index("--pidfile") + 1], "w", encoding="utf-8") as pidfile:
+            pidfile.write(str(os.getpid()))
     if "--port" in sys.argv:
         server.settings.port = int(sys.argv[sys.argv.index("--port") + 1])
         server.settings.host = "127.0.0.1"

@@ -1,0 +1,169 @@
+"""What an agent is wired from: grants, the sandbox factory, the toolkit bridge, the restored history."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval, grant_policy
+from engine.events import MessageCompleted, SegmentCreated
+from segments import Segment, SegmentHistory, SegmentKind
+from segments.budget import COMPACTED_TAG
+from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
+
+if TYPE_CHECKING:
+    from engine.agent.agent import Agent
+    from engine.agent.context import RunContext
+    from engine.blueprint import AgentSpec
+    from sandbox import RpcHandler, Sandbox
+
+SandboxFactory = Callable[["RpcHandler", "AgentSpec"], "Sandbox"]
+
+
+def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(grants, approval policies)`` from ``toolkits[]`` and ``tools[]``; ``system`` is always granted.
+
+    ``tools[].ref`` names a toolkit (``devops``) or one operation (``devops.deploy_app``).
+    """
+    grants: dict[str, Any] = {"system": "*"}
+    policies: dict[str, str] = {}
+    for grant in spec.toolkits:
+        grants[grant.ref] = "*" if grant.operations is None else list(grant.operations)
+        policies[grant.ref] = grant_policy(grant.approval)
+    for tool in spec.tools:
+        toolkit, _, op = tool.ref.partition(".")
+        current = grants.get(toolkit)
+        if not op:
+            grants[toolkit] = "*"
+        elif current != "*":
+            grants[toolkit] = [*(current or []), op]
+        if tool.approval is not None:
+            policies[toolkit] = grant_policy(tool.approval)
+    return grants, policies
+
+
+def default_sandbox_factory(
+    *,
+    backend: Literal["subprocess", "docker"] | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] | None = None,
+) -> SandboxFactory:
+    """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice)."""
+
+    def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
+        from engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
+
+        declared = spec.sandbox
+        chosen = backend or declared.backend or "subprocess"
+        # Built before the run by the CLI (`codeact run`, `codeact sandbox build`): here a cache hit.
+        env = declared_environment(declared, chosen)
+        return make_sandbox(
+            chosen,
+            handler=handler,
+            limits=limits_for(declared),
+            # Docker's default policy is full CPython: its imports widen only when packages are declared.
+            imports=declared.imports if chosen == "subprocess" else (),
+            env=env,
+            isolation=isolation,
+            runtime=runtime or declared.runtime or "runc",
+            cpus=declared.limits.cpus,
+        )
+
+    return _make
+
+
+def build_bridge(agent: Agent, ctx: RunContext) -> tuple[ToolkitBridge, EventingBridge]:
+    """The run's toolkit bridge and the eventing handler the sandbox calls through."""
+
+    def express(kind: str, data: dict[str, Any]) -> None:
+        if kind == "express" and isinstance(data.get("text"), str):
+            segment = ctx.history.add(SegmentKind.EXPRESS, data["text"], round_index=ctx.round)
+            ctx.pending_segments.append(segment)
+            ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=ctx.round)
+            ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
+        elif kind == "a2a.update":  # a remote agent's progress (toolkits.a2a), shown as it streams
+            text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
+            ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        if GRANT_APPROVED.get():
+            return ApprovalDecision(allow=True, reason="approved for its grant")
+        return await ask_approval(
+            agent.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
+        )
+
+    model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
+    bridge = ToolkitBridge(
+        agent.registry,
+        grants=agent.grants,
+        context=ToolkitContext(
+            session_id=ctx.session_id,
+            run_id=ctx.run_id,
+            user=ctx.user,
+            model=model_access,
+            emit=express,
+            memory=ctx.memory.access if ctx.memory is not None else None,
+        ),
+        approval=approve,
+        # The eventing bridge logs and reports every call, including the ones it refuses.
+        record=False,
+        call_events=False,
+    )
+    handler = EventingBridge(
+        bridge,
+        emit=ctx.emit,
+        round_ref=lambda: ctx.round,
+        policies=agent.policies,
+        approver=agent.approver,
+        interceptors=agent.interceptors,
+        on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
+        trace=lambda: ctx.trace,
+    )
+    return bridge, handler
+
+
+def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:
+    """``registry``, or a copy of it with the built-in ``system`` toolkit (every agent is granted it)."""
+    if "system" in registry:
+        return registry
+    from toolkits.builtin.system import SystemToolkit
+
+    own = ToolkitRegistry(bound for bound in registry)
+    own.register(SystemToolkit)
+    return own
+
+
+def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
+    """The session's history from its stored segments, with recorded compactions applied again.
+
+    A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
+    1..its ``round_index`` when it was made; the store keeps the originals (append-only), so they are
+    dropped here and the summary takes the place of the first of them, as ``segments.Compactor`` did.
+    """
+    kept: list[Segment] = []
+    for data in stored:
+        segment = Segment.model_validate(data)
+        if segment.kind == SegmentKind.ROUND and COMPACTED_TAG in segment.tags:
+            covered = [i for i, s in enumerate(kept) if 0 < s.round_index <= segment.round_index]
+            if covered:
+                kept = [s for s in kept if not 0 < s.round_index <= segment.round_index]
+                kept.insert(covered[0], segment)
+                continue
+        kept.append(segment)
+    return SegmentHistory(kept)
+
+
+def _close_runner(runner: asyncio.Runner) -> None:
+    """Close a dropped agent's ``run_sync`` loop; inside another running loop only the loop itself is closed."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs here: the runner can finish its loop's async generators first
+        with contextlib.suppress(RuntimeError):
+            runner.close()
+        return
+    # Runner.close() would create a coroutine it cannot run here (a "never awaited" warning).
+    loop: asyncio.AbstractEventLoop | None = getattr(runner, "_loop", None)
+    if loop is not None and not loop.is_closed() and not loop.is_running():
+        loop.close()

@@ -1,0 +1,268 @@
+"""The codec's decoder: codec output back into values, never importing by name (stdlib only)."""
+
+from __future__ import annotations
+
+import base64
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import fractions
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sandbox.runtime._codec_types import TAG, Record, Undecodable
+
+_json_loads = json.loads
+
+
+def decode(obj: Any, *, registry: Mapping[str, type] | None = None) -> Any:
+    """Decode codec output back into values.
+
+    Args:
+        obj: JSON data produced by ``encode`` (possibly after a JSON round trip).
+        registry: Classes by ``__qualname__`` to re-create dataclass, pydantic model, namedtuple and
+            enum values with; without an entry they decode as ``Record`` / tuple / plain value.
+
+    Returns:
+        The value.
+
+    Raises:
+        Undecodable: ``obj`` is not valid codec output.
+    """
+    if type(obj) is not dict and type(obj) is not list:
+        return obj
+    decoder = _Decoder(registry or {})
+    return _guarded(decoder.walk, obj)
+
+
+def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> Any:
+    """Parse JSON text and decode it (see ``decode``).
+
+    Args:
+        text: JSON text.
+        registry: As in ``decode``.
+
+    Returns:
+        The value.
+
+    Raises:
+        Undecodable: Not JSON, or not valid codec output.
+    """
+    hook = _Decoder(registry or {}).hook
+    return _guarded(lambda t: _json_loads(t, object_hook=hook), text)
+
+
+_MALFORMED = (ValueError, TypeError, KeyError, OverflowError, IndexError, ZeroDivisionError, decimal.InvalidOperation)
+
+
+def _guarded(run: Callable[[Any], Any], arg: Any) -> Any:
+    """``run(arg)``, with every way hostile data can make decoding fail turned into ``Undecodable``."""
+    try:
+        return run(arg)
+    except Undecodable:
+        raise
+    except RecursionError:
+        raise Undecodable("nesting too deep") from None
+    except _MALFORMED as exc:
+        raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
+
+
+class _Decoder:
+    def __init__(self, registry: Mapping[str, type]) -> None:
+        self.registry = registry
+
+    def walk(self, value: Any) -> Any:
+        """Decode parsed JSON, building fresh containers (the input is never shared or changed)."""
+        if type(value) is dict:
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                kind = type(item)
+                out[key] = self.walk(item) if (kind is dict or kind is list) else item
+            return self.hook(out) if TAG in out else out
+        if type(value) is list:
+            items: list[Any] = []
+            append = items.append
+            for item in value:
+                kind = type(item)
+                append(self.walk(item) if (kind is dict or kind is list) else item)
+            return items
+        return value
+
+    def hook(self, obj: dict[str, Any]) -> Any:
+        tag = obj.get(TAG)
+        if tag is None:
+            return obj
+        handler = _DECODERS.get(tag) if type(tag) is str else None
+        if handler is None:
+            raise Undecodable(f"unknown codec tag {tag!r}")
+        if "v" not in obj:
+            raise Undecodable(f"codec tag {tag!r} without a payload")
+        return handler(self, obj)
+
+    def cls(self, obj: Mapping[str, Any]) -> tuple[str, type | None]:
+        name = obj.get("class")
+        if type(name) is not str:
+            raise Undecodable(f"codec tag {obj[TAG]!r} without a class name")
+        return name, self.registry.get(name)
+
+    def dataclass(self, obj: Mapping[str, Any]) -> Any:
+        name, cls = self.cls(obj)
+        fields = _mapping(obj["v"])
+        if cls is not None and dataclasses.is_dataclass(cls):
+            try:
+                init = {f.name: fields[f.name] for f in dataclasses.fields(cls) if f.init and f.name in fields}
+                instance = cls(**init)
+                for f in dataclasses.fields(cls):
+                    if not f.init and f.name in fields:
+                        object.__setattr__(instance, f.name, fields[f.name])
+            except Exception:  # noqa: BLE001 - the class changed since capture: keep the data
+                return Record(fields, class_name=name, kind="dataclass")
+            return instance
+        return Record(fields, class_name=name, kind="dataclass")
+
+    def model(self, obj: Mapping[str, Any]) -> Any:
+        name, cls = self.cls(obj)
+        fields = _mapping(obj["v"])
+        validate = getattr(cls, "model_validate", None) if cls is not None else None
+        if validate is not None:
+            try:
+                return validate(fields)
+            except Exception:  # noqa: BLE001 - the class changed since capture: keep the data
+                pass
+        return Record(fields, class_name=name, kind="model")
+
+    def namedtuple(self, obj: Mapping[str, Any]) -> Any:
+        _name, cls = self.cls(obj)
+        fields = _mapping(obj["v"])
+        if cls is not None and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            try:
+                return cls(**fields)
+            except Exception:  # noqa: BLE001, S110 - the class changed since capture: keep the data
+                pass
+        return tuple(fields.values())
+
+    def enum(self, obj: Mapping[str, Any]) -> Any:
+        _name, cls = self.cls(obj)
+        member = obj.get("name")
+        if cls is not None and isinstance(cls, enum.EnumMeta) and type(member) is str:
+            try:
+                return cls[member]
+            except KeyError:
+                pass
+        return obj["v"]
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise Undecodable("expected an object of fields")
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise Undecodable("expected a list payload")
+    return value
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise Undecodable("expected a text payload")
+    return value
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise Undecodable("expected an integer")
+    return value
+
+
+def _pairs(obj: Mapping[str, Any]) -> dict[Any, Any]:
+    result: dict[Any, Any] = {}
+    for pair in _list(obj["v"]):
+        if type(pair) is not list or len(pair) != 2:
+            raise Undecodable("expected [key, value] pairs")
+        result[pair[0]] = pair[1]
+    return result
+
+
+def _special_float(obj: Mapping[str, Any]) -> float:
+    text = obj["v"]
+    if text not in ("nan", "inf", "-inf"):
+        raise Undecodable(f"unknown float {text!r}")
+    return float(text)
+
+
+def _complex_part(value: Any) -> float:
+    if isinstance(value, float) or type(value) is int:
+        return float(value)
+    raise Undecodable("expected a number")
+
+
+def _three_ints(value: Any) -> tuple[int, int, int]:
+    items = _list(value)
+    if len(items) != 3:
+        raise Undecodable("expected three integers")
+    return _int(items[0]), _int(items[1]), _int(items[2])
+
+
+def _two(value: Any) -> tuple[Any, Any]:
+    items = _list(value)
+    if len(items) != 2:
+        raise Undecodable("expected two items")
+    return items[0], items[1]
+
+
+def _fraction(obj: Mapping[str, Any]) -> fractions.Fraction:
+    numerator, denominator = _two(obj["v"])
+    return fractions.Fraction(_int(numerator), _int(denominator))
+
+
+def _complex(obj: Mapping[str, Any]) -> complex:
+    real, imag = _two(obj["v"])
+    return complex(_complex_part(real), _complex_part(imag))
+
+
+def _timedelta(obj: Mapping[str, Any]) -> datetime.timedelta:
+    days, seconds, microseconds = _three_ints(obj["v"])
+    return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
+
+
+def _range(obj: Mapping[str, Any]) -> range:
+    start, stop, step = _three_ints(obj["v"])
+    return range(start, stop, step)
+
+
+def _b64decode(obj: Mapping[str, Any]) -> bytes:
+    try:
+        return base64.b64decode(_text(obj["v"]), validate=True)
+    except ValueError as exc:  # binascii.Error is a ValueError
+        raise Undecodable(f"bad base64 payload: {exc}") from None
+
+
+_DECODERS: dict[str, Callable[[_Decoder, Mapping[str, Any]], Any]] = {
+    "tuple": lambda _d, o: tuple(_list(o["v"])),
+    "set": lambda _d, o: set(_list(o["v"])),
+    "frozenset": lambda _d, o: frozenset(_list(o["v"])),
+    "deque": lambda _d, o: collections.deque(_list(o["v"])),
+    "dict": lambda _d, o: _pairs(o),
+    "float": lambda _d, o: _special_float(o),
+    "bytes": lambda _d, o: _b64decode(o),
+    "bytearray": lambda _d, o: bytearray(_b64decode(o)),
+    "datetime": lambda _d, o: datetime.datetime.fromisoformat(_text(o["v"])),
+    "date": lambda _d, o: datetime.date.fromisoformat(_text(o["v"])),
+    "time": lambda _d, o: datetime.time.fromisoformat(_text(o["v"])),
+    "timedelta": lambda _d, o: _timedelta(o),
+    "decimal": lambda _d, o: decimal.Decimal(_text(o["v"])),
+    "complex": lambda _d, o: _complex(o),
+    "fraction": lambda _d, o: _fraction(o),
+    "uuid": lambda _d, o: uuid.UUID(_text(o["v"])),
+    "range": lambda _d, o: _range(o),
+    "enum": _Decoder.enum,
+    "dataclass": _Decoder.dataclass,
+    "model": _Decoder.model,
+    "namedtuple": _Decoder.namedtuple,
+}
