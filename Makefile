@@ -3,7 +3,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PYTEST_ARGS ?=
+# The suites are mostly waiting (sandboxes, servers, workers): 4 processes, one test file each at a time
+# (module fixtures stay per file). `make test PYTEST_ARGS=` runs them in one process.
+PYTEST_ARGS ?= -n 4 --dist loadfile
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: help install test demo bench lint typecheck format services-up services-down sandbox-image clean
