@@ -139,6 +139,8 @@ class QueueRunManager:
             "store": self.store,
             "queue": self.queue_name,
             "show_work": runner.show_work,
+            "user": context.actor.actor_id if context.actor is not None else None,
+            "context": context.model_dump(mode="json", exclude_none=True),  # a question's answer continues it
         }
         self.client.enqueue(request, run_id=run_id)
         return await self._info(run_id)
@@ -236,7 +238,9 @@ class QueueRunManager:
         if status == "paused":
             pause = json.loads(info.get("pause") or "{}")
             asked = [_payload(e.data) for e in envelopes if e.type == "action.requested"]
-            pending = tuple(asked[-1:]) if pause.get("kind") == "approval" else ()
+            pending = tuple(asked[-1:])
+            if pause.get("kind") == "ask_user":
+                status = "completed"  # the run ended with its question; the answer starts the next run
         error: dict[str, Any] | None = None
         last = envelopes[-1] if envelopes else None
         if last is not None and last.type == "run.failed":
@@ -254,6 +258,7 @@ class QueueRunManager:
             finished_at=float(info.get("updated_at") or time.time()) if done else None,
             events=(last.sequence or 0) if last is not None else 0,
             error=error,
+            continued_by=info.get("continued_by") or None,
         )
 
     async def by_session(self, session_id: str) -> RunInfo | None:
@@ -278,7 +283,11 @@ class QueueRunManager:
         return await self._info(run_id)
 
     async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
-        """Answer the run's pending approval; its continuation is enqueued on any worker.
+        """Answer the run's pending approval (its continuation is enqueued on any worker) or question.
+
+        A run that ended with a question (``ask_user``) lists it in ``pending``; the answer starts a
+        new run of the same conversation (``continuation_context``; same session), returned here,
+        and the asking run's ``continued_by`` names it.
 
         Raises:
             ServiceError: unknown run (404), a finished run (409), a body naming no request (422).
@@ -291,13 +300,20 @@ class QueueRunManager:
 
         info = self._known(run_id)
         request_id, answer = _submission(data)
-        if info.get("status") in TERMINAL:
+        pause = json.loads(info.get("pause") or "{}")
+        if info.get("status") == "paused" and pause.get("kind") == "ask_user":
+            asked = await self.get(run_id)
+            if asked is not None and asked.pending and asked.pending[0].get("interaction_id") == request_id:
+                return await self._answer(run_id, info, request_id, answer, data)
+        if info.get("status") in TERMINAL or pause.get("kind") == "ask_user":
+            answered = info.get("continued_by")
             raise ServiceError(
-                f"run {run_id!r} has ended ({info.get('status')}); nothing waits for an interaction",
+                f"run {run_id!r} has ended ({info.get('status')})"
+                + (f"; its question was answered by run {answered!r}" if answered else "")
+                + "; nothing waits for an interaction",
                 code="service.run_finished",
                 status=409,
             )
-        pause = json.loads(info.get("pause") or "{}")
         if (
             info.get("status") != "paused"
             or pause.get("kind") != "approval"
@@ -314,6 +330,40 @@ class QueueRunManager:
         decision = decision_from(answer)
         self.client.interact(run_id, {"approve": decision.allow, "reason": decision.reason})
         return await self._info(run_id)
+
+    async def _answer(
+        self, run_id: str, info: Mapping[str, str], request_id: str, answer: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> RunInfo:
+        """Answer a question: the run becomes ``completed`` and its continuation is a new queued run."""
+        from engine.queue._state import swap_status
+        from engine.runner import RunnerContext, continuation_context
+        from engine.service._runs import continuation_run_id, question_answer, with_budget
+        from engine.service.errors import ServiceError
+
+        submission = question_answer(request_id, answer)
+        request = json.loads(info.get("request") or "{}")
+        if not isinstance(request.get("context"), dict):
+            raise ServiceError(
+                f"run {run_id!r} was not started through the service (no run context kept): answer it with "
+                "the conversation's next message (POST /v1/runs)",
+                code="service.run_finished",
+                status=409,
+            )
+        asked = RunnerContext.model_validate(request["context"])
+        following = continuation_context(asked, submission, run_id=continuation_run_id(data))
+        following = with_budget(following, asked, float(info.get("created_at") or time.time()))
+        if not swap_status(self.state, run_id, "paused", "completed"):  # one answer wins
+            raise ServiceError(
+                f"run {run_id!r} was answered meanwhile; nothing waits for an interaction",
+                code="service.run_finished",
+                status=409,
+            )
+        self.state.update(run_id, continued_by=following.run_id)
+        try:
+            return await self.start(str(info.get("runner_id")), following)
+        except Exception:
+            self.state.update(run_id, status="paused", continued_by="")  # the question stays open
+            raise
 
     async def _info(self, run_id: str) -> RunInfo:
         from engine.service.errors import ServiceError
