@@ -119,7 +119,15 @@ class QueueRunManager:
                 code="service.invalid_request",
                 status=422,
             )
-        source = runner.agent.spec.source_path
+        agent = getattr(runner, "agent", None)
+        if agent is None:  # a flow blueprint's runner: workers build codeact agents only
+            raise ServiceError(
+                f"runner {runner_id!r} is a flow: flows run in the server, not on queue workers; "
+                "serve it without --queue",
+                code="service.invalid_request",
+                status=422,
+            )
+        source = agent.spec.source_path
         if source is None:
             raise ServiceError(
                 f"runner {runner_id!r} was not loaded from a file: the queue sends the blueprint's file to workers",
