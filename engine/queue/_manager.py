@@ -40,6 +40,7 @@ class QueueRunManager:
         base_url: Model server base URL sent with every run.
         max_active: At most this many queued or running runs at once; ``start`` refuses more (503).
         queue_name: The Celery queue the runs go to.
+        sandbox: ``subprocess`` or ``docker``: where the workers run the code (default: the blueprint's).
     """
 
     def __init__(
@@ -52,6 +53,7 @@ class QueueRunManager:
         base_url: str | None = None,
         max_active: int = 10_000,
         queue_name: str | None = None,
+        sandbox: str | None = None,
     ) -> None:
         from engine.queue._app import DEFAULT_QUEUE
 
@@ -63,6 +65,7 @@ class QueueRunManager:
         self.base_url = base_url
         self.max_active = max_active
         self.queue_name = queue_name or DEFAULT_QUEUE
+        self.sandbox = sandbox
         self._async: Any = None
 
     # -- starting ----------------------------------------------------------------------------------
@@ -147,6 +150,7 @@ class QueueRunManager:
             "store": self.store,
             "queue": self.queue_name,
             "show_work": runner.show_work,
+            "sandbox": self.sandbox,
             "user": context.actor.actor_id if context.actor is not None else None,
             "context": context.model_dump(mode="json", exclude_none=True),  # a question's answer continues it
         }
