@@ -176,7 +176,11 @@ class QueueRunManager:
         if entry.get("sequence") is None:  # the worker's own run.failed (deadline, a bad request)
             raw = entry.get("error")
             error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-            return [mapper.failed(str(error.get("message") or "the run failed"), code=str(error.get("code") or ""))]
+            code = str(error.get("code") or "")
+            message = str(error.get("message") or "the run failed")
+            if code == "queue.deadline":  # the worker's run time limit: the protocol's timeout (retryable)
+                return [mapper.failed(f"[{code}] {message}", code="runner.timeout")]
+            return [mapper.failed(message, code=code)]
         if kind == "run.started":
             if started[0]:
                 return []  # a continuation (after a pause or a lost worker): one run for the client
