@@ -154,6 +154,11 @@ class QueueRunManager:
             "user": context.actor.actor_id if context.actor is not None else None,
             "context": context.model_dump(mode="json", exclude_none=True),  # a question's answer continues it
         }
+        if busy is not None and busy.pending and busy.continued_by is None:  # its question is moot now
+            from engine.queue._state import swap_status
+
+            if swap_status(self.state, busy.run_id, "paused", "completed"):
+                self.state.update(busy.run_id, continued_by=run_id)
         self.client.enqueue(request, run_id=run_id)
         return await self._info(run_id)
 

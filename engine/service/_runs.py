@@ -325,6 +325,9 @@ class RunManager:
             run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions(), context=context
         )
         self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
+        for earlier in self._runs.values():  # the conversation went on: an earlier open question is closed
+            if earlier.session_id == session_id and earlier.asked() is not None:
+                earlier.continued_by = run_id
         self._runs[run_id] = run
         run.task = asyncio.get_running_loop().create_task(self._drive(run, runner, context), name=f"run {run_id}")
         return run.info()

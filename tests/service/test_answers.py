@@ -76,3 +76,24 @@ def test_an_answer_to_a_question_starts_the_continuation_on_the_same_session(
         session = client.get(f"/v1/sessions/{asked['session_id']}").json()
         assert session["session"]["status"] == "completed"
         assert [r["index"] for r in session["rounds"]] == [1, 2]
+
+
+def test_a_next_message_instead_of_an_answer_closes_the_question(service: Served, replies: OpenAIServer) -> None:
+    replies.push(
+        code("system.ask_user('Red or blue?')", "I need a colour."),
+        code("system.finish('painting it green then')", "The user chose another colour."),
+    )
+    ctx = context("Paint the shed.")
+    with service.client() as client:
+        assert stream_run(client, RUNNER, ctx)[-1].data["data"]["finish_reason"] == "ask_user"
+        [question] = client.get(f"/v1/runs/{ctx['run_id']}").json()["pending"]
+        conversation = ctx["conversation"]["conversation_id"]
+        following = context("Neither: green.", conversation=conversation)
+        assert stream_run(client, RUNNER, following)[-1].event == "run.completed"
+        asked = client.get(f"/v1/runs/{ctx['run_id']}").json()
+        assert asked["pending"] == [] and asked["continued_by"] == following["run_id"]
+        late = client.post(
+            f"/v1/runs/{ctx['run_id']}/interactions",
+            json={"interaction_id": question["interaction_id"], "action_id": "submit", "values": {"answer": "red"}},
+        )
+        assert late.status_code == 409 and late.json()["error"]["code"] == "service.run_finished"
