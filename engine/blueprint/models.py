@@ -316,6 +316,7 @@ class Blueprint(_Block):
     version: str | None = None
     id: str | None = None
     name: str | None = None
+    description: str | None = None
     extend: str | None = None
     model: ModelBlock | None = None
     instructions: InstructionsBlock | None = None

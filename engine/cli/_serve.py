@@ -61,6 +61,9 @@ def serve_command(
     queue: Annotated[
         str | None, typer.Option("--queue", help="Enqueue runs on this Redis for `codeact worker`s (docs/scaling.md).")
     ] = None,
+    sandbox: Annotated[
+        str | None, typer.Option("--sandbox", help="subprocess or docker: where every runner's code runs.")
+    ] = None,
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
@@ -78,7 +81,9 @@ def serve_command(
         files = _blueprint_files(blueprints or [])
         registry = _registry(list(toolkit or []))
         opened = open_store(store)
-        runners = _runners(files, registry=registry, store=opened, model=model, base_url=base_url)
+        if sandbox not in (None, "subprocess", "docker"):
+            raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
+        runners = _runners(files, registry=registry, store=opened, model=model, base_url=base_url, sandbox=sandbox)
     except _Usage as exc:
         typer.echo(f"codeact serve: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -99,7 +104,9 @@ def serve_command(
         store=opened,
         runners=runners,
         tokens=tokens,
-        runs=_queue_runs(queue, runners, store, model, base_url) if queue else RunManager(runners, max_active=max_runs),
+        runs=_queue_runs(queue, runners, store, model, base_url, sandbox)
+        if queue
+        else RunManager(runners, max_active=max_runs),
         registry=registry,
     )
     state = replace(state, extra_routes=_console_routes(state))
@@ -196,14 +203,17 @@ def _registry(refs: list[str]) -> Any:
 
 
 def _runners(
-    files: list[Path], *, registry: Any, store: Any, model: str | None, base_url: str | None
+    files: list[Path], *, registry: Any, store: Any, model: str | None, base_url: str | None, sandbox: str | None = None
 ) -> dict[str, BlueprintRunner]:
     from engine.runner import BlueprintRunner
 
     runners: dict[str, BlueprintRunner] = {}
     origin: dict[str, Path] = {}
+    options: dict[str, Any] = {"sandbox": sandbox} if sandbox else {}
     for file in files:
-        runner = BlueprintRunner.from_blueprint(file, toolkits=registry, store=store, model=model, base_url=base_url)
+        runner = BlueprintRunner.from_blueprint(
+            file, toolkits=registry, store=store, model=model, base_url=base_url, **options
+        )
         if runner.id in runners:
             raise _Usage(
                 f"two blueprints give runner id {runner.id!r}: {str(origin[runner.id])!r} and {str(file)!r}; "
@@ -214,11 +224,13 @@ def _runners(
     return runners
 
 
-def _queue_runs(queue: str, runners: Any, store: str | None, model: str | None, base_url: str | None) -> Any:
+def _queue_runs(
+    queue: str, runners: Any, store: str | None, model: str | None, base_url: str | None, sandbox: str | None = None
+) -> Any:
     """``--queue``: the queue's run manager (runs go to ``codeact worker`` processes)."""
     from engine.queue import QueueRunManager
 
-    return QueueRunManager(runners, queue=queue, store=store, model=model, base_url=base_url)
+    return QueueRunManager(runners, queue=queue, store=store, model=model, base_url=base_url, sandbox=sandbox)
 
 
 def _console_routes(state: Any) -> list[Any]:

@@ -40,6 +40,7 @@ class QueueRunManager:
         base_url: Model server base URL sent with every run.
         max_active: At most this many queued or running runs at once; ``start`` refuses more (503).
         queue_name: The Celery queue the runs go to.
+        sandbox: ``subprocess`` or ``docker``: where the workers run the code (default: the blueprint's).
     """
 
     def __init__(
@@ -52,6 +53,7 @@ class QueueRunManager:
         base_url: str | None = None,
         max_active: int = 10_000,
         queue_name: str | None = None,
+        sandbox: str | None = None,
     ) -> None:
         from engine.queue._app import DEFAULT_QUEUE
 
@@ -63,6 +65,7 @@ class QueueRunManager:
         self.base_url = base_url
         self.max_active = max_active
         self.queue_name = queue_name or DEFAULT_QUEUE
+        self.sandbox = sandbox
         self._async: Any = None
 
     # -- starting ----------------------------------------------------------------------------------
@@ -119,7 +122,15 @@ class QueueRunManager:
                 code="service.invalid_request",
                 status=422,
             )
-        source = runner.agent.spec.source_path
+        agent = getattr(runner, "agent", None)
+        if agent is None:  # a flow blueprint's runner: workers build codeact agents only
+            raise ServiceError(
+                f"runner {runner_id!r} is a flow: flows run in the server, not on queue workers; "
+                "serve it without --queue",
+                code="service.invalid_request",
+                status=422,
+            )
+        source = agent.spec.source_path
         if source is None:
             raise ServiceError(
                 f"runner {runner_id!r} was not loaded from a file: the queue sends the blueprint's file to workers",
@@ -139,7 +150,15 @@ class QueueRunManager:
             "store": self.store,
             "queue": self.queue_name,
             "show_work": runner.show_work,
+            "sandbox": self.sandbox,
+            "user": context.actor.actor_id if context.actor is not None else None,
+            "context": context.model_dump(mode="json", exclude_none=True),  # a question's answer continues it
         }
+        if busy is not None and busy.pending and busy.continued_by is None:  # its question is moot now
+            from engine.queue._state import swap_status
+
+            if swap_status(self.state, busy.run_id, "paused", "completed"):
+                self.state.update(busy.run_id, continued_by=run_id)
         self.client.enqueue(request, run_id=run_id)
         return await self._info(run_id)
 
@@ -162,7 +181,11 @@ class QueueRunManager:
         if entry.get("sequence") is None:  # the worker's own run.failed (deadline, a bad request)
             raw = entry.get("error")
             error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-            return [mapper.failed(str(error.get("message") or "the run failed"), code=str(error.get("code") or ""))]
+            code = str(error.get("code") or "")
+            message = str(error.get("message") or "the run failed")
+            if code == "queue.deadline":  # the worker's run time limit: the protocol's timeout (retryable)
+                return [mapper.failed(f"[{code}] {message}", code="runner.timeout")]
+            return [mapper.failed(message, code=code)]
         if kind == "run.started":
             if started[0]:
                 return []  # a continuation (after a pause or a lost worker): one run for the client
@@ -236,7 +259,9 @@ class QueueRunManager:
         if status == "paused":
             pause = json.loads(info.get("pause") or "{}")
             asked = [_payload(e.data) for e in envelopes if e.type == "action.requested"]
-            pending = tuple(asked[-1:]) if pause.get("kind") == "approval" else ()
+            pending = tuple(asked[-1:])
+            if pause.get("kind") == "ask_user":
+                status = "completed"  # the run ended with its question; the answer starts the next run
         error: dict[str, Any] | None = None
         last = envelopes[-1] if envelopes else None
         if last is not None and last.type == "run.failed":
@@ -254,6 +279,7 @@ class QueueRunManager:
             finished_at=float(info.get("updated_at") or time.time()) if done else None,
             events=(last.sequence or 0) if last is not None else 0,
             error=error,
+            continued_by=info.get("continued_by") or None,
         )
 
     async def by_session(self, session_id: str) -> RunInfo | None:
@@ -278,7 +304,11 @@ class QueueRunManager:
         return await self._info(run_id)
 
     async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
-        """Answer the run's pending approval; its continuation is enqueued on any worker.
+        """Answer the run's pending approval (its continuation is enqueued on any worker) or question.
+
+        A run that ended with a question (``ask_user``) lists it in ``pending``; the answer starts a
+        new run of the same conversation (``continuation_context``; same session), returned here,
+        and the asking run's ``continued_by`` names it.
 
         Raises:
             ServiceError: unknown run (404), a finished run (409), a body naming no request (422).
@@ -291,13 +321,20 @@ class QueueRunManager:
 
         info = self._known(run_id)
         request_id, answer = _submission(data)
-        if info.get("status") in TERMINAL:
+        pause = json.loads(info.get("pause") or "{}")
+        if info.get("status") == "paused" and pause.get("kind") == "ask_user":
+            asked = await self.get(run_id)
+            if asked is not None and asked.pending and asked.pending[0].get("interaction_id") == request_id:
+                return await self._answer(run_id, info, request_id, answer, data)
+        if info.get("status") in TERMINAL or pause.get("kind") == "ask_user":
+            answered = info.get("continued_by")
             raise ServiceError(
-                f"run {run_id!r} has ended ({info.get('status')}); nothing waits for an interaction",
+                f"run {run_id!r} has ended ({info.get('status')})"
+                + (f"; its question was answered by run {answered!r}" if answered else "")
+                + "; nothing waits for an interaction",
                 code="service.run_finished",
                 status=409,
             )
-        pause = json.loads(info.get("pause") or "{}")
         if (
             info.get("status") != "paused"
             or pause.get("kind") != "approval"
@@ -314,6 +351,40 @@ class QueueRunManager:
         decision = decision_from(answer)
         self.client.interact(run_id, {"approve": decision.allow, "reason": decision.reason})
         return await self._info(run_id)
+
+    async def _answer(
+        self, run_id: str, info: Mapping[str, str], request_id: str, answer: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> RunInfo:
+        """Answer a question: the run becomes ``completed`` and its continuation is a new queued run."""
+        from engine.queue._state import swap_status
+        from engine.runner import RunnerContext, continuation_context
+        from engine.service._runs import continuation_run_id, question_answer, with_budget
+        from engine.service.errors import ServiceError
+
+        submission = question_answer(request_id, answer)
+        request = json.loads(info.get("request") or "{}")
+        if not isinstance(request.get("context"), dict):
+            raise ServiceError(
+                f"run {run_id!r} was not started through the service (no run context kept): answer it with "
+                "the conversation's next message (POST /v1/runs)",
+                code="service.run_finished",
+                status=409,
+            )
+        asked = RunnerContext.model_validate(request["context"])
+        following = continuation_context(asked, submission, run_id=continuation_run_id(data))
+        following = with_budget(following, asked, float(info.get("created_at") or time.time()))
+        if not swap_status(self.state, run_id, "paused", "completed"):  # one answer wins
+            raise ServiceError(
+                f"run {run_id!r} was answered meanwhile; nothing waits for an interaction",
+                code="service.run_finished",
+                status=409,
+            )
+        self.state.update(run_id, continued_by=following.run_id)
+        try:
+            return await self.start(str(info.get("runner_id")), following)
+        except Exception:
+            self.state.update(run_id, status="paused", continued_by="")  # the question stays open
+            raise
 
     async def _info(self, run_id: str) -> RunInfo:
         from engine.service.errors import ServiceError

@@ -98,7 +98,8 @@ class WorkerConfig:
 
 
 def _agent_key(request: Mapping[str, Any], store: str | None) -> str:
-    parts = [request.get(k) for k in ("blueprint_id", "blueprint_text", "blueprint_dir", "model", "base_url", "user")]
+    keys = ("blueprint_id", "blueprint_text", "blueprint_dir", "model", "base_url", "user", "sandbox")
+    parts = [request.get(k) for k in keys]
     text = json.dumps([parts, request.get("store") or store], sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -197,6 +198,40 @@ def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> str:
         time.sleep(0.05)
 
 
+def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
+    """The run's agent: ``agent`` itself, or (when the run context carries attachments) a copy with them.
+
+    ``codeact serve --queue`` sends the run context; its attachments are served to the code by the
+    ``attachments`` toolkit of this run only (as ``BlueprintRunner`` does; inline content only).
+    """
+    raw = request.get("context")
+    attachments = ((raw.get("input") or {}).get("attachments") if isinstance(raw, Mapping) else None) or []
+    if not attachments:
+        return agent
+    from engine.agent import Agent
+    from engine.runner import RunnerContext
+    from engine.runner.attachments import Attachments, named_attachments
+    from toolkits import ToolkitRegistry
+
+    context = RunnerContext.model_validate(raw)
+    registry = ToolkitRegistry(bound for bound in agent.registry)
+    registry.register(Attachments(named_attachments(context.input.attachments)), replace=True)
+    copy = Agent(
+        agent.spec,
+        model=agent.model,
+        store=agent.store,
+        registry=registry,
+        sandbox_factory=agent.sandbox_factory,
+        approver=agent.approver,
+        hooks=agent.hooks,
+        interceptors=agent.interceptors,
+        stream=agent.stream,
+        user=agent.user,
+    )
+    copy.grants["attachments"] = "*"
+    return copy
+
+
 def _cancelled(run_id: str, reason: str) -> dict[str, Any]:
     return {"type": "run.cancelled", "run_id": run_id, "reason": reason, "timestamp": time.time()}
 
@@ -267,6 +302,7 @@ class _Run:
             approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
+            **({"sandbox": request["sandbox"]} if request.get("sandbox") in ("subprocess", "docker") else {}),
         )
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
@@ -304,6 +340,7 @@ class _Run:
         timeout = request.get("timeout_s") or self.config.run_timeout_s
         deadline = time.monotonic() + float(timeout) if timeout else None
         session_id = self.session_id or None
+        agent = _with_attachments(agent, request)
         pump = asyncio.create_task(self._pump(agent, str(request.get("input") or ""), session_id))
         stop: str | None = None
         leases = self.config.leases(self.state)

@@ -28,6 +28,7 @@ from engine.runner.entities import (
     RunnerManifest,
     RunnerResult,
 )
+from engine.runner.flow_runner import FlowRunner
 from engine.runner.interactions import Interactions, continuation_context
 from engine.runner.mapper import ResultMapper, runner_code
 from engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
@@ -38,6 +39,7 @@ __all__ = [
     "Attachments",
     "AuthorizationRegistry",
     "BlueprintRunner",
+    "FlowRunner",
     "HostTransport",
     "InteractionRequest",
     "InteractionSubmission",

@@ -36,7 +36,7 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     """The manifest of the runner that runs ``spec``.
 
     ``id``, ``name``, label and description come from the blueprint (``id``, ``name``,
-    ``extensions.description``); the config schema from its declared inputs
+    ``description``, else ``extensions.description``); the config schema from its declared inputs
     (``instructions.variables``: one field each, typed by its default); capabilities from what the
     engine does (streaming, interrupt, interactions: approvals and ``ask_user``, tool calling and
     knowledge retrieval: a host's tools and knowledge bases become the ``host`` and ``knowledge``
@@ -51,9 +51,12 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     """
     granted = sorted(set(toolkits) or {g.ref for g in spec.toolkits} | {t.ref.split(".")[0] for t in spec.tools})
     extensions = spec.blueprint.extensions if spec.blueprint is not None else {}
-    described = extensions.get("description") if isinstance(extensions, dict) else None
+    described = spec.blueprint.description if spec.blueprint is not None else None
+    if not (isinstance(described, str) and described.strip()):
+        described = extensions.get("description") if isinstance(extensions, dict) else None
     label = spec.name or spec.id
-    description = described if isinstance(described, str) and described.strip() else f"codeact agent {spec.id!r}"
+    described = described.strip() if isinstance(described, str) else ""
+    description = described or f"codeact agent {spec.id!r}"
     config = [
         _config_field(name, value)
         for name, value in sorted(spec.variables.items())

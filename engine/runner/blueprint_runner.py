@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.errors import CodeactError
@@ -97,6 +98,9 @@ class BlueprintRunner:
     ) -> BlueprintRunner:
         """Build the runner of a blueprint file (as ``Agent.from_blueprint``; close it with :meth:`aclose`).
 
+        A flow blueprint (``workflow: {mode: flow}``) gives a :class:`~engine.runner.flow_runner.FlowRunner`,
+        whose runs are ``engine.flow.FlowAgent`` runs.
+
         Args:
             path: The blueprint YAML.
             toolkits: Host toolkits (instances, classes, ``MODULE:OBJECT`` strings or a registry).
@@ -107,8 +111,19 @@ class BlueprintRunner:
             **agent_options: Other ``Agent.from_blueprint`` options (``sandbox``, ``isolation``, ...).
         """
         from engine.agent import Agent
+        from engine.blueprint import load_path
+        from engine.flow._build import is_flow_blueprint
 
         agent_options.pop("approver", None)  # approvals are interactions of each run
+        blueprint = load_path(Path(path))
+        if is_flow_blueprint(blueprint):  # a flow: its runs are FlowAgent runs
+            from engine.flow import FlowAgent
+            from engine.runner.flow_runner import FlowRunner
+
+            flow = FlowAgent.from_blueprint(
+                blueprint, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
+            )
+            return FlowRunner(flow, blueprint, show_work=show_work)
         agent = Agent.from_blueprint(
             path, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
         )

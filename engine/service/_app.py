@@ -243,7 +243,11 @@ async def cancel_run(request: Request) -> Response:
 
 
 async def interact(request: Request) -> Response:
-    """``POST /v1/runs/{run_id}/interactions``: answer a pending request (``{"request_id", "data"}``)."""
+    """``POST /v1/runs/{run_id}/interactions``: answer a pending request (``{"request_id", "data"}``).
+
+    An approval answers 200 with the run; a question's answer starts the continuation run and
+    answers 201 with that run (``Location`` names it).
+    """
     info = await _run_for(request)
     body = await read_json(request)
     if not isinstance(body, dict):
@@ -252,4 +256,9 @@ async def interact(request: Request) -> Response:
             code="service.invalid_request",
             status=422,
         )
-    return JSONResponse((await service_state(request).runs.interact(info.run_id, body)).to_json())
+    answered = await service_state(request).runs.interact(info.run_id, body)
+    if answered.run_id != info.run_id:  # a question's answer started the continuation run
+        _log.info("run %s continues run %s (an answer)", answered.run_id, info.run_id)
+        headers = {"Location": f"/v1/runs/{answered.run_id}", "X-Run-Id": answered.run_id}
+        return JSONResponse(answered.to_json(), status_code=201, headers=headers)
+    return JSONResponse(answered.to_json())

@@ -55,6 +55,8 @@ class RunInfo:
         finished_at: Unix time of its last envelope, or None while it runs.
         events: The sequence number of the last envelope so far.
         error: ``{"code", "message", "retryable"}`` of a failed or cancelled run, else None.
+        continued_by: For a run that ended with a question (``finish_reason`` ``ask_user``), the run
+            its answer started; until then the question is in ``pending``.
     """
 
     run_id: str
@@ -66,6 +68,7 @@ class RunInfo:
     finished_at: float | None = None
     events: int = 0
     error: dict[str, Any] | None = None
+    continued_by: str | None = None
 
     @property
     def done(self) -> bool:
@@ -84,6 +87,7 @@ class RunInfo:
             "finished_at": self.finished_at,
             "events": self.events,
             "error": self.error,
+            "continued_by": self.continued_by,
         }
 
 
@@ -93,6 +97,7 @@ class _Run:
     runner_id: str
     session_id: str
     interactions: Interactions
+    context: RunnerContext | None = None
     started_at: float = field(default_factory=time.time)
     finished_at: float | None = None
     buffer: list[RunnerResult] = field(default_factory=list)
@@ -100,6 +105,8 @@ class _Run:
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     task: asyncio.Task[None] | None = None
     cancelling: bool = False
+    question: dict[str, Any] | None = None  # the ask_user form of a run that ended with a question
+    continued_by: str | None = None
 
     @property
     def done(self) -> bool:
@@ -117,12 +124,31 @@ class _Run:
             sequence = self.last + 1  # keep the stream strictly increasing whatever the runner sent
         if envelope.sequence != sequence:
             envelope = envelope.model_copy(update={"sequence": sequence})
+        if envelope.type == "action.requested":
+            self._note_question(envelope)
         async with self.changed:
             self.buffer.append(envelope)
             self.sequences.append(sequence)
             if envelope.type in TERMINAL_TYPES:
                 self.finished_at = time.time()
             self.changed.notify_all()
+
+    def _note_question(self, envelope: RunnerResult) -> None:
+        """Keep the form a question (``ask_user``) sent: it stays open after the run ends."""
+        data = envelope.data if isinstance(envelope.data, dict) else {}
+        payload = data.get("payload")
+        if isinstance(payload, dict) and payload.get("kind") == "form":
+            self.question = dict(payload)
+
+    def asked(self) -> dict[str, Any] | None:
+        """The open question of a run that ended with ``finish_reason`` ``ask_user``, else None."""
+        if not self.done or self.question is None or self.continued_by is not None:
+            return None
+        last = self.buffer[-1]
+        data = last.data if isinstance(last.data, dict) else {}
+        if last.type != "run.completed" or data.get("finish_reason") != "ask_user":
+            return None
+        return self.question
 
     async def finish(self, code: str, message: str, *, retryable: bool = False) -> None:
         """Close the stream with a synthesized ``run.failed`` unless a terminal envelope is already in."""
@@ -137,6 +163,8 @@ class _Run:
             last = self.buffer[-1]
             if last.type == "run.completed":
                 status = "completed"
+                question = self.asked()
+                pending = (dict(question),) if question is not None else ()
             else:
                 data = dict(last.data or {})
                 error = {k: data.get(k) for k in ("code", "message", "retryable")}
@@ -155,6 +183,7 @@ class _Run:
             finished_at=self.finished_at,
             events=self.last,
             error=error,
+            continued_by=self.continued_by,
         )
 
 
@@ -292,8 +321,13 @@ class RunManager:
                 status=503,
                 headers={"Retry-After": "1"},
             )
-        run = _Run(run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions())
+        run = _Run(
+            run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions(), context=context
+        )
         self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
+        for earlier in self._runs.values():  # the conversation went on: an earlier open question is closed
+            if earlier.session_id == session_id and earlier.asked() is not None:
+                earlier.continued_by = run_id
         self._runs[run_id] = run
         run.task = asyncio.get_running_loop().create_task(self._drive(run, runner, context), name=f"run {run_id}")
         return run.info()
@@ -380,6 +414,12 @@ class RunManager:
     async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
         """Answer one of the run's pending interaction requests (an approval waits in place).
 
+        A run that ended with a question (``finish_reason`` ``ask_user``) lists it in ``pending``
+        until it is answered: the answer starts the continuation run, a new run of the same
+        conversation (``continuation_context``, same session and variables, the same time budget
+        as the run that asked), and this returns that run; the asking run's ``continued_by``
+        names it.
+
         Args:
             run_id: The run.
             data: An interaction submission ``{"interaction_id", "action_id", "values"}`` (the protocol's
@@ -387,15 +427,28 @@ class RunManager:
                 with the answer in ``data``.
 
         Raises:
-            ServiceError: unknown run (404), a finished run (409), a body naming no request (422).
+            ServiceError: unknown run (404), a finished run (409), a body naming no request (422);
+                for a question, what ``start`` raises (the session busy, the server busy).
             CodeactError: ``runner.interaction_not_found`` when no request of that id waits,
                 ``runner.invalid_interaction`` when the answer does not fit the request.
         """
         run = self._get(run_id)
         request_id, answer = _submission(data)
+        question = run.asked()
+        if question is not None and run.context is not None and request_id == question.get("interaction_id"):
+            from engine.runner import continuation_context
+
+            submission = question_answer(request_id, answer)
+            following = continuation_context(run.context, submission, run_id=continuation_run_id(data))
+            following = with_budget(following, run.context, run.started_at)
+            info = await self.start(run.runner_id, following)  # no await before it registers: one answer wins
+            run.continued_by = info.run_id
+            return info
         if run.done:
             raise ServiceError(
-                f"run {run_id!r} has ended ({run.info().status}); nothing waits for an interaction",
+                f"run {run_id!r} has ended ({run.info().status})"
+                + (f"; its question was answered by run {run.continued_by!r}" if run.continued_by else "")
+                + "; nothing waits for an interaction",
                 code="service.run_finished",
                 status=409,
             )
@@ -417,6 +470,53 @@ class RunManager:
         for position, run in enumerate(finished):
             if position < excess or (run.finished_at or 0.0) < horizon:
                 del self._runs[run.run_id]
+
+
+def question_answer(request_id: str, answer: Mapping[str, Any]) -> dict[str, Any]:
+    """The interaction submission answering a question (``values.answer`` a non-empty text).
+
+    Accepts ``{"values": {"answer": ...}}`` (the protocol's submission) or ``{"answer": ...}``.
+
+    Raises:
+        RunnerError: ``runner.invalid_interaction`` without an answer.
+    """
+    from engine.runner import RunnerError
+
+    values = answer.get("values") if isinstance(answer.get("values"), Mapping) else {}
+    text = values.get("answer", answer.get("answer")) if isinstance(values, Mapping) else None
+    if not isinstance(text, str) or not text.strip():
+        raise RunnerError(
+            'the answer to a question is {"interaction_id": ..., "action_id": "submit", '
+            '"values": {"answer": "<text>"}} with a non-empty answer',
+            code="runner.invalid_interaction",
+        )
+    return {"interaction_id": request_id, "action_id": "submit", "values": {**dict(values or {}), "answer": text}}
+
+
+def continuation_run_id(data: Mapping[str, Any]) -> str:
+    """The run id of a question's continuation: the body's ``run_id`` when it gives one, else a fresh one."""
+    import re
+
+    given = data.get("run_id")
+    if isinstance(given, str) and given:
+        if not re.fullmatch(r"[A-Za-z0-9._:\-]{1,128}", given):
+            raise ServiceError(
+                f"run_id {given[:140]!r} must be 1-128 letters, digits or '._:-' (it names the run in URLs)",
+                code="service.invalid_request",
+                status=422,
+            )
+        return given
+    return f"run-{uuid.uuid4().hex}"
+
+
+def with_budget(context: RunnerContext, asked: RunnerContext, started_at: float) -> RunnerContext:
+    """``context`` with the time budget of the run that asked (its ``deadline_at`` less its start), from now."""
+    deadline = asked.runtime.deadline_at
+    if deadline is None:
+        return context
+    budget = max(1.0, float(deadline) - started_at)
+    runtime = context.runtime.model_copy(update={"deadline_at": time.time() + budget})
+    return context.model_copy(update={"runtime": runtime})
 
 
 def _submission(data: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -244,7 +244,26 @@ def browser() -> Iterator[Any]:
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "console"
 
 
-def screenshot(page: Any, name: str) -> None:
-    """Write a screenshot under docs/console/ (committed: the README shows the console)."""
-    DOCS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS / name), full_page=False)
+_SHOTS: list[Path] = []
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """Take a screenshot: under docs/console/ (committed) with ``CODEACT_UPDATE_SCREENSHOTS=1``, else a tmp dir.
+
+    So ``make test`` leaves the tree clean; refresh the committed images with
+    ``CODEACT_UPDATE_SCREENSHOTS=1 pytest tests/console``.
+    """
+    if os.environ.get("CODEACT_UPDATE_SCREENSHOTS") == "1":
+        folder = DOCS
+    else:
+        if not _SHOTS:
+            import atexit
+            import tempfile
+
+            _SHOTS.append(Path(tempfile.mkdtemp(prefix="codeact-console-shots-")))
+            atexit.register(shutil.rmtree, _SHOTS[0], True)
+        folder = _SHOTS[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    page.screenshot(path=str(path), full_page=False)
+    return path

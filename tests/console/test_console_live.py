@@ -236,3 +236,42 @@ def test_a_denied_call_shows_as_denied(served: Served, model: OpenAIServer, chro
     assert call.locator(".badge").inner_text() == "approval: denied"
     assert "refused:" in page.locator("#round-1 .stdout").inner_text()
     context_.close()
+
+
+def test_a_question_is_answered_from_the_page_and_the_new_run_is_followed_live(
+    served: Served, model: OpenAIServer, chromium: Any
+) -> None:
+    model.push(
+        code("shelves = 4\nsystem.ask_user('Which aisle: <A> or B?')", "I need to know the aisle."),
+        code("print('counting aisle B')\nsystem.finish(f'aisle B: {shelves} shelves')", "Aisle B it is."),
+    )
+    context_ = chromium.new_context(viewport={"width": 1366, "height": 860})
+    context_.set_default_timeout(20_000)
+    page = context_.new_page()
+    with served.client() as client:
+        ctx = context("Count the shelves.")
+        with client.stream(
+            "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
+        ) as stream:
+            events = list(read_sse(stream))
+        assert events[-1].data["data"]["finish_reason"] == "ask_user"
+        session_id = client.get(f"/v1/runs/{ctx['run_id']}").json()["session_id"]
+    page.goto(f"{served.url}/sessions/{session_id}?token={ADMIN}")
+    assert page.locator("#session-status").inner_text() == "paused"
+    form = page.locator("form.question-answer")
+    assert "Which aisle: <A> or B?" in form.inner_text()  # escaped, shown as text
+    form.get_by_label("Your answer").fill("B, please")
+    screenshot(page, "question.png")
+    form.get_by_role("button", name="Send answer").click()
+    page.locator("#round-2").wait_for()
+    page.wait_for_function("document.getElementById('session-status').textContent === 'completed'")
+    assert "counting aisle B" in page.locator("#round-2 .stdout").inner_text()
+    assert page.locator("form.question-answer").count() == 0
+    with served.client() as client:
+        asked = client.get(f"/v1/runs/{ctx['run_id']}").json()
+        assert asked["continued_by"] and asked["pending"] == []
+        following = client.get(f"/v1/runs/{asked['continued_by']}").json()
+        assert following["status"] == "completed" and following["session_id"] == session_id
+    prompt = str(model.requests[-1].body["messages"])
+    assert "B, please" in prompt  # the answer reached the model
+    context_.close()

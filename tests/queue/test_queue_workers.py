@@ -8,6 +8,7 @@ read by the worker), so answers differ per run. The last test SIGKILLs worker B.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -306,6 +307,57 @@ def test_serve_with_queue_enqueues_runs_and_relays_their_approvals(cluster: Clus
     assert rest[-1].event == "run.completed"
     messages = [e.data["data"]["message"]["content"] for e in rest if e.event == "message.completed"]
     assert "added pear" in messages
+
+
+def test_serve_with_queue_answers_a_question_with_a_new_run_of_the_session(cluster: Cluster) -> None:
+    from tests.service.helpers import context, read_sse, start_server, stop_server
+
+    # One reply for either worker (the continuation may land on the one whose script starts over).
+    reply = (
+        "I read the attached list, ask once, then finish.\n```python\ntry:\n    asked\nexcept NameError:\n"
+        "    asked = True\n    fruits = attachments.read_text('fruits.txt').strip()\n"
+        "    system.ask_user(f'Which fruit should I add: {fruits}?')\nsystem.finish('noted one of ' + fruits)\n```"
+    )
+    model = cluster.script("serve-ask", [reply, reply])
+    served = start_server(
+        cluster.tmp, [cluster.blueprint], "--store", cluster.url, "--queue", cluster.url, "--sandbox", "subprocess",
+        "--toolkit", TOOLKIT, "--model", model, env={"QUEUE_LEDGER": cluster.env["QUEUE_LEDGER"]},
+    )  # fmt: skip
+    try:
+        ctx = context("Add a fruit from the attached list.")
+        listed = base64.b64encode(b"kiwi, fig\n").decode()  # the worker serves it (inline content)
+        ctx["input"]["attachments"] = [{"name": "fruits.txt", "mime_type": "text/plain", "content": listed}]
+        accept = {"Accept": "text/event-stream"}
+        with served.client() as client:
+            body = {"runner_id": "queue-agent", "context": ctx}
+            with client.stream("POST", "/v1/runs", json=body, headers=accept) as stream:
+                first = list(read_sse(stream))
+            assert first[-1].event == "run.completed" and first[-1].data["data"]["finish_reason"] == "ask_user"
+            asked = client.get(f"/v1/runs/{ctx['run_id']}").json()
+            assert asked["status"] == "completed", asked
+            [question] = asked["pending"]
+            assert "kiwi, fig" in question["description"]
+            kiwi = {"interaction_id": question["interaction_id"], "action_id": "submit", "values": {"answer": "kiwi"}}
+            answer = client.post(f"/v1/runs/{ctx['run_id']}/interactions", json=kiwi)
+            assert answer.status_code == 201, answer.text
+            new_id = answer.json()["run_id"]
+            assert new_id != ctx["run_id"] and answer.json()["session_id"] == asked["session_id"]
+            with client.stream("GET", f"/v1/runs/{new_id}/events", headers=accept) as stream:
+                rest = list(read_sse(stream))
+            assert rest[-1].event == "run.completed", rest[-1]
+            messages = [e.data["data"]["message"]["content"] for e in rest if e.event == "message.completed"]
+            assert "noted one of kiwi, fig" in messages
+            before = client.get(f"/v1/runs/{ctx['run_id']}").json()
+            assert before["continued_by"] == new_id and before["pending"] == []
+            again = client.post(
+                f"/v1/runs/{ctx['run_id']}/interactions",
+                json={"interaction_id": question["interaction_id"], "action_id": "submit", "values": {"answer": "fig"}},
+            )
+            assert again.status_code == 409, again.text
+    finally:
+        assert stop_server(served) == 0, served.stderr.read_text()
+    rounds = cluster.rounds(asked["session_id"])
+    assert [r.index for r in rounds] == [1, 2]
 
 
 def test_a_sigkilled_worker_loses_no_run_and_no_round(cluster: Cluster) -> None:

@@ -124,6 +124,7 @@ async def live_context(state: _web.ConsoleState, view: SessionView) -> dict[str,
         "live": live,
         "after": after,
         "live_text": _status_text(status, run, len(items)) if live else "",
+        "answerable": any(item.kind == "question" for item in items),
         "interactions_html": Markup(_fragment("_interactions.html.j2", items=items, sid=view.session_id)),
         "progress_html": Markup(_fragment("_progress.html.j2", progress=progress)),
     }

@@ -55,6 +55,11 @@
     var body = new URLSearchParams(new FormData(form, event.submitter));
     form.querySelectorAll("button, textarea").forEach(function (el) { el.disabled = true; });
     fetch(form.action, { method: "POST", body: body, credentials: "same-origin" }).then(function (answer) {
+      if (answer.ok && form.classList.contains("question-answer")) {
+        // The answer started a new run of the session: load the page again, which follows it live.
+        window.location.assign(form.action.replace(/\/interact$/, ""));
+        return;
+      }
       if (answer.ok) {
         form.replaceChildren(document.createTextNode("Sent: the run goes on."));
         form.setAttribute("data-sent", "1");
