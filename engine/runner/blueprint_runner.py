@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import re
@@ -28,6 +27,7 @@ from engine.runner.proxy import (
     HostTransport,
     RunAPIProxy,
 )
+from sandbox.aio import wait_for
 from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ class BlueprintRunner:
                         remaining = deadline - time.time()
                         if remaining <= 0:
                             raise TimeoutError
-                        event = await asyncio.wait_for(anext(events), remaining)
+                        event = await wait_for(anext(events), remaining)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:

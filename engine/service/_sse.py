@@ -12,6 +12,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from sandbox.aio import wait_for
+
 if TYPE_CHECKING:
     from engine.runner import RunnerResult
 
@@ -59,7 +61,7 @@ async def sse_stream(events: AsyncIterator[RunnerResult], *, keepalive_s: float 
     try:
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), keepalive_s)
+                item = await wait_for(queue.get(), keepalive_s)
             except TimeoutError:
                 yield b": keep-alive\n\n"
                 continue

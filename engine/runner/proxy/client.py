@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext
 from engine.runner.proxy.authorization import RunAuthorization
+from sandbox.aio import wait_for
 
 __all__ = ["HostTransport", "RunAPIProxy"]
 
@@ -69,7 +70,7 @@ class RunAPIProxy:
         body = {"run_id": self.run_id, **payload, "timeout": timeout}
         self.auth.check_payload(body)
         try:
-            return await asyncio.wait_for(self.transport.call(action, body, timeout=timeout), timeout)
+            return await wait_for(self.transport.call(action, body, timeout=timeout), timeout)
         except Exception as exc:
             raise _host_error(action, exc) from exc
 

@@ -25,6 +25,7 @@ from engine.service.console import _web
 from engine.service.console._data import CallView, SessionView, call_view, read_session, round_view
 from engine.service.console._highlight import CodeLine, highlight
 from engine.store import check_session_id
+from sandbox.aio import wait_for
 
 __all__ = ["Live", "live_context"]
 
@@ -204,7 +205,7 @@ class Live:
                     yield _sse("end", {"status": meta.status})
                     return
                 try:
-                    await asyncio.wait_for(wake.wait(), _TICK_S)
+                    await wait_for(wake.wait(), _TICK_S)
                 except TimeoutError:
                     yield ": tick\n\n"
                 wake.clear()
@@ -278,7 +279,7 @@ class Live:
                 self._replays = asyncio.Semaphore(1)
             async with self._replays:
                 registry = getattr(self.state, "registry", None)
-                done = await asyncio.wait_for(
+                done = await wait_for(
                     replay_session(self.state.store, session_id, registry=registry), _REPLAY_TIMEOUT_S
                 )
             report = {
