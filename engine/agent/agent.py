@@ -7,15 +7,14 @@ import contextlib
 import contextvars
 import os
 import uuid
-import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.agent._lifecycle import Lifecycle
 from engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
 from engine.agent._wiring import (
     SandboxFactory,
-    _close_runner,
     _restore_history,
     _with_system,
     build_bridge,
@@ -53,7 +52,7 @@ SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.Con
 )
 
 
-class Agent:
+class Agent(Lifecycle):
     """A CodeAct (or ReAct) agent: the Python API of codeact.
 
     Build one from a blueprint file with :meth:`from_blueprint` (the usual way), or from an
@@ -100,10 +99,9 @@ class Agent:
         self.store = store
         self.registry = _with_system(registry if registry is not None else ToolkitRegistry.from_entry_points())
         # Resources the agent opened itself (from_blueprint): closed by aclose().
-        self._owned: tuple[Any, ...] = ()
+        self._init_lifecycle()
         # run_sync() runs every call on this one loop: connections a store or model client opened
         # on it (redis.asyncio binds them to their loop) stay usable from one call to the next.
-        self._runner: asyncio.Runner | None = None
         self.sandbox_factory = sandbox_factory or default_sandbox_factory()
         self.approver = approver
         self.hooks = tuple(hooks)
@@ -224,37 +222,6 @@ class Agent:
             },
         )
 
-    async def aclose(self) -> None:
-        """Close what the agent opened (the model client and store of :meth:`from_blueprint`)."""
-        owned, self._owned = self._owned, ()
-        for resource in owned:
-            closer = getattr(resource, "aclose", None) or resource.close
-            await closer()
-
-    def close(self) -> None:
-        """Close what the agent opened, and the event loop of :meth:`run_sync` (from sync code)."""
-        runner, self._runner = self._runner, None
-        if runner is None:
-            if self._owned:
-                asyncio.run(self.aclose())
-            return
-        try:
-            runner.run(self.aclose())
-        finally:
-            runner.close()
-
-    async def __aenter__(self) -> Agent:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> Agent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     async def run(
         self, input: str, *, session_id: str | None = None, user: str | None = None
     ) -> AsyncGenerator[Event, None]:
@@ -332,20 +299,11 @@ class Agent:
         Raises:
             CodeactError: Called while an event loop is running (use ``await agent.invoke(...)``).
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise CodeactError(
-                "Agent.run_sync() was called inside a running event loop: use `await agent.invoke(...)` "
-                "(or iterate `agent.run(...)`) in async code"
-            )
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-            # An agent dropped without close() still closes its loop (and the loop's sockets).
-            weakref.finalize(self, _close_runner, self._runner)
-        return self._runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event, user=user))
+        runner = self._sync_runner(
+            "Agent.run_sync() was called inside a running event loop: use `await agent.invoke(...)` "
+            "(or iterate `agent.run(...)`) in async code"
+        )
+        return runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event, user=user))
 
     async def _invoke_on_own_loop(
         self,

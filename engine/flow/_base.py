@@ -17,11 +17,11 @@ import itertools
 import json
 import re
 import uuid
-import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from engine.agent._lifecycle import Lifecycle
 from engine.agent.hooks import Hook, HookContext, Jump
 from engine.errors import CodeactError
 from engine.events import (
@@ -197,7 +197,7 @@ def as_step(item: Any, flow: str) -> Step:
     )
 
 
-class FlowAgent:
+class FlowAgent(Lifecycle):
     """Base of the flow kinds: runs sub-agents (codeact or react agents, or flows) as one agent.
 
     The kinds are :class:`SequentialAgent`, :class:`ParallelAgent`, :class:`RoutingAgent` and
@@ -254,8 +254,7 @@ class FlowAgent:
         self.hooks = tuple(hooks)
         self.model: Any = None
         self.blueprint_hash = ""
-        self._owned: tuple[Any, ...] = ()
-        self._runner: asyncio.Runner | None = None
+        self._init_lifecycle()
 
     # -- building ---------------------------------------------------------------------------------
     @classmethod
@@ -308,49 +307,8 @@ class FlowAgent:
         self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
     ) -> RunResult:
         """Run to the end from synchronous code (on the flow's own event loop, kept until :meth:`close`)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise CodeactError("run_sync() was called inside a running event loop: use `await flow.invoke(...)`")
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-            from engine.agent._wiring import _close_runner
-
-            weakref.finalize(self, _close_runner, self._runner)
-        return self._runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
-
-    async def aclose(self) -> None:
-        """Close what :meth:`from_blueprint` opened (model clients, the store)."""
-        owned, self._owned = self._owned, ()
-        for resource in owned:
-            closer = getattr(resource, "aclose", None) or resource.close
-            await closer()
-
-    def close(self) -> None:
-        """Close what the flow opened, and the event loop of :meth:`run_sync`."""
-        runner, self._runner = self._runner, None
-        if runner is None:
-            if self._owned:
-                asyncio.run(self.aclose())
-            return
-        try:
-            runner.run(self.aclose())
-        finally:
-            runner.close()
-
-    async def __aenter__(self) -> FlowAgent:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> FlowAgent:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        runner = self._sync_runner("run_sync() was called inside a running event loop: use `await flow.invoke(...)`")
+        return runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
 
     def leaves(self) -> list[Agent]:
         """Every codeact/react agent in the flow's tree, in order."""

@@ -1,0 +1,70 @@
+"""What :class:`~engine.agent.Agent` and :class:`~engine.flow.FlowAgent` share about their lifetime.
+
+Both own what ``from_blueprint`` opened (model clients, the store) and the event loop of ``run_sync``;
+both close them in ``aclose``/``close`` and as (async) context managers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any, Self
+
+from engine.agent._wiring import _close_runner
+from engine.errors import CodeactError
+
+
+class Lifecycle:
+    """Owned resources, the ``run_sync`` loop, and closing them (a mixin; ``_init_lifecycle`` in ``__init__``)."""
+
+    _owned: tuple[Any, ...]
+    _runner: asyncio.Runner | None
+
+    def _init_lifecycle(self) -> None:
+        self._owned = ()
+        self._runner = None
+
+    def _sync_runner(self, misuse: str) -> asyncio.Runner:
+        """The loop ``run_sync`` runs on (made once); ``misuse`` is the error when a loop already runs here."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise CodeactError(misuse)
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+            # Dropped without close(), it still closes its loop (and the loop's sockets).
+            weakref.finalize(self, _close_runner, self._runner)
+        return self._runner
+
+    async def aclose(self) -> None:
+        """Close what :meth:`from_blueprint` opened (model clients, the store)."""
+        owned, self._owned = self._owned, ()
+        for resource in owned:
+            closer = getattr(resource, "aclose", None) or resource.close
+            await closer()
+
+    def close(self) -> None:
+        """Close what was opened, and the event loop of ``run_sync`` (from synchronous code)."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            if self._owned:
+                asyncio.run(self.aclose())
+            return
+        try:
+            runner.run(self.aclose())
+        finally:
+            runner.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
