@@ -80,16 +80,9 @@ class QueueRunManager:
 
         from engine.runner import session_id_for
         from engine.runner._input import compose_input
-        from engine.service.errors import ServiceError
+        from engine.service.errors import ServiceError, served_runner
 
-        runner = self.runners.get(runner_id)
-        if runner is None:
-            raise ServiceError(
-                f"runner {runner_id!r} not found; GET /v1/runners lists the runners served "
-                f"({', '.join(sorted(self.runners)) or 'none'})",
-                code="service.runner_not_found",
-                status=404,
-            )
+        runner = served_runner(self.runners, runner_id)
         run_id = str(getattr(context, "run_id", "") or "") or f"run-{uuid.uuid4().hex}"
         if self.state.get(run_id):
             raise ServiceError(

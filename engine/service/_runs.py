@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from engine.service.errors import ServiceError
+from engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
     from engine.runner import AuthorizationRegistry, BlueprintRunner, Interactions, RunnerContext, RunnerResult
@@ -287,14 +287,7 @@ class RunManager:
         """
         from engine.runner import Interactions, session_id_for
 
-        runner = self.runners.get(runner_id)
-        if runner is None:
-            raise ServiceError(
-                f"runner {runner_id!r} not found; GET /v1/runners lists the runners served "
-                f"({', '.join(sorted(self.runners)) or 'none'})",
-                code="service.runner_not_found",
-                status=404,
-            )
+        runner = served_runner(self.runners, runner_id)
         self._evict()
         run_id = str(getattr(context, "run_id", "") or "") or f"run-{uuid.uuid4().hex}"
         if run_id in self._runs:

@@ -8,11 +8,14 @@ store) are mapped to a status by their code in ``engine.service._app``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from engine.errors import CodeactError
 
-__all__ = ["ServiceError"]
+__all__ = ["ServiceError", "served_runner"]
+
+_R = TypeVar("_R")
 
 
 class ServiceError(CodeactError):
@@ -48,3 +51,20 @@ class ServiceError(CodeactError):
         if self.errors is not None:
             error["errors"] = self.errors
         return {"error": error}
+
+
+def served_runner(runners: Mapping[str, _R], runner_id: str) -> _R:
+    """The runner served under ``runner_id``.
+
+    Raises:
+        ServiceError: ``service.runner_not_found`` (404), naming the runners that are served.
+    """
+    runner = runners.get(runner_id)
+    if runner is None:
+        raise ServiceError(
+            f"runner {runner_id!r} not found; GET /v1/runners lists the runners served "
+            f"({', '.join(sorted(runners)) or 'none'})",
+            code="service.runner_not_found",
+            status=404,
+        )
+    return runner
