@@ -6,17 +6,14 @@ The append-only file (fsync always) in ``directory`` keeps the data across a kil
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.ports import free_port
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+__all__ = ["PrivateRedis", "free_port", "running"]
 
 
 class PrivateRedis:

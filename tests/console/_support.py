@@ -8,7 +8,6 @@ import concurrent.futures
 import contextlib
 import os
 import shutil
-import socket
 import struct
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import missing_service
+from tests.ports import free_port
 from toolkits import operation, toolkit
 
 TOKEN = "console-test-token-9f2c"
@@ -155,12 +155,6 @@ def in_thread(fn: Callable[[], Any], timeout: float = 120) -> Any:
     """``fn()`` in a thread of its own (pytest-asyncio may have a loop running in this one)."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(fn).result(timeout=timeout)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.store.redis_store import RedisStore
+from tests.ports import free_port
 
 from .conftest import BASE, MakeAgent, Probe, code
 
@@ -81,18 +82,12 @@ class _Server:
         raise AssertionError("redis-server did not exit")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[_Server]:
     """A redis-server of this test's own (AOF on, fsync always), stopped afterwards."""
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server is not installed (make test installs it)")
-    server = _Server(port=_free_port(), directory=tmp_path)
+    server = _Server(port=free_port(), directory=tmp_path)
     server.start()
     yield server
     try:

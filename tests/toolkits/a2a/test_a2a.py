@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +21,8 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, TaskIdParams, TaskState, TextPart
 
+from tests.ports import free_port, wait_listening
+
 CODEACT = str(Path(sys.executable).parent / "codeact")
 
 REVIEWER_REPLIES = [
@@ -32,12 +32,6 @@ REVIEWER_REPLIES = [
     # The task the test cancels: a long-running round.
     "This will take a while.\n```python\nimport asyncio\nawait asyncio.sleep(60)\n```",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _blueprint(path: Path, agent_id: str, body: str = "") -> Path:
@@ -55,7 +49,7 @@ def reviewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("reviewer")
     (root / "replies.yaml").write_text(json.dumps(REVIEWER_REPLIES))
     path = _blueprint(root / "agent.yaml", "release-reviewer")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "CODEACT_HOME": str(root / "home")}
     proc = subprocess.Popen(
         [CODEACT, "a2a", "serve", str(path), "--port", str(port), "--store", f"sqlite:///{root / 's.db'}"]
@@ -65,15 +59,7 @@ def reviewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("codeact a2a serve exited")
-                time.sleep(0.1)
+        wait_listening(proc, port, timeout=60, what="codeact a2a serve")
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()

@@ -8,10 +8,8 @@ for tool errors, a crashing server, timeouts, credentials by environment name an
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
+from tests.ports import free_port, wait_listening
 from tests.toolkits.mcp.conftest import FLAKY, answer, events, run_cli, write_agent
 
 
@@ -186,26 +185,12 @@ def test_toolkits_list_shows_the_stubs_the_model_sees(tmp_path: Path) -> None:
     assert "    async def stats(self, values: list[float]) -> Stats:\n" in run.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(FLAKY), "--port", str(port)], stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("the HTTP MCP server exited")
-                time.sleep(0.1)
+        wait_listening(proc, port, timeout=30, what="the HTTP MCP server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +15,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.ports import free_port, wait_listening
 
 REPO = Path(__file__).resolve().parents[3]
 DEVOPS = f"{REPO / 'examples' / 'devops' / 'toolkit.py'}:DevOps"
@@ -33,26 +33,12 @@ async def stdio_session() -> AsyncIterator[ClientSession]:
             yield session
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([CODEACT, *SERVE, "--port", str(port)], stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("codeact mcp serve --port exited")
-                time.sleep(0.1)
+        wait_listening(proc, port, timeout=60, what="codeact mcp serve --port")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
