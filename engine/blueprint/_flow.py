@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from engine.blueprint.inheritance import shown_path
 from engine.blueprint.issues import ValidationIssue
 from engine.errors import BlueprintLoadError
 
@@ -77,13 +78,13 @@ def load_flow_agents(
                 ValidationIssue.error(
                     where,
                     "blueprint.flow.agent.notFound",
-                    f"flow.agents[{index}]: file {_shown(path, base_dir)!r} was not found; "
+                    f"flow.agents[{index}]: file {shown_path(path, base_dir)!r} was not found; "
                     "a path is relative to the file that declares it.",
                 )
             )
         else:
             try:
-                loaded[index] = load(path, shown=_shown(path, base_dir), stack=stack)
+                loaded[index] = load(path, shown=shown_path(path, base_dir), stack=stack)
             except BlueprintLoadError as exc:
                 issues.append(
                     ValidationIssue.error(
@@ -93,13 +94,6 @@ def load_flow_agents(
                     )
                 )
     return loaded
-
-
-def _shown(path: Path, base_dir: Path) -> str:
-    try:
-        return path.relative_to(base_dir).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def _trim(value: str | None) -> str | None:

@@ -66,6 +66,14 @@ def builtin_names() -> list[str]:
     return sorted(path.stem for path in BUILTIN_DIR.glob("*.yaml"))
 
 
+def shown_path(path: Path, base_dir: Path) -> str:
+    """``path`` as messages show it: relative to ``base_dir`` when inside it, else as given."""
+    try:
+        return path.relative_to(base_dir).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 def read_blueprint_text(path: Path, shown: str) -> str:
     """Read a blueprint file as UTF-8 text.
 

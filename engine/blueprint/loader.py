@@ -15,7 +15,7 @@ from typing import IO, Final
 
 from engine.blueprint._coerce import coerce_document
 from engine.blueprint._yaml import parse_yaml
-from engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance
+from engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance, shown_path
 from engine.blueprint.issues import ValidationIssue
 from engine.blueprint.kimi import is_kimi_document, kimi_to_codeact
 from engine.blueprint.models import CODEACT_VERSION, Blueprint, UnknownField
@@ -127,7 +127,7 @@ def _load_subagents(
             continue  # null removes an inherited sub-agent; a blank path is a validation error
         where = f"$.subagents.{name}.path"
         path = Path(entry.path or "")
-        shown = _relative(path, base_dir)
+        shown = shown_path(path, base_dir)
         if path.resolve() in stack:
             chain = " -> ".join([item.name for item in stack] + [path.name])
             issues.append(
@@ -166,10 +166,3 @@ def _load_subagents(
                     )
                 )
     return loaded
-
-
-def _relative(path: Path, base_dir: Path) -> str:
-    try:
-        return path.relative_to(base_dir).as_posix()
-    except ValueError:
-        return path.as_posix()
