@@ -35,6 +35,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from sandbox import _spawn
 from sandbox._cgroup import SandboxCgroup, cgroup_support
 from sandbox.aio import cancel_and_wait, wait_for
 from sandbox.base import Limits, RuntimeWorker, Sandbox
@@ -171,7 +172,7 @@ async def _check_bwrap(bwrap: str, limits: Limits) -> None:
                 bwrap, bridge_dir=tmp, limits=limits, command=[executable, "-I", "-S", "-c", "import os; os.getuid()"]
             )
             try:
-                proc = await asyncio.create_subprocess_exec(
+                proc = await _spawn.spawn(
                     *argv,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.DEVNULL,
@@ -257,14 +258,7 @@ class _ProcessWorker(RuntimeWorker):
 
     def kill(self) -> None:
         """SIGKILL the child's whole process group (bubblewrap then tears down its pid namespace) and its cgroup."""
-        if self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            # Not proc.kill(): Popen.send_signal() polls first and would reap a child that just died,
-            # from under asyncio's child watcher (see cleanup()). Until that watcher reaps it, the
-            # pid cannot be reused, so signalling it directly is safe.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.proc.pid, signal.SIGKILL)
+        _spawn.kill(self.proc)
         if self.cgroup is not None:
             self.cgroup.kill()
 
@@ -309,19 +303,7 @@ class _ProcessWorker(RuntimeWorker):
         """Release the child's pipes and remove the private work dir (``process`` mode)."""
         # asyncio keeps the child's pipes on the process transport; a sandboxed grandchild may still
         # hold the stderr pipe after the kill, so EOF need not come: close it now, not at GC time.
-        transport = getattr(self.proc, "_transport", None)
-        if transport is not None:
-            # asyncio's child watcher reaps the child in a thread (waitpid(pid, 0)). Closing the
-            # transport calls Popen.poll(), and a Popen dropped unreaped is reaped by the next
-            # subprocess.Popen: either would take the (killed) child from under that thread,
-            # which then logs "Unknown child process pid N, will report returncode 255". Mark
-            # the Popen as done: the watcher stays the only one to reap it.
-            popen = getattr(transport, "_proc", None)
-            if popen is not None and popen.returncode is None:
-                self.kill()
-                popen.returncode = -signal.SIGKILL
-            with contextlib.suppress(Exception):
-                transport.close()
+        _spawn.release(self.proc)
         if self.work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
         if self.cgroup is not None:
@@ -450,7 +432,7 @@ class SubprocessSandbox(Sandbox):
                 shutil.rmtree(work_dir, ignore_errors=True)
             raise
         try:
-            proc = await asyncio.create_subprocess_exec(
+            proc = await _spawn.spawn(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.DEVNULL,

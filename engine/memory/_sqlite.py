@@ -6,6 +6,7 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from engine.memory.backend import MemoryBackend
@@ -52,6 +53,8 @@ class SQLiteMemory(MemoryBackend):
         self.key = f"sqlite:{path}" if path != ":memory:" else f"sqlite::memory:{id(self)}"
         self.path = path
         self._lock = threading.Lock()
+        # One worker thread: operations land in the order they were made, even when a caller is cancelled.
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeact-memory")
         try:
             self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout)
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -69,7 +72,7 @@ class SQLiteMemory(MemoryBackend):
                         f"memory store {self.path} failed to {action}: {exc}", code="memory.store"
                     ) from exc
 
-        return await asyncio.to_thread(locked)
+        return await asyncio.get_running_loop().run_in_executor(self._worker, locked)
 
     def _write(self, statements: list[tuple[str, tuple[Any, ...]]], bumps: set[tuple[str, str]]) -> None:
         conn = self._conn
@@ -185,6 +188,7 @@ class SQLiteMemory(MemoryBackend):
 
     async def close(self) -> None:
         """Close the connection."""
+        self._worker.shutdown(wait=False)
         with self._lock:
             self._conn.close()
 

@@ -9,7 +9,11 @@ the watcher's thread is slow to wake (a loaded machine), and the thread then log
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
+import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +106,40 @@ def test_cli_deadline_kill_prints_no_unknown_child(tmp_path: Path) -> None:
         )
         assert "DeadlineExceeded" in run.stdout + run.stderr
         assert "Unknown child process" not in run.stdout + run.stderr
+
+
+def _children() -> set[int]:
+    """Live (not zombie) child processes of this process."""
+    me, found = str(os.getpid()), set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                stat = (entry / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if fields[1] == me and fields[0] != "Z":
+                    found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("isolation", ["process", "bwrap"])
+async def test_closing_while_the_pool_starts_a_runtime_leaves_no_process_and_no_open_pipe(isolation: str) -> None:
+    """``aclose`` cancels the pool's refill wherever it is, inside the child's start too.
+
+    Cancelled while asyncio connects a new child's pipes, a plain ``create_subprocess_exec`` left a
+    pipe transport open (an "unclosed transport" ResourceWarning at a later garbage collection,
+    an error under pytest, in whatever test ran then).
+    """
+    rng = random.Random(1124)
+    before = _children()
+    for _ in range(30):
+        box = SubprocessSandbox(isolation=isolation, pool_size=1)  # type: ignore[arg-type]
+        await box.execute("x = 1")  # the pool's refill is now starting a second runtime
+        for _ in range(rng.randrange(12)):
+            await asyncio.sleep(0)
+        await box.aclose()
+    gc.collect()  # an unclosed pipe transport warns here
+    for _ in range(100):  # killed runtimes are reaped by asyncio's child watcher thread
+        if _children() <= before:
+            break
+        await asyncio.sleep(0.05)
+    assert _children() <= before

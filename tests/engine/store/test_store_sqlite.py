@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import stat
@@ -111,6 +112,42 @@ async def test_operations_after_close_fail_clearly(tmp_path: Path) -> None:
     with pytest.raises(StoreError) as info:
         await store.list_sessions()
     assert info.value.message == f"store sqlite:///{tmp_path / 's.db'} is closed"
+
+
+async def test_operations_land_in_order_even_when_their_caller_is_cancelled(tmp_path: Path) -> None:
+    """A cancelled write that was running lands before the next operation; one not yet started never runs.
+
+    (With a thread pool, a pending entry cancelled mid-write could land after the ``clear_pending``
+    that follows it, leaving a stale entry behind an interrupted round.)
+    """
+    path = tmp_path / "s.db"
+
+    def entry(code: str) -> dict[str, object]:
+        return {"round": 1, "kind": "code", "code": code}
+
+    async with SQLiteStore(path) as store:
+        await store.create_session(make_meta())
+        for then_clear in (False, True):
+            blocker = sqlite3.connect(path, isolation_level=None)
+            blocker.execute("BEGIN IMMEDIATE")  # another process's write: the store's writes wait for it
+            try:
+                running = asyncio.create_task(store.add_pending("s1", entry("a")))
+                queued = asyncio.create_task(store.add_pending("s1", entry("b")))
+                await asyncio.sleep(0.2)
+                running.cancel()
+                queued.cancel()
+                last = store.clear_pending("s1") if then_clear else store.add_pending("s1", entry("c"))
+                following = asyncio.create_task(last)
+                await asyncio.sleep(0.1)
+            finally:
+                blocker.execute("COMMIT")
+                blocker.close()
+            await following
+            for task in (running, queued):
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            assert [e["code"] for e in await store.pending("s1")] == ([] if then_clear else ["a", "c"])
+            await store.clear_pending("s1")
 
 
 async def test_the_file_uses_wal_and_survives_reopening(tmp_path: Path) -> None:
