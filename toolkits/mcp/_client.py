@@ -5,7 +5,9 @@ agent may run rounds from several loops (``run_sync``, ``asyncio.run`` per CLI c
 server gets a dedicated thread running its own loop: the session is opened there once (on first
 use), stays up across the rounds of a session, and every call is handed to that loop. A call
 waits at most its timeout; a server that fails to start, exits or breaks its stream fails the
-call with :class:`McpServerError` and is started again on the next call.
+call with :class:`McpServerError` and is started again on the next call. After a call timed out,
+the next call pings the server first: one that does not answer (hung, not just slow on one tool)
+is stopped and started again.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool
 
 __all__ = ["McpConnection", "McpServerError"]
+
+_PING_S = 2.0  # a ping after a timed-out call waits this long, and at most a quarter of the next call's timeout
 
 
 class McpServerError(ToolkitError):
@@ -61,6 +65,7 @@ class McpConnection:
         self._broken: str | None = None
         self._stderr: Any = None
         self._task: asyncio.Task[None] | None = None
+        self._suspect = False  # a call timed out: ping before the next one
 
     @property
     def running(self) -> bool:
@@ -111,6 +116,8 @@ class McpConnection:
             McpServerError: the server is not running and cannot be started, or the session broke.
             TimeoutError: no answer within ``timeout`` seconds (the request is cancelled).
         """
+        if self._suspect and self.running:
+            await self._ping(min(_PING_S, timeout / 4))
         if not self.running:
             await asyncio.to_thread(self.start)
         loop, session = self._loop, self._session
@@ -119,9 +126,26 @@ class McpConnection:
         future = asyncio.run_coroutine_threadsafe(self._call(session, tool, arguments, timeout), loop)
         try:
             return await wait_for(asyncio.wrap_future(future), timeout + 2.0)
-        except (asyncio.CancelledError, TimeoutError):
+        except (asyncio.CancelledError, TimeoutError):  # timed out, or the bridge's deadline cancelled it
+            future.cancel()
+            self._suspect = True
+            raise
+
+    async def _ping(self, timeout: float) -> None:
+        """Mark the session broken (so the server is started again) when it does not answer a ping."""
+        loop, session = self._loop, self._session
+        self._suspect = False
+        if loop is None or session is None:
+            return
+        future = asyncio.run_coroutine_threadsafe(session.send_ping(), loop)
+        try:
+            await wait_for(asyncio.wrap_future(future), timeout)
+        except asyncio.CancelledError:
             future.cancel()
             raise
+        except Exception as exc:  # noqa: BLE001 - no answer in time, or a broken stream: start it again
+            future.cancel()
+            self._broken = f"it did not answer a ping after a call timed out ({type(exc).__name__})"
 
     async def _call(self, session: ClientSession, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
         from datetime import timedelta

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import TypedDict
 
 import anyio
@@ -46,6 +47,13 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await anyio.sleep(seconds)
     return "late"
+
+
+@server.tool()
+async def hang() -> str:
+    """Blocks the server's event loop: it answers nothing any more (not even a ping)."""
+    time.sleep(3600)
+    return "never"
 
 
 @server.tool()

@@ -137,6 +137,26 @@ def test_tool_errors_crashes_and_timeouts_are_errors_in_the_code(tmp_path: Path)
     assert "the host environment variable(s) FLAKY_TOKEN named in its mcp.env are not set" in missing[2]
 
 
+def test_a_hung_server_is_started_again_on_the_next_call(tmp_path: Path) -> None:
+    """A server that stops answering (its loop blocked) times the call out, then is replaced."""
+    replies = [
+        "hang() will time out; the server should be back for the next call.\n\n```python\n"
+        "try:\n"
+        "    await flaky.hang()\n"
+        "except ToolError as e:\n"
+        "    first = e.code\n"
+        "total = await flaky.add(a=1, b=2)\n"
+        "system.finish([first, total])\n```",
+    ]
+    path = write_agent(tmp_path, _flaky(tmp_path, ", timeout: 8"), replies)  # room to restart it
+    path.write_text(path.read_text() + "sandbox: {limits: {timeoutSeconds: 40}}\n")
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    args = ("--input", "go", "--store", store, "--json", "--allow-sandbox-declaration")
+    run = run_cli("run", str(path), *args, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:] + run.stdout[-2000:]
+    assert answer(run.stdout) == ["deadline_exceeded", 3]
+
+
 def test_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
     toolkits = (
         "  - ref: broken\n    mcp: {command: "
