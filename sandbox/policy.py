@@ -32,9 +32,9 @@ import ast
 import functools
 import inspect
 import marshal
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from sandbox._await_insert import _AwaitInserter
 from sandbox.runtime.guards import (
@@ -64,6 +64,7 @@ STAR_IMPORT_HELPER: Final = "_codeact_import_star_"
 
 _MAX_REPORTED: Final = 5
 _CACHE_SIZE: Final = 256
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,11 +154,25 @@ def compile_code(
     return _compile_cached(source, policy, frozenset(toolkit_names), filename)
 
 
+def _retry_ast(convert: Callable[[], _T]) -> _T:
+    """Run ``convert`` once more after CPython 3.11's spurious "recursion depth mismatch" SystemError.
+
+    3.11 keeps the AST converters' depth counter per interpreter: a finalizer that parses during a
+    parse (formatting a traceback does) leaves it off (CPython gh-106905); the code itself is fine.
+    """
+    try:
+        return convert()
+    except SystemError as exc:
+        if "recursion depth mismatch" not in str(exc):
+            raise
+        return convert()
+
+
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _compile_cached(source: str, policy: Policy, toolkit_names: frozenset[str], filename: str) -> CompiledCode:
     lines = source.splitlines()
     try:
-        tree = ast.parse(source, filename=filename, mode="exec", type_comments=False)
+        tree = _retry_ast(lambda: ast.parse(source, filename=filename, mode="exec", type_comments=False))
     except SyntaxError as exc:
         raise _syntax_failure(exc, lines, filename) from None
     inserter = _AwaitInserter(toolkit_names)
@@ -166,7 +181,9 @@ def _compile_cached(source: str, policy: Policy, toolkit_names: frozenset[str], 
         tree = _restrict(tree, lines, inserter.internal_names)
     ast.fix_missing_locations(tree)
     try:
-        code = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        code = _retry_ast(
+            lambda: compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        )
     except SyntaxError as exc:
         raise _syntax_failure(exc, lines, filename) from None
     except (ValueError, TypeError) as exc:  # a malformed tree would be our bug; report it, do not crash

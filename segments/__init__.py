@@ -15,6 +15,7 @@ The pipeline stage "prompt builder -> model -> parser" of ARCHITECTURE.md:
 
 from __future__ import annotations
 
+from segments._text import parse_python
 from segments.budget import (
     ApproxTokenCounter,
     CompactConfig,
@@ -78,6 +79,7 @@ __all__ = [
     "fallback_summary",
     "fim_tokens_for",
     "format_evaluation",
+    "parse_python",
     "parse_segments",
     "parse_thought",
     "segment_label",

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from segments._text import clean_code, syntax_error
+from segments._text import clean_code, parse_python, syntax_error
 
 __all__: list[str] = []
 
@@ -168,7 +168,7 @@ def _last_line(text: str) -> str:
 def _defined(code: str) -> tuple[set[str], set[str]]:
     """``(functions and classes, every top-level bound name)`` of ``code`` (empty sets when it does not parse)."""
     try:
-        body = ast.parse(clean_code(code)).body
+        body = parse_python(clean_code(code)).body
     except (SyntaxError, ValueError):
         return set(), set()
     definitions = {s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}

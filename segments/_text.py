@@ -15,6 +15,22 @@ _LINE_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
+def parse_python(code: str) -> ast.Module:
+    """``ast.parse(code)``, once more after CPython 3.11's spurious "recursion depth mismatch" error.
+
+    3.11 keeps the AST converter's depth counter per interpreter: a finalizer that runs during a
+    parse (garbage collection) and parses too (formatting a traceback does) leaves it off, and the
+    outer parse raises ``SystemError: AST constructor recursion depth mismatch`` (CPython gh-106905).
+    The code is fine; parsing it again works.
+    """
+    try:
+        return ast.parse(code)
+    except SystemError as exc:
+        if "recursion depth mismatch" not in str(exc):
+            raise
+        return ast.parse(code)
+
+
 def normalize_newlines(text: str) -> str:
     """CRLF and lone CR become LF."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -58,7 +74,7 @@ def one_line(text: str, limit: int) -> str:
 def parses(code: str) -> bool:
     """True when ``code`` is valid Python (top-level ``await`` allowed)."""
     try:
-        ast.parse(code)
+        parse_python(code)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -67,7 +83,7 @@ def parses(code: str) -> bool:
 def syntax_error(code: str) -> SyntaxError | None:
     """The SyntaxError ``ast.parse`` raises for ``code``, or None."""
     try:
-        ast.parse(code)
+        parse_python(code)
     except SyntaxError as exc:
         return exc
     except ValueError as exc:  # null bytes

@@ -24,6 +24,7 @@ from segments._text import (
     normalize_newlines,
     normalize_tabs,
     one_line,
+    parse_python,
     string_lines,
 )
 from segments.errors import PromptConfigError
@@ -245,7 +246,7 @@ def _has_statement(code: str) -> bool:
     if not code.strip():
         return False
     try:
-        return bool(ast.parse(code).body)
+        return bool(parse_python(code).body)
     except SyntaxError:
         return True  # not our call to judge here: the sandbox reports the syntax error
 
@@ -292,7 +293,7 @@ def validate_imports(imports: Sequence[str]) -> None:
     """
     for i, text in enumerate(imports):
         try:
-            body = ast.parse(text).body
+            body = parse_python(text).body
         except SyntaxError:
             body = []
         if len(body) != 1 or not isinstance(body[0], ast.Import | ast.ImportFrom):

@@ -34,7 +34,7 @@ from typing import Any
 
 import prompts
 from segments._blocks import Block, candidates, fenced_blocks, tag_blocks
-from segments._text import clean_code, fix_first_line, normalize_newlines, syntax_error
+from segments._text import clean_code, fix_first_line, normalize_newlines, parse_python, syntax_error
 from segments.errors import CodeParseError, ThoughtParseError
 from segments.fim import FIM_FAMILIES, CodeFrame
 from segments.model import CodeBlock, CodeSource, Segment, SegmentKind
@@ -304,7 +304,7 @@ def _block(code: str, notes: Sequence[str]) -> CodeBlock:
 
 def _looks_like_code(code: str) -> bool:
     """False for "code" that is really a word or a number (``OK``, ``Done``, ``42``)."""
-    body = ast.parse(code).body
+    body = parse_python(code).body
     return bool(body) and not all(
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Name | ast.Constant | ast.Attribute) for s in body
     )

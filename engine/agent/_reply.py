@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 import textwrap
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import prompts
-from segments import CodeParseError
+from segments import CodeParseError, parse_python
 
 if TYPE_CHECKING:
     from engine.agent.context import RunContext
@@ -91,7 +90,7 @@ def _whole_program(piece: str) -> bool:
     if closing is None:
         return False
     try:
-        ast.parse(textwrap.dedent(body[: closing.start()]))
+        parse_python(textwrap.dedent(body[: closing.start()]))
     except (SyntaxError, ValueError):
         return False
     return True
