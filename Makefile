@@ -7,20 +7,41 @@ PY := $(VENV)/bin/python
 # (module fixtures stay per file). `make test PYTEST_ARGS=` runs them in one process.
 PYTEST_ARGS ?= -n 4 --dist loadfile
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# uv installs exactly the lock (uv.lock) with the machine's python3; it never downloads a Python.
+UV_VERSION := 0.13.8
+UV := $(abspath .tools/uv/bin/uv)
+export UV_PYTHON := python3
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help install test demo bench lint typecheck format services-up services-down sandbox-image clean
+.PHONY: help install install-dev lock test test-latest demo bench lint typecheck format services-up services-down sandbox-image clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(VENV)/.installed: pyproject.toml
+$(UV):
+	@python3 -m venv .tools/uv
+	@.tools/uv/bin/python -m pip install -q --disable-pip-version-check "uv==$(UV_VERSION)"
+
+$(VENV)/.installed: pyproject.toml uv.lock | $(UV)
 	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
-	@test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	@$(UV) sync -q --frozen --no-dev --inexact
 	@touch $@
 
-install: $(VENV)/.installed ## Create .venv with the package (editable) and dev tools; apt-get bubblewrap
+$(VENV)/.installed-dev: pyproject.toml uv.lock | $(UV)
+	@command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; }
+	@$(UV) sync -q --frozen --all-extras
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed ## Install codeact (editable, runtime only, exactly the lock) into .venv; the CLI is .venv/bin/codeact
+	@echo "codeact is installed: run .venv/bin/codeact, or put it on the PATH: export PATH=\"$(abspath $(VENV))/bin:\$$PATH\""
+
+install-dev: $(VENV)/.installed-dev ## install + every extra + the developers' tools (pytest, ruff, mypy), exactly the lock
+
+lock: | $(UV) ## Refresh uv.lock from pyproject.toml (newest versions the bounds allow), then install it
+	$(UV) lock --upgrade
+	@$(UV) sync -q --frozen --all-extras
+	@touch $(VENV)/.installed-dev $(VENV)/.installed
 
 services-up: ## Install and start Docker + Redis (writes .services/env)
 	@scripts/services.sh up
@@ -31,35 +52,42 @@ services-down: ## Stop the services that services-up started
 sandbox-image: ## Build the Docker sandbox image from Debian packages (cached by recipe hash)
 	@sandbox/image/build.sh >/dev/null
 
-test: install ## Install everything, start real Redis + Docker, build the image, run every test
+TEST_DEPS ?= install-dev
+test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
 	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	scripts/services.sh down; exit $$rc
 
+LATEST ?=
+test-latest: | $(UV) ## The suite against the newest versions pyproject allows (LATEST='litellm>=1.106' overrides a bound), in .venv-latest
+	@$(UV) venv -q --allow-existing .venv-latest
+	@$(UV) pip compile -q pyproject.toml --all-extras --group dev --upgrade $(if $(LATEST),--override <(printf '%s\n' $(LATEST))) -o .venv-latest/requirements.txt
+	@$(UV) pip sync -q --python .venv-latest/bin/python .venv-latest/requirements.txt
+	@$(UV) pip install -q --python .venv-latest/bin/python --no-deps -e .
+	@echo "test-latest: these versions differ from uv.lock:"
+	@.venv/bin/python scripts/lock_diff.py uv.lock .venv-latest/requirements.txt || true
+	@$(MAKE) --no-print-directory test VENV=.venv-latest UV_PROJECT_ENVIRONMENT=.venv-latest PY=.venv-latest/bin/python TEST_DEPS=
+
 demo: install ## Run the bundled DevOps example agent end to end, offline
 	@scripts/demo.sh
 
-$(VENV)/.bench-installed: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[dev,bench]'
-	@touch $@
-
-bench: install $(VENV)/.bench-installed ## Run the benchmarks (installs the bench extra), write bench/results.json
+bench: install-dev ## Run the benchmarks (installs the bench extra), write bench/results.json
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
 	$(PY) -m bench || rc=$$?; \
 	scripts/services.sh down; exit $$rc
 
-lint: install ## ruff check + format check
+lint: install-dev ## ruff check + format check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-typecheck: install ## mypy --strict over engine, segments, sandbox, toolkits, prompts
+typecheck: install-dev ## mypy --strict over the codeact package (engine, segments, sandbox, toolkits, prompts)
 	$(VENV)/bin/mypy
 
-format: install ## Apply ruff fixes and formatting
+format: install-dev ## Apply ruff fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
 clean: ## Remove the venv and caches
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .services
+	rm -rf $(VENV) .venv-latest .tools .mypy_cache .pytest_cache .ruff_cache .services

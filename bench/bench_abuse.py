@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from toolkits import ToolkitBridge, ToolkitRegistry, operation, toolkit
+from codeact.toolkits import ToolkitBridge, ToolkitRegistry, operation, toolkit
 
 FRAMES = 10_000
 MiB = 1024 * 1024
@@ -92,8 +92,8 @@ def _settle() -> float:
 
 async def _session(bridge: ToolkitBridge, rounds: list[str]) -> float:
     """Run the rounds in one sandbox; returns the peak RSS seen after a round."""
-    from sandbox import SubprocessSandbox
-    from sandbox.policy import Policy
+    from codeact.sandbox import SubprocessSandbox
+    from codeact.sandbox.policy import Policy
 
     peak = 0.0
     policy = Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))

@@ -38,7 +38,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry, bind_toolkit, operation, toolkit
+from codeact.toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry, bind_toolkit, operation, toolkit
 
 CALLS = 1000
 REPEAT = 7
@@ -97,7 +97,7 @@ async def _round_ms(box: Any, code: str) -> float:
 
 
 async def _sandbox_figures() -> dict[str, Any]:
-    from sandbox import SubprocessSandbox
+    from codeact.sandbox import SubprocessSandbox
 
     bridge = _bridge()
     runs: dict[str, list[float]] = {name: [] for name in ("raw", *_ROUNDS)}
@@ -224,7 +224,7 @@ _CHANNEL_CLIENT = textwrap.dedent(
 
 async def _channel_ms() -> float:
     """1,000 sequential calls from a child process over the real channel + bridge (no sandbox runtime)."""
-    from sandbox.channel import Channel
+    from codeact.sandbox.channel import Channel
 
     bridge = _bridge()
     channel = await Channel.open(bridge)

@@ -44,7 +44,7 @@ def _code(i: int) -> str:
 
 
 async def _record(store: Any) -> str:
-    from engine.store import RoundRecord, SessionMeta
+    from codeact.engine.store import RoundRecord, SessionMeta
 
     sid = "bench-200"
     await store.create_session(SessionMeta(session_id=sid, blueprint_id="bench", blueprint_hash="h", model="m"))
@@ -81,9 +81,9 @@ async def _measure(db: Path) -> dict[str, Any]:
     import httpx
     from starlette.applications import Starlette
 
-    from engine.service.console import console_routes
-    from engine.service.console._highlight import highlight
-    from engine.store import open_store
+    from codeact.engine.service.console import console_routes
+    from codeact.engine.service.console._highlight import highlight
+    from codeact.engine.store import open_store
 
     async with open_store(f"sqlite:///{db}") as store:
         sid = await _record(store)

@@ -23,8 +23,8 @@ import time
 import uuid
 from typing import Any
 
-from sandbox import DockerSandbox
-from sandbox.subprocess_sandbox import python_interpreter
+from codeact.sandbox import DockerSandbox
+from codeact.sandbox.subprocess_sandbox import python_interpreter
 
 LOOP = "total = 0\nfor i in range(1000000):\n    total += i\n"
 MiB = 1024 * 1024

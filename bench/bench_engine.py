@@ -15,7 +15,7 @@
   subprocess sandboxes, one SQLite store); rounds per second against the same kind of session run
   one after another, peak RSS of this process (``VmHWM``) and the peak summed RSS of the sandbox
   processes (sampled from ``/proc`` every 100 ms).
-* ``replay``: a 20-round session replayed from the record (``engine.replay.replay_session``, fresh
+* ``replay``: a 20-round session replayed from the record (``codeact.engine.replay.replay_session``, fresh
   subprocess sandbox) in rounds per second, against the live run that recorded it.
 
 Redis comes from ``CODEACT_TEST_REDIS_URL`` (``source .services/env``); without it the Redis
@@ -108,10 +108,10 @@ def _agent(
     compaction: bool = True,
 ) -> Any:
     """An Agent over ``store`` whose scripted model writes ``rounds`` rounds of trivial code."""
-    from engine.agent import Agent, default_sandbox_factory
-    from engine.blueprint import AgentFactory, Blueprint, HostContext
-    from engine.model import ModelClient, ModelSettings, ScriptedReplies
-    from toolkits import ToolkitRegistry
+    from codeact.engine.agent import Agent, default_sandbox_factory
+    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext
+    from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+    from codeact.toolkits import ToolkitRegistry
 
     script = ScriptedReplies(_codes(rounds))
     client = ModelClient(ModelSettings(model=script.model), env={})
@@ -151,8 +151,8 @@ async def _run_once(agent: Any, session: str) -> tuple[float, list[Any]]:
 
 
 async def _overhead(url: str, *, compaction: bool = True) -> dict[str, Any]:
-    from engine.events import CodeCompleted, RoundStarted
-    from engine.store import open_store
+    from codeact.engine.events import CodeCompleted, RoundStarted
+    from codeact.engine.store import open_store
 
     store = open_store(url)
     try:
@@ -241,7 +241,7 @@ async def _sample_children(peak: list[int], stop: asyncio.Event) -> None:
 
 
 async def _concurrent(url: str) -> dict[str, Any]:
-    from engine.store import open_store
+    from codeact.engine.store import open_store
 
     store = open_store(url)
     try:
@@ -281,9 +281,9 @@ async def _concurrent(url: str) -> dict[str, Any]:
 
 
 async def _replay(url: str) -> dict[str, Any]:
-    from engine.replay import replay_session
-    from engine.store import open_store
-    from sandbox import SubprocessSandbox
+    from codeact.engine.replay import replay_session
+    from codeact.engine.store import open_store
+    from codeact.sandbox import SubprocessSandbox
 
     store = open_store(url)
     try:

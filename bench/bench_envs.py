@@ -6,7 +6,7 @@ Measured in one run (2-core shared machine: paired measurements alternate and re
   into an empty cache: host pip for the subprocess backend, and (``docker_cold_build_s``) host pip
   for the image's Python plus ``docker build`` on the base image. ``datascience_build_s`` is the
   recorded build time of the ``datascience`` preset in the stable cache (built by the tests, or now).
-* ``hit_lookup_ms``: :func:`sandbox.env.ensure_environment` on a cache hit (hash, stat, utime).
+* ``hit_lookup_ms``: :func:`codeact.sandbox.env.ensure_environment` on a cache hit (hash, stat, utime).
 * ``start_*_ms``: lookup + ``SubprocessSandbox.start()`` (runtime spawned, connected, authenticated)
   with the ``datascience`` environment mounted, against the same start with no packages, alternated
   ``REPEAT`` times; ``start_added_ms`` is the median difference (goal: <= 5 ms), ``start_ratio`` the
@@ -29,9 +29,9 @@ import tempfile
 import time
 from typing import Any
 
-from sandbox import DockerSandbox, SubprocessSandbox
-from sandbox.env import MOUNT_POINT, EnvSpec, cache_root, ensure_environment, prune_environments
-from sandbox.policy import Policy
+from codeact.sandbox import DockerSandbox, SubprocessSandbox
+from codeact.sandbox.env import MOUNT_POINT, EnvSpec, cache_root, ensure_environment, prune_environments
+from codeact.sandbox.policy import Policy
 
 REPEAT = 15
 PRESET = EnvSpec(preset="datascience")

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.agent import Agent
-from engine.blueprint import AgentFactory, HostContext, load_text
-from engine.flow import SequentialAgent, Step
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import SQLiteStore
-from toolkits import ToolkitRegistry
+from codeact.engine.agent import Agent
+from codeact.engine.blueprint import AgentFactory, HostContext, load_text
+from codeact.engine.flow import SequentialAgent, Step
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import SQLiteStore
+from codeact.toolkits import ToolkitRegistry
 
 RUNS = 60
 STEPS = 5

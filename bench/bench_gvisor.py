@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from sandbox import DockerSandbox
+from codeact.sandbox import DockerSandbox
 
 LOOP = "total = 0\nfor i in range(1000000):\n    total += i\n"
 Runtime = Literal["runc", "gvisor"]
@@ -54,7 +54,7 @@ async def _figures(runtime: Runtime) -> dict[str, float]:
 
 
 def _has_gvisor() -> bool:
-    from sandbox.docker_sandbox._engine import _client
+    from codeact.sandbox.docker_sandbox._engine import _client
 
     client = _client()
     try:

@@ -53,9 +53,9 @@ async def _direct(script: str) -> float:
 
 
 async def _sandboxed(script: str) -> float:
-    from sandbox import SubprocessSandbox
-    from toolkits import ToolkitBridge, ToolkitRegistry
-    from toolkits.mcp import McpServerConfig, McpToolkit
+    from codeact.sandbox import SubprocessSandbox
+    from codeact.toolkits import ToolkitBridge, ToolkitRegistry
+    from codeact.toolkits.mcp import McpServerConfig, McpToolkit
 
     toolkit = McpToolkit(McpServerConfig(name="calc", command=sys.executable, args=(script,)))
     try:

@@ -25,9 +25,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine.memory import LexicalIndex, MemoryBackend, MemoryConfig, MemoryItem, MemoryManager, memory_backend
-from engine.memory.retrieval import clear_cache
-from engine.store import SQLiteStore, Store
+from codeact.engine.memory import LexicalIndex, MemoryBackend, MemoryConfig, MemoryItem, MemoryManager, memory_backend
+from codeact.engine.memory.retrieval import clear_cache
+from codeact.engine.store import SQLiteStore, Store
 
 GOAL_RECALL = 0.8
 GOAL_MS = 20.0
@@ -231,7 +231,7 @@ async def _all_latencies() -> dict[str, Any]:
             await store.close()
     url = os.environ.get("CODEACT_TEST_REDIS_URL") or os.environ.get("CODEACT_BENCH_REDIS_URL")
     if url:
-        from engine.store.redis_store import RedisStore
+        from codeact.engine.store.redis_store import RedisStore
 
         prefix = f"codeact-bench-memory-{uuid.uuid4().hex[:8]}"
         redis_store = RedisStore(url, prefix=prefix)

@@ -22,7 +22,7 @@ def _ms(seconds: float, n: int) -> float:
 
 
 async def _calls(n: int, *, stream: bool) -> float:
-    from engine.model import ModelClient, ModelSettings, ScriptedReplies
+    from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
 
     script = ScriptedReplies(["x = 1\nprint(x)\n"] * n)
     client = ModelClient(ModelSettings(model=script.model), env={})
@@ -36,7 +36,7 @@ async def _calls(n: int, *, stream: bool) -> float:
 
 async def _http(n: int) -> float:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from engine.model import ModelClient, ModelSettings
+    from codeact.engine.model import ModelClient, ModelSettings
     from tests.engine.openai_server import serve
 
     with serve(["x = 1"] * n) as server:
@@ -50,8 +50,8 @@ async def _http(n: int) -> float:
 def run() -> dict[str, Any]:
     """Measure and return the figures."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from engine.model import ScriptedReplies
-    from engine.model._litellm import _litellm
+    from codeact.engine.model import ScriptedReplies
+    from codeact.engine.model._litellm import _litellm
 
     started = time.perf_counter()
     _litellm()

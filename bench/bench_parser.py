@@ -13,7 +13,7 @@ import ast
 import time
 from typing import Any
 
-from segments import CodeParseError, extract_code
+from codeact.segments import CodeParseError, extract_code
 from tests.segments.corpus import FRAME, load, score
 
 

@@ -46,8 +46,8 @@ def _best(runs: int, func: Callable[[], Any]) -> float:
 
 
 def _ratio(source: str, runs: int) -> dict[str, float]:
-    from sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
-    from sandbox.runtime.guards import restricted_globals
+    from codeact.sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
+    from codeact.sandbox.runtime.guards import restricted_globals
 
     restricted = marshal.loads(compile_code(source, policy=Policy()).code)
     plain = compile(source, "<code>", "exec")
@@ -113,8 +113,8 @@ def _variables() -> dict[str, Any]:
 
 
 def _codec(runs: int) -> dict[str, float]:
-    from sandbox.runtime import codec
-    from sandbox.runtime.capture import capture, split_restorable
+    from codeact.sandbox.runtime import codec
+    from codeact.sandbox.runtime.capture import capture, split_restorable
 
     namespace = _variables()
     captured, uncaptured = capture(namespace, source_defs={})

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any, Literal
 
-from sandbox import Policy, SubprocessSandbox
+from codeact.sandbox import Policy, SubprocessSandbox
 
 OPEN = Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))
 

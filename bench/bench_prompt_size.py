@@ -27,10 +27,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from segments import PromptConfig, SegmentBuilder, SegmentHistory, format_evaluation
-from toolkits import ToolkitRegistry
-from toolkits.builtin.system import SystemToolkit
-from toolkits.stubs import openai_tools, render_stubs
+from codeact.segments import PromptConfig, SegmentBuilder, SegmentHistory, format_evaluation
+from codeact.toolkits import ToolkitRegistry
+from codeact.toolkits.builtin.system import SystemToolkit
+from codeact.toolkits.stubs import openai_tools, render_stubs
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "Project P-123: list the open login requirements, deploy checkout-api 2.4.0 and report its deploy status."

@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any
 
-from segments import ApproxTokenCounter, PromptConfig, SegmentBuilder, SegmentHistory, format_evaluation
+from codeact.segments import ApproxTokenCounter, PromptConfig, SegmentBuilder, SegmentHistory, format_evaluation
 
 TARGET_MS = 2.0
 

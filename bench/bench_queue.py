@@ -110,7 +110,7 @@ def _wait_up(url: str, workers: int) -> None:
     client = redis.Redis.from_url(url)
     deadline = time.monotonic() + 60
     # A started worker answers the broadcast ping of Celery's remote control.
-    from engine.queue import make_app
+    from codeact.engine.queue import make_app
 
     app = make_app(url)
     while time.monotonic() < deadline:
@@ -124,7 +124,7 @@ def _wait_up(url: str, workers: int) -> None:
 
 def _inprocess_ms(blueprint: Path, tmp: Path, url: str, n: int) -> tuple[float, float]:
     """Median (whole run, call -> run.started) in ms, in-process on a warm agent."""
-    from engine.agent import Agent
+    from codeact.engine.agent import Agent
 
     async def go() -> tuple[list[float], list[float]]:
         totals, firsts = [], []
@@ -151,7 +151,7 @@ def _inprocess_ms(blueprint: Path, tmp: Path, url: str, n: int) -> tuple[float, 
 
 def _queue_ms(blueprint: Path, tmp: Path, url: str, n: int) -> tuple[float, float, float]:
     """Median (whole run, submit -> run.started written by the worker, submit alone) in ms."""
-    from engine.queue import submit
+    from codeact.engine.queue import submit
 
     totals, firsts, enqueues = [], [], []
     model = _script(tmp, "q", [FINISH] * 1000)  # one model for every run: the worker keeps the agent warm
@@ -169,7 +169,7 @@ def _queue_ms(blueprint: Path, tmp: Path, url: str, n: int) -> tuple[float, floa
 
 
 def _throughput(blueprint: Path, tmp: Path, url: str, label: str, n: int = 24) -> float:
-    from engine.queue import submit
+    from codeact.engine.queue import submit
 
     model = _script(tmp, label, [FINISH] * 1000)
     t0 = time.perf_counter()
@@ -181,7 +181,7 @@ def _throughput(blueprint: Path, tmp: Path, url: str, label: str, n: int = 24) -
 
 
 def _takeover_s(blueprint: Path, tmp: Path, url: str, workers: dict[str, subprocess.Popen[bytes]]) -> float:
-    from engine.queue import submit
+    from codeact.engine.queue import submit
 
     handle = submit(blueprint, "go", queue=url, model=_script(tmp, "takeover", _steps(6, 0.5)))
     starts = 0
@@ -208,7 +208,7 @@ def _takeover_s(blueprint: Path, tmp: Path, url: str, workers: dict[str, subproc
 def _sizes(blueprint: Path, tmp: Path, url: str) -> dict[str, float]:
     import redis
 
-    from engine.queue import submit
+    from codeact.engine.queue import submit
 
     handle = submit(blueprint, "go", queue=url, model=_script(tmp, "size", _steps(3, 0.0)))
     result = handle.result(timeout=60)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 async def _measure() -> dict[str, Any]:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from sandbox import Policy, SubprocessSandbox
+    from codeact.sandbox import Policy, SubprocessSandbox
     from tests.sandbox.real_code_corpus import DIFFERS, SNIPPETS, outcome_key
     from tests.sandbox.test_real_code import _plain_outcomes
 

@@ -29,7 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine.store import RoundRecord, SessionMeta, SQLiteStore, Store
+from codeact.engine.store import RoundRecord, SessionMeta, SQLiteStore, Store
 
 CHECKPOINTS = (10, 100, 1000)
 GOAL = 1.2
@@ -155,7 +155,7 @@ async def _main() -> dict[str, Any]:
             results["sqlite"] = await _measure(sqlite_store, lambda: SQLiteStore(path))
     url = os.environ.get("CODEACT_TEST_REDIS_URL") or os.environ.get("CODEACT_BENCH_REDIS_URL")
     if url:
-        from engine.store.redis_store import RedisStore
+        from codeact.engine.store.redis_store import RedisStore
 
         prefix = f"codeact-bench:{uuid.uuid4().hex[:8]}"
         async with RedisStore(url, prefix=prefix) as redis_store:

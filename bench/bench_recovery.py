@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.errors import StoreError
-from engine.store import RoundRecord, SessionMeta, SQLiteStore, Store
-from engine.store._lock import make_token
+from codeact.engine.errors import StoreError
+from codeact.engine.store import RoundRecord, SessionMeta, SQLiteStore, Store
+from codeact.engine.store._lock import make_token
 
 
 def _meta(session_id: str) -> SessionMeta:
@@ -74,7 +74,7 @@ async def _fail_time(store: Store, session_id: str, index: int) -> float:
 
 
 async def _redis(out: dict[str, Any]) -> None:
-    from engine.store.redis_store import RedisStore
+    from codeact.engine.store.redis_store import RedisStore
 
     for outage in ("hung", "killed"):
         with tempfile.TemporaryDirectory() as directory:

@@ -17,11 +17,11 @@ import statistics
 import time
 from typing import Any
 
-from sandbox import SubprocessSandbox
-from sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
-from sandbox.runtime.capture import capture, collect_definitions
-from sandbox.runtime.guards import restricted_globals
-from segments import build_frame
+from codeact.sandbox import SubprocessSandbox
+from codeact.sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
+from codeact.sandbox.runtime.capture import capture, collect_definitions
+from codeact.sandbox.runtime.guards import restricted_globals
+from codeact.segments import build_frame
 
 OFF = {"record": False}
 READS = (

@@ -33,7 +33,7 @@ _FINISH = '```python\nsystem.finish("ok")\n```'
 
 
 def _context(run_id: str) -> Any:
-    from engine.runner import RunnerContext
+    from codeact.engine.runner import RunnerContext
 
     return RunnerContext.model_validate(
         {
@@ -48,8 +48,8 @@ def _context(run_id: str) -> Any:
 
 
 async def _runs(tmp: Path) -> dict[str, Any]:
-    from engine.model.scripted import ScriptedReplies
-    from engine.runner import BlueprintRunner
+    from codeact.engine.model.scripted import ScriptedReplies
+    from codeact.engine.runner import BlueprintRunner
 
     script = ScriptedReplies([_FINISH] * (2 * RUNS + 2))
     path = tmp / "agent.yaml"
@@ -87,8 +87,8 @@ async def _runs(tmp: Path) -> dict[str, Any]:
 
 
 def _mapper() -> dict[str, Any]:
-    from engine.events import ToolCallCompleted, ToolCallStarted
-    from engine.runner import ResultMapper
+    from codeact.engine.events import ToolCallCompleted, ToolCallStarted
+    from codeact.engine.runner import ResultMapper
 
     events = []
     for i in range(EVENTS // 2):
@@ -103,8 +103,8 @@ def _mapper() -> dict[str, Any]:
 
 
 def _authorization() -> dict[str, Any]:
-    from engine.runner import AuthorizationRegistry
-    from engine.runner.entities import ModelResource
+    from codeact.engine.runner import AuthorizationRegistry
+    from codeact.engine.runner.entities import ModelResource
 
     context = _context("auth")
     context.resources.models.append(ModelResource(model_id="m-1", operations=["invoke", "stream"]))

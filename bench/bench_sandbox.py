@@ -20,9 +20,9 @@ import tempfile
 import time
 from typing import Any
 
-from sandbox import SubprocessSandbox
-from sandbox.runtime import protocol as p
-from sandbox.subprocess_sandbox import python_interpreter
+from codeact.sandbox import SubprocessSandbox
+from codeact.sandbox.runtime import protocol as p
+from codeact.sandbox.subprocess_sandbox import python_interpreter
 
 LOOP = "total = 0\nfor i in range(1000000):\n    total += i\n"
 ATTR = (

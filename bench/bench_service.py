@@ -99,7 +99,7 @@ async def _http_run(client: httpx.AsyncClient, tag: str) -> tuple[float, int, st
 
 
 async def _inproc_run(runner: Any, tag: str) -> tuple[float, int, str]:
-    from engine.runner import Interactions, RunnerContext
+    from codeact.engine.runner import Interactions, RunnerContext
 
     context = RunnerContext.model_validate(_context(tag))
     started = time.perf_counter()
@@ -130,7 +130,7 @@ async def _gathered(make: Any, count: int) -> dict[str, Any]:
 
 
 async def _measure(tmp: Path, concurrent: int, sequential: int) -> dict[str, Any]:
-    from engine.runner import BlueprintRunner
+    from codeact.engine.runner import BlueprintRunner
 
     replies = 2 * (concurrent + sequential + 4)
     (tmp / "served").mkdir()

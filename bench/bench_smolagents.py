@@ -35,7 +35,7 @@ def _smolagents_ms() -> float:
 
 
 async def _ours_ms() -> float:
-    from sandbox import SubprocessSandbox
+    from codeact.sandbox import SubprocessSandbox
 
     async with SubprocessSandbox() as box:
         await box.execute("warm = 1")

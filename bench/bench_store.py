@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from engine.store import RoundRecord, SessionMeta, SQLiteStore, Store
+from codeact.engine.store import RoundRecord, SessionMeta, SQLiteStore, Store
 
 ROUNDS = 200
 TARGET_MS = 5.0
@@ -126,7 +126,7 @@ async def _main() -> dict[str, Any]:
             results["sqlite"] = await _measure(sqlite_store, "bench")
     url = os.environ.get("CODEACT_TEST_REDIS_URL") or os.environ.get("CODEACT_BENCH_REDIS_URL")
     if url:
-        from engine.store.redis_store import RedisStore
+        from codeact.engine.store.redis_store import RedisStore
 
         async with RedisStore(url, prefix=f"codeact-bench:{uuid.uuid4().hex[:8]}") as redis_store:
             results["redis"] = await _measure(redis_store, "bench")

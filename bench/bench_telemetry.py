@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine import telemetry
-from engine.telemetry._state import NULL_TRACE, start_run
+from codeact.engine import telemetry
+from codeact.engine.telemetry._state import NULL_TRACE, start_run
 
 
 class _Reply:

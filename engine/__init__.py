@@ -2,7 +2,7 @@
 
 The Python API is :class:`Agent` (see docs/python-api.md)::
 
-    from engine import Agent
+    from codeact.engine import Agent
 
     with Agent.from_blueprint("agent.yaml", toolkits=[DevOps()], model="openai/gpt-4.1-mini") as agent:
         result = agent.run_sync("Which login requirements of P-123 are open?")
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import (
+from codeact.engine.errors import (
     BlueprintError,
     CodeactError,
     ModelError,
@@ -26,8 +26,8 @@ from engine.errors import (
 )
 
 if TYPE_CHECKING:
-    from engine.agent import Agent, RunResult
-    from engine.events import Event
+    from codeact.engine.agent import Agent, RunResult
+    from codeact.engine.events import Event
 
 __all__ = [
     "Agent",
@@ -41,7 +41,7 @@ __all__ = [
     "ToolkitError",
 ]
 
-_LAZY = {"Agent": "engine.agent", "RunResult": "engine.agent", "Event": "engine.events"}
+_LAZY = {"Agent": "codeact.engine.agent", "RunResult": "codeact.engine.agent", "Event": "codeact.engine.events"}
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,7 @@
 
     CodeactError                        prompts.errors (the root every package may import)
     ├── TemplateError                   a prompt template failed to render (names template + variable)
+    ├── MissingExtraError               a feature needs an optional extra: one line, pip install 'codeact[X]'
     ├── BlueprintError                  configuration: a blueprint failed to load/validate/build
     │   ├── BlueprintLoadError          YAML/IO/type errors (blueprint.yaml.*, blueprint.type.*, ...)
     │   └── BlueprintFactoryError       validation failed or the host context is incomplete
@@ -42,10 +43,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from prompts.errors import CodeactError, TemplateError
-from sandbox.errors import EnvironmentBuildError, IsolationUnavailableError, SandboxError, SandboxImageMissingError
-from segments.errors import CodeParseError
-from toolkits.errors import ToolkitDefinitionError, ToolkitError, ToolkitNotFoundError
+from codeact.prompts.errors import CodeactError, MissingExtraError, TemplateError
+from codeact.sandbox.errors import (
+    EnvironmentBuildError,
+    IsolationUnavailableError,
+    SandboxError,
+    SandboxImageMissingError,
+)
+from codeact.segments.errors import CodeParseError
+from codeact.toolkits.errors import ToolkitDefinitionError, ToolkitError, ToolkitNotFoundError
 
 __all__ = [
     "BlueprintError",
@@ -55,6 +61,7 @@ __all__ = [
     "CodeactError",
     "EnvironmentBuildError",
     "IsolationUnavailableError",
+    "MissingExtraError",
     "ModelError",
     "SandboxError",
     "SandboxImageMissingError",

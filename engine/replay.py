@@ -6,7 +6,7 @@ calls are answered from that round's call record (no model, no live tools, no si
 ``live=True``. A round matches when stdout, the error (type and line), the control signal and the
 captured variables all equal the record.
 
-A round whose call record was capped (``toolkits.records.RecordCaps``: an argument or result over
+A round whose call record was capped (``codeact.toolkits.records.RecordCaps``: an argument or result over
 64 KiB, or calls over the per-round count) cannot be answered from the record: without ``live`` it is
 reported ``skipped`` with "not replayable: ..." (the rounds after it still replay from their own
 records); with ``live`` it runs against the real tools like every other round.
@@ -23,13 +23,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.errors import StoreError
-from sandbox.runtime import protocol as _p
-from toolkits import CallRecord, ToolkitBridge, ToolkitRegistry
+from codeact.engine.errors import StoreError
+from codeact.sandbox.runtime import protocol as _p
+from codeact.toolkits import CallRecord, ToolkitBridge, ToolkitRegistry
 
 if TYPE_CHECKING:
-    from engine.store import RoundRecord, Store
-    from sandbox import RpcHandler, Sandbox
+    from codeact.engine.store import RoundRecord, Store
+    from codeact.sandbox import RpcHandler, Sandbox
 
 __all__ = ["ReplayReport", "RoundReplay", "replay_session", "sandbox_note", "session_hash_seed"]
 
@@ -164,14 +164,14 @@ _MAX_HASH_SEED = 4294967295
 
 def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
     def make(handler: RpcHandler) -> Sandbox:
-        from sandbox import DockerSandbox, SubprocessSandbox
-        from sandbox.policy import Policy
+        from codeact.sandbox import DockerSandbox, SubprocessSandbox
+        from codeact.sandbox.policy import Policy
 
         policy = Policy(
             restricted=bool(note.get("restricted", True)),
             allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
         )
-        from engine.agent.sandboxes import noted_environment
+        from codeact.engine.agent.sandboxes import noted_environment
 
         docker = note.get("backend") == "docker"
         # The declared packages, from the environment cache.
@@ -181,7 +181,7 @@ def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbo
         runtime: Literal["runc", "gvisor"] = "gvisor" if gvisor else "runc"
         if docker:
             if env is not None and env.image is not None:
-                from sandbox.env import MOUNT_POINT
+                from codeact.sandbox.env import MOUNT_POINT
 
                 return DockerSandbox(
                     policy=policy, bridge=handler, image=env.image, sys_path=(MOUNT_POINT,), runtime=runtime
@@ -287,7 +287,7 @@ async def replay_session(
 
 async def _other_problem(store: Store, session_id: str) -> str | None:
     """An unreadable segment or variable (replay does not need them, but the session is damaged), or None."""
-    from engine.store import CorruptRecordError
+    from codeact.engine.store import CorruptRecordError
 
     try:
         await store.segments(session_id)

@@ -12,7 +12,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from prompts.errors import CodeactError, TemplateError
+from codeact.prompts.errors import CodeactError, TemplateError
 
 if TYPE_CHECKING:
     import jinja2

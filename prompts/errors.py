@@ -7,7 +7,7 @@ never import ``engine``. The whole tree is drawn in ``engine/errors.py``.
 
 from __future__ import annotations
 
-__all__ = ["CodeactError", "TemplateError"]
+__all__ = ["EXTRAS", "CodeactError", "MissingExtraError", "TemplateError", "extra_for_module"]
 
 
 class CodeactError(Exception):
@@ -36,3 +36,43 @@ class TemplateError(CodeactError):
         super().__init__(message)
         self.template = template
         self.variable = variable
+
+
+# The optional extras (pyproject's optional-dependencies) by the top-level modules they install.
+EXTRAS: dict[str, str] = {
+    "a2a": "a2a",
+    "bm25s": "memory",
+    "celery": "queue",
+    "langbot_plugin": "langbot",
+    "mcp": "mcp",
+    "opentelemetry": "otel",
+    "smolagents": "bench",
+    "starlette": "serve",
+    "uvicorn": "serve",
+    "xllamacpp": "local",
+}
+
+
+def extra_for_module(name: str | None) -> str | None:
+    """The extra that installs module ``name`` (``mcp.server`` -> ``mcp``), None for a module of no extra."""
+    return EXTRAS.get((name or "").split(".")[0])
+
+
+class MissingExtraError(CodeactError):
+    """A feature needs an optional extra that is not installed (the CLI prints one line, exit 2).
+
+    Args:
+        feature: What needs it (``codeact mcp serve``, ``tracing``).
+        extra: The extra to install (``mcp``).
+        module: The module that is missing.
+    """
+
+    code = "install.extra"
+
+    def __init__(self, feature: str, *, extra: str, module: str) -> None:
+        super().__init__(
+            f"{feature} needs the {extra!r} extra ({module} is not installed): pip install 'codeact[{extra}]'"
+        )
+        self.feature = feature
+        self.extra = extra
+        self.module = module

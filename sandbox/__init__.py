@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from sandbox.artifacts import Artifact
-from sandbox.base import Limits, RuntimeWorker, Sandbox
-from sandbox.channel import Channel, RpcHandler
-from sandbox.docker_sandbox import DockerSandbox
-from sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
-from sandbox.policy import DEFAULT_IMPORTS, CompiledCode, CompileFailure, Policy, compile_code
-from sandbox.result import ExecutionError, ExecutionResult, Uncaptured
-from sandbox.subprocess_sandbox import SubprocessSandbox
+from codeact.sandbox.artifacts import Artifact
+from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
+from codeact.sandbox.channel import Channel, RpcHandler
+from codeact.sandbox.docker_sandbox import DockerSandbox
+from codeact.sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
+from codeact.sandbox.policy import DEFAULT_IMPORTS, CompiledCode, CompileFailure, Policy, compile_code
+from codeact.sandbox.result import ExecutionError, ExecutionResult, Uncaptured
+from codeact.sandbox.subprocess_sandbox import SubprocessSandbox
 
 __all__ = [
     "Artifact",

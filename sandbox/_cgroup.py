@@ -13,7 +13,7 @@ up), ``cpu.max`` their CPU rate. Both layouts are handled:
 
 The child enters the cgroup between ``fork`` and ``exec`` (:meth:`SandboxCgroup.enter`), before any
 sandboxed code exists. Nothing here is silently skipped: a missing controller raises
-:class:`~sandbox.errors.IsolationUnavailableError`, and the caller decides (see ``SubprocessSandbox``).
+:class:`~codeact.sandbox.errors.IsolationUnavailableError`, and the caller decides (see ``SubprocessSandbox``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sandbox.errors import IsolationUnavailableError
+from codeact.sandbox.errors import IsolationUnavailableError
 
 __all__ = ["SandboxCgroup", "cgroup_support"]
 

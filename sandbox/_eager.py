@@ -1,4 +1,4 @@
-"""The channel's eager request runner and its memory release (private helpers of ``sandbox.channel``)."""
+"""The channel's eager request runner and its memory release (private helpers of ``codeact.sandbox.channel``)."""
 
 from __future__ import annotations
 

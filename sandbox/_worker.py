@@ -7,7 +7,7 @@ import contextlib
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from sandbox.channel import Channel
+from codeact.sandbox.channel import Channel
 
 if TYPE_CHECKING:
     pass

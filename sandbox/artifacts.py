@@ -1,9 +1,9 @@
 """Artifacts on the host: the files a round wrote into ``outputs/``, checked and typed.
 
-The runtime (:mod:`sandbox.runtime.artifacts`) sends each new or changed file of ``outputs/`` with
+The runtime (:mod:`codeact.sandbox.runtime.artifacts`) sends each new or changed file of ``outputs/`` with
 the round's result. Everything it sends is untrusted: :func:`artifacts_from_answer` checks each
 name (a relative path inside ``outputs/``), decodes the content, enforces the caps of
-:class:`~sandbox.base.Limits` again, and decides the MIME type itself (from the content's magic
+:class:`~codeact.sandbox.base.Limits` again, and decides the MIME type itself (from the content's magic
 bytes, else the file name). A file over a cap is kept as a REFUSED artifact (name, size, reason,
 no content), so it is reported, never silently dropped.
 """

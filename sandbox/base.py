@@ -1,7 +1,7 @@
 """The ``Sandbox`` contract and the logic every backend shares.
 
 A backend subclasses :class:`Sandbox` and implements :meth:`Sandbox._spawn` (start one runtime,
-connected and authenticated on a :class:`~sandbox.channel.Channel`) returning a
+connected and authenticated on a :class:`~codeact.sandbox.channel.Channel`) returning a
 :class:`RuntimeWorker` (kill / wait / crash diagnostics). Everything else lives here: host-side
 compilation under the policy, restoring variables (data + a re-compiled prelude of the
 functions/classes earlier rounds defined), the warm worker, the pool of pre-started runtimes, the
@@ -19,16 +19,16 @@ from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, Limits, RuntimeWorker
-from sandbox.aio import cancel_and_wait, wait_for
-from sandbox.artifacts import artifacts_from_answer
-from sandbox.channel import ChannelClosedError, RpcHandler
-from sandbox.errors import SandboxError
-from sandbox.result import ExecutionError, ExecutionResult, ExecutionStatus, Uncaptured, truncate_output
-from sandbox.runtime import protocol as _p
+from codeact.sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, Limits, RuntimeWorker
+from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.artifacts import artifacts_from_answer
+from codeact.sandbox.channel import ChannelClosedError, RpcHandler
+from codeact.sandbox.errors import SandboxError
+from codeact.sandbox.result import ExecutionError, ExecutionResult, ExecutionStatus, Uncaptured, truncate_output
+from codeact.sandbox.runtime import protocol as _p
 
 if TYPE_CHECKING:
-    from sandbox.policy import Policy
+    from codeact.sandbox.policy import Policy
 
 __all__ = ["Limits", "RuntimeWorker", "Sandbox"]
 
@@ -93,7 +93,7 @@ class Sandbox(abc.ABC):
     def policy(self) -> Policy:
         """The compilation policy (created on first use: it loads RestrictedPython)."""
         if self._policy is None:
-            from sandbox.policy import Policy
+            from codeact.sandbox.policy import Policy
 
             self._policy = Policy()
         return self._policy
@@ -306,8 +306,8 @@ class Sandbox(abc.ABC):
         started: float,
         nondeterminism: dict[str, Any] | None = None,
     ) -> ExecutionResult:
-        from sandbox.policy import CompileFailure, compile_code
-        from sandbox.runtime.capture import split_restorable
+        from codeact.sandbox.policy import CompileFailure, compile_code
+        from codeact.sandbox.runtime.capture import split_restorable
 
         policy = self.policy
         names = self._toolkit_names()

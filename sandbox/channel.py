@@ -1,7 +1,7 @@
 """Host side of the bridge: one asyncio Unix-socket server per sandbox runtime.
 
 The runtime inside the sandbox CONNECTS, authenticates with the per-session token, and then both
-peers send newline-delimited JSON-RPC 2.0 frames (``sandbox.runtime.protocol``): the host sends
+peers send newline-delimited JSON-RPC 2.0 frames (``codeact.sandbox.runtime.protocol``): the host sends
 ``execute`` / ``shutdown``; the runtime sends ``call`` (toolkit operations), which are dispatched
 to an ``RpcHandler`` in tasks so that gathered calls overlap on the host.
 
@@ -22,12 +22,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
-from sandbox._eager import Runner as _Runner
-from sandbox._eager import release_memory
-from sandbox.aio import wait_for
-from sandbox.errors import SandboxError
-from sandbox.leftovers import dir_prefix
-from sandbox.runtime import protocol as _p
+from codeact.sandbox._eager import Runner as _Runner
+from codeact.sandbox._eager import release_memory
+from codeact.sandbox.aio import wait_for
+from codeact.sandbox.errors import SandboxError
+from codeact.sandbox.leftovers import dir_prefix
+from codeact.sandbox.runtime import protocol as _p
 
 __all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler", "release_memory"]
 
@@ -44,7 +44,7 @@ _CONFIG_NAME: Final = "runtime.json"
 
 @runtime_checkable
 class RpcHandler(Protocol):
-    """What the channel dispatches runtime->host requests to (``toolkits.bridge.ToolkitBridge``)."""
+    """What the channel dispatches runtime->host requests to (``codeact.toolkits.bridge.ToolkitBridge``)."""
 
     def manifest(self) -> dict[str, Any]:
         """The toolkits granted to this session, sent to the runtime in the ``auth`` result.

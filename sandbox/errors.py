@@ -1,8 +1,8 @@
-"""Errors raised by the sandbox backends (re-exported by ``engine.errors``)."""
+"""Errors raised by the sandbox backends (re-exported by ``codeact.engine.errors``)."""
 
 from __future__ import annotations
 
-from prompts.errors import CodeactError
+from codeact.prompts.errors import CodeactError
 
 __all__ = ["EnvironmentBuildError", "IsolationUnavailableError", "SandboxError", "SandboxImageMissingError"]
 

@@ -5,7 +5,7 @@ tagged ``codeact-sandbox:<first 12 hex digits of sha256(build.sh)>``. :func:`ima
 same tag in Python, so a changed recipe names a new image and an unchanged one is reused.
 
 This module does not import ``docker``: :func:`ensure_image` takes a client built by the Docker
-backend (``sandbox.docker_sandbox``), which owns the SDK and its error mapping.
+backend (``codeact.sandbox.docker_sandbox``), which owns the SDK and its error mapping.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from sandbox.errors import SandboxImageMissingError
+from codeact.sandbox.errors import SandboxImageMissingError
 
 __all__ = ["IMAGE_REPOSITORY", "RECIPE_PATH", "ensure_image", "image_tag"]
 
@@ -49,7 +49,7 @@ def ensure_image(client: Any, tag: str | None = None) -> str:
 
     Args:
         client: A ``docker.DockerClient``. Only ``client.images.list`` is used; call this
-            inside ``sandbox.docker_sandbox.map_docker_errors()`` so engine errors are translated.
+            inside ``codeact.sandbox.docker_sandbox.map_docker_errors()`` so engine errors are translated.
         tag: The image to look for (default: :func:`image_tag`).
 
     Returns:

@@ -7,7 +7,7 @@ kernel start time makes a recycled pid harmless):
 * ``process``-isolation work directories: ``<tmp>/codeact-work-<pid>.<start>-XXXX``;
 * subprocess runtimes (and their bubblewrap): ``--host <pid>.<start> --session <id>`` on their
   command line;
-* Docker containers: labels (``sandbox.docker_sandbox``), collected by :func:`remove_leftovers`
+* Docker containers: labels (``codeact.sandbox.docker_sandbox``), collected by :func:`remove_leftovers`
   too when the Docker engine is reachable.
 
 A runtime exits by itself within moments of its host's death (it watches its bridge socket), so
@@ -140,10 +140,10 @@ def remove_leftovers(
     removed += _remove_dirs(Path(temp_dir or tempfile.gettempdir()), include_live)
     docker_error: str | None = None
     if docker:
-        from sandbox.errors import SandboxError
+        from codeact.sandbox.errors import SandboxError
 
         try:
-            from sandbox.docker_sandbox import remove_orphans
+            from codeact.sandbox.docker_sandbox import remove_orphans
 
             for c in remove_orphans(include_live=include_live):
                 removed.append(

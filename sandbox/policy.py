@@ -36,8 +36,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
-from sandbox._await_insert import _AwaitInserter
-from sandbox.runtime.guards import (
+from codeact.sandbox._await_insert import _AwaitInserter
+from codeact.sandbox.runtime.guards import (
     ALLOWED_DUNDER_METHODS,
     ALLOWED_UNDERSCORE_ATTRIBUTES,
     DENIED_ATTRIBUTES,

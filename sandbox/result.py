@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sandbox.artifacts import Artifact
+from codeact.sandbox.artifacts import Artifact
 
 __all__ = ["ExecutionError", "ExecutionResult", "ExecutionStatus", "Uncaptured", "truncate_output"]
 

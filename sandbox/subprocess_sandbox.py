@@ -8,7 +8,7 @@ only the interpreter, the system libraries and the runtime, size-limited tmpfs f
 ``/tmp``, its own ``/proc`` and a minimal ``/dev``. The child runs ``python -I -S`` with an
 allow-listed environment, in its own session; the deadline kills the whole process group.
 
-Under all of that, one cgroup per runtime (``sandbox._cgroup``): ``pids.max``, a memory limit and a
+Under all of that, one cgroup per runtime (``codeact.sandbox._cgroup``): ``pids.max``, a memory limit and a
 CPU quota for the runtime and everything it starts, which bind root too (``RLIMIT_NPROC`` does not).
 After every round the processes the round started are killed (nothing outlives a round); a kill
 (deadline, close) kills the whole cgroup. ``process_wall`` chooses: ``"auto"`` (default) requires the
@@ -35,16 +35,16 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
-from sandbox import _spawn
-from sandbox._cgroup import SandboxCgroup, cgroup_support
-from sandbox.aio import cancel_and_wait, wait_for
-from sandbox.base import Limits, RuntimeWorker, Sandbox
-from sandbox.channel import Channel, RpcHandler
-from sandbox.errors import IsolationUnavailableError, SandboxError
-from sandbox.leftovers import dir_prefix, host_tag, session_of
+from codeact.sandbox import _spawn
+from codeact.sandbox._cgroup import SandboxCgroup, cgroup_support
+from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
+from codeact.sandbox.channel import Channel, RpcHandler
+from codeact.sandbox.errors import IsolationUnavailableError, SandboxError
+from codeact.sandbox.leftovers import dir_prefix, host_tag, session_of
 
 if TYPE_CHECKING:
-    from sandbox.policy import Policy
+    from codeact.sandbox.policy import Policy
 
 __all__ = ["SubprocessSandbox", "bwrap_command", "python_interpreter"]
 
@@ -323,7 +323,7 @@ class SubprocessSandbox(Sandbox):
         bwrap: Path of the bubblewrap binary (default: found on PATH).
         session_id: The session, named on the runtime's command line for ``codeact sandbox gc``
             (default: the bridge's ``session_id``).
-        env_dir: A declared environment's package directory (``sandbox.env``), mounted read-only
+        env_dir: A declared environment's package directory (``codeact.sandbox.env``), mounted read-only
             and put on the runtime's ``sys.path``; None: the standard library only.
         process_wall: ``"auto"`` (default): a cgroup per runtime (``limits.processes`` as
             ``pids.max``, ``limits.memory_bytes`` for all its processes together, ``cpus``), required

@@ -2,21 +2,21 @@
 
 The pipeline stage "prompt builder -> model -> parser" of ARCHITECTURE.md:
 
-* :mod:`segments.model` / :mod:`segments.history`: :class:`Segment` (``Label: content``) and the
+* :mod:`codeact.segments.model` / :mod:`codeact.segments.history`: :class:`Segment` (``Label: content``) and the
   round-ordered :class:`SegmentHistory`;
-* :mod:`segments.config` / :mod:`segments.builders`: :class:`PromptConfig` and the
+* :mod:`codeact.segments.config` / :mod:`codeact.segments.builders`: :class:`PromptConfig` and the
   :class:`SegmentBuilder` that routes to :class:`ThoughtPromptBuilder`, :class:`CmdPromptBuilder`
   and :class:`ReflectPromptBuilder`, producing a :class:`Prompt`;
-* :mod:`segments.fim`: the :class:`CodeFrame` and the FIM token table;
-* :mod:`segments.parser`: :func:`extract_code` and :func:`parse_thought`;
-* :mod:`segments.budget`: token counting and the :class:`Compactor`;
-* :mod:`segments.evaluation`: :func:`format_evaluation`.
+* :mod:`codeact.segments.fim`: the :class:`CodeFrame` and the FIM token table;
+* :mod:`codeact.segments.parser`: :func:`extract_code` and :func:`parse_thought`;
+* :mod:`codeact.segments.budget`: token counting and the :class:`Compactor`;
+* :mod:`codeact.segments.evaluation`: :func:`format_evaluation`.
 """
 
 from __future__ import annotations
 
-from segments._text import parse_python
-from segments.budget import (
+from codeact.segments._text import parse_python
+from codeact.segments.budget import (
     ApproxTokenCounter,
     CompactConfig,
     Compaction,
@@ -26,7 +26,7 @@ from segments.budget import (
     TokenCounter,
     fallback_summary,
 )
-from segments.builders import (
+from codeact.segments.builders import (
     BasePromptBuilder,
     CmdPromptBuilder,
     Prompt,
@@ -35,13 +35,13 @@ from segments.builders import (
     ThoughtPromptBuilder,
     ToolkitCatalog,
 )
-from segments.config import DEFAULT_SECTIONS, SECTION_NAMES, Experience, Instructions, PromptConfig
-from segments.errors import CodeParseError, PromptConfigError, ReplyParseError, ThoughtParseError
-from segments.evaluation import format_evaluation
-from segments.fim import FIM_FAMILIES, CodeFrame, FimTokens, build_frame, fim_tokens_for
-from segments.history import SegmentHistory
-from segments.model import CodeBlock, Segment, SegmentKind, segment_label
-from segments.parser import extract_code, parse_segments, parse_thought
+from codeact.segments.config import DEFAULT_SECTIONS, SECTION_NAMES, Experience, Instructions, PromptConfig
+from codeact.segments.errors import CodeParseError, PromptConfigError, ReplyParseError, ThoughtParseError
+from codeact.segments.evaluation import format_evaluation
+from codeact.segments.fim import FIM_FAMILIES, CodeFrame, FimTokens, build_frame, fim_tokens_for
+from codeact.segments.history import SegmentHistory
+from codeact.segments.model import CodeBlock, Segment, SegmentKind, segment_label
+from codeact.segments.parser import extract_code, parse_segments, parse_thought
 
 __all__ = [
     "ApproxTokenCounter",

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from segments._text import clean_code, parse_python, syntax_error
+from codeact.segments._text import clean_code, parse_python, syntax_error
 
 __all__: list[str] = []
 

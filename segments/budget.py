@@ -19,10 +19,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import prompts
-from segments._text import one_line
-from segments.history import SegmentHistory
-from segments.model import Segment, SegmentKind
+from codeact import prompts
+from codeact.segments._text import one_line
+from codeact.segments.history import SegmentHistory
+from codeact.segments.model import Segment, SegmentKind
 
 __all__ = [
     "ApproxTokenCounter",

@@ -19,12 +19,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-import prompts
-from segments.config import PromptConfig, substitute
-from segments.errors import PromptConfigError
-from segments.fim import CodeFrame, FimTokens, build_frame
-from segments.history import SegmentHistory
-from segments.model import Segment, SegmentKind
+from codeact import prompts
+from codeact.segments.config import PromptConfig, substitute
+from codeact.segments.errors import PromptConfigError
+from codeact.segments.fim import CodeFrame, FimTokens, build_frame
+from codeact.segments.history import SegmentHistory
+from codeact.segments.model import Segment, SegmentKind
 
 __all__ = [
     "BasePromptBuilder",

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-import prompts
-from prompts.errors import TemplateError
-from segments.fim import FIM_FAMILIES, FimTokens, fim_tokens_for, validate_imports
+from codeact import prompts
+from codeact.prompts.errors import TemplateError
+from codeact.segments.fim import FIM_FAMILIES, FimTokens, fim_tokens_for, validate_imports
 
 __all__ = [
     "DEFAULT_SECTIONS",
@@ -99,7 +99,7 @@ class PromptConfig(BaseModel):
         protocol: ``chat`` (messages; the FIM frame is the last user segment) or ``completion`` (one raw
             FIM text for a ``/v1/completions`` endpoint).
         model: The model name, used to guess the FIM family when ``fim`` is ``auto``.
-        fim: A family of :data:`~segments.fim.FIM_FAMILIES` or ``auto``: with ``chat`` auto means the
+        fim: A family of :data:`~codeact.segments.fim.FIM_FAMILIES` or ``auto``: with ``chat`` auto means the
             Qwen markers (the seed's), with ``completion`` the family guessed from ``model``.
         fim_tokens: Explicit markers; override ``fim``.
         sections: The system sections, in order (names from :data:`SECTION_NAMES`).

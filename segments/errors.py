@@ -14,7 +14,7 @@ Evaluation segment, so it says what was wrong with the reply and how to write th
 
 from __future__ import annotations
 
-from prompts.errors import CodeactError
+from codeact.prompts.errors import CodeactError
 
 __all__ = ["CodeParseError", "PromptConfigError", "ReplyParseError", "ThoughtParseError"]
 

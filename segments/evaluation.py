@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import prompts
-from segments._text import normalize_newlines, one_line
-from segments.fim import CodeFrame
+from codeact import prompts
+from codeact.segments._text import normalize_newlines, one_line
+from codeact.segments.fim import CodeFrame
 
 __all__ = ["format_evaluation", "without_frame_error"]
 

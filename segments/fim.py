@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-import prompts
-from segments._text import (
+from codeact import prompts
+from codeact.segments._text import (
     clean_code,
     fix_first_line,
     normalize_newlines,
@@ -27,7 +27,7 @@ from segments._text import (
     parse_python,
     string_lines,
 )
-from segments.errors import PromptConfigError
+from codeact.segments.errors import PromptConfigError
 
 __all__ = ["FIM_FAMILIES", "CodeFrame", "FimTokens", "build_frame", "fim_tokens_for", "validate_imports"]
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from segments.model import Segment, SegmentKind
+from codeact.segments.model import Segment, SegmentKind
 
 __all__ = ["SegmentHistory"]
 

@@ -12,7 +12,7 @@ Real replies are messy. :func:`extract_code` accepts, in this order of preferenc
 5. Fenced blocks (```` ``` ```` or ``~~~``, three or more): the blocks tagged Python (``python``,
    ``py``, ``python3``, ``py3``, ``ipython``, ``pycon``) or, when none is tagged, the untagged ones
    (example output after "Output:" excluded). An unclosed fence runs to the end of the reply.
-   Several blocks are chosen from as :mod:`segments._blocks` says (steps joined in order; a first
+   Several blocks are chosen from as :mod:`codeact.segments._blocks` says (steps joined in order; a first
    attempt, a rewritten block or quoted earlier code skipped; else the trailing blocks that parse),
    and a note says so.
 6. Raw text: a ``Python:`` label line starts the code; prose lines before and after are dropped.
@@ -32,12 +32,12 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import prompts
-from segments._blocks import Block, candidates, fenced_blocks, tag_blocks
-from segments._text import clean_code, fix_first_line, normalize_newlines, parse_python, syntax_error
-from segments.errors import CodeParseError, ThoughtParseError
-from segments.fim import FIM_FAMILIES, CodeFrame
-from segments.model import CodeBlock, CodeSource, Segment, SegmentKind
+from codeact import prompts
+from codeact.segments._blocks import Block, candidates, fenced_blocks, tag_blocks
+from codeact.segments._text import clean_code, fix_first_line, normalize_newlines, parse_python, syntax_error
+from codeact.segments.errors import CodeParseError, ThoughtParseError
+from codeact.segments.fim import FIM_FAMILIES, CodeFrame
+from codeact.segments.model import CodeBlock, CodeSource, Segment, SegmentKind
 
 __all__ = ["extract_code", "parse_segments", "parse_thought"]
 

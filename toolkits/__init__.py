@@ -16,23 +16,23 @@
 
 from __future__ import annotations
 
-from toolkits._grants import Grants
-from toolkits.bound import BoundToolkit, bind_toolkit
-from toolkits.bridge import ToolkitBridge
-from toolkits.context import Control, EventSink, MemoryAccess, ModelAccess, ToolkitContext
-from toolkits.decorators import operation, toolkit
-from toolkits.dynamic import DynamicToolkit
-from toolkits.errors import (
+from codeact.toolkits._grants import Grants
+from codeact.toolkits.bound import BoundToolkit, bind_toolkit
+from codeact.toolkits.bridge import ToolkitBridge
+from codeact.toolkits.context import Control, EventSink, MemoryAccess, ModelAccess, ToolkitContext
+from codeact.toolkits.decorators import operation, toolkit
+from codeact.toolkits.dynamic import DynamicToolkit
+from codeact.toolkits.errors import (
     DuplicateToolkitError,
     ToolkitDefinitionError,
     ToolkitError,
     ToolkitLoadError,
     ToolkitNotFoundError,
 )
-from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, RecordCaps, cap_calls
-from toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
-from toolkits.spec import Approval, OperationSpec, ParameterSpec
-from toolkits.stubs import openai_tools, render_stubs
+from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, RecordCaps, cap_calls
+from codeact.toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
+from codeact.toolkits.spec import Approval, OperationSpec, ParameterSpec
+from codeact.toolkits.stubs import openai_tools, render_stubs
 
 __all__ = [
     "Approval",

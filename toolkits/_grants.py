@@ -6,8 +6,8 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from toolkits.bound import BoundToolkit, bind_toolkit
-from toolkits.errors import DuplicateToolkitError, ToolkitNotFoundError
+from codeact.toolkits.bound import BoundToolkit, bind_toolkit
+from codeact.toolkits.errors import DuplicateToolkitError, ToolkitNotFoundError
 
 Grants = Mapping[str, Iterable[str] | Literal["*"]]
 """``{toolkit: "*" | [operation, ...]}``; ``None`` where accepted means every operation of every toolkit given."""

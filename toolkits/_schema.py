@@ -16,7 +16,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from toolkits.spec import ParameterSpec
+    from codeact.toolkits.spec import ParameterSpec
 
 _SIMPLE_NAMES: dict[Any, str] = {
     type(None): "None",

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from toolkits._schema import ArgumentsValidator, type_from_schema
-from toolkits._sync import SyncOperation
-from toolkits.context import ToolkitContext
-from toolkits.decorators import MethodOperation, toolkit_spec
-from toolkits.dynamic import DynamicToolkit
-from toolkits.errors import ToolkitDefinitionError, ToolkitNotFoundError
-from toolkits.spec import OperationSpec
+from codeact.toolkits._schema import ArgumentsValidator, type_from_schema
+from codeact.toolkits._sync import SyncOperation
+from codeact.toolkits.context import ToolkitContext
+from codeact.toolkits.decorators import MethodOperation, toolkit_spec
+from codeact.toolkits.dynamic import DynamicToolkit
+from codeact.toolkits.errors import ToolkitDefinitionError, ToolkitNotFoundError
+from codeact.toolkits.spec import OperationSpec
 
 __all__ = ["BoundToolkit", "bind_toolkit"]
 

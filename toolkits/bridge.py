@@ -1,6 +1,6 @@
 """The host end of toolkit calls: grants, validation, approval, limits, recording and replay.
 
-``ToolkitBridge`` implements ``sandbox.channel.RpcHandler``: the channel owns the socket and the
+``ToolkitBridge`` implements ``codeact.sandbox.channel.RpcHandler``: the channel owns the socket and the
 framing and hands each runtime->host request to :meth:`ToolkitBridge.handle`. Nothing here trusts
 the sandbox: every argument is decoded with the JSON codec (never unpickled), validated against
 the operation's schema, and only granted operations ever run.
@@ -19,17 +19,17 @@ from typing import Any
 
 import pydantic
 
-from sandbox.runtime import codec
-from sandbox.runtime import protocol as _p
-from toolkits._errors import safe_message
-from toolkits._grants import Grants, as_toolkit_map, normalize_grants
-from toolkits._schema import field_errors
-from toolkits.bound import BoundToolkit
-from toolkits.context import Control, ToolkitContext
-from toolkits.errors import ToolkitError
-from toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
-from toolkits.registry import ToolkitRegistry
-from toolkits.stubs import openai_tools, render_stubs
+from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime import protocol as _p
+from codeact.toolkits._errors import safe_message
+from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
+from codeact.toolkits._schema import field_errors
+from codeact.toolkits.bound import BoundToolkit
+from codeact.toolkits.context import Control, ToolkitContext
+from codeact.toolkits.errors import ToolkitError
+from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
+from codeact.toolkits.registry import ToolkitRegistry
+from codeact.toolkits.stubs import openai_tools, render_stubs
 
 __all__ = ["ToolkitBridge"]
 
@@ -110,7 +110,7 @@ def _error_json(err: _p.RpcError) -> dict[str, Any]:
 
 
 class ToolkitBridge:
-    """Serves one session's toolkit calls (implements ``sandbox.channel.RpcHandler``).
+    """Serves one session's toolkit calls (implements ``codeact.sandbox.channel.RpcHandler``).
 
     Args:
         toolkits: A ``ToolkitRegistry`` (looked up on every call, so unregistering takes effect)

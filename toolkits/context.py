@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from toolkits.errors import ToolkitError
+from codeact.toolkits.errors import ToolkitError
 
 __all__ = ["Control", "EventSink", "MemoryAccess", "ModelAccess", "ToolkitContext"]
 

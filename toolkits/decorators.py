@@ -11,11 +11,11 @@ from typing import Any, TypeVar, overload
 
 import pydantic
 
-from toolkits._docstring import parse_docstring
-from toolkits._schema import ArgumentsValidator, render_annotation, returns_schema
-from toolkits.context import Control, ToolkitContext
-from toolkits.errors import ToolkitDefinitionError
-from toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterSpec
+from codeact.toolkits._docstring import parse_docstring
+from codeact.toolkits._schema import ArgumentsValidator, render_annotation, returns_schema
+from codeact.toolkits.context import Control, ToolkitContext
+from codeact.toolkits.errors import ToolkitDefinitionError
+from codeact.toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterSpec
 
 __all__ = ["MethodOperation", "ToolkitSpec", "operation", "toolkit", "toolkit_spec"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from toolkits.context import ToolkitContext
-from toolkits.spec import OperationSpec
+from codeact.toolkits.context import ToolkitContext
+from codeact.toolkits.spec import OperationSpec
 
 __all__ = ["DynamicToolkit"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prompts.errors import CodeactError
+from codeact.prompts.errors import CodeactError
 
 __all__ = [
     "DuplicateToolkitError",

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from toolkits.errors import ToolkitError
+from codeact.toolkits.errors import ToolkitError
 
 __all__ = ["ApprovalDecision", "ApprovalRequest", "Approver", "CallRecord", "RecordCaps", "cap_calls"]
 

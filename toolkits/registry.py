@@ -12,10 +12,15 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from toolkits.bound import BoundToolkit, bind_toolkit
-from toolkits.decorators import toolkit_spec
-from toolkits.dynamic import DynamicToolkit
-from toolkits.errors import DuplicateToolkitError, ToolkitDefinitionError, ToolkitLoadError, ToolkitNotFoundError
+from codeact.toolkits.bound import BoundToolkit, bind_toolkit
+from codeact.toolkits.decorators import toolkit_spec
+from codeact.toolkits.dynamic import DynamicToolkit
+from codeact.toolkits.errors import (
+    DuplicateToolkitError,
+    ToolkitDefinitionError,
+    ToolkitLoadError,
+    ToolkitNotFoundError,
+)
 
 __all__ = ["ENTRY_POINT_GROUP", "ToolkitRegistry", "load_registry", "load_toolkit_ref"]
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from toolkits._schema import annotation_from_schema, object_schema
-from toolkits.errors import ToolkitDefinitionError
+from codeact.toolkits._schema import annotation_from_schema, object_schema
+from codeact.toolkits.errors import ToolkitDefinitionError
 
 __all__ = ["APPROVALS", "Approval", "OperationSpec", "ParameterSpec"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import prompts
-from toolkits._grants import Grants, as_toolkit_map, normalize_grants
-from toolkits._stub_types import TypeCollector
-from toolkits.bound import BoundToolkit
-from toolkits.spec import OperationSpec
+from codeact import prompts
+from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
+from codeact.toolkits._stub_types import TypeCollector
+from codeact.toolkits.bound import BoundToolkit
+from codeact.toolkits.spec import OperationSpec
 
 __all__ = ["openai_tools", "render_stubs"]
 

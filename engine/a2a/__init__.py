@@ -5,6 +5,6 @@ The official ``a2a-sdk`` is imported only here, lazily (``pip install codeact[a2
 
 from __future__ import annotations
 
-from engine.a2a.server import AgentExecutorAdapter, agent_card, build_app
+from codeact.engine.a2a.server import AgentExecutorAdapter, agent_card, build_app
 
 __all__ = ["AgentExecutorAdapter", "agent_card", "build_app"]

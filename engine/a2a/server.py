@@ -21,7 +21,7 @@ from a2a.utils import new_agent_text_message, new_task
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from engine.agent import Agent
+    from codeact.engine.agent import Agent
 
 __all__ = ["AgentExecutorAdapter", "agent_card", "build_app"]
 
@@ -74,7 +74,7 @@ class AgentExecutorAdapter(AgentExecutor):
             self._running.pop(task.id, None)
 
     async def _run(self, text: str, session: str, updater: TaskUpdater) -> None:
-        from engine.events import CodeCompleted, RunCompleted, RunFailed
+        from codeact.engine.events import CodeCompleted, RunCompleted, RunFailed
 
         def say(message: str) -> Any:
             return new_agent_text_message(message, updater.context_id, updater.task_id)

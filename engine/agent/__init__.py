@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.agent.agent import Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
-from engine.agent.context import Outcome, RunContext
-from engine.agent.hooks import Hook, HookContext, Jump, ModelCall, ModelInterceptor, ToolCall, ToolInterceptor
+from codeact.engine.agent.agent import Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
+from codeact.engine.agent.context import Outcome, RunContext
+from codeact.engine.agent.hooks import Hook, HookContext, Jump, ModelCall, ModelInterceptor, ToolCall, ToolInterceptor
 
 __all__ = [
     "Agent",

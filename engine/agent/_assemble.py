@@ -1,4 +1,4 @@
-"""Assembling an :class:`~engine.agent.Agent` from a blueprint file.
+"""Assembling an :class:`~codeact.engine.agent.Agent` from a blueprint file.
 
 The one path ``codeact run`` and ``Agent.from_blueprint`` share: model routes, toolkit registry,
 store, factory, sandbox.
@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from engine.agent.agent import Agent
-    from engine.blueprint import Blueprint
-    from engine.model import ModelClient
-    from engine.store import Store
-    from toolkits import ToolkitRegistry
+    from codeact.engine.agent.agent import Agent
+    from codeact.engine.blueprint import Blueprint
+    from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
+    from codeact.toolkits import ToolkitRegistry
 
 __all__ = ["assemble", "mcp_toolkits", "model_routes", "provider_of", "scripted_relative", "toolkit_registry"]
 
@@ -64,8 +64,8 @@ def model_routes(
     Raises:
         ModelError: No model could be chosen, or a profile is missing or incompatible.
     """
-    from engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
-    from engine.model import ModelClient, resolve_model_routes
+    from codeact.engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
+    from codeact.engine.model import ModelClient, resolve_model_routes
 
     workflow = bp.workflow or WorkflowBlock()
     codeact = workflow.codeact or CodeActBlock()
@@ -110,7 +110,7 @@ def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> Too
     Raises:
         ToolkitError: An item is not a toolkit or a reference cannot be loaded.
     """
-    from toolkits import ToolkitRegistry, load_registry, load_toolkit_ref
+    from codeact.toolkits import ToolkitRegistry, load_registry, load_toolkit_ref
 
     if isinstance(toolkits, ToolkitRegistry):
         return toolkits
@@ -141,11 +141,11 @@ def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
         for entry in entries:
             ref = (entry.ref or "").strip()
             if entry.a2a is not None:
-                from toolkits.a2a import A2AToolkit
+                from codeact.toolkits.a2a import A2AToolkit
 
                 registry.register(A2AToolkit.from_mapping(ref, entry.a2a), replace=True)
                 continue
-            from toolkits.mcp import McpServerConfig, McpToolkit
+            from codeact.toolkits.mcp import McpServerConfig, McpToolkit
 
             toolkit = McpToolkit(McpServerConfig.from_mapping(ref, entry.mcp or {}, base_dir=base))
             started.append(toolkit)
@@ -174,13 +174,13 @@ def assemble(
     extra: dict[str, Any],
 ) -> AgentT:
     """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
-    from engine.agent.agent import default_sandbox_factory
-    from engine.blueprint import AgentFactory, Blueprint, HostContext, load_path
-    from engine.store import Store, open_store
+    from codeact.engine.agent.agent import default_sandbox_factory
+    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path
+    from codeact.engine.store import Store, open_store
 
     bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
     if bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow":
-        from engine.errors import BlueprintFactoryError
+        from codeact.engine.errors import BlueprintFactoryError
 
         raise BlueprintFactoryError(
             f"blueprint {bp.id!r} is a flow (workflow.mode: flow): build it with "

@@ -1,4 +1,4 @@
-"""What :class:`~engine.agent.Agent` and :class:`~engine.flow.FlowAgent` share about their lifetime.
+"""What :class:`~codeact.engine.agent.Agent` and :class:`~codeact.engine.flow.FlowAgent` share about their lifetime.
 
 Both own what ``from_blueprint`` opened (model clients, the store) and the event loop of ``run_sync``;
 both close them in ``aclose``/``close`` and as (async) context managers.
@@ -10,8 +10,8 @@ import asyncio
 import weakref
 from typing import Any, Self
 
-from engine.agent._wiring import _close_runner
-from engine.errors import CodeactError
+from codeact.engine.agent._wiring import _close_runner
+from codeact.engine.errors import CodeactError
 
 
 class Lifecycle:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from engine.events import SegmentCreated
-from segments import PromptConfig, SegmentKind
+from codeact.engine.events import SegmentCreated
+from codeact.segments import PromptConfig, SegmentKind
 
 if TYPE_CHECKING:
-    from engine.agent.context import Outcome, RunContext
-    from engine.store import Store
+    from codeact.engine.agent.context import Outcome, RunContext
+    from codeact.engine.store import Store
 
 __all__ = ["end_memory", "memory_prompt_config", "start_memory"]
 
@@ -22,7 +22,7 @@ async def start_memory(ctx: RunContext, store: Store, *, user: str | None, base_
     """Open the run's memory (``ctx.memory``; stays None when the blueprint enables none)."""
     if ctx.spec.session.memory is None or not ctx.spec.session.memory.enabled:
         return
-    from engine.memory import open_run_memory
+    from codeact.engine.memory import open_run_memory
 
     ctx.memory = await open_run_memory(ctx.spec, store, session_id=ctx.session_id, user=user, embedding_base=base_url)
 
@@ -32,7 +32,7 @@ async def memory_prompt_config(ctx: RunContext, config: PromptConfig) -> PromptC
     memory = ctx.memory
     if memory is None:
         return config
-    from engine.memory import memory_budget
+    from codeact.engine.memory import memory_budget
 
     compact = ctx.spec.session.compact
     ratio = (compact.context_ratio or 0.75) if compact is not None and compact.enabled else None
@@ -58,8 +58,8 @@ async def end_memory(ctx: RunContext, outcome: Outcome) -> None:
     """When the run ends: distill and store its summary and experience (never fails the run)."""
     if ctx.memory is None:
         return
-    from engine.agent.context import EndRun
-    from engine.errors import CodeactError
+    from codeact.engine.agent.context import EndRun
+    from codeact.engine.errors import CodeactError
 
     try:
         await _end_memory(ctx, outcome)

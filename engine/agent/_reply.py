@@ -21,12 +21,12 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import prompts
-from segments import CodeParseError, parse_python
+from codeact import prompts
+from codeact.segments import CodeParseError, parse_python
 
 if TYPE_CHECKING:
-    from engine.agent.context import RunContext
-    from segments import Prompt
+    from codeact.engine.agent.context import RunContext
+    from codeact.segments import Prompt
 
 __all__ = ["MAX_CONTINUATIONS", "FullReply", "complete_reply", "no_code_outcome", "truncated_error"]
 

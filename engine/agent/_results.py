@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.errors import CodeactError
-from engine.events import Event, RunCompleted, RunFailed
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import Event, RunCompleted, RunFailed
 
 if TYPE_CHECKING:
-    from engine.agent.context import RunContext
-    from engine.store import SessionLock
+    from codeact.engine.agent.context import RunContext
+    from codeact.engine.store import SessionLock
 
 
 @dataclass(frozen=True, kw_only=True)

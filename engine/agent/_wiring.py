@@ -7,17 +7,17 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval, grant_policy
-from engine.events import MessageCompleted, SegmentCreated
-from segments import Segment, SegmentHistory, SegmentKind
-from segments.budget import COMPACTED_TAG
-from toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
+from codeact.engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval, grant_policy
+from codeact.engine.events import MessageCompleted, SegmentCreated
+from codeact.segments import Segment, SegmentHistory, SegmentKind
+from codeact.segments.budget import COMPACTED_TAG
+from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
 
 if TYPE_CHECKING:
-    from engine.agent.agent import Agent
-    from engine.agent.context import RunContext
-    from engine.blueprint import AgentSpec
-    from sandbox import RpcHandler, Sandbox
+    from codeact.engine.agent.agent import Agent
+    from codeact.engine.agent.context import RunContext
+    from codeact.engine.blueprint import AgentSpec
+    from codeact.sandbox import RpcHandler, Sandbox
 
 SandboxFactory = Callable[["RpcHandler", "AgentSpec"], "Sandbox"]
 
@@ -53,7 +53,7 @@ def default_sandbox_factory(
     """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice)."""
 
     def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
-        from engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
+        from codeact.engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
 
         declared = spec.sandbox
         chosen = backend or declared.backend or "subprocess"
@@ -128,7 +128,7 @@ def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:
     """``registry``, or a copy of it with the built-in ``system`` toolkit (every agent is granted it)."""
     if "system" in registry:
         return registry
-    from toolkits.builtin.system import SystemToolkit
+    from codeact.toolkits.builtin.system import SystemToolkit
 
     own = ToolkitRegistry(bound for bound in registry)
     own.register(SystemToolkit)

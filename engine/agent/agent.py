@@ -10,10 +10,10 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.agent._lifecycle import Lifecycle
-from engine.agent._memory import end_memory, memory_prompt_config, start_memory
-from engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
-from engine.agent._wiring import (
+from codeact.engine.agent._lifecycle import Lifecycle
+from codeact.engine.agent._memory import end_memory, memory_prompt_config, start_memory
+from codeact.engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
+from codeact.engine.agent._wiring import (
     SandboxFactory,
     _restore_history,
     _with_system,
@@ -21,26 +21,26 @@ from engine.agent._wiring import (
     default_sandbox_factory,
     grants_for,
 )
-from engine.agent.codeact import CodeActLoop
-from engine.agent.context import EndRun, Outcome, RunContext
-from engine.agent.hooks import Hook
-from engine.agent.react import ReactLoop
-from engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted, record_interrupted
-from engine.agent.support import Approver
-from engine.errors import CodeactError
-from engine.events import Event, EventSequence, RunCompleted, RunFailed, RunStarted, SegmentCreated
-from engine.model.client import stop_background_tasks
-from engine.replay import sandbox_note, session_hash_seed
-from engine.store import SessionMeta
-from sandbox.aio import cancel_and_wait
-from segments import PromptConfig, SegmentBuilder, SegmentHistory, SegmentKind
-from toolkits import ToolkitRegistry
+from codeact.engine.agent.codeact import CodeActLoop
+from codeact.engine.agent.context import EndRun, Outcome, RunContext
+from codeact.engine.agent.hooks import Hook
+from codeact.engine.agent.react import ReactLoop
+from codeact.engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted, record_interrupted
+from codeact.engine.agent.support import Approver
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import Event, EventSequence, RunCompleted, RunFailed, RunStarted, SegmentCreated
+from codeact.engine.model.client import stop_background_tasks
+from codeact.engine.replay import sandbox_note, session_hash_seed
+from codeact.engine.store import SessionMeta
+from codeact.sandbox.aio import cancel_and_wait
+from codeact.segments import PromptConfig, SegmentBuilder, SegmentHistory, SegmentKind
+from codeact.toolkits import ToolkitRegistry
 
 if TYPE_CHECKING:
-    from engine.blueprint import AgentSpec, Blueprint
-    from engine.model import ModelClient
-    from engine.store import Store
-    from sandbox import Sandbox
+    from codeact.engine.blueprint import AgentSpec, Blueprint
+    from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
+    from codeact.sandbox import Sandbox
 
 __all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
 
@@ -112,7 +112,7 @@ class Agent(Lifecycle):
         if spec.subagents:
             # Sub-agents are the operations of an ``agents`` toolkit only this agent is granted;
             # the host's registry is copied, not changed.
-            from engine.agent.subagents import SUBAGENT_TOOLKIT, SubagentToolkit
+            from codeact.engine.agent.subagents import SUBAGENT_TOOLKIT, SubagentToolkit
 
             own = ToolkitRegistry()
             for name in self.registry.names():
@@ -166,7 +166,7 @@ class Agent(Lifecycle):
 
         The model, store and toolkits are each given once; the agent owns the model client and
         the store it opens and closes them in :meth:`aclose` (``async with``) or :meth:`close`
-        (``with``). A :class:`~engine.store.Store` object passed as ``store`` stays open.
+        (``with``). A :class:`~codeact.engine.store.Store` object passed as ``store`` stays open.
 
         Args:
             blueprint: Path of the blueprint YAML (``codeact.agent/v1``, ``ai4j.agent/v1`` or a
@@ -198,7 +198,7 @@ class Agent(Lifecycle):
             ToolkitError: A toolkit is not a toolkit or cannot be loaded.
             StoreError: The store URL is invalid.
         """
-        from engine.agent._assemble import assemble
+        from codeact.engine.agent._assemble import assemble
 
         return assemble(
             cls,
@@ -331,7 +331,7 @@ class Agent(Lifecycle):
         user: str | None = None,
     ) -> None:
         # The run's spans (engine.telemetry): a no-op object unless tracing is on.
-        from engine.telemetry._state import NULL_TRACE, start_run
+        from codeact.engine.telemetry._state import NULL_TRACE, start_run
 
         spec = self.spec
         options = spec.blueprint.extensions.get("telemetry") if spec.blueprint is not None else None
@@ -507,7 +507,7 @@ class Agent(Lifecycle):
         extra = dict(meta.extra) if meta is not None else {}
         sandbox.hash_seed = session_hash_seed(extra.get("sandbox"))  # the session's, kept on resume
         extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.sandbox.limits.timeout_seconds)
-        from engine.agent.sandboxes import env_note
+        from codeact.engine.agent.sandboxes import env_note
 
         declared_env = env_note(self.spec.sandbox)
         if declared_env is not None:

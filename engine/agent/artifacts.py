@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import prompts
-from engine.events import ArtifactCreated
+from codeact import prompts
+from codeact.engine.events import ArtifactCreated
 
 if TYPE_CHECKING:
-    from sandbox.artifacts import Artifact
+    from codeact.sandbox.artifacts import Artifact
 
 __all__ = ["artifact_uri", "emit_artifacts", "with_artifacts"]
 

@@ -9,7 +9,7 @@ calls go through the bridge, records go to the store.
   code or error ``max_repeats`` times in a row (stuck), or ``max_turns``.
 * A reply without code, a syntax error, a tool error or a killed sandbox becomes an Evaluation
   the model sees next round, never a crash of the run. Code that does not parse, or a reply still
-  cut off at the token limit after its continuations, runs nothing at all (``engine.agent._reply``).
+  cut off at the token limit after its continuations, runs nothing at all (``codeact.engine.agent._reply``).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-import prompts
-from engine.agent._reply import complete_reply, no_code_outcome, truncated_error
-from engine.agent.artifacts import emit_artifacts, with_artifacts
-from engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
-from engine.agent.support import describe_variables
-from engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
-from segments import (
+from codeact import prompts
+from codeact.engine.agent._reply import complete_reply, no_code_outcome, truncated_error
+from codeact.engine.agent.artifacts import emit_artifacts, with_artifacts
+from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
+from codeact.engine.agent.support import describe_variables
+from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
+from codeact.segments import (
     CodeParseError,
     CompactConfig,
     Compactor,
@@ -40,7 +40,7 @@ from segments import (
 )
 
 if TYPE_CHECKING:
-    from sandbox import Sandbox
+    from codeact.sandbox import Sandbox
 
 __all__ = ["CodeActLoop"]
 

@@ -9,20 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.agent.hooks import Hook, HookContext, Jump, ModelCall, chain
-from engine.events import Event, MessageCompleted, MessageDelta
-from engine.model import ModelReply
-from engine.telemetry._state import NULL_TRACE, RunTrace
-from segments import Prompt, SegmentHistory
+from codeact.engine.agent.hooks import Hook, HookContext, Jump, ModelCall, chain
+from codeact.engine.events import Event, MessageCompleted, MessageDelta
+from codeact.engine.model import ModelReply
+from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
+from codeact.segments import Prompt, SegmentHistory
 
 if TYPE_CHECKING:
-    from engine.agent.recovery import PendingWriter
-    from engine.agent.support import EventingBridge
-    from engine.blueprint import AgentSpec
-    from engine.model import ModelClient
-    from engine.store import Store
-    from sandbox import Sandbox
-    from toolkits import ToolkitBridge
+    from codeact.engine.agent.recovery import PendingWriter
+    from codeact.engine.agent.support import EventingBridge
+    from codeact.engine.blueprint import AgentSpec
+    from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
+    from codeact.sandbox import Sandbox
+    from codeact.toolkits import ToolkitBridge
 
 __all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
 
@@ -113,7 +113,7 @@ class RunContext:
             reply: The raw model reply.
             **fields: The other ``RoundRecord`` fields the loop knows (code, stdout, error, ...).
         """
-        from engine.store import RoundRecord
+        from codeact.engine.store import RoundRecord
 
         segments = [s.model_dump(mode="json") for s in self.pending_segments]
         self.pending_segments.clear()

@@ -11,10 +11,10 @@ import json
 import time
 from typing import Any
 
-from engine.agent.context import Outcome, RunContext, usage_of
-from engine.events import RoundStarted, SegmentCreated
-from sandbox.runtime import protocol as _p
-from segments import SegmentKind
+from codeact.engine.agent.context import Outcome, RunContext, usage_of
+from codeact.engine.events import RoundStarted, SegmentCreated
+from codeact.sandbox.runtime import protocol as _p
+from codeact.segments import SegmentKind
 
 __all__ = ["ReactLoop"]
 

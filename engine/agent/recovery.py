@@ -10,7 +10,7 @@ that tells the model on resume what ran:
 * on the next open of the session (:func:`fold_pending`), from the pending list, when the run that
   wrote it is gone (the caller holds the session lock, so it is).
 
-Replay treats an interrupted round as recorded: it is not re-executed (``engine.replay``).
+Replay treats an interrupted round as recorded: it is not re-executed (``codeact.engine.replay``).
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import prompts
-from engine.errors import CodeactError
-from sandbox.aio import cancel_and_wait, wait_for
-from segments import Segment, SegmentKind
+from codeact import prompts
+from codeact.engine.errors import CodeactError
+from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.segments import Segment, SegmentKind
 
 if TYPE_CHECKING:
-    from engine.agent.context import RunContext
-    from engine.store import RoundRecord, Store
-    from toolkits import CallRecord
+    from codeact.engine.agent.context import RunContext
+    from codeact.engine.store import RoundRecord, Store
+    from codeact.toolkits import CallRecord
 
 __all__ = ["INTERRUPTED_TAG", "PendingWriter", "fold_pending", "interrupted_evaluation", "record_interrupted"]
 
@@ -139,7 +139,7 @@ def _record(
     variables: Mapping[str, Any],
     reason: str,
 ) -> RoundRecord:
-    from engine.store import RoundRecord
+    from codeact.engine.store import RoundRecord
 
     return RoundRecord(
         session_id=session_id,

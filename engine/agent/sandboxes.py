@@ -1,9 +1,9 @@
 """Building the sandbox a spec declares: backend, limits, import policy and declared environment.
 
-One place turns :class:`~engine.blueprint.SandboxSettings` into a running configuration, for
-``codeact run`` (through :func:`engine.agent.default_sandbox_factory`) and ``codeact exec
+One place turns :class:`~codeact.engine.blueprint.SandboxSettings` into a running configuration, for
+``codeact run`` (through :func:`codeact.engine.agent.default_sandbox_factory`) and ``codeact exec
 --blueprint`` alike. The declared packages (``sandbox.packages`` / ``sandbox.preset``) are built
-(or found in the cache) by :mod:`sandbox.env`; their top-level modules widen the import policy,
+(or found in the cache) by :mod:`codeact.sandbox.env`; their top-level modules widen the import policy,
 because a host that accepted the declaration accepted those packages.
 """
 
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from engine.blueprint import SandboxSettings
-    from sandbox import Limits, RpcHandler, Sandbox
-    from sandbox.env import Environment
+    from codeact.engine.blueprint import SandboxSettings
+    from codeact.sandbox import Limits, RpcHandler, Sandbox
+    from codeact.sandbox.env import Environment
 
 __all__ = ["declared_environment", "env_note", "limits_for", "make_sandbox", "noted_environment"]
 
@@ -24,7 +24,7 @@ Backend = Literal["subprocess", "docker"]
 
 def limits_for(settings: SandboxSettings) -> Limits:
     """The sandbox ``Limits`` of ``sandbox.limits`` (unset fields keep the backend's defaults)."""
-    from sandbox import Limits
+    from codeact.sandbox import Limits
 
     lim = settings.limits
     overrides: dict[str, Any] = {}
@@ -53,7 +53,7 @@ def declared_environment(
     """
     if not settings.packages and settings.preset is None:
         return None
-    from sandbox.env import EnvSpec, ensure_environment
+    from codeact.sandbox.env import EnvSpec, ensure_environment
 
     spec = EnvSpec(packages=settings.packages, preset=settings.preset)
     return ensure_environment(spec, backend=backend, progress=progress)
@@ -74,13 +74,13 @@ def make_sandbox(
 
     ``cpus`` is the Docker container's CPU quota (``sandbox.limits.cpus``; default 1.0).
     """
-    from sandbox import DockerSandbox, SubprocessSandbox
-    from sandbox.env import MOUNT_POINT
-    from sandbox.policy import Policy
+    from codeact.sandbox import DockerSandbox, SubprocessSandbox
+    from codeact.sandbox.env import MOUNT_POINT
+    from codeact.sandbox.policy import Policy
 
     modules = sorted(env.modules) if env is not None else []
     if backend == "docker":
-        from sandbox.docker_sandbox import full_python_policy
+        from codeact.sandbox.docker_sandbox import full_python_policy
 
         # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
         policy = full_python_policy().widen(*imports, *modules) if (modules or imports) else None
@@ -120,7 +120,7 @@ def noted_environment(note: Any, backend: Backend) -> Environment | None:
     """
     if not isinstance(note, dict):
         return None
-    from sandbox.env import EnvSpec, ensure_environment
+    from codeact.sandbox.env import EnvSpec, ensure_environment
 
     packages = tuple(str(p) for p in note.get("packages") or ())
     preset = note.get("preset")

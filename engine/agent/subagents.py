@@ -17,11 +17,11 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
-from toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 
 if TYPE_CHECKING:
-    from engine.agent.agent import Agent
-    from engine.blueprint import SubagentSpec
+    from codeact.engine.agent.agent import Agent
+    from codeact.engine.blueprint import SubagentSpec
 
 __all__ = ["SUBAGENT_TOOLKIT", "SubagentToolkit"]
 
@@ -70,7 +70,7 @@ class SubagentToolkit(DynamicToolkit):
 
     async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
         """Run the sub-agent to the end and return its answer."""
-        from engine.agent.agent import Agent
+        from codeact.engine.agent.agent import Agent
 
         sub = self._subagents[operation]
         parent = self._parent

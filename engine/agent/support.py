@@ -9,11 +9,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from engine.agent.hooks import ModelCall, ToolCall, chain
-from engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
-from engine.telemetry._state import NULL_TRACE, RunTrace
-from sandbox.runtime import protocol as _p
-from toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
+from codeact.engine.agent.hooks import ModelCall, ToolCall, chain
+from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
+from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
+from codeact.sandbox.runtime import protocol as _p
+from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
 
 __all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
 
@@ -116,7 +116,7 @@ def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict
 class EventingBridge:
     """Wraps a :class:`~toolkits.ToolkitBridge`: emits tool events, applies grant approvals and interceptors.
 
-    It implements ``sandbox.channel.RpcHandler`` like the bridge it wraps; the sandbox serves it. It keeps
+    It implements ``codeact.sandbox.channel.RpcHandler`` like the bridge it wraps; the sandbox serves it. It keeps
     the call log of the round (:meth:`drain_calls`): every call with exactly the result or error the code
     got, including calls refused here (approval policy, interceptors) that never reached the bridge, so
     replay answers them the same way. Build the wrapped bridge with ``record=False``.

@@ -4,7 +4,7 @@
 ``extend``, ``toolkits``, ``subagents``, ``model.routes``, ``workflow.codeact`` and a richer
 ``sandbox``. Typical use::
 
-    from engine.blueprint import AgentFactory, HostContext, load_path, validate_blueprint
+    from codeact.engine.blueprint import AgentFactory, HostContext, load_path, validate_blueprint
 
     blueprint = load_path("agent.yaml")          # BlueprintLoadError on unreadable input
     report = validate_blueprint(blueprint)       # issues with severity, path, code, message
@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from engine.blueprint.factory import (
+from codeact.engine.blueprint.factory import (
     DEFAULT_MAX_TURNS,
     AgentFactory,
     HostContext,
@@ -21,11 +21,11 @@ from engine.blueprint.factory import (
     format_factory_error,
     format_load_error,
 )
-from engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
-from engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
-from engine.blueprint.loader import MAX_SUBAGENT_DEPTH, load_path, load_stream, load_text
-from engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint
-from engine.blueprint.spec import (
+from codeact.engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
+from codeact.engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
+from codeact.engine.blueprint.loader import MAX_SUBAGENT_DEPTH, load_path, load_stream, load_text
+from codeact.engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint
+from codeact.engine.blueprint.spec import (
     AgentKind,
     AgentSpec,
     CodeActSettings,
@@ -43,8 +43,8 @@ from engine.blueprint.spec import (
     ToolkitGrant,
     ToolRef,
 )
-from engine.blueprint.templates import RenderedInstructions
-from engine.blueprint.validator import sandbox_declared, validate_blueprint
+from codeact.engine.blueprint.templates import RenderedInstructions
+from codeact.engine.blueprint.validator import sandbox_declared, validate_blueprint
 
 __all__ = [
     "AI4J_VERSION",

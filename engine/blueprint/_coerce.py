@@ -1,6 +1,6 @@
 """Type checks and coercion of parsed YAML, with ai4j's codes and JSON-path-like locations.
 
-The expected shape is derived from the pydantic models in :mod:`engine.blueprint.models`, so the
+The expected shape is derived from the pydantic models in :mod:`codeact.engine.blueprint.models`, so the
 models stay the one description of the format. Coercion follows ai4j's loader: booleans accept
 ``true``/``false`` strings, numbers accept numeric strings, integers accept ``3`` and ``"3"`` but
 not ``1.5``; scalars in string fields become strings. Unknown keys are dropped and recorded.
@@ -19,7 +19,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
-from engine.errors import BlueprintLoadError
+from codeact.engine.errors import BlueprintLoadError
 
 __all__ = ["Coerced", "coerce_document"]
 
@@ -231,7 +231,7 @@ def coerce_document(document: Any, model: type[BaseModel], *, codeact: bool) -> 
 
     Args:
         document: What ``yaml.safe_load`` returned (not None).
-        model: The top-level model (:class:`~engine.blueprint.models.Blueprint`).
+        model: The top-level model (:class:`~codeact.engine.blueprint.models.Blueprint`).
         codeact: Whether ``codeact.agent/v1`` fields are known (else they are unknown fields).
 
     Returns:

@@ -1,7 +1,7 @@
 """The ``flow:`` block (``workflow.mode: flow``): loading its agents' blueprints and checking the tree.
 
 A flow blueprint composes other blueprints (``flow.agents[].path``, relative to the declaring file,
-like ``subagents``) into a sequential, parallel, routing or loop flow (``engine.flow`` runs it).
+like ``subagents``) into a sequential, parallel, routing or loop flow (``codeact.engine.flow`` runs it).
 Loading follows each path with the sub-agents' cycle detection and depth limit; the validator checks
 the flow's own options and then every agent's blueprint, its issues reported under the entry's path.
 """
@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from engine.blueprint.inheritance import shown_path
-from engine.blueprint.issues import ValidationIssue
-from engine.errors import BlueprintLoadError
+from codeact.engine.blueprint.inheritance import shown_path
+from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.errors import BlueprintLoadError
 
 if TYPE_CHECKING:
-    from engine.blueprint.models import Blueprint, FlowBlock
+    from codeact.engine.blueprint.models import Blueprint, FlowBlock
 
 __all__ = [
     "FLOW_KINDS",

@@ -8,7 +8,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node
 
-from engine.errors import BlueprintLoadError
+from codeact.engine.errors import BlueprintLoadError
 
 __all__ = ["parse_yaml"]
 

@@ -1,4 +1,4 @@
-"""``AgentFactory``: blueprint + host context -> :class:`~engine.blueprint.spec.AgentSpec`.
+"""``AgentFactory``: blueprint + host context -> :class:`~codeact.engine.blueprint.spec.AgentSpec`.
 
 Check order and codes follow ai4j's AgentFactory: ``blueprint.validation.failed`` (report
 attached), ``blueprint.sandbox.unsupported``, ``blueprint.modelClient.required``,
@@ -22,9 +22,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast
 
-from engine.blueprint.issues import ValidationReport
-from engine.blueprint.models import Blueprint, InstructionsBlock, ModelBlock, ModelRoute, SandboxBlock
-from engine.blueprint.spec import (
+from codeact.engine.blueprint.issues import ValidationReport
+from codeact.engine.blueprint.models import Blueprint, InstructionsBlock, ModelBlock, ModelRoute, SandboxBlock
+from codeact.engine.blueprint.spec import (
     AgentSpec,
     CodeActSettings,
     CompactSettings,
@@ -41,9 +41,9 @@ from engine.blueprint.spec import (
     ToolkitGrant,
     ToolRef,
 )
-from engine.blueprint.templates import RenderedInstructions, builtin_variables, render_template
-from engine.blueprint.validator import sandbox_declared, validate_blueprint
-from engine.errors import BlueprintFactoryError, BlueprintLoadError, TemplateError
+from codeact.engine.blueprint.templates import RenderedInstructions, builtin_variables, render_template
+from codeact.engine.blueprint.validator import sandbox_declared, validate_blueprint
+from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError, TemplateError
 
 __all__ = [
     "AgentFactory",
@@ -214,10 +214,10 @@ def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 class AgentFactory:
-    """Builds :class:`~engine.blueprint.spec.AgentSpec` objects from validated blueprints.
+    """Builds :class:`~codeact.engine.blueprint.spec.AgentSpec` objects from validated blueprints.
 
     Args:
-        validator: The validation function (default :func:`~engine.blueprint.validate_blueprint`).
+        validator: The validation function (default :func:`~codeact.engine.blueprint.validate_blueprint`).
     """
 
     def __init__(self, *, validator: Callable[[Blueprint], ValidationReport] = validate_blueprint) -> None:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from engine.blueprint._coerce import coerce_document
-from engine.blueprint._yaml import parse_yaml
-from engine.blueprint.issues import ValidationIssue
-from engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint, UnknownField
-from engine.errors import BlueprintLoadError
+from codeact.engine.blueprint._coerce import coerce_document
+from codeact.engine.blueprint._yaml import parse_yaml
+from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint, UnknownField
+from codeact.engine.errors import BlueprintLoadError
 
 __all__ = [
     "BUILTIN_DIR",
@@ -253,7 +253,7 @@ def resolve_inheritance(data: dict[str, Any], *, base_dir: Path, root_label: str
     """Resolve paths and follow ``extend`` for one coerced ``codeact.agent/v1`` document.
 
     Args:
-        data: The coerced document (see :mod:`engine.blueprint._coerce`).
+        data: The coerced document (see :mod:`codeact.engine.blueprint._coerce`).
         base_dir: The directory relative paths in ``data`` are resolved against.
         root_label: How to name this document in chains (its file name, or ``<text>``).
         root_path: The document's resolved file path, if it came from a file.

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from engine.blueprint._yaml import parse_yaml
-from engine.blueprint.inheritance import read_blueprint_text
-from engine.errors import BlueprintLoadError
+from codeact.engine.blueprint._yaml import parse_yaml
+from codeact.engine.blueprint.inheritance import read_blueprint_text
+from codeact.engine.errors import BlueprintLoadError
 
 __all__ = ["KIMI_BUILTIN_ARGS", "KIMI_TOOLS", "KIMI_VERSIONS", "is_kimi_document", "kimi_to_codeact"]
 

@@ -3,8 +3,8 @@
 ``load_*`` parse safe YAML (duplicate keys refused), check types with ai4j's codes and
 locations, follow ``extend`` for ``codeact.agent/v1`` and load the declared sub-agents. A
 kimi-cli agent file (``version: 1`` with an ``agent:`` block) is resolved by
-:mod:`engine.blueprint.kimi` first and then loads as a ``codeact.agent/v1`` document. Problems
-that make the document unreadable raise :class:`~engine.errors.BlueprintLoadError`; problems
+:mod:`codeact.engine.blueprint.kimi` first and then loads as a ``codeact.agent/v1`` document. Problems
+that make the document unreadable raise :class:`~codeact.engine.errors.BlueprintLoadError`; problems
 with inheritance or sub-agents are recorded on the blueprint and reported by the validator.
 """
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Final
 
-from engine.blueprint._coerce import coerce_document
-from engine.blueprint._yaml import parse_yaml
-from engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance, shown_path
-from engine.blueprint.issues import ValidationIssue
-from engine.blueprint.kimi import is_kimi_document, kimi_to_codeact
-from engine.blueprint.models import CODEACT_VERSION, Blueprint, UnknownField
-from engine.errors import BlueprintLoadError
+from codeact.engine.blueprint._coerce import coerce_document
+from codeact.engine.blueprint._yaml import parse_yaml
+from codeact.engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance, shown_path
+from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.kimi import is_kimi_document, kimi_to_codeact
+from codeact.engine.blueprint.models import CODEACT_VERSION, Blueprint, UnknownField
+from codeact.engine.errors import BlueprintLoadError
 
 __all__ = ["MAX_SUBAGENT_DEPTH", "load_path", "load_stream", "load_text"]
 
@@ -102,7 +102,7 @@ def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: 
     if codeact:
         subagents = _load_subagents(blueprint, base_dir=base_dir, stack=stack, issues=issues)
         if blueprint.flow is not None:
-            from engine.blueprint._flow import load_flow_agents
+            from codeact.engine.blueprint._flow import load_flow_agents
 
             flow = load_flow_agents(blueprint.flow, base_dir=base_dir, stack=stack, issues=issues, load=_load_file)
     return blueprint.model_copy(

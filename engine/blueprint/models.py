@@ -5,7 +5,7 @@ in ``codeact.agent/v1`` are listed in each model's ``codeact_only`` class variab
 ``ai4j.agent/v1`` file they are unknown fields (a warning), exactly as ai4j treats them.
 
 Trust decisions (accepting a sandbox declaration, widening the sandbox's import allow-list) are
-never fields here: they belong to the host (:class:`engine.blueprint.factory.HostContext`).
+never fields here: they belong to the host (:class:`codeact.engine.blueprint.factory.HostContext`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import IO, Annotated, Any, ClassVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.issues import ValidationIssue
 
 __all__ = [
     "AI4J_VERSION",
@@ -305,8 +305,8 @@ class Blueprint(_Block):
 
     Build one with :meth:`from_file`, :meth:`from_text` or :meth:`from_stream` (they run the
     loader, inheritance and sub-agent loading), check it with
-    :func:`engine.blueprint.validate_blueprint`, turn it into an
-    :class:`~engine.blueprint.spec.AgentSpec` with :class:`~engine.blueprint.factory.AgentFactory`.
+    :func:`codeact.engine.blueprint.validate_blueprint`, turn it into an
+    :class:`~codeact.engine.blueprint.spec.AgentSpec` with :class:`~codeact.engine.blueprint.factory.AgentFactory`.
     The fields after ``extensions`` are filled by the loader, never from the file.
     """
 
@@ -348,21 +348,21 @@ class Blueprint(_Block):
 
     @classmethod
     def from_file(cls, path: str | Path) -> Blueprint:
-        """Load a blueprint file (see :func:`engine.blueprint.loader.load_path`)."""
-        from engine.blueprint.loader import load_path
+        """Load a blueprint file (see :func:`codeact.engine.blueprint.loader.load_path`)."""
+        from codeact.engine.blueprint.loader import load_path
 
         return load_path(path)
 
     @classmethod
     def from_text(cls, text: str, *, base_dir: str | Path | None = None) -> Blueprint:
-        """Load a blueprint from YAML text (see :func:`engine.blueprint.loader.load_text`)."""
-        from engine.blueprint.loader import load_text
+        """Load a blueprint from YAML text (see :func:`codeact.engine.blueprint.loader.load_text`)."""
+        from codeact.engine.blueprint.loader import load_text
 
         return load_text(text, base_dir=base_dir)
 
     @classmethod
     def from_stream(cls, stream: IO[str] | IO[bytes], *, base_dir: str | Path | None = None) -> Blueprint:
-        """Load a blueprint from an open stream (see :func:`engine.blueprint.loader.load_stream`)."""
-        from engine.blueprint.loader import load_stream
+        """Load a blueprint from an open stream (see :func:`codeact.engine.blueprint.loader.load_stream`)."""
+        from codeact.engine.blueprint.loader import load_stream
 
         return load_stream(stream, base_dir=base_dir)

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from engine.blueprint.issues import ValidationIssue
-from engine.blueprint.templates import RenderedInstructions
+from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.templates import RenderedInstructions
 
 if TYPE_CHECKING:
-    from engine.blueprint.factory import HostContext
-    from engine.blueprint.models import Blueprint
+    from codeact.engine.blueprint.factory import HostContext
+    from codeact.engine.blueprint.models import Blueprint
 
 __all__ = [
     "AgentKind",
@@ -128,7 +128,7 @@ class ToolkitGrant:
 
 @dataclass(frozen=True, kw_only=True)
 class MemorySettings:
-    """``session.memory``: the agent's memory (resolved by ``engine.memory.memory_config``; docs/memory.md)."""
+    """``session.memory``: the agent's memory (resolved by ``codeact.engine.memory.memory_config``; docs/memory.md)."""
 
     enabled: bool = False
     scope: str | None = None

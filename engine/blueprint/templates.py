@@ -20,7 +20,7 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from engine.errors import TemplateError
+from codeact.engine.errors import TemplateError
 
 __all__ = ["BUILTIN_VARIABLES", "RenderedInstructions", "builtin_variables", "render_template"]
 

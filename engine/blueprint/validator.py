@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from engine.blueprint.issues import ValidationIssue, ValidationReport
-from engine.blueprint.models import (
+from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
+from codeact.engine.blueprint.models import (
     CODEACT_VERSION,
     SUPPORTED_VERSIONS,
     Blueprint,
@@ -21,8 +21,8 @@ from engine.blueprint.models import (
     SessionBlock,
     WorkflowBlock,
 )
-from engine.blueprint.templates import builtin_variables, render_template
-from engine.errors import TemplateError
+from codeact.engine.blueprint.templates import builtin_variables, render_template
+from codeact.engine.errors import TemplateError
 
 __all__ = [
     "FIM_PROTOCOLS",
@@ -293,7 +293,7 @@ class _Checks:
 
     def _mcp(self, index: int, ref: str, mcp: dict[str, Any]) -> None:
         """``toolkits[].mcp``: an MCP server; secrets only by environment variable name (toolkits.mcp)."""
-        from toolkits.mcp._config import config_problems
+        from codeact.toolkits.mcp._config import config_problems
 
         path = f"$.toolkits[{index}]"
         if not ref.isidentifier() or ref.startswith("_"):
@@ -308,7 +308,7 @@ class _Checks:
 
     def _a2a(self, index: int, ref: str, a2a: dict[str, Any]) -> None:
         """``toolkits[].a2a``: remote A2A agents by URL (toolkits.a2a)."""
-        from toolkits.a2a.toolkit import a2a_problems
+        from codeact.toolkits.a2a.toolkit import a2a_problems
 
         path = f"$.toolkits[{index}]"
         if not ref.isidentifier() or ref.startswith("_"):
@@ -376,7 +376,7 @@ class _Checks:
                 "session.memory.enabled is true but neither scope nor store is declared.",
             )
         if memory is not None:
-            from engine.memory.settings import memory_config_problems
+            from codeact.engine.memory.settings import memory_config_problems
 
             for path, message in memory_config_problems(
                 enabled=memory.enabled is True,
@@ -451,8 +451,8 @@ class _Checks:
         self._sandbox_packages(sandbox)
 
     def _sandbox_packages(self, sandbox: SandboxBlock) -> None:
-        from sandbox.env import PRESETS, normalize_requirement
-        from sandbox.errors import EnvironmentBuildError
+        from codeact.sandbox.env import PRESETS, normalize_requirement
+        from codeact.sandbox.errors import EnvironmentBuildError
 
         for index, requirement in enumerate(sandbox.packages or []):
             try:
@@ -527,7 +527,7 @@ class _Checks:
     def flow(self) -> None:
         if self.bp.flow is None and (self.bp.workflow is None or _trim(self.bp.workflow.mode) != "flow"):
             return
-        from engine.blueprint._flow import check_flow
+        from codeact.engine.blueprint._flow import check_flow
 
         self.issues.extend(check_flow(self.bp, lambda child: list(validate_blueprint(child).issues)))
 

@@ -7,9 +7,12 @@ Each command lives in its own module and registers itself on ``app``; heavy depe
 
 from __future__ import annotations
 
+import sys
+from typing import NoReturn
+
 import typer
 
-from engine.cli import (
+from codeact.engine.cli import (
     _a2a,
     _eval,
     _exec,
@@ -23,6 +26,7 @@ from engine.cli import (
     _toolkits,
     _validate,
 )
+from codeact.prompts.errors import MissingExtraError, extra_for_module
 
 __all__ = ["app", "main"]
 
@@ -41,5 +45,23 @@ for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve, 
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A missing optional extra ends here wherever it is noticed (an explicit ``MissingExtraError`` or
+    the ``ModuleNotFoundError`` of an extra's module): one line naming the extra to install, exit 2.
+    """
+    try:
+        app()
+    except MissingExtraError as exc:
+        _missing_extra(exc.message)
+    except ModuleNotFoundError as exc:
+        extra = extra_for_module(exc.name)
+        if extra is None:
+            raise
+        command = " ".join(["codeact", *(a for a in sys.argv[1:3] if not a.startswith("-"))])
+        _missing_extra(str(MissingExtraError(command, extra=extra, module=str(exc.name))))
+
+
+def _missing_extra(message: str) -> NoReturn:
+    sys.stderr.write(f"codeact: {message}\n")
+    raise SystemExit(2)

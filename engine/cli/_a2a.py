@@ -34,7 +34,7 @@ def serve(
     isolation: Annotated[str, typer.Option("--isolation", help="bwrap (default) or process.")] = "bwrap",
 ) -> None:
     """Serve BLUEPRINT as an A2A agent (card, tasks, streaming, cancel)."""
-    from engine.errors import CodeactError
+    from codeact.engine.errors import CodeactError
 
     if isolation not in ("bwrap", "process"):
         typer.echo(f"error: --isolation must be 'bwrap' or 'process', got {isolation!r}", err=True)
@@ -57,8 +57,8 @@ async def _serve(
 ) -> None:
     import uvicorn
 
-    from engine.a2a import build_app
-    from engine.agent import Agent
+    from codeact.engine.a2a import build_app
+    from codeact.engine.agent import Agent
 
     agent = Agent.from_blueprint(
         blueprint,

@@ -18,7 +18,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _modes(values: list[str] | None) -> tuple[str, ...]:
-    from engine.eval import MODES
+    from codeact.engine.eval import MODES
 
     picked: list[str] = []
     for value in values or ["fim-chat"]:
@@ -54,8 +54,8 @@ def eval_command(
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Rounds per task.")] = None,
 ) -> None:
     """Run an eval suite; prints a table (or JSON) and writes report.{json,md,html} to --out."""
-    from engine.eval import EvalConfig, EvalError, load_suite, run_eval
-    from engine.eval.report import render_table, summarize, write_reports
+    from codeact.engine.eval import EvalConfig, EvalError, load_suite, run_eval
+    from codeact.engine.eval.report import render_table, summarize, write_reports
 
     if sandbox not in ("subprocess", "docker") or isolation not in ("bwrap", "process"):
         typer.echo("--sandbox must be subprocess or docker, --isolation bwrap or process", err=True)

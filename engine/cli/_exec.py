@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from engine.blueprint import SandboxSettings
-    from sandbox import ExecutionResult, Sandbox
-    from sandbox.channel import RpcHandler
-    from sandbox.env import Environment
+    from codeact.engine.blueprint import SandboxSettings
+    from codeact.sandbox import ExecutionResult, Sandbox
+    from codeact.sandbox.channel import RpcHandler
+    from codeact.sandbox.env import Environment
 
 __all__ = ["register"]
 
@@ -48,7 +48,7 @@ class _UsageError(Exception):
 def _bridge(toolkit_refs: list[str], session: str) -> RpcHandler | None:
     if not toolkit_refs:
         return None
-    from toolkits import ToolkitBridge, ToolkitError, load_registry
+    from codeact.toolkits import ToolkitBridge, ToolkitError, load_registry
 
     try:
         return ToolkitBridge(load_registry(toolkit_refs), session_id=session)
@@ -62,10 +62,10 @@ _Declared = tuple["SandboxSettings", "Environment | None"]
 def _make_sandbox(
     kind: str, bridge: RpcHandler | None, isolation: str, declared: _Declared | None = None, runtime: str = "runc"
 ) -> Sandbox:
-    import sandbox
+    from codeact import sandbox
 
     if declared is not None:
-        from engine.agent.sandboxes import limits_for, make_sandbox
+        from codeact.engine.agent.sandboxes import limits_for, make_sandbox
 
         settings, env = declared
         return make_sandbox(
@@ -117,8 +117,8 @@ async def _run_in_session(
     runtime: str = "runc",
 ) -> ExecutionResult:
     """One round of ``session``: variables restored from the store, the round recorded in it."""
-    from engine.replay import sandbox_note, session_hash_seed
-    from engine.store import RoundRecord, SessionMeta, open_store
+    from codeact.engine.replay import sandbox_note, session_hash_seed
+    from codeact.engine.store import RoundRecord, SessionMeta, open_store
 
     store = open_store(store_url)
     try:
@@ -145,7 +145,7 @@ async def _run_in_session(
                 result = await box.execute(code, variables=variables, deadline=timeout)
                 note = sandbox_note(box, deadline_s=timeout)
                 if declared is not None:
-                    from engine.agent.sandboxes import env_note
+                    from codeact.engine.agent.sandboxes import env_note
 
                     noted = env_note(declared[0])
                     if noted is not None:
@@ -181,8 +181,8 @@ async def _run_in_session(
 
 def _declared_settings(path: Path, allow: bool) -> SandboxSettings:
     """The sandbox ``path`` declares (validated, accepted only with ``--allow-sandbox-declaration``)."""
-    from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
-    from engine.errors import BlueprintFactoryError, BlueprintLoadError
+    from codeact.engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError
 
     try:
         loaded = load_path(path)
@@ -271,7 +271,7 @@ def exec_command(
     ] = "runc",
 ) -> None:
     """Run FILE.py as one round in the sandbox (exit 0 ok, 1 raised, 2 usage, 3 sandbox/deadline)."""
-    from sandbox import SandboxError
+    from codeact.sandbox import SandboxError
 
     declared: _Declared | None = None
     try:
@@ -305,11 +305,11 @@ def exec_command(
         typer.echo(f"codeact exec: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
 
-    from engine.errors import StoreError
+    from codeact.engine.errors import StoreError
 
     try:
         if settings is not None:
-            from engine.agent.sandboxes import declared_environment
+            from codeact.engine.agent.sandboxes import declared_environment
 
             declared = (settings, declared_environment(settings, "docker" if kind == "docker" else "subprocess"))
         if session is None:
@@ -349,7 +349,7 @@ def exec_command(
         raise typer.Exit(EXIT_SANDBOX) from None
 
     if artifacts is not None and result.artifacts:
-        from engine.cli._artifacts import write_artifacts
+        from codeact.engine.cli._artifacts import write_artifacts
 
         try:
             written = write_artifacts(artifacts, [a.to_json(with_data=True) for a in result.artifacts])

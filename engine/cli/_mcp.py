@@ -42,8 +42,8 @@ def serve(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per run_python call.")] = 60.0,
 ) -> None:
     """Serve every toolkit operation as an MCP tool, plus run_python (code mode)."""
-    from engine.mcp import CodeSessions, build_server, serve_http, serve_stdio
-    from toolkits import ToolkitError, load_registry
+    from codeact.engine.mcp import CodeSessions, build_server, serve_http, serve_stdio
+    from codeact.toolkits import ToolkitError, load_registry
 
     if isolation not in ("bwrap", "process"):
         typer.echo(f"error: --isolation must be 'bwrap' or 'process', got {isolation!r}", err=True)
@@ -52,7 +52,7 @@ def serve(
     try:
         registry = load_registry(toolkit or [])
         if blueprint is not None:
-            from engine.cli._toolkits import _blueprint_toolkits
+            from codeact.engine.cli._toolkits import _blueprint_toolkits
 
             started = _blueprint_toolkits(blueprint, registry)
     except ToolkitError as exc:
@@ -60,7 +60,7 @@ def serve(
         raise typer.Exit(2) from None
 
     def factory(bridge: Any) -> Any:
-        from sandbox import SubprocessSandbox
+        from codeact.sandbox import SubprocessSandbox
 
         return SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
 

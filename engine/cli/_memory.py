@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 __all__ = ["register"]
 
@@ -46,8 +46,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _with_manager(store: str | None, action: Callable[[Any], Awaitable[_T]]) -> _T:
-    from engine.memory import MemoryManager, memory_backend
-    from engine.store import open_store
+    from codeact.engine.memory import MemoryManager, memory_backend
+    from codeact.engine.store import open_store
 
     async def main() -> _T:
         opened = open_store(store)
@@ -216,7 +216,7 @@ def prune_memory(
     store: Annotated[str | None, _STORE_OPTION] = None,
 ) -> None:
     """Apply limits in every scope (default: the blueprint defaults of docs/memory.md); prints how many went."""
-    from engine.memory import MemoryConfig, MemoryManager
+    from codeact.engine.memory import MemoryConfig, MemoryManager
 
     chosen = _check_kind(kind)
     limits: dict[str, Any] = {}

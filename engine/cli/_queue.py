@@ -38,8 +38,8 @@ def worker_command(
     loglevel: Annotated[str, typer.Option("--loglevel", help="Celery log level.")] = "WARNING",
 ) -> None:
     """Start a worker that takes queued runs until stopped (SIGTERM: finish the runs, then stop)."""
-    from engine.queue._worker import start_worker
-    from toolkits import ToolkitError
+    from codeact.engine.queue._worker import start_worker
+    from codeact.toolkits import ToolkitError
 
     url = queue or os.environ.get("CODEACT_QUEUE") or os.environ.get("CODEACT_STORE")
     if not url or not url.startswith(("redis://", "rediss://")):
@@ -81,8 +81,8 @@ def run_queued(
     """``codeact run FILE --queue URL``: enqueue, print the run id, then stream its events (unless detached)."""
     from rich.console import Console
 
-    from engine.errors import CodeactError
-    from engine.queue import submit
+    from codeact.engine.errors import CodeactError
+    from codeact.engine.queue import submit
 
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -123,7 +123,7 @@ def run_queued(
 
 
 def _render(event: dict[str, Any], console: Any) -> None:
-    from engine.events import event_from_json, render_event
+    from codeact.engine.events import event_from_json, render_event
 
     kind = str(event.get("type"))
     if kind in ("run.queued", "run.requeued", "run.cancelled", "run.paused") or event.get("sequence") is None:

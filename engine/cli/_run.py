@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli._resume import resume_command
+from codeact.engine.cli._resume import resume_command
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from engine.events import Event
-    from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+    from codeact.engine.events import Event
+    from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+_CONFIGURATION_CODES = frozenset({"model.auth"})
 
 
 class _Usage(Exception):
@@ -39,7 +40,7 @@ class _Usage(Exception):
 
 
 def _registry(refs: list[str]) -> ToolkitRegistry:
-    from toolkits import ToolkitError, load_registry
+    from codeact.toolkits import ToolkitError, load_registry
 
     try:
         return load_registry(refs)
@@ -55,7 +56,7 @@ class _Spinner:
 
 
 def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
-    from toolkits import ApprovalDecision
+    from codeact.toolkits import ApprovalDecision
 
     # Calls gathered in one round may ask at the same time: one question on the terminal at a time.
     asking = asyncio.Lock()
@@ -135,7 +136,7 @@ def run_command(
     from rich.console import Console
 
     if queue is not None:
-        from engine.cli._queue import run_queued
+        from codeact.engine.cli._queue import run_queued
 
         raise typer.Exit(
             run_queued(
@@ -207,7 +208,7 @@ def run_command(
         return resume_command(file, options, session=session_id, input_text=input_text)
 
     if trace is not None:
-        from engine import telemetry
+        from codeact.engine import telemetry
 
         try:
             telemetry.configure(file=trace)
@@ -253,11 +254,11 @@ def _build(
     spinner: _Spinner,
     user: str | None = None,
 ) -> Any:
-    from engine.agent import Agent, default_sandbox_factory
-    from engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
-    from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
-    from engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
-    from engine.store import open_store
+    from codeact.engine.agent import Agent, default_sandbox_factory
+    from codeact.engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
+    from codeact.engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
+    from codeact.engine.store import open_store
 
     if sandbox not in (None, "subprocess", "docker"):
         raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
@@ -344,8 +345,8 @@ def _close_servers(servers: Sequence[Any]) -> None:
 
 
 def _mcp_toolkits(bp: Any, registry: ToolkitRegistry) -> list[Any]:
-    from engine.agent._assemble import mcp_toolkits
-    from toolkits import ToolkitError
+    from codeact.engine.agent._assemble import mcp_toolkits
+    from codeact.toolkits import ToolkitError
 
     try:
         return mcp_toolkits(bp, registry)
@@ -355,10 +356,10 @@ def _mcp_toolkits(bp: Any, registry: ToolkitRegistry) -> list[Any]:
 
 def _build_flow(bp: Any, *, store: str | None, registry: Any, allow: bool, **options: Any) -> Any:
     """A ``workflow: {mode: flow}`` blueprint: its flow (engine.flow), every agent built as above."""
-    from engine.blueprint import format_factory_error, format_load_error
-    from engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
-    from engine.flow import FlowAgent
-    from engine.store import open_store
+    from codeact.engine.blueprint import format_factory_error, format_load_error
+    from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
+    from codeact.engine.flow import FlowAgent
+    from codeact.engine.store import open_store
 
     try:
         opened = open_store(store)
@@ -376,8 +377,8 @@ def _build_flow(bp: Any, *, store: str | None, registry: Any, allow: bool, **opt
 
 def _prepare_environment(spec: Any, backend: str | None) -> None:
     """Build the declared environment now, with progress on stderr, so the run starts on a cache hit."""
-    from engine.agent.sandboxes import declared_environment
-    from sandbox.errors import EnvironmentBuildError
+    from codeact.engine.agent.sandboxes import declared_environment
+    from codeact.sandbox.errors import EnvironmentBuildError
 
     chosen = backend or spec.sandbox.backend or "subprocess"
     try:
@@ -397,7 +398,7 @@ async def _drive(
     again: Callable[..., str],
     artifacts: Path | None = None,
 ) -> int:
-    from engine.events import ArtifactCreated, RunCompleted, RunFailed, RunStarted, render_event
+    from codeact.engine.events import ArtifactCreated, RunCompleted, RunFailed, RunStarted, render_event
 
     last: Event | None = None
     session_id = session
@@ -457,7 +458,8 @@ async def _drive(
             )
         return EXIT_OK
     if isinstance(last, RunFailed):
-        return EXIT_FAILED
+        # Missing or refused credentials are the caller's configuration, like a bad option: exit 2.
+        return EXIT_USAGE if last.error.get("code") in _CONFIGURATION_CODES else EXIT_FAILED
     return EXIT_FAILED
 
 
@@ -465,7 +467,7 @@ async def _write_run_artifacts(
     store: Any, session_id: str, produced: set[tuple[int, str]], directory: Path, console: Any
 ) -> None:
     """Write the artifacts this run produced (read back from the session's round records) to ``directory``."""
-    from engine.cli._artifacts import write_artifacts
+    from codeact.engine.cli._artifacts import write_artifacts
 
     rounds = await store.rounds(session_id)
     chosen = [a for r in rounds for a in r.artifacts if (r.index, a.get("name")) in produced]
@@ -501,8 +503,8 @@ def replay_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Re-execute a recorded session in a fresh sandbox and report per round whether it matches."""
-    from engine.errors import CodeactError
-    from engine.store import open_store
+    from codeact.engine.errors import CodeactError
+    from codeact.engine.store import open_store
 
     try:
         registry = _registry(list(toolkit or []))
@@ -532,7 +534,7 @@ def replay_command(
 
 
 async def _replay(store: Any, session: str, registry: Any, live: bool, json_output: bool) -> Any:
-    from engine.replay import replay_session
+    from codeact.engine.replay import replay_session
 
     try:
         meta = await store.get_session(session)
@@ -551,7 +553,7 @@ async def _replay(store: Any, session: str, registry: Any, live: bool, json_outp
                 typer.echo(line + "".join(f"\n    {d}" for d in r.differences))
 
         if meta is not None and meta.extra.get("kind") == "flow":
-            from engine.flow import replay_flow
+            from codeact.engine.flow import replay_flow
 
             def step(session_id: str, agent: str) -> None:
                 if not json_output:

@@ -2,7 +2,7 @@
 
 ``gc`` removes what crashed hosts left (containers, runtimes, directories); ``build`` / ``list`` /
 ``prune`` manage the cached environments a blueprint's ``sandbox.packages`` / ``sandbox.preset``
-declare (``sandbox.env``).
+declare (``codeact.sandbox.env``).
 
 Exit status of ``build``: 0 built (or already cached), 2 usage or blueprint error, 3 the build failed.
 ``list`` and ``prune``: 0.
@@ -37,7 +37,7 @@ def gc(
     directory name); those whose host is no longer alive are removed, with their session.
     Exit 0 when the collection ran (also when nothing was removed), 3 when Docker failed.
     """
-    from sandbox.leftovers import remove_leftovers
+    from codeact.sandbox.leftovers import remove_leftovers
 
     removed, docker_error = remove_leftovers(include_live=all_)
     if as_json:
@@ -83,10 +83,10 @@ def build(
     as_json: Annotated[bool, typer.Option("--json", help="Print the environment as one JSON object.")] = False,
 ) -> None:
     """Build (or find in the cache) the environment BLUEPRINT declares, showing progress."""
-    from engine.agent.sandboxes import declared_environment
-    from engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
-    from engine.errors import BlueprintFactoryError, BlueprintLoadError
-    from sandbox.errors import EnvironmentBuildError
+    from codeact.engine.agent.sandboxes import declared_environment
+    from codeact.engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError
+    from codeact.sandbox.errors import EnvironmentBuildError
 
     if backend not in (None, "subprocess", "docker"):
         typer.echo(f"codeact sandbox build: --sandbox must be 'subprocess' or 'docker', got {backend!r}", err=True)
@@ -174,7 +174,7 @@ def list_(
     as_json: Annotated[bool, typer.Option("--json", help="Print the environments as one JSON array.")] = False,
 ) -> None:
     """List cached sandbox environments: what they hold, size, last use."""
-    from sandbox.env import cache_root, list_environments
+    from codeact.sandbox.env import cache_root, list_environments
 
     entries = list_environments()
     if as_json:
@@ -201,7 +201,7 @@ def prune(
     as_json: Annotated[bool, typer.Option("--json", help="Print the removed environments as one JSON array.")] = False,
 ) -> None:
     """Remove cached sandbox environments (all, or those named, or those unused for --unused-days)."""
-    from sandbox.env import prune_environments
+    from codeact.sandbox.env import prune_environments
 
     removed = prune_environments(
         keys=tuple(keys or ()), unused_for_s=unused_days * 86400 if unused_days is not None else None

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codeact.engine.errors import MissingExtraError
+
 if TYPE_CHECKING:
-    from engine.runner import BlueprintRunner
+    from codeact.engine.runner import BlueprintRunner
 
 __all__ = ["register"]
 
@@ -69,12 +71,11 @@ def serve_command(
     try:
         import uvicorn
 
-        from engine.service import RunManager, ServiceState, Tokens, create_app
+        from codeact.engine.service import RunManager, ServiceState, Tokens, create_app
     except ImportError as exc:
-        typer.echo(f"codeact serve: {exc.name} is not installed: pip install 'codeact[serve]'", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    from engine.errors import CodeactError
-    from engine.store import open_store
+        raise MissingExtraError("codeact serve", extra="serve", module=str(exc.name)) from None
+    from codeact.engine.errors import CodeactError
+    from codeact.engine.store import open_store
 
     try:
         tokens = Tokens.load(files=tokens_file or ())
@@ -142,7 +143,7 @@ def _warm_up() -> None:
     """Import the model layer (litellm: seconds) in the background, so the first run does not wait for it."""
 
     def load() -> None:
-        from engine.model._litellm import _litellm  # the one module that imports litellm
+        from codeact.engine.model._litellm import _litellm  # the one module that imports litellm
 
         _litellm()
 
@@ -196,7 +197,7 @@ def _blueprint_files(paths: list[Path]) -> list[Path]:
 
 
 def _registry(refs: list[str]) -> Any:
-    from toolkits import ToolkitError, load_registry
+    from codeact.toolkits import ToolkitError, load_registry
 
     try:
         return load_registry(refs)
@@ -207,7 +208,7 @@ def _registry(refs: list[str]) -> Any:
 def _runners(
     files: list[Path], *, registry: Any, store: Any, model: str | None, base_url: str | None, sandbox: str | None = None
 ) -> dict[str, BlueprintRunner]:
-    from engine.runner import BlueprintRunner
+    from codeact.engine.runner import BlueprintRunner
 
     runners: dict[str, BlueprintRunner] = {}
     origin: dict[str, Path] = {}
@@ -230,15 +231,15 @@ def _queue_runs(
     queue: str, runners: Any, store: str | None, model: str | None, base_url: str | None, sandbox: str | None = None
 ) -> Any:
     """``--queue``: the queue's run manager (runs go to ``codeact worker`` processes)."""
-    from engine.queue import QueueRunManager
+    from codeact.engine.queue import QueueRunManager
 
     return QueueRunManager(runners, queue=queue, store=store, model=model, base_url=base_url, sandbox=sandbox)
 
 
 def _console_routes(state: Any) -> list[Any]:
-    """The console's pages when the console is installed (``engine.service.console``), else none."""
+    """The console's pages when the console is installed (``codeact.engine.service.console``), else none."""
     try:
-        from engine.service.console import console_routes  # type: ignore[import-not-found, unused-ignore]
+        from codeact.engine.service.console import console_routes  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return []
     return list(console_routes(state))

@@ -21,9 +21,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.errors import StoreError
-from engine.events import error_summary, reply_excerpt, without_frame_error
-from engine.store import CorruptRecordError, LockInfo, RoundEntry, RoundRecord, SessionMeta, Store, open_store
+from codeact.engine.errors import StoreError
+from codeact.engine.events import error_summary, reply_excerpt, without_frame_error
+from codeact.engine.store import CorruptRecordError, LockInfo, RoundEntry, RoundRecord, SessionMeta, Store, open_store
 
 __all__ = ["register"]
 
@@ -177,7 +177,7 @@ def show_session(
     ] = None,
 ) -> None:
     """Show a session: its metadata, then each round's code, tool calls, output, error, variables, artifacts."""
-    from engine.telemetry import usage_total
+    from codeact.engine.telemetry import usage_total
 
     async def read(opened: Store) -> _Shown | None:
         problems: list[CorruptRecordError] = []
@@ -203,7 +203,7 @@ def show_session(
             problems.append(exc)
         shown = _Shown(meta=meta, entries=list(read.entries), variables=variables, problems=problems)
         if meta is not None and meta.extra.get("kind") == "flow":
-            from engine.flow import flow_tree
+            from codeact.engine.flow import flow_tree
 
             shown.tree = await flow_tree(opened, session)
         return shown
@@ -214,7 +214,7 @@ def show_session(
     meta = shown.meta
     out = Console(soft_wrap=True)
     if artifacts is not None:
-        from engine.cli._artifacts import write_artifacts
+        from codeact.engine.cli._artifacts import write_artifacts
 
         written = write_artifacts(
             artifacts, [a for e in shown.entries if e.record is not None for a in e.record.artifacts]
@@ -246,7 +246,7 @@ def show_session(
             out.print(Text.assemble(("session ", "bold"), (session, "bold cyan"), f"  ({url})"))
             out.print(Text("  metadata  unreadable (see below)", style="red"))
         if shown.tree is not None:
-            from engine.flow.sessions import tree_lines
+            from codeact.engine.flow.sessions import tree_lines
 
             out.print(Text("  flow:", style="bold"))
             for line in tree_lines(shown.tree):
@@ -377,7 +377,7 @@ def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
     )
     if record.timings:
         header.append("  (" + ", ".join(f"{k} {v:.2f} s" for k, v in record.timings.items()) + ")")
-    from engine.telemetry import usage_of_round
+    from codeact.engine.telemetry import usage_of_round
 
     usage = usage_of_round(record.usage)
     if usage.input_tokens or usage.output_tokens:

@@ -45,7 +45,7 @@ def list_toolkits(
     ] = None,
 ) -> None:
     """Print the toolkits as the model sees them: Python classes of async stubs."""
-    from toolkits import ToolkitError, load_registry, render_stubs
+    from codeact.toolkits import ToolkitError, load_registry, render_stubs
 
     started: list[object] = []
     try:
@@ -71,9 +71,9 @@ def list_toolkits(
 def _blueprint_toolkits(path: str, registry: object) -> list[object]:
     from pathlib import Path
 
-    from engine.agent._assemble import mcp_toolkits
-    from engine.blueprint import format_load_error, load_path
-    from engine.errors import BlueprintLoadError
+    from codeact.engine.agent._assemble import mcp_toolkits
+    from codeact.engine.blueprint import format_load_error, load_path
+    from codeact.engine.errors import BlueprintLoadError
 
     try:
         bp = load_path(Path(path))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from engine.blueprint import Blueprint, ValidationIssue
+    from codeact.engine.blueprint import Blueprint, ValidationIssue
 
 
 def register(app: typer.Typer) -> None:
@@ -37,8 +37,8 @@ def validate(
     ] = False,
 ) -> None:
     """Load and validate a blueprint; exit 0 valid, 1 invalid, 2 load error."""
-    from engine.blueprint import ValidationReport, format_load_error, load_path, validate_blueprint
-    from engine.errors import BlueprintLoadError
+    from codeact.engine.blueprint import ValidationReport, format_load_error, load_path, validate_blueprint
+    from codeact.engine.errors import BlueprintLoadError
 
     try:
         blueprint = load_path(file)
@@ -78,7 +78,7 @@ def _load_error(text: str, code: str, message: str, json_output: bool) -> None:
 
 
 def _registry_names(refs: list[str]) -> list[str]:
-    from toolkits import ToolkitError, load_registry
+    from codeact.toolkits import ToolkitError, load_registry
 
     try:
         return load_registry(refs).names()
@@ -87,7 +87,7 @@ def _registry_names(refs: list[str]) -> list[str]:
 
 
 def _unknown_toolkits(blueprint: Blueprint, names: list[str]) -> list[ValidationIssue]:
-    from engine.blueprint import ValidationIssue
+    from codeact.engine.blueprint import ValidationIssue
 
     known = set(names) | ({"agents"} if blueprint.subagents else set())
     refs = [(f"$.toolkits[{i}].ref", e.ref) for i, e in enumerate(blueprint.toolkits) if e is not None]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 __all__ = ["EvalError"]
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.eval.errors import EvalError
-from engine.eval.oracle import ORACLE, OracleModel
-from engine.eval.suite import Suite, Task, check_answer
+from codeact.engine.eval.errors import EvalError
+from codeact.engine.eval.oracle import ORACLE, OracleModel
+from codeact.engine.eval.suite import Suite, Task, check_answer
 
 __all__ = ["MODES", "EvalConfig", "result_path", "run_eval"]
 
@@ -87,7 +87,7 @@ def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> 
 
 
 async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, store: Any) -> dict[str, Any]:
-    from engine.agent import Agent
+    from codeact.engine.agent import Agent
 
     folder = config.out / "blueprints" / mode
     folder.mkdir(parents=True, exist_ok=True)
@@ -119,7 +119,7 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
     per_round = []
     cost: float | None = None
     for record in records:
-        from engine.telemetry import usage_of_round
+        from codeact.engine.telemetry import usage_of_round
 
         usage = usage_of_round(record.usage)
         per_round.append(
@@ -182,10 +182,10 @@ async def run_eval(
             raise EvalError(
                 f"--model oracle needs a solution for every task; missing: {', '.join(bare)}", code="eval.suite"
             )
-        from engine.eval.oracle import count_tokens
+        from codeact.engine.eval.oracle import count_tokens
 
         count_tokens(text="warm up")  # the tokenizer loads once, before runs share the event loop
-    from engine.store import SQLiteStore
+    from codeact.engine.store import SQLiteStore
 
     config.out.mkdir(parents=True, exist_ok=True)
     store = SQLiteStore(config.out / "sessions.db")

@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine.model.scripted import approx_tokens
-from engine.model.settings import ModelReply, ToolCall
+from codeact.engine.model.scripted import approx_tokens
+from codeact.engine.model.settings import ModelReply, ToolCall
 
 __all__ = ["ORACLE", "OracleModel", "count_tokens"]
 
@@ -124,8 +124,8 @@ class _ReactSolution:
 
 def _signatures(toolkits: Sequence[object]) -> tuple[list[str], dict[str, list[str]]]:
     """Toolkit names and ``toolkit__operation -> parameter names`` (``system`` included)."""
-    from toolkits.builtin.system import SystemToolkit
-    from toolkits.decorators import toolkit_spec
+    from codeact.toolkits.builtin.system import SystemToolkit
+    from codeact.toolkits.decorators import toolkit_spec
 
     names: list[str] = []
     signatures: dict[str, list[str]] = {}
@@ -150,7 +150,7 @@ def _decode_result(content: str) -> tuple[bool, Any]:
 
 
 class OracleModel:
-    """Quacks like :class:`~engine.model.ModelClient` for one task in one mode."""
+    """Quacks like :class:`~codeact.engine.model.ModelClient` for one task in one mode."""
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from engine.eval.errors import EvalError
+from codeact.engine.eval.errors import EvalError
 
 __all__ = ["BUILTIN_SUITES", "Checker", "Suite", "Task", "check_answer", "load_suite"]
 
@@ -126,7 +126,7 @@ def _load_module(path: Path, name: str) -> ModuleType:
 
 
 def _toolkit_classes(module: ModuleType) -> dict[str, type]:
-    from toolkits.decorators import toolkit_spec
+    from codeact.toolkits.decorators import toolkit_spec
 
     found: dict[str, type] = {}
     for value in vars(module).values():

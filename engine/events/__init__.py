@@ -13,7 +13,7 @@ seconds, float), plus a typed payload. ``EventSequence(run_id)`` stamps them::
 
 from __future__ import annotations
 
-from engine.events._model import (
+from codeact.engine.events._model import (
     EVENT_TYPES,
     ActionRequested,
     ArtifactCreated,
@@ -35,7 +35,7 @@ from engine.events._model import (
     ToolCallStarted,
     event_from_json,
 )
-from engine.events._render import error_summary, render_event, reply_excerpt, without_frame_error
+from codeact.engine.events._render import error_summary, render_event, reply_excerpt, without_frame_error
 
 __all__ = [
     "EVENT_TYPES",

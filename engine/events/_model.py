@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 _E = TypeVar("_E", bound="Event")
 _ENVELOPE = ("type", "run_id", "sequence", "timestamp", "parent_run_id")
@@ -24,7 +24,7 @@ class Event:
         run_id: The run this event belongs to.
         sequence: 1, 2, 3, ... within the run.
         timestamp: Unix time (seconds) at which the event was emitted.
-        parent_run_id: The run of the flow this run is a step of (``engine.flow``), None for a
+        parent_run_id: The run of the flow this run is a step of (``codeact.engine.flow``), None for a
             top-level run; in JSON only when set.
     """
 
@@ -347,7 +347,7 @@ class RunFailed(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class FlowStepStarted(Event):
-    """A step of a flow (``engine.flow``) began: a sub-agent's run, recorded in a session of its own.
+    """A step of a flow (``codeact.engine.flow``) began: a sub-agent's run, recorded in a session of its own.
 
     ``run_id`` is the step's run (its events carry it), ``parent_run_id`` the flow's run.
 

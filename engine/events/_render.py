@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.events._model import (
+from codeact.engine.events._model import (
     ActionRequested,
     ArtifactCreated,
     CodeCompleted,
@@ -40,7 +40,7 @@ def reply_excerpt(reply: str, limit: int = 300) -> str:
 
 def without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
     """``stdout`` without the frame handler's ``Error: Type(...)`` line, which the error line already says."""
-    from segments.evaluation import without_frame_error as strip
+    from codeact.segments.evaluation import without_frame_error as strip
 
     return strip(stdout, error)
 

@@ -2,7 +2,7 @@
 
 Build them from Python::
 
-    from engine.flow import ParallelAgent, SequentialAgent, Step
+    from codeact.engine.flow import ParallelAgent, SequentialAgent, Step
 
     flow = SequentialAgent(
         name="release",
@@ -16,9 +16,9 @@ or from a blueprint with ``workflow: {mode: flow}`` and a ``flow:`` block
 
 from __future__ import annotations
 
-from engine.flow._base import FlowAgent, Step, StepResult
-from engine.flow.errors import FlowError
-from engine.flow.kinds import (
+from codeact.engine.flow._base import FlowAgent, Step, StepResult
+from codeact.engine.flow.errors import FlowError
+from codeact.engine.flow.kinds import (
     LOOP_CAP,
     MAX_PARALLEL,
     MIN_PARALLEL,
@@ -32,8 +32,8 @@ from engine.flow.kinds import (
     merge_results,
     parse_routes,
 )
-from engine.flow.sessions import FlowNode, FlowReplayReport, flow_tree, replay_flow
-from engine.flow.tool import AgentTool, AgentToolkit
+from codeact.engine.flow.sessions import FlowNode, FlowReplayReport, flow_tree, replay_flow
+from codeact.engine.flow.tool import AgentTool, AgentToolkit
 
 Flow = FlowAgent
 """An alias: ``Flow.from_blueprint("flow.yaml")``."""

@@ -21,10 +21,10 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from engine.agent._lifecycle import Lifecycle
-from engine.agent.hooks import Hook, HookContext, Jump
-from engine.errors import CodeactError
-from engine.events import (
+from codeact.engine.agent._lifecycle import Lifecycle
+from codeact.engine.agent.hooks import Hook, HookContext, Jump
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import (
     Event,
     EventSequence,
     MessageCompleted,
@@ -32,14 +32,14 @@ from engine.events import (
     RunFailed,
     RunStarted,
 )
-from engine.flow.errors import FlowError
-from engine.store import SessionMeta
-from sandbox.aio import cancel_and_wait
+from codeact.engine.flow.errors import FlowError
+from codeact.engine.store import SessionMeta
+from codeact.sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
-    from engine.agent import Agent, RunResult
-    from engine.flow._run import _FlowRun
-    from engine.store import Store
+    from codeact.engine.agent import Agent, RunResult
+    from codeact.engine.flow._run import _FlowRun
+    from codeact.engine.store import Store
 
 __all__ = ["FlowAgent", "Step", "StepResult"]
 
@@ -54,7 +54,7 @@ class Step:
     """A sub-agent in a flow and how its result is kept (the seed's ``BaseAgent`` options).
 
     Attributes:
-        agent: An :class:`~engine.agent.Agent` (codeact or react) or another flow.
+        agent: An :class:`~codeact.engine.agent.Agent` (codeact or react) or another flow.
         name: The step's name (default: the flow's name, or the agent blueprint's id).
         description: What the agent is good at (a routing flow picks agents by it).
         output_key: The flow state key its result is written under (default: its name); later
@@ -155,8 +155,8 @@ def fill_placeholders(text: str | None, state: Mapping[str, Any]) -> str | None:
 
 def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
     """``agent``, or a copy whose instructions have the flow's ``{key}`` placeholders filled in."""
-    from engine.agent import Agent as _Agent
-    from engine.blueprint import RenderedInstructions
+    from codeact.engine.agent import Agent as _Agent
+    from codeact.engine.blueprint import RenderedInstructions
 
     ins = agent.spec.instructions
     system, developer = fill_placeholders(ins.system, state), fill_placeholders(ins.developer, state)
@@ -179,7 +179,7 @@ def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
 
 def as_step(item: Any, flow: str) -> Step:
     """A flow's ``agents[]`` item as a :class:`Step` (an Agent or a flow is wrapped with the defaults)."""
-    from engine.agent import Agent
+    from codeact.engine.agent import Agent
 
     if isinstance(item, Step):
         if not isinstance(item.agent, Agent | FlowAgent):
@@ -203,7 +203,7 @@ class FlowAgent(Lifecycle):
     The kinds are :class:`SequentialAgent`, :class:`ParallelAgent`, :class:`RoutingAgent` and
     :class:`LoopAgent`.
 
-    A flow has the :class:`~engine.agent.Agent` interface: ``run()`` (events), ``invoke()``,
+    A flow has the :class:`~codeact.engine.agent.Agent` interface: ``run()`` (events), ``invoke()``,
     ``run_sync()``, ``async with`` / ``with``, and :meth:`from_blueprint`.
 
     Args:
@@ -261,7 +261,7 @@ class FlowAgent(Lifecycle):
     def from_blueprint(cls, blueprint: Any, **options: Any) -> FlowAgent:
         """Build a flow from a ``workflow: {mode: flow}`` blueprint (and its agents' blueprints).
 
-        Takes the options of :meth:`engine.agent.Agent.from_blueprint` (``toolkits``, ``model``,
+        Takes the options of :meth:`codeact.engine.agent.Agent.from_blueprint` (``toolkits``, ``model``,
         ``store``, ``sandbox``, ...); they apply to every agent of the flow. The flow owns the model
         clients and the store it opened (closed by ``aclose()`` / ``close()``).
 
@@ -269,7 +269,7 @@ class FlowAgent(Lifecycle):
             BlueprintLoadError: A file cannot be read or parsed.
             BlueprintFactoryError: The flow or one of its agents is invalid (the report is attached).
         """
-        from engine.flow._build import build
+        from codeact.engine.flow._build import build
 
         return build(blueprint, **options)
 
@@ -290,7 +290,7 @@ class FlowAgent(Lifecycle):
         self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event)."""
-        from engine.agent._results import _result
+        from codeact.engine.agent._results import _result
 
         last: Event | None = None
         session = session_id or ""
@@ -337,7 +337,7 @@ class FlowAgent(Lifecycle):
             queue.put_nowait(event)
             return event
 
-        from engine.flow._run import _FlowRun
+        from codeact.engine.flow._run import _FlowRun
 
         run = _FlowRun(
             flow=self,

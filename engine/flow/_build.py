@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
-    from engine.agent.hooks import Hook
-    from engine.blueprint import Blueprint
-    from engine.flow._base import FlowAgent
-    from engine.model import ModelClient
-    from engine.store import Store
-    from toolkits import ToolkitRegistry
+    from codeact.engine.agent import Agent
+    from codeact.engine.agent.hooks import Hook
+    from codeact.engine.blueprint import Blueprint
+    from codeact.engine.flow._base import FlowAgent
+    from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
+    from codeact.toolkits import ToolkitRegistry
 
 __all__ = ["build", "flow_hash", "is_flow_blueprint"]
 
@@ -50,12 +50,12 @@ def build(
     stream: bool = True,
     user: str | None = None,
 ) -> FlowAgent:
-    """Build the flow of a blueprint; see :meth:`engine.flow.FlowAgent.from_blueprint`."""
-    from engine.agent._assemble import _close_now, toolkit_registry
-    from engine.agent.agent import default_sandbox_factory
-    from engine.blueprint import Blueprint, load_path, validate_blueprint
-    from engine.errors import BlueprintFactoryError
-    from engine.store import Store, open_store
+    """Build the flow of a blueprint; see :meth:`codeact.engine.flow.FlowAgent.from_blueprint`."""
+    from codeact.engine.agent._assemble import _close_now, toolkit_registry
+    from codeact.engine.agent.agent import default_sandbox_factory
+    from codeact.engine.blueprint import Blueprint, load_path, validate_blueprint
+    from codeact.engine.errors import BlueprintFactoryError
+    from codeact.engine.store import Store, open_store
 
     bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
     if not is_flow_blueprint(bp):
@@ -112,7 +112,7 @@ class _Shared:
         self.clients: list[Any] = values["clients"]
 
     def client(self, bp: Blueprint) -> tuple[ModelClient, Blueprint]:
-        from engine.agent._assemble import model_routes
+        from codeact.engine.agent._assemble import model_routes
 
         client, bp = model_routes(bp, **self.routes)
         self.clients.append(client)
@@ -120,10 +120,10 @@ class _Shared:
 
 
 def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
-    from engine.blueprint._flow import agent_name
-    from engine.errors import BlueprintFactoryError
-    from engine.flow._base import Step
-    from engine.flow.kinds import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent
+    from codeact.engine.blueprint._flow import agent_name
+    from codeact.engine.errors import BlueprintFactoryError
+    from codeact.engine.flow._base import Step
+    from codeact.engine.flow.kinds import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent
 
     block = bp.flow
     assert block is not None  # noqa: S101 - validated
@@ -192,7 +192,7 @@ def flow_hash(bp: Blueprint) -> str:
     import hashlib
     import json
 
-    from engine.blueprint import blueprint_hash
+    from codeact.engine.blueprint import blueprint_hash
 
     data = bp.model_dump(mode="json", by_alias=True)
     agents = (data.get("flow") or {}).get("agents") or []
@@ -216,14 +216,14 @@ def _predicate(condition: Any) -> Any:
 
 
 def _text(value: Any) -> str:
-    from engine.flow._base import as_text
+    from codeact.engine.flow._base import as_text
 
     return as_text(value)
 
 
 def _agent(bp: Blueprint, shared: _Shared) -> Agent:
-    from engine.agent import Agent
-    from engine.blueprint import AgentFactory, HostContext
+    from codeact.engine.agent import Agent
+    from codeact.engine.blueprint import AgentFactory, HostContext
 
     client, bp = shared.client(bp)
     spec = AgentFactory().create(

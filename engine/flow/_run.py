@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import prompts
-from engine.errors import CodeactError
-from engine.events import (
+from codeact import prompts
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import (
     Event,
     FlowStepCompleted,
     FlowStepStarted,
@@ -20,11 +20,11 @@ from engine.events import (
     RunFailed,
     RunStarted,
 )
-from engine.flow._base import Step, StepResult, _with_state, as_text, child_session_id
-from engine.flow.errors import FlowError
+from codeact.engine.flow._base import Step, StepResult, _with_state, as_text, child_session_id
+from codeact.engine.flow.errors import FlowError
 
 if TYPE_CHECKING:
-    from engine.flow._base import FlowAgent
+    from codeact.engine.flow._base import FlowAgent
 
 __all__ = ["run_concurrently"]
 
@@ -67,7 +67,7 @@ class _FlowRun:
 
     async def step(self, step: Step, position: str, text: str) -> StepResult:
         """Run one sub-agent to the end (events passed on); a failed or paused run raises ``FlowError``."""
-        from engine.flow._base import FlowAgent
+        from codeact.engine.flow._base import FlowAgent
 
         number = next(self.counter)
         name = step.label
@@ -90,7 +90,7 @@ class _FlowRun:
                 export=exported,
             )
         else:
-            from engine.agent.agent import SESSION_LINK
+            from codeact.engine.agent.agent import SESSION_LINK
 
             # The step's session records its parent when it is created (no extra write).
             SESSION_LINK.set({"flow": self._link(position, name)})

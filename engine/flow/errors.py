@@ -1,8 +1,8 @@
-"""Errors of :mod:`engine.flow` (part of the ``CodeactError`` hierarchy)."""
+"""Errors of :mod:`codeact.engine.flow` (part of the ``CodeactError`` hierarchy)."""
 
 from __future__ import annotations
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 __all__ = ["FlowError"]
 

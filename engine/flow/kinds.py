@@ -8,17 +8,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import prompts
-from engine.events import MessageCompleted
-from engine.flow._base import FlowAgent, Step, StepResult, _EndFlow, as_text
-from engine.flow._run import _FlowRun, run_concurrently
-from engine.flow.errors import FlowError
+from codeact import prompts
+from codeact.engine.events import MessageCompleted
+from codeact.engine.flow._base import FlowAgent, Step, StepResult, _EndFlow, as_text
+from codeact.engine.flow._run import _FlowRun, run_concurrently
+from codeact.engine.flow.errors import FlowError
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
-    from engine.agent.hooks import Hook
-    from engine.model import ModelClient
-    from engine.store import Store
+    from codeact.engine.agent import Agent
+    from codeact.engine.agent.hooks import Hook
+    from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
 
 __all__ = [
     "LOOP_CAP",

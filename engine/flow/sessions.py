@@ -2,7 +2,7 @@
 
 A flow session's ``extra.children`` lists its steps' sessions in the order they started; a step that
 is a flow has children of its own. :func:`flow_tree` reads the tree, :func:`replay_flow` replays
-every codeact/react step session in it (in order) with :func:`engine.replay.replay_session`.
+every codeact/react step session in it (in order) with :func:`codeact.engine.replay.replay_session`.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import StoreError
+from codeact.engine.errors import StoreError
 
 if TYPE_CHECKING:
-    from engine.replay import ReplayReport, RoundReplay
-    from engine.store import Store
-    from toolkits import ToolkitRegistry
+    from codeact.engine.replay import ReplayReport, RoundReplay
+    from codeact.engine.store import Store
+    from codeact.toolkits import ToolkitRegistry
 
 __all__ = ["FlowNode", "FlowReplayReport", "flow_tree", "is_flow_session", "replay_flow", "tree_lines"]
 
@@ -173,7 +173,7 @@ async def replay_flow(
     Raises:
         StoreError: the session does not exist.
     """
-    from engine.replay import replay_session
+    from codeact.engine.replay import replay_session
 
     if await store.get_session(session_id) is None:
         raise StoreError(f"session {session_id!r} not found in {store.url}", code="store.notFound")

@@ -20,12 +20,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.flow._base import FlowAgent
-from engine.flow.errors import FlowError
-from toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+from codeact.engine.flow._base import FlowAgent
+from codeact.engine.flow.errors import FlowError
+from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
+    from codeact.engine.agent import Agent
 
 __all__ = ["AgentTool", "AgentToolkit"]
 
@@ -47,7 +47,7 @@ class AgentTool:
     """One agent (or flow) as one operation.
 
     Args:
-        agent: An :class:`~engine.agent.Agent` or a flow.
+        agent: An :class:`~codeact.engine.agent.Agent` or a flow.
         name: The operation name (default: the agent's name as an identifier).
         description: What it does (default: the agent's description or name).
         input_schema: A JSON schema of the arguments object; default one ``input`` string.

@@ -6,6 +6,6 @@ HTTP. The official ``mcp`` SDK is imported only here, lazily (``pip install code
 
 from __future__ import annotations
 
-from engine.mcp.server import CodeSessions, build_server, serve_http, serve_stdio, tool_name
+from codeact.engine.mcp.server import CodeSessions, build_server, serve_http, serve_stdio, tool_name
 
 __all__ = ["CodeSessions", "build_server", "serve_http", "serve_stdio", "tool_name"]

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-    from sandbox import Sandbox
-    from toolkits import BoundToolkit, OperationSpec, ToolkitBridge, ToolkitRegistry
+    from codeact.sandbox import Sandbox
+    from codeact.toolkits import BoundToolkit, OperationSpec, ToolkitBridge, ToolkitRegistry
 
 __all__ = ["RUN_PYTHON", "CodeSessions", "build_server", "serve_http", "serve_stdio", "tool_name"]
 
@@ -61,7 +61,7 @@ class CodeSessions:
 
     async def run(self, key: object, code: str) -> dict[str, Any]:
         """Run ``code`` as one round of session ``key``; returns ``{stdout, error, changed, removed}``."""
-        from toolkits import ToolkitBridge
+        from codeact.toolkits import ToolkitBridge
 
         entry = self._sessions.get(key)
         if entry is None:
@@ -95,7 +95,7 @@ _MISSING = object()
 
 
 def _subprocess_sandbox(bridge: ToolkitBridge) -> Sandbox:
-    from sandbox import SubprocessSandbox
+    from codeact.sandbox import SubprocessSandbox
 
     return SubprocessSandbox(bridge=bridge)
 
@@ -105,8 +105,8 @@ def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
-    from sandbox.runtime.protocol import ERROR_NAMES, RpcError
-    from toolkits import ToolkitBridge
+    from codeact.sandbox.runtime.protocol import ERROR_NAMES, RpcError
+    from codeact.toolkits import ToolkitBridge
 
     bridge = ToolkitBridge(registry, session_id="mcp", record=False)
     ops: dict[str, tuple[BoundToolkit, OperationSpec]] = {}

@@ -13,12 +13,12 @@ Configured by the blueprint's ``session.memory`` (:class:`MemoryConfig`); stored
 
 from __future__ import annotations
 
-from engine.memory.backend import MemoryBackend, memory_backend
-from engine.memory.manager import MemoryManager, experience_scope, history_scope
-from engine.memory.records import KINDS, AgentMemoryError, MemoryItem, MemoryKind
-from engine.memory.retrieval import LexicalIndex, tokenize
-from engine.memory.run import RunMemory, memory_budget, open_run_memory
-from engine.memory.settings import MemoryConfig, memory_config, memory_config_problems
+from codeact.engine.memory.backend import MemoryBackend, memory_backend
+from codeact.engine.memory.manager import MemoryManager, experience_scope, history_scope
+from codeact.engine.memory.records import KINDS, AgentMemoryError, MemoryItem, MemoryKind
+from codeact.engine.memory.retrieval import LexicalIndex, tokenize
+from codeact.engine.memory.run import RunMemory, memory_budget, open_run_memory
+from codeact.engine.memory.settings import MemoryConfig, memory_config, memory_config_problems
 
 __all__ = [
     "KINDS",

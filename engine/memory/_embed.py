@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from engine.memory.records import AgentMemoryError, MemoryItem
+from codeact.engine.memory.records import AgentMemoryError, MemoryItem
 
 __all__ = ["cosine", "embed", "embedding_of"]
 

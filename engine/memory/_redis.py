@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.memory.backend import MemoryBackend
-from engine.memory.records import AgentMemoryError, MemoryItem, MemoryKind
+from codeact.engine.memory.backend import MemoryBackend
+from codeact.engine.memory.records import AgentMemoryError, MemoryItem, MemoryKind
 
 __all__ = ["RedisMemory"]
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from engine.memory.backend import MemoryBackend
-from engine.memory.records import AgentMemoryError, MemoryItem, MemoryKind
+from codeact.engine.memory.backend import MemoryBackend
+from codeact.engine.memory.records import AgentMemoryError, MemoryItem, MemoryKind
 
 __all__ = ["SQLiteMemory"]
 

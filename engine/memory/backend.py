@@ -12,10 +12,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from engine.memory.records import MemoryItem, MemoryKind
+from codeact.engine.memory.records import MemoryItem, MemoryKind
 
 if TYPE_CHECKING:
-    from engine.store import Store
+    from codeact.engine.store import Store
 
 __all__ = ["MemoryBackend", "memory_backend"]
 
@@ -64,18 +64,18 @@ def memory_backend(store: Store) -> MemoryBackend:
     Raises:
         AgentMemoryError: The store is neither SQLite nor Redis.
     """
-    from engine.store import SQLiteStore
+    from codeact.engine.store import SQLiteStore
 
     if isinstance(store, SQLiteStore):
-        from engine.memory._sqlite import SQLiteMemory
+        from codeact.engine.memory._sqlite import SQLiteMemory
 
         return SQLiteMemory(store.path)
     if type(store).__name__ == "RedisStore" and hasattr(store, "_client"):
-        from engine.memory._redis import RedisMemory
+        from codeact.engine.memory._redis import RedisMemory
 
         client = getattr(store, "_client")  # noqa: B009 - the store's connection, shared (never closed here)
         return RedisMemory(client, prefix=str(getattr(store, "prefix", "codeact")), url=str(getattr(store, "url", "")))
-    from engine.memory.records import AgentMemoryError
+    from codeact.engine.memory.records import AgentMemoryError
 
     raise AgentMemoryError(
         f"memory needs a SQLite or Redis store, got {type(store).__name__}: use sqlite:///PATH or redis://HOST:PORT/DB",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.memory.retrieval import tokenize
+from codeact.engine.memory.retrieval import tokenize
 
 __all__ = ["RoundTrace", "RunTrace", "experience_fields", "history_fields", "merge_model_fields"]
 

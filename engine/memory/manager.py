@@ -12,11 +12,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine.memory._embed import EMBEDDING_FIELD, cosine, embed, embedding_of
-from engine.memory.backend import MemoryBackend
-from engine.memory.records import KINDS, AgentMemoryError, MemoryItem, MemoryKind
-from engine.memory.retrieval import cached_index
-from engine.memory.settings import KindLimits, MemoryConfig
+from codeact.engine.memory._embed import EMBEDDING_FIELD, cosine, embed, embedding_of
+from codeact.engine.memory.backend import MemoryBackend
+from codeact.engine.memory.records import KINDS, AgentMemoryError, MemoryItem, MemoryKind
+from codeact.engine.memory.retrieval import cached_index
+from codeact.engine.memory.settings import KindLimits, MemoryConfig
 
 __all__ = ["MemoryManager", "experience_scope", "history_scope"]
 
@@ -198,7 +198,7 @@ class MemoryManager:
     async def _load_if_stale(
         self, key: tuple[str, ...], version: int, kind: MemoryKind, scope: str, approved_only: bool
     ) -> list[MemoryItem]:
-        from engine.memory.retrieval import _CACHE, _CACHE_LOCK
+        from codeact.engine.memory.retrieval import _CACHE, _CACHE_LOCK
 
         with _CACHE_LOCK:
             hit = _CACHE.get(key)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 __all__ = ["KINDS", "AgentMemoryError", "MemoryItem", "MemoryKind"]
 

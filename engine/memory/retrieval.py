@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.memory.records import AgentMemoryError, MemoryItem
+from codeact.engine.errors import MissingExtraError
+from codeact.engine.memory.records import MemoryItem
 
 __all__ = ["LexicalIndex", "tokenize"]
 
@@ -69,10 +70,7 @@ class LexicalIndex:
         try:
             import bm25s
         except ImportError:
-            raise AgentMemoryError(
-                "lexical memory retrieval needs the bm25s package: pip install 'codeact[memory]'",
-                code="memory.missing_dependency",
-            ) from None
+            raise MissingExtraError("lexical memory retrieval", extra="memory", module="bm25s") from None
         corpus = [tokenize(f"{item.title}\n{item.text}") or ["\x00"] for item in self.items]
         retriever = bm25s.BM25()
         retriever.index(corpus, show_progress=False)

@@ -19,18 +19,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import prompts
-from engine.errors import CodeactError
-from engine.memory.backend import MemoryBackend, memory_backend
-from engine.memory.distill import RoundTrace, RunTrace, experience_fields, history_fields, merge_model_fields
-from engine.memory.manager import MemoryManager, experience_scope
-from engine.memory.records import AgentMemoryError, MemoryItem
-from engine.memory.settings import MemoryConfig, memory_config
-from segments import Experience
+from codeact import prompts
+from codeact.engine.errors import CodeactError
+from codeact.engine.memory.backend import MemoryBackend, memory_backend
+from codeact.engine.memory.distill import RoundTrace, RunTrace, experience_fields, history_fields, merge_model_fields
+from codeact.engine.memory.manager import MemoryManager, experience_scope
+from codeact.engine.memory.records import AgentMemoryError, MemoryItem
+from codeact.engine.memory.settings import MemoryConfig, memory_config
+from codeact.segments import Experience
 
 if TYPE_CHECKING:
-    from engine.blueprint import AgentSpec
-    from engine.store import RoundRecord, Store
+    from codeact.engine.blueprint import AgentSpec
+    from codeact.engine.store import RoundRecord, Store
 
 __all__ = ["EntityAccess", "MemoryPrompt", "RunMemory", "memory_budget", "open_run_memory"]
 
@@ -259,7 +259,7 @@ async def open_run_memory(
     owned = None
     target = store
     if config.store not in ("", "session"):
-        from engine.store import open_store
+        from codeact.engine.store import open_store
 
         owned = target = open_store(config.store)
     backend: MemoryBackend = memory_backend(target)

@@ -1,12 +1,12 @@
 """The model client: litellm behind one adapter, profiles, the scripted provider.
 
-``import engine.model`` does not import litellm; the first call does (see :mod:`engine.model.client`).
+``import engine.model`` does not import litellm; the first call does (see :mod:`codeact.engine.model.client`).
 """
 
 from __future__ import annotations
 
-from engine.model.client import DeltaCallback, ModelClient, map_litellm_errors, stop_background_tasks
-from engine.model.errors import (
+from codeact.engine.model.client import DeltaCallback, ModelClient, map_litellm_errors, stop_background_tasks
+from codeact.engine.model.errors import (
     ModelAuthError,
     ModelBadRequestError,
     ModelConfigError,
@@ -20,7 +20,7 @@ from engine.model.errors import (
     ProfileError,
     ScriptExhaustedError,
 )
-from engine.model.profiles import (
+from codeact.engine.model.profiles import (
     NO_MODEL_MESSAGE,
     ProfileConfig,
     ProfilesFile,
@@ -30,9 +30,15 @@ from engine.model.profiles import (
     resolve_model_routes,
     resolve_model_settings,
 )
-from engine.model.routes import Route, route_for
-from engine.model.scripted import ScriptedReplies, ScriptedReply, ScriptedRequest, ScriptedToolCall, approx_tokens
-from engine.model.settings import ModelProtocol, ModelReply, ModelSettings, ToolCall, normalize_options
+from codeact.engine.model.routes import Route, route_for
+from codeact.engine.model.scripted import (
+    ScriptedReplies,
+    ScriptedReply,
+    ScriptedRequest,
+    ScriptedToolCall,
+    approx_tokens,
+)
+from codeact.engine.model.settings import ModelProtocol, ModelReply, ModelSettings, ToolCall, normalize_options
 
 __all__ = [
     "DeltaCallback",

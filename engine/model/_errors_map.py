@@ -1,4 +1,4 @@
-"""litellm exceptions translated once into :mod:`engine.model.errors` (``map_litellm_errors``)."""
+"""litellm exceptions translated once into :mod:`codeact.engine.model.errors` (``map_litellm_errors``)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from engine.errors import ModelError
-from engine.model._litellm import _litellm
-from engine.model.errors import (
+from codeact.engine.errors import ModelError
+from codeact.engine.model._litellm import _litellm
+from codeact.engine.model.errors import (
     ModelAuthError,
     ModelBadRequestError,
     ModelConnectionError,
@@ -20,6 +20,12 @@ from engine.model.errors import (
     ModelTimeoutError,
 )
 
+# A key the client never had (the SDK refuses before any request; litellm reports it as HTTP 500).
+_MISSING_KEY = re.compile(
+    r"missing credentials|api_key client option must be set|api[_ ]key (?:is )?(?:missing|not (?:set|found|provided))"
+    r"|set the `?[A-Z][A-Z0-9_]*_API_KEY",
+    re.IGNORECASE,
+)
 _PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+Error:\s*)?(?:\w+Exception\s*-\s*)?")
 
 
@@ -80,6 +86,9 @@ def _translate(exc: Exception, *, model: str | None, provider: str | None) -> Mo
     transport = _transport_error(exc)
     if isinstance(exc, litellm.ContextWindowExceededError):
         cls = ModelContextWindowError
+    elif any(_MISSING_KEY.search(str(e)) for e in _chain(exc)):
+        cls = ModelAuthError  # a local configuration error: never retried
+        status = None
     elif isinstance(exc, litellm.Timeout):
         cls = ModelTimeoutError
     elif transport is not None:
@@ -110,7 +119,7 @@ def _translate(exc: Exception, *, model: str | None, provider: str | None) -> Mo
 
 @contextmanager
 def map_litellm_errors(*, model: str | None = None, provider: str | None = None) -> Iterator[None]:
-    """Translate any exception raised inside into a :class:`~engine.errors.ModelError` subclass.
+    """Translate any exception raised inside into a :class:`~codeact.engine.errors.ModelError` subclass.
 
     A ``ModelError`` raised by our own code (the scripted provider) is re-raised as it is, even when
     litellm wrapped it. Retryable classes: rate limit, connection, timeout, 5xx.

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from engine.model.errors import (
+from codeact.engine.model.errors import (
     ModelConfigError,
 )
-from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
-from sandbox.aio import wait_for
+from codeact.engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
+from codeact.sandbox.aio import wait_for
 
 _import_lock = threading.Lock()
+_WARNING_AT_IMPORT = (
+    "litellm.llms.github_copilot.authenticator",
+    "litellm.llms.github_copilot.per_user_auth",
+)
 _litellm_module: Any = None
 
 
@@ -45,6 +50,12 @@ def _litellm() -> Any:
                     TextCompletionResponse,
                 )
 
+                # litellm >= 1.106 imports its GitHub Copilot authenticator lazily, inside a call, and
+                # that import builds pydantic TypeAdapters that warn about `ReadOnly` TypedDict items:
+                # import those modules now, while warnings are silenced.
+                for name in _WARNING_AT_IMPORT:
+                    with contextlib.suppress(ImportError):
+                        importlib.import_module(name)
                 # Build the lazily generated pydantic schemas now, while warnings are silenced.
                 ModelResponse()
                 ModelResponse(stream=True)

@@ -1,11 +1,11 @@
-"""The model client (litellm is imported lazily, on first use, by :mod:`engine.model._litellm`).
+"""The model client (litellm is imported lazily, on first use, by :mod:`codeact.engine.model._litellm`).
 
 :class:`ModelClient` sends chat messages or raw prompts to the model of a purpose (``code``,
 ``thought``, ``utility``), streams deltas to a callback, parses tool calls, retries transient
 failures with exponential backoff and jitter, and reports usage and cost. litellm exceptions are
-translated once, by :func:`map_litellm_errors`, into :mod:`engine.model.errors`.
+translated once, by :func:`map_litellm_errors`, into :mod:`codeact.engine.model.errors`.
 
-The scripted provider (:mod:`engine.model.scripted`) is registered here as a litellm custom provider
+The scripted provider (:mod:`codeact.engine.model.scripted`) is registered here as a litellm custom provider
 (``litellm.custom_provider_map``), so ``scripted/...`` calls go through litellm's own request,
 streaming and response code like any other model. litellm's ``CustomLLM`` has no text-completion
 hook: ``atext_completion`` wraps the prompt as one user message and calls the chat hook, which is
@@ -35,9 +35,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.model._errors_map import _what, map_litellm_errors
-from engine.model._litellm import _litellm, stop_background_tasks
-from engine.model.errors import (
+from codeact.engine.model._errors_map import _what, map_litellm_errors
+from codeact.engine.model._litellm import _litellm, stop_background_tasks
+from codeact.engine.model.errors import (
     ModelAuthError,
     ModelConfigError,
     ModelConnectionError,
@@ -48,9 +48,9 @@ from engine.model.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
-from engine.model.routes import Route, route_for
-from engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, approx_tokens, lookup
-from engine.model.settings import ModelReply, ModelSettings, ToolCall
+from codeact.engine.model.routes import Route, route_for
+from codeact.engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, approx_tokens, lookup
+from codeact.engine.model.settings import ModelReply, ModelSettings, ToolCall
 
 __all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
 
@@ -170,7 +170,7 @@ class ModelClient:
         """Call the model for ``purpose`` with chat ``messages`` or a raw ``prompt``.
 
         A ``prompt`` goes to the raw completion endpoint when the route's protocol is ``completion``
-        (see :mod:`engine.model.routes`), else it is sent as one user message. With ``on_delta`` the
+        (see :mod:`codeact.engine.model.routes`), else it is sent as one user message. With ``on_delta`` the
         reply is streamed and every text piece is passed to it (sync or async). Retryable failures
         are retried ``max_retries`` times, except once a delta was delivered (it cannot be unsent).
 

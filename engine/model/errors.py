@@ -1,4 +1,4 @@
-"""Errors of the model client (all :class:`~engine.errors.ModelError` subclasses).
+"""Errors of the model client (all :class:`~codeact.engine.errors.ModelError` subclasses).
 
 ::
 
@@ -16,13 +16,13 @@
             ├── ModelNotFoundError      404: unknown model/route
             └── ModelContextWindowError the prompt is larger than the context window
 
-litellm exceptions are translated once, in :func:`engine.model.client.map_litellm_errors`; code above
+litellm exceptions are translated once, in :func:`codeact.engine.model.client.map_litellm_errors`; code above
 the model client only ever sees these classes.
 """
 
 from __future__ import annotations
 
-from engine.errors import ModelError
+from codeact.engine.errors import ModelError
 
 __all__ = [
     "ModelAuthError",

@@ -37,8 +37,8 @@ from typing import Any, Literal, Protocol
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.model.errors import ModelConfigError, ProfileError
-from engine.model.settings import ModelSettings, normalize_options
+from codeact.engine.model.errors import ModelConfigError, ProfileError
+from codeact.engine.model.settings import ModelSettings, normalize_options
 
 __all__ = [
     "NO_MODEL_MESSAGE",
@@ -308,7 +308,7 @@ def resolve_model_routes(
     cwd: str | Path | None = None,
     profiles: Mapping[str, ProfileConfig] | None = None,
 ) -> dict[str, ModelSettings]:
-    """Settings per purpose (``code``, ``thought``, ``utility``) for :class:`~engine.model.client.ModelClient`.
+    """Settings per purpose (``code``, ``thought``, ``utility``) for :class:`~codeact.engine.model.client.ModelClient`.
 
     The ``code`` route comes from :func:`resolve_model_settings`. The blueprint's ``model.routes``
     override it per purpose (model, provider, options merged over the main options), unless the

@@ -1,4 +1,4 @@
-"""How :class:`~engine.model.settings.ModelSettings` become litellm calls.
+"""How :class:`~codeact.engine.model.settings.ModelSettings` become litellm calls.
 
 Chat (``messages``) always goes to ``litellm.acompletion(model=<chat model>)``; the chat model is
 ``<provider>/<model>`` (the prefix is added when the model name lacks it; with ``api_base``, no provider and a model
@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.model.scripted import SCRIPTED_PREFIX
-from engine.model.settings import ModelSettings
+from codeact.engine.model.scripted import SCRIPTED_PREFIX
+from codeact.engine.model.settings import ModelSettings
 
 __all__ = ["Route", "route_for"]
 

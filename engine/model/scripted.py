@@ -17,7 +17,7 @@ Replies are consumed in order: a call for purpose P takes the first unconsumed e
 ``ScriptedReplies([...]).model`` gives a name that routes to that very object.
 
 This module is pure Python. The litellm custom provider that serves it lives in
-:mod:`engine.model.client` (the one module importing litellm), so ``scripted/...`` calls run
+:mod:`codeact.engine.model.client` (the one module importing litellm), so ``scripted/...`` calls run
 through litellm's real request/stream/response machinery.
 """
 
@@ -36,7 +36,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.model.errors import (
+from codeact.engine.model.errors import (
     ModelAuthError,
     ModelBadRequestError,
     ModelConfigError,

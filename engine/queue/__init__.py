@@ -8,10 +8,10 @@ continued elsewhere from its last recorded round (docs/scaling.md).
 
 from __future__ import annotations
 
-from engine.queue._app import DEFAULT_QUEUE, make_app
-from engine.queue._client import QueueClient, QueueResult, RunHandle, submit
-from engine.queue._manager import QueueRunManager
-from engine.queue._state import RunState
+from codeact.engine.queue._app import DEFAULT_QUEUE, make_app
+from codeact.engine.queue._client import QueueClient, QueueResult, RunHandle, submit
+from codeact.engine.queue._manager import QueueRunManager
+from codeact.engine.queue._state import RunState
 
 __all__ = [
     "DEFAULT_QUEUE",

@@ -1,10 +1,10 @@
 """The Celery app of codeact's queue: Redis broker, JSON only, late acknowledgement.
 
 A task message carries only ``[run_id, attempt]`` (JSON); the run's request lives in Redis
-(:mod:`engine.queue._state`). Messages are acknowledged after the run (``acks_late``) and given back
+(:mod:`codeact.engine.queue._state`). Messages are acknowledged after the run (``acks_late``) and given back
 when the worker is lost (``reject_on_worker_lost``); a message taken by a worker that then died is
 redelivered after the broker's ``visibility_timeout``. Runs whose worker died while running are
-re-enqueued faster than that, by the lease reaper of every live worker (:mod:`engine.queue._worker`).
+re-enqueued faster than that, by the lease reaper of every live worker (:mod:`codeact.engine.queue._worker`).
 """
 
 from __future__ import annotations

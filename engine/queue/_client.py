@@ -2,7 +2,7 @@
 
 Example::
 
-    from engine.queue import submit
+    from codeact.engine.queue import submit
 
     handle = submit("agent.yaml", "Deploy the API", queue="redis://localhost:6379/0")
     for event in handle.events():        # every event of the run, in order (JSON dicts)
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from engine.errors import CodeactError
-from engine.queue._app import DEFAULT_QUEUE, TASK_NAME, make_app
-from engine.queue._state import STOP_TYPES, TERMINAL, RunState, swap_status
+from codeact.engine.errors import CodeactError
+from codeact.engine.queue._app import DEFAULT_QUEUE, TASK_NAME, make_app
+from codeact.engine.queue._state import STOP_TYPES, TERMINAL, RunState, swap_status
 
 __all__ = ["QueueClient", "QueueResult", "RunHandle", "submit"]
 
@@ -106,7 +106,7 @@ class QueueClient:
         Raises:
             CodeactError: ``queue.not_paused`` when the run waits for nothing.
         """
-        from engine.queue._worker import requeue
+        from codeact.engine.queue._worker import requeue
 
         info = self.state.get(run_id)
         pause = json.loads(info["pause"]) if info.get("pause") else None
@@ -129,7 +129,7 @@ class QueueClient:
 
 
 def _continue_text(pause: Mapping[str, Any], verdict: str, reason: str) -> str:
-    import prompts
+    from codeact import prompts
 
     return prompts.render(
         "queue_continue.j2",

@@ -1,7 +1,7 @@
 """``QueueRunManager``: the service's run manager over the queue (``codeact serve --queue URL``).
 
-Same methods as ``engine.service.RunManager``; runs go to Celery workers instead of running in the
-server. Envelopes are made from the run's Redis stream by ``engine.runner.ResultMapper`` (replayed
+Same methods as ``codeact.engine.service.RunManager``; runs go to Celery workers instead of running in the
+server. Envelopes are made from the run's Redis stream by ``codeact.engine.runner.ResultMapper`` (replayed
 from the stream's start, so sequence numbers are the same for every reader and ``after=N`` resumes
 exactly). An approval pauses the run on its worker (``action.requested`` is sent, the run is
 ``waiting``); answering it enqueues the continuation on any worker, and the same event stream goes on.
@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.queue._client import QueueClient
-from engine.queue._state import PREFIX, TERMINAL, RunState
+from codeact.engine.queue._client import QueueClient
+from codeact.engine.queue._state import PREFIX, TERMINAL, RunState
 
 if TYPE_CHECKING:
-    from engine.runner import BlueprintRunner, ResultMapper, RunnerContext, RunnerResult
-    from engine.service import RunInfo
+    from codeact.engine.runner import BlueprintRunner, ResultMapper, RunnerContext, RunnerResult
+    from codeact.engine.service import RunInfo
 
 __all__ = ["QueueRunManager"]
 
@@ -55,7 +55,7 @@ class QueueRunManager:
         queue_name: str | None = None,
         sandbox: str | None = None,
     ) -> None:
-        from engine.queue._app import DEFAULT_QUEUE
+        from codeact.engine.queue._app import DEFAULT_QUEUE
 
         self.runners = runners
         self.client = QueueClient(queue)
@@ -78,9 +78,9 @@ class QueueRunManager:
         """
         import uuid
 
-        from engine.runner import session_id_for
-        from engine.runner._input import compose_input
-        from engine.service.errors import ServiceError, served_runner
+        from codeact.engine.runner import session_id_for
+        from codeact.engine.runner._input import compose_input
+        from codeact.engine.service.errors import ServiceError, served_runner
 
         runner = served_runner(self.runners, runner_id)
         run_id = str(getattr(context, "run_id", "") or "") or f"run-{uuid.uuid4().hex}"
@@ -148,7 +148,7 @@ class QueueRunManager:
             "context": context.model_dump(mode="json", exclude_none=True),  # a question's answer continues it
         }
         if busy is not None and busy.pending and busy.continued_by is None:  # its question is moot now
-            from engine.queue._state import swap_status
+            from codeact.engine.queue._state import swap_status
 
             if swap_status(self.state, busy.run_id, "paused", "completed"):
                 self.state.update(busy.run_id, continued_by=run_id)
@@ -157,14 +157,14 @@ class QueueRunManager:
 
     # -- reading -----------------------------------------------------------------------------------
     def _mapper(self, run_id: str, info: Mapping[str, str]) -> ResultMapper:
-        from engine.runner import ResultMapper
+        from codeact.engine.runner import ResultMapper
 
         request = json.loads(info.get("request") or "{}")
         return ResultMapper(run_id, show_work=bool(request.get("show_work", True)))
 
     def _envelopes(self, mapper: ResultMapper, entry: Mapping[str, Any], started: list[bool]) -> list[RunnerResult]:
         """The protocol results of one stream entry (engine events through the mapper; queue entries as needed)."""
-        from engine.events import event_from_json
+        from codeact.engine.events import event_from_json
 
         kind = entry.get("type")
         if kind in _QUEUE_ONLY:
@@ -229,7 +229,7 @@ class QueueRunManager:
         return self._async
 
     def _known(self, run_id: str) -> dict[str, str]:
-        from engine.service.errors import ServiceError
+        from codeact.engine.service.errors import ServiceError
 
         info = self.state.get(run_id)
         if not info or not info.get("runner_id"):
@@ -242,7 +242,7 @@ class QueueRunManager:
 
     async def get(self, run_id: str) -> RunInfo | None:
         """The run's state, or None when it is unknown (or expired)."""
-        from engine.service import RunInfo
+        from codeact.engine.service import RunInfo
 
         envelopes, info = await asyncio.to_thread(self._replay, run_id)
         if not info or not info.get("runner_id"):
@@ -307,10 +307,10 @@ class QueueRunManager:
             ServiceError: unknown run (404), a finished run (409), a body naming no request (422).
             CodeactError: ``runner.interaction_not_found`` when no request of that id waits.
         """
-        from engine.runner import RunnerError
-        from engine.runner.interactions import decision_from
-        from engine.service._runs import _submission
-        from engine.service.errors import ServiceError
+        from codeact.engine.runner import RunnerError
+        from codeact.engine.runner.interactions import decision_from
+        from codeact.engine.service._runs import _submission
+        from codeact.engine.service.errors import ServiceError
 
         info = self._known(run_id)
         request_id, answer = _submission(data)
@@ -349,10 +349,10 @@ class QueueRunManager:
         self, run_id: str, info: Mapping[str, str], request_id: str, answer: Mapping[str, Any], data: Mapping[str, Any]
     ) -> RunInfo:
         """Answer a question: the run becomes ``completed`` and its continuation is a new queued run."""
-        from engine.queue._state import swap_status
-        from engine.runner import RunnerContext, continuation_context
-        from engine.service._runs import continuation_run_id, question_answer, with_budget
-        from engine.service.errors import ServiceError
+        from codeact.engine.queue._state import swap_status
+        from codeact.engine.runner import RunnerContext, continuation_context
+        from codeact.engine.service._runs import continuation_run_id, question_answer, with_budget
+        from codeact.engine.service.errors import ServiceError
 
         submission = question_answer(request_id, answer)
         request = json.loads(info.get("request") or "{}")
@@ -380,7 +380,7 @@ class QueueRunManager:
             raise
 
     async def _info(self, run_id: str) -> RunInfo:
-        from engine.service.errors import ServiceError
+        from codeact.engine.service.errors import ServiceError
 
         info = await self.get(run_id)
         if info is None:

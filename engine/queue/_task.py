@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState, call_digest, swap_status
+from codeact.engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState, call_digest, swap_status
 
 if TYPE_CHECKING:
-    from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+    from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 __all__ = ["WorkerConfig", "execute"]
 
@@ -208,10 +208,10 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
     attachments = ((raw.get("input") or {}).get("attachments") if isinstance(raw, Mapping) else None) or []
     if not attachments:
         return agent
-    from engine.agent import Agent
-    from engine.runner import RunnerContext
-    from engine.runner.attachments import Attachments, named_attachments
-    from toolkits import ToolkitRegistry
+    from codeact.engine.agent import Agent
+    from codeact.engine.runner import RunnerContext
+    from codeact.engine.runner.attachments import Attachments, named_attachments
+    from codeact.toolkits import ToolkitRegistry
 
     context = RunnerContext.model_validate(raw)
     registry = ToolkitRegistry(bound for bound in agent.registry)
@@ -279,9 +279,9 @@ class _Run:
                     await agent.aclose()
 
     def _agent(self, request: Mapping[str, Any]) -> Any:
-        from engine.agent import Agent
-        from engine.blueprint import load_path, load_text
-        from engine.errors import CodeactError
+        from codeact.engine.agent import Agent
+        from codeact.engine.blueprint import load_path, load_text
+        from codeact.engine.errors import CodeactError
 
         if request.get("blueprint_id"):
             path = self.config.blueprints.get(str(request["blueprint_id"]))
@@ -306,7 +306,7 @@ class _Run:
         )
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
-        from toolkits import ApprovalDecision
+        from codeact.toolkits import ApprovalDecision
 
         digest = call_digest(request.toolkit, request.operation, request.arguments)
         decision = self.state.take_decision(self.session_id, digest)

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.queue._app import DEFAULT_QUEUE, TASK_NAME, make_app
-from engine.queue._state import RunState
-from engine.queue._task import WorkerConfig, execute
+from codeact.engine.queue._app import DEFAULT_QUEUE, TASK_NAME, make_app
+from codeact.engine.queue._state import RunState
+from codeact.engine.queue._task import WorkerConfig, execute
 
 __all__ = ["blueprint_index", "build_worker_app", "requeue", "start_worker"]
 
@@ -60,8 +60,8 @@ def blueprint_index(directory: Path | None) -> dict[str, Path]:
     """Blueprint id -> file for every ``*.yaml``/``*.yml`` of ``directory`` that loads."""
     if directory is None:
         return {}
-    from engine.blueprint import load_path
-    from engine.errors import CodeactError
+    from codeact.engine.blueprint import load_path
+    from codeact.engine.errors import CodeactError
 
     found: dict[str, Path] = {}
     for path in sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")]):
@@ -107,7 +107,7 @@ def start_worker(
     loglevel: str = "WARNING",
 ) -> None:
     """Run a worker in this process until it is stopped (SIGTERM: warm shutdown)."""
-    from toolkits import load_registry
+    from codeact.toolkits import load_registry
 
     node = name or f"codeact-{os.getpid()}@{socket.gethostname()}"
     config = WorkerConfig(

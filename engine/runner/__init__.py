@@ -2,7 +2,7 @@
 
 ::
 
-    from engine.runner import BlueprintRunner, Interactions, RunnerContext
+    from codeact.engine.runner import BlueprintRunner, Interactions, RunnerContext
 
     runner = BlueprintRunner.from_blueprint("agent.yaml", toolkits=[DevOps()])
     runner.manifest                                    # RunnerManifest (from the blueprint)
@@ -14,10 +14,10 @@ See docs/runner.md.
 
 from __future__ import annotations
 
-from engine.runner._input import compose_input
-from engine.runner.attachments import Attachments
-from engine.runner.blueprint_runner import BlueprintRunner, session_id_for
-from engine.runner.entities import (
+from codeact.engine.runner._input import compose_input
+from codeact.engine.runner.attachments import Attachments
+from codeact.engine.runner.blueprint_runner import BlueprintRunner, session_id_for
+from codeact.engine.runner.entities import (
     RUNNER_ERROR_CODES,
     AgentAPIError,
     InteractionRequest,
@@ -28,10 +28,10 @@ from engine.runner.entities import (
     RunnerManifest,
     RunnerResult,
 )
-from engine.runner.flow_runner import FlowRunner
-from engine.runner.interactions import Interactions, continuation_context
-from engine.runner.mapper import ResultMapper, runner_code
-from engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
+from codeact.engine.runner.flow_runner import FlowRunner
+from codeact.engine.runner.interactions import Interactions, continuation_context
+from codeact.engine.runner.mapper import ResultMapper, runner_code
+from codeact.engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
 
 __all__ = [
     "RUNNER_ERROR_CODES",

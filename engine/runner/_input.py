@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from engine.runner.attachments import NamedAttachment, named_attachments
-from engine.runner.entities import RunnerContext
-from engine.runner.interactions import answer_text
+from codeact.engine.runner.attachments import NamedAttachment, named_attachments
+from codeact.engine.runner.entities import RunnerContext
+from codeact.engine.runner.interactions import answer_text
 
 __all__ = ["compose_input"]
 
@@ -23,7 +23,7 @@ def compose_input(context: RunnerContext, *, readable_refs: bool = False) -> tup
         context: The run context.
         readable_refs: Whether attachments held by the host (``ref``) can be read (under a host).
     """
-    import prompts
+    from codeact import prompts
 
     submission = context.input.interaction
     text = context.input.to_text().strip()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from engine.runner.entities import (
+from codeact.engine.runner.entities import (
     ConfigField,
     ContextPolicy,
     RunnerCapabilities,
@@ -14,7 +14,7 @@ from engine.runner.entities import (
 )
 
 if TYPE_CHECKING:
-    from engine.blueprint import AgentSpec
+    from codeact.engine.blueprint import AgentSpec
 
 __all__ = ["manifest_for"]
 

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.runner.entities import InputAttachment
-from toolkits import operation, toolkit
+from codeact.engine.runner.entities import InputAttachment
+from codeact.toolkits import operation, toolkit
 
 __all__ = ["MAX_ATTACHMENT_BYTES", "AttachmentReader", "Attachments", "NamedAttachment", "named_attachments"]
 

@@ -11,14 +11,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from engine.errors import CodeactError
-from engine.runner._input import compose_input
-from engine.runner._manifest import manifest_for
-from engine.runner.attachments import AttachmentReader, Attachments
-from engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
-from engine.runner.interactions import Interactions, approval_request, decision_from
-from engine.runner.mapper import ResultMapper
-from engine.runner.proxy import (
+from codeact.engine.errors import CodeactError
+from codeact.engine.runner._input import compose_input
+from codeact.engine.runner._manifest import manifest_for
+from codeact.engine.runner.attachments import AttachmentReader, Attachments
+from codeact.engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
+from codeact.engine.runner.interactions import Interactions, approval_request, decision_from
+from codeact.engine.runner.mapper import ResultMapper
+from codeact.engine.runner.proxy import (
     HOST_TOOLKIT,
     KNOWLEDGE_TOOLKIT,
     HostKnowledge,
@@ -27,12 +27,12 @@ from engine.runner.proxy import (
     HostTransport,
     RunAPIProxy,
 )
-from sandbox.aio import wait_for
-from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+from codeact.sandbox.aio import wait_for
+from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
-    from engine.agent import Agent
-    from engine.model import ModelClient
+    from codeact.engine.agent import Agent
+    from codeact.engine.model import ModelClient
 
 __all__ = ["BlueprintRunner", "session_id_for"]
 
@@ -98,8 +98,8 @@ class BlueprintRunner:
     ) -> BlueprintRunner:
         """Build the runner of a blueprint file (as ``Agent.from_blueprint``; close it with :meth:`aclose`).
 
-        A flow blueprint (``workflow: {mode: flow}``) gives a :class:`~engine.runner.flow_runner.FlowRunner`,
-        whose runs are ``engine.flow.FlowAgent`` runs.
+        A flow blueprint (``workflow: {mode: flow}``) gives a :class:`~codeact.engine.runner.flow_runner.FlowRunner`,
+        whose runs are ``codeact.engine.flow.FlowAgent`` runs.
 
         Args:
             path: The blueprint YAML.
@@ -110,15 +110,15 @@ class BlueprintRunner:
             show_work: Stream the model's working replies too.
             **agent_options: Other ``Agent.from_blueprint`` options (``sandbox``, ``isolation``, ...).
         """
-        from engine.agent import Agent
-        from engine.blueprint import load_path
-        from engine.flow._build import is_flow_blueprint
+        from codeact.engine.agent import Agent
+        from codeact.engine.blueprint import load_path
+        from codeact.engine.flow._build import is_flow_blueprint
 
         agent_options.pop("approver", None)  # approvals are interactions of each run
         blueprint = load_path(Path(path))
         if is_flow_blueprint(blueprint):  # a flow: its runs are FlowAgent runs
-            from engine.flow import FlowAgent
-            from engine.runner.flow_runner import FlowRunner
+            from codeact.engine.flow import FlowAgent
+            from codeact.engine.runner.flow_runner import FlowRunner
 
             flow = FlowAgent.from_blueprint(
                 blueprint, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
@@ -239,7 +239,7 @@ class BlueprintRunner:
         attachments: Attachments,
         proxy: RunAPIProxy | None,
     ) -> Agent:
-        from engine.agent import Agent
+        from codeact.engine.agent import Agent
 
         base = self.agent
         registry = ToolkitRegistry(bound for bound in base.registry)
@@ -300,7 +300,7 @@ async def _refuse(request: ApprovalRequest) -> ApprovalDecision:
 
 
 def _approver(interactions: Interactions, deadline: float | None) -> Any:
-    from engine.agent.support import APPROVAL_REQUEST_ID
+    from codeact.engine.agent.support import APPROVAL_REQUEST_ID
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:
         request_id = APPROVAL_REQUEST_ID.get() or f"call-{request.sequence}"

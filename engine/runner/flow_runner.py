@@ -1,7 +1,7 @@
 """``FlowRunner``: a flow blueprint (``workflow: {mode: flow}``) served as an AgentRunner.
 
 ``BlueprintRunner.from_blueprint`` returns one for a flow blueprint: the run is an
-``engine.flow.FlowAgent`` run (same ``run(context)`` interface, same result envelopes). The
+``codeact.engine.flow.FlowAgent`` run (same ``run(context)`` interface, same result envelopes). The
 results are the flow's own events and its steps' work (code, tool calls, messages); a step's own
 start and end are in the record (the flow's session lists its steps), not in the stream.
 """
@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from engine.runner.blueprint_runner import BlueprintRunner
-from engine.runner.entities import RunnerCapabilities, RunnerManifest, RunnerPermissions
+from codeact.engine.runner.blueprint_runner import BlueprintRunner
+from codeact.engine.runner.entities import RunnerCapabilities, RunnerManifest, RunnerPermissions
 
 if TYPE_CHECKING:
-    from engine.blueprint import Blueprint
-    from engine.events import Event
-    from engine.flow import FlowAgent
-    from engine.runner.attachments import Attachments
-    from engine.runner.entities import RunnerContext
-    from engine.runner.interactions import Interactions
-    from engine.runner.proxy import RunAPIProxy
+    from codeact.engine.blueprint import Blueprint
+    from codeact.engine.events import Event
+    from codeact.engine.flow import FlowAgent
+    from codeact.engine.runner.attachments import Attachments
+    from codeact.engine.runner.entities import RunnerContext
+    from codeact.engine.runner.interactions import Interactions
+    from codeact.engine.runner.proxy import RunAPIProxy
 
 __all__ = ["FlowRunner", "flow_manifest"]
 

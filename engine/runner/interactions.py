@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from engine.runner.entities import (
+from codeact.engine.runner.entities import (
     INTERACTION_SUBMITTED_EVENT,
     AgentEventContext,
     AgentInput,
@@ -32,7 +32,7 @@ from engine.runner.entities import (
     RunnerContext,
     RunnerError,
 )
-from toolkits import ApprovalDecision
+from codeact.toolkits import ApprovalDecision
 
 __all__ = [
     "Interactions",

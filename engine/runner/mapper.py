@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from engine.events import (
+from codeact.engine.events import (
     ActionRequested,
     ArtifactCreated,
     Event,
@@ -43,7 +43,7 @@ from engine.events import (
     ToolCallCompleted,
     ToolCallStarted,
 )
-from engine.runner.entities import (
+from codeact.engine.runner.entities import (
     ActionRequestedPayload,
     ArtifactCreatedPayload,
     Message,
@@ -59,8 +59,8 @@ from engine.runner.entities import (
     ToolCallCompletedPayload,
     ToolCallStartedPayload,
 )
-from engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
-from engine.runner.interactions import approval_request, question_request
+from codeact.engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
+from codeact.engine.runner.interactions import approval_request, question_request
 
 __all__ = ["SESSION_STATE_KEY", "VARIABLES_STATE_KEY", "ResultMapper", "runner_code"]
 

@@ -8,12 +8,12 @@ codeact[serve]``): nothing on ``codeact validate``'s path imports it.
 
 from __future__ import annotations
 
-from engine.service._app import create_app, parse_context
-from engine.service._auth import TOKEN_COOKIE, TOKENS_ENV, Tokens, TokenScope
-from engine.service._http import authenticate, read_json, service_state
-from engine.service._runs import TERMINAL_TYPES, RunInfo, RunManager, Runs, RunStatus
-from engine.service._state import MAX_BODY_BYTES, ServiceState
-from engine.service.errors import ServiceError
+from codeact.engine.service._app import create_app, parse_context
+from codeact.engine.service._auth import TOKEN_COOKIE, TOKENS_ENV, Tokens, TokenScope
+from codeact.engine.service._http import authenticate, read_json, service_state
+from codeact.engine.service._runs import TERMINAL_TYPES, RunInfo, RunManager, Runs, RunStatus
+from codeact.engine.service._state import MAX_BODY_BYTES, ServiceState
+from codeact.engine.service.errors import ServiceError
 
 __all__ = [
     "MAX_BODY_BYTES",

@@ -20,19 +20,19 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from engine.errors import CodeactError
-from engine.service._http import authenticate, error_response, read_json, service_state
-from engine.service._sessions import session_routes
-from engine.service._sse import SSE_HEADERS, envelope_json, parse_last_event_id, sse_stream
-from engine.service.errors import ServiceError
+from codeact.engine.errors import CodeactError
+from codeact.engine.service._http import authenticate, error_response, read_json, service_state
+from codeact.engine.service._sessions import session_routes
+from codeact.engine.service._sse import SSE_HEADERS, envelope_json, parse_last_event_id, sse_stream
+from codeact.engine.service.errors import ServiceError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from engine.runner import RunnerContext
-    from engine.service._auth import TokenScope
-    from engine.service._runs import RunInfo
-    from engine.service._state import ServiceState
+    from codeact.engine.runner import RunnerContext
+    from codeact.engine.service._auth import TokenScope
+    from codeact.engine.service._runs import RunInfo
+    from codeact.engine.service._state import ServiceState
 
 __all__ = ["create_app", "parse_context"]
 
@@ -114,7 +114,7 @@ def parse_context(data: Any) -> RunnerContext:
     Raises:
         ServiceError: ``service.invalid_context`` with ``errors`` (``loc`` starts with ``context``).
     """
-    from engine.runner import RunnerContext
+    from codeact.engine.runner import RunnerContext
 
     run_id = data.get("run_id") if isinstance(data, dict) else None
     if isinstance(run_id, str) and run_id and not _RUN_ID.fullmatch(run_id):

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.service.errors import ServiceError
+from codeact.engine.service.errors import ServiceError
 
 __all__ = ["TOKENS_ENV", "TOKEN_COOKIE", "TokenScope", "Tokens"]
 

@@ -14,14 +14,14 @@ from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
 
-from engine.errors import CodeactError
-from engine.service._auth import TOKEN_COOKIE, TokenScope
-from engine.service.errors import ServiceError
+from codeact.engine.errors import CodeactError
+from codeact.engine.service._auth import TOKEN_COOKIE, TokenScope
+from codeact.engine.service.errors import ServiceError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from engine.service._state import ServiceState
+    from codeact.engine.service._state import ServiceState
 
 __all__ = ["authenticate", "error_response", "read_json", "service_state", "status_of"]
 

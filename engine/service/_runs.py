@@ -13,7 +13,7 @@
 4. Finished runs are kept (for ``GET /v1/runs/{id}`` and late re-attaches) up to ``keep`` runs and
    ``keep_s`` seconds, then forgotten.
 
-This module does not speak HTTP (``engine.service._app`` does) and imports no web framework, so the
+This module does not speak HTTP (``codeact.engine.service._app`` does) and imports no web framework, so the
 queue's ``QueueRunManager`` can offer the same methods over Redis.
 """
 
@@ -28,10 +28,10 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from engine.service.errors import ServiceError, served_runner
+from codeact.engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
-    from engine.runner import AuthorizationRegistry, BlueprintRunner, Interactions, RunnerContext, RunnerResult
+    from codeact.engine.runner import AuthorizationRegistry, BlueprintRunner, Interactions, RunnerContext, RunnerResult
 
 __all__ = ["TERMINAL_TYPES", "RunInfo", "RunManager", "RunStatus", "Runs"]
 
@@ -188,7 +188,7 @@ class _Run:
 
 
 def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: bool) -> RunnerResult:
-    from engine.runner import RunnerResult
+    from codeact.engine.runner import RunnerResult
 
     return RunnerResult.model_validate(
         {
@@ -271,7 +271,7 @@ class RunManager:
         caller=runner_id)`` checks a run-scoped call in the seed's order.
         """
         if self._authorizations is None:
-            from engine.runner import AuthorizationRegistry
+            from codeact.engine.runner import AuthorizationRegistry
 
             self._authorizations = AuthorizationRegistry()
         return self._authorizations
@@ -285,7 +285,7 @@ class RunManager:
             ServiceError: unknown runner (404), a run with that id exists or its session is in use by a
                 running run (409), too many runs at once (503).
         """
-        from engine.runner import Interactions, session_id_for
+        from codeact.engine.runner import Interactions, session_id_for
 
         runner = served_runner(self.runners, runner_id)
         self._evict()
@@ -429,7 +429,7 @@ class RunManager:
         request_id, answer = _submission(data)
         question = run.asked()
         if question is not None and run.context is not None and request_id == question.get("interaction_id"):
-            from engine.runner import continuation_context
+            from codeact.engine.runner import continuation_context
 
             submission = question_answer(request_id, answer)
             following = continuation_context(run.context, submission, run_id=continuation_run_id(data))
@@ -473,7 +473,7 @@ def question_answer(request_id: str, answer: Mapping[str, Any]) -> dict[str, Any
     Raises:
         RunnerError: ``runner.invalid_interaction`` without an answer.
     """
-    from engine.runner import RunnerError
+    from codeact.engine.runner import RunnerError
 
     values = answer.get("values") if isinstance(answer.get("values"), Mapping) else {}
     text = values.get("answer", answer.get("answer")) if isinstance(values, Mapping) else None

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine.service._http import authenticate, read_json, service_state
-from engine.service.errors import ServiceError
+from codeact.engine.service._http import authenticate, read_json, service_state
+from codeact.engine.service.errors import ServiceError
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from engine.service._auth import TokenScope
-    from engine.service._state import ServiceState
-    from engine.store import RoundRecord, SessionMeta
+    from codeact.engine.service._auth import TokenScope
+    from codeact.engine.service._state import ServiceState
+    from codeact.engine.store import RoundRecord, SessionMeta
 
 __all__ = ["round_json", "session_routes"]
 
@@ -174,7 +174,7 @@ async def replay(request: Request) -> Response:
             code="service.session_busy",
             status=409,
         )
-    from engine.replay import replay_session
+    from codeact.engine.replay import replay_session
 
     report = await replay_session(state.store, meta.session_id, registry=state.registry)
     return JSONResponse(report.to_json())

@@ -12,10 +12,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from sandbox.aio import wait_for
+from codeact.sandbox.aio import wait_for
 
 if TYPE_CHECKING:
-    from engine.runner import RunnerResult
+    from codeact.engine.runner import RunnerResult
 
 __all__ = ["KEEPALIVE_S", "SSE_HEADERS", "envelope_json", "parse_last_event_id", "sse_stream"]
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
-    from engine.runner import BlueprintRunner
-    from engine.service._auth import Tokens
-    from engine.service._runs import Runs
-    from engine.store import Store
-    from toolkits import ToolkitRegistry
+    from codeact.engine.runner import BlueprintRunner
+    from codeact.engine.service._auth import Tokens
+    from codeact.engine.service._runs import Runs
+    from codeact.engine.store import Store
+    from codeact.toolkits import ToolkitRegistry
 
 __all__ = ["MAX_BODY_BYTES", "ServiceState"]
 

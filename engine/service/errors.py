@@ -3,7 +3,7 @@
 Every error the HTTP API answers is ``{"error": {"code", "message"}}`` (plus ``"errors"``, the
 pydantic errors with their paths, for an invalid request body); ``ServiceError`` is what the handlers
 raise to produce one. Errors raised below the service (a ``CodeactError`` from the runner or the
-store) are mapped to a status by their code in ``engine.service._app``.
+store) are mapped to a status by their code in ``codeact.engine.service._app``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 __all__ = ["ServiceError", "served_runner"]
 

@@ -2,16 +2,16 @@
 
 ``open_store(url)`` picks the backend: the embedded SQLite file by default, Redis for
 ``redis://`` URLs. ``RedisStore`` is not re-exported here so that ``import engine.store`` never
-loads ``redis``; import it from ``engine.store.redis_store``.
+loads ``redis``; import it from ``codeact.engine.store.redis_store``.
 """
 
 from __future__ import annotations
 
-from engine.store._entries import TruncateReport
-from engine.store._factory import default_store_url, open_store
-from engine.store._lock import HEARTBEAT_S, LOCK_TTL_S
-from engine.store._records import CorruptRecordError, RoundEntry, RoundsRead
-from engine.store.base import (
+from codeact.engine.store._entries import TruncateReport
+from codeact.engine.store._factory import default_store_url, open_store
+from codeact.engine.store._lock import HEARTBEAT_S, LOCK_TTL_S
+from codeact.engine.store._records import CorruptRecordError, RoundEntry, RoundsRead
+from codeact.engine.store.base import (
     ROUND_STATUSES,
     SESSION_STATUSES,
     LockInfo,
@@ -24,7 +24,7 @@ from engine.store.base import (
     Store,
     check_session_id,
 )
-from engine.store.sqlite import SQLiteStore
+from codeact.engine.store.sqlite import SQLiteStore
 
 __all__ = [
     "CorruptRecordError",

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import StoreError
-from engine.store._records import CorruptRecordError, RoundEntry, RoundsRead, kind, repair_hint
-from engine.store.base import SESSION_STATUSES, SessionMeta
+from codeact.engine.errors import StoreError
+from codeact.engine.store._records import CorruptRecordError, RoundEntry, RoundsRead, kind, repair_hint
+from codeact.engine.store.base import SESSION_STATUSES, SessionMeta
 
 __all__ = [
     "TruncateReport",

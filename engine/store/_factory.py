@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from engine.errors import StoreError
-from engine.store.base import Store
+from codeact.engine.errors import StoreError
+from codeact.engine.store.base import Store
 
 __all__ = ["default_store_url", "open_store"]
 
@@ -35,10 +35,10 @@ def open_store(url: str | None = None) -> Store:
     scheme = urlsplit(url).scheme.lower() if "://" in url else ""
     if scheme in _REDIS_SCHEMES:
         # Imported here: `redis` is loaded only when a Redis store is actually used.
-        from engine.store.redis_store import RedisStore
+        from codeact.engine.store.redis_store import RedisStore
 
         return RedisStore(url)
-    from engine.store.sqlite import SQLiteStore
+    from codeact.engine.store.sqlite import SQLiteStore
 
     if scheme in ("", "sqlite"):
         return SQLiteStore.from_url(url)

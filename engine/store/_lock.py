@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import StoreError
+from codeact.engine.errors import StoreError
 
 __all__ = [
     "FORCED_PREFIX",

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from engine.errors import StoreError
-from engine.store.base import RoundRecord, dumps
+from codeact.engine.errors import StoreError
+from codeact.engine.store.base import RoundRecord, dumps
 
 __all__ = [
     "FORMAT",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import StoreError
-from engine.store import _entries as _ent
-from engine.store import _records as _rec
-from engine.store.base import SessionMeta, dumps
+from codeact.engine.errors import StoreError
+from codeact.engine.store import _entries as _ent
+from codeact.engine.store import _records as _rec
+from codeact.engine.store.base import SessionMeta, dumps
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

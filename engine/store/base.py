@@ -4,8 +4,8 @@ A store holds, per session: its metadata, the ordered prompt segments, the captu
 (codec-ENCODED JSON, one entry per name) and one ``RoundRecord`` per round. ``append_round`` is the
 single write a round makes and it is atomic: the round record, the round's new segments and the
 session's variables land together or not at all, so a crash mid-round leaves the previous round
-intact. Backends: ``engine.store.sqlite.SQLiteStore`` (the zero set-up default) and
-``engine.store.redis_store.RedisStore``; ``engine.store.open_store`` picks one from a URL.
+intact. Backends: ``codeact.engine.store.sqlite.SQLiteStore`` (the zero set-up default) and
+``codeact.engine.store.redis_store.RedisStore``; ``codeact.engine.store.open_store`` picks one from a URL.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from engine.errors import StoreError
-from engine.store._lock import (
+from codeact.engine.errors import StoreError
+from codeact.engine.store._lock import (
     FORCED_PREFIX,
     HEARTBEAT_S,
     LOCK_TTL_S,
@@ -31,11 +31,11 @@ from engine.store._lock import (
     make_token,
     parse_token,
 )
-from sandbox.aio import cancel_and_wait
+from codeact.sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
-    from engine.store._entries import TruncateReport
-    from engine.store._records import CorruptRecordError, RoundsRead
+    from codeact.engine.store._entries import TruncateReport
+    from codeact.engine.store._records import CorruptRecordError, RoundsRead
 
 __all__ = [
     "ROUND_STATUSES",

@@ -23,11 +23,11 @@ import redis.asyncio
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 
-from engine.errors import StoreError
-from engine.store import _entries as _ent
-from engine.store import _records as _rec
-from engine.store._lock import FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
-from engine.store._redis_scripts import (
+from codeact.engine.errors import StoreError
+from codeact.engine.store import _entries as _ent
+from codeact.engine.store import _records as _rec
+from codeact.engine.store._lock import FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
+from codeact.engine.store._redis_scripts import (
     _ACQUIRE,
     _APPEND,
     _CREATE,
@@ -37,7 +37,7 @@ from engine.store._redis_scripts import (
     _RELEASE,
     _UPDATE,
 )
-from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+from codeact.engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
 __all__ = ["DEFAULT_TIMEOUT_S", "RedisStore", "map_redis_errors", "redact_url"]
 

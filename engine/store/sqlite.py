@@ -28,11 +28,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from engine.errors import StoreError
-from engine.store import _entries as _ent
-from engine.store import _records as _rec
-from engine.store._lock import FORCED_PREFIX, FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
-from engine.store._sqlite_rows import (
+from codeact.engine.errors import StoreError
+from codeact.engine.store import _entries as _ent
+from codeact.engine.store import _records as _rec
+from codeact.engine.store._lock import FORCED_PREFIX, FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
+from codeact.engine.store._sqlite_rows import (
     _META_COLUMNS,
     _SCHEMA,
     _SELECT_META,
@@ -42,8 +42,8 @@ from engine.store._sqlite_rows import (
     _rounds_count,
     _text,
 )
-from engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
-from sandbox.aio import wait_for
+from codeact.engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+from codeact.sandbox.aio import wait_for
 
 __all__ = ["SQLiteStore"]
 

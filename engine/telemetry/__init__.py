@@ -17,7 +17,7 @@ Needs the ``otel`` extra (``pip install codeact[otel]``).
 
 from __future__ import annotations
 
-from engine.telemetry._state import (
+from codeact.engine.telemetry._state import (
     CaptureOptions,
     RunTrace,
     attached,
@@ -29,7 +29,7 @@ from engine.telemetry._state import (
     shutdown,
     start_run,
 )
-from engine.telemetry._usage import Usage, usage_of_round, usage_total
+from codeact.engine.telemetry._usage import Usage, usage_of_round, usage_total
 
 __all__ = [
     "CaptureOptions",

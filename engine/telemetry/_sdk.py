@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from engine.errors import CodeactError
-from engine.telemetry._state import CaptureOptions
+from codeact.engine.errors import CodeactError
+from codeact.engine.telemetry._state import CaptureOptions
 
 __all__ = ["JsonLinesExporter", "Tracing"]
 
@@ -66,7 +66,7 @@ class Tracing:
 
     @classmethod
     def build(cls, *, file: Path | None, exporter: str | Any | None, service: str) -> Tracing:
-        """A provider with one exporter (see :func:`engine.telemetry.configure`)."""
+        """A provider with one exporter (see :func:`codeact.engine.telemetry.configure`)."""
         name = os.environ.get("OTEL_SERVICE_NAME") or service
         provider = TracerProvider(resource=Resource.create({"service.name": name}))
         chosen: Any = exporter

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.errors import CodeactError
+from codeact.engine.errors import MissingExtraError
 
 if TYPE_CHECKING:
-    from engine.telemetry._sdk import Tracing
+    from codeact.engine.telemetry._sdk import Tracing
 
 __all__ = [
     "CaptureOptions",
@@ -148,16 +148,13 @@ def configure(
         service_name: The resource's ``service.name`` (``OTEL_SERVICE_NAME`` wins).
 
     Raises:
-        CodeactError: ``telemetry.unavailable`` when the ``otel`` extra is not installed, or
-            ``telemetry.config`` for an unknown exporter.
+        MissingExtraError: The ``otel`` extra is not installed.
+        CodeactError: ``telemetry.config`` for an unknown exporter.
     """
     try:
-        from engine.telemetry._sdk import Tracing
-    except ImportError as exc:  # pragma: no cover - the dev extra installs it
-        raise CodeactError(
-            f"tracing needs the OpenTelemetry SDK ({exc.name} is missing): pip install 'codeact[otel]'",
-            code="telemetry.unavailable",
-        ) from None
+        from codeact.engine.telemetry._sdk import Tracing
+    except ImportError as exc:
+        raise MissingExtraError("tracing (--trace)", extra="otel", module=str(exc.name)) from None
     old = _STATE.tracing
     path = Path(file) if file is not None else None
     _STATE.tracing = Tracing.build(file=path, exporter=exporter, service=service_name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from toolkits import operation, toolkit
+from codeact import operation, toolkit
 
 _PROJECTS: dict[str, dict[str, Any]] = {
     "P-123": {"id": "P-123", "name": "Checkout", "owner": "lin.wei", "apps": ["checkout-api", "checkout-web"]},

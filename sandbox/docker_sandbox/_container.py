@@ -1,7 +1,7 @@
 """The Docker backend's containers: the hardened container spec, the worker, ``DockerSandbox``.
 
-Part of the Docker adapter (``sandbox.docker_sandbox``): the ``docker`` SDK is imported lazily
-(inside functions) and every SDK call runs inside :func:`~sandbox.docker_sandbox._engine.map_docker_errors`.
+Part of the Docker adapter (``codeact.sandbox.docker_sandbox``): the ``docker`` SDK is imported lazily
+(inside functions) and every SDK call runs inside :func:`~codeact.sandbox.docker_sandbox._engine.map_docker_errors`.
 Blocking SDK calls run in worker threads (``asyncio.to_thread``) so the event loop never stalls on
 the Docker engine.
 """
@@ -17,17 +17,17 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
-from sandbox.aio import wait_for
-from sandbox.base import Limits, RuntimeWorker, Sandbox
-from sandbox.channel import Channel, RpcHandler
-from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
-from sandbox.errors import IsolationUnavailableError, SandboxError
-from sandbox.image import ensure_image, image_tag
-from sandbox.leftovers import session_of
-from sandbox.subprocess_sandbox import RUNTIME_DIR
+from codeact.sandbox.aio import wait_for
+from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
+from codeact.sandbox.channel import Channel, RpcHandler
+from codeact.sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
+from codeact.sandbox.errors import IsolationUnavailableError, SandboxError
+from codeact.sandbox.image import ensure_image, image_tag
+from codeact.sandbox.leftovers import session_of
+from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR
 
 if TYPE_CHECKING:
-    from sandbox.policy import Policy
+    from codeact.sandbox.policy import Policy
 
 __all__ = ["DockerSandbox", "full_python_policy"]
 
@@ -231,7 +231,7 @@ def full_python_policy() -> Policy:
     Returns:
         ``Policy(restricted=False, allowed_imports=<sys.stdlib_module_names>)``.
     """
-    from sandbox.policy import Policy
+    from codeact.sandbox.policy import Policy
 
     return Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))
 
@@ -255,7 +255,7 @@ class DockerSandbox(Sandbox):
         pool_size: Containers started ahead of need (default 1): the first round after ``start()``
             and the replacement after a kill do not wait for a container to start.
         cpus: CPU quota in CPUs (default 1.0).
-        image: The image to run (default :func:`sandbox.image.image_tag`, built by ``make sandbox-image``).
+        image: The image to run (default :func:`codeact.sandbox.image.image_tag`, built by ``make sandbox-image``).
         session_id: The ``org.codeact.session`` label (default: the bridge's ``session_id``, else a random id).
         sys_path: Directories the runtime appends to ``sys.path`` (a declared environment's
             ``/opt/codeact/env``, baked into ``image``).

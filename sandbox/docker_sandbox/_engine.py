@@ -1,9 +1,9 @@
 """Docker SDK access: error mapping, the client, host identity labels and orphan collection.
 
-Part of the Docker adapter (``sandbox.docker_sandbox``), the only code that imports the ``docker``
+Part of the Docker adapter (``codeact.sandbox.docker_sandbox``), the only code that imports the ``docker``
 SDK, always lazily (inside functions), so ``import sandbox`` never loads it. Every SDK call runs
 inside :func:`map_docker_errors`, which translates ``docker.errors.*`` (and the transport errors
-under them) into :class:`~sandbox.errors.SandboxError` subclasses once, here.
+under them) into :class:`~codeact.sandbox.errors.SandboxError` subclasses once, here.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sandbox.errors import SandboxError, SandboxImageMissingError
-from sandbox.leftovers import process_start, tag_alive
+from codeact.sandbox.errors import SandboxError, SandboxImageMissingError
+from codeact.sandbox.leftovers import process_start, tag_alive
 
 __all__ = [
     "LABEL_HOSTNAME",

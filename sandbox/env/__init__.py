@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from sandbox.env._build import ENV_IMAGE_REPOSITORY, MOUNT_POINT, build_entry, docker_base_info, host_base_info
-from sandbox.env._cache import CacheEntry, cache_root, entry_lock, list_entries, read_entry, remove_entry, touch
-from sandbox.env._recipe import PRESETS, EnvSpec, Preset, Recipe, normalize_requirement
-from sandbox.errors import EnvironmentBuildError
+from codeact.sandbox.env._build import ENV_IMAGE_REPOSITORY, MOUNT_POINT, build_entry, docker_base_info, host_base_info
+from codeact.sandbox.env._cache import CacheEntry, cache_root, entry_lock, list_entries, read_entry, remove_entry, touch
+from codeact.sandbox.env._recipe import PRESETS, EnvSpec, Preset, Recipe, normalize_requirement
+from codeact.sandbox.errors import EnvironmentBuildError
 
 __all__ = [
     "CacheEntry",
@@ -84,7 +84,7 @@ def recipe_for(spec: EnvSpec, *, backend: Literal["subprocess", "docker"], base_
     requirements = spec.requirements()
     if backend == "docker":
         if base_image is None:
-            from sandbox.image import image_tag
+            from codeact.sandbox.image import image_tag
 
             base_image = image_tag()
         python, plat = docker_base_info(base_image)
@@ -240,7 +240,7 @@ def prune_environments(*, keys: tuple[str, ...] = (), unused_for_s: float | None
     """
     import time
 
-    from sandbox.env._cache import remove_stale_builds
+    from codeact.sandbox.env._cache import remove_stale_builds
 
     remove_stale_builds()
     now = time.time()

@@ -29,9 +29,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from sandbox.env._cache import ENV_FILE, SITE_DIR, USED_FILE, cache_root
-from sandbox.env._recipe import Recipe
-from sandbox.errors import EnvironmentBuildError
+from codeact.sandbox.env._cache import ENV_FILE, SITE_DIR, USED_FILE, cache_root
+from codeact.sandbox.env._recipe import Recipe
+from codeact.sandbox.errors import EnvironmentBuildError
 
 __all__ = ["ENV_IMAGE_REPOSITORY", "MOUNT_POINT", "build_entry", "docker_base_info", "host_base_info"]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from sandbox.errors import EnvironmentBuildError
+from codeact.sandbox.errors import EnvironmentBuildError
 
 __all__ = ["EnvSpec", "PRESETS", "Preset", "Recipe", "normalize_requirement"]
 

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sandbox.runtime._codec_types import TAG, Record, Undecodable
+from codeact.sandbox.runtime._codec_types import TAG, Record, Undecodable
 
 _json_loads = json.loads
 

@@ -4,7 +4,7 @@ Runs INSIDE the sandbox (standard library only). The runtime creates ``outputs/`
 directory when it starts; at the end of each round it
 
 1. saves every matplotlib figure still open as ``outputs/figure-N.png`` and closes it (figures the
-   code showed with ``plt.show()`` were saved at that moment by :mod:`sandbox.runtime.mpl_backend`,
+   code showed with ``plt.show()`` were saved at that moment by :mod:`codeact.sandbox.runtime.mpl_backend`,
    the headless backend ``MPLBACKEND`` names);
 2. lists the regular files under ``outputs/`` that are new or changed since the last round;
 3. sends each one (base64) within the per-file and per-round byte caps of the ``execute`` request's

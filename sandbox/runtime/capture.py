@@ -27,8 +27,8 @@ import types
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
-from sandbox.runtime import codec
-from sandbox.runtime.guards import SANDBOX_MODULE_NAME
+from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime.guards import SANDBOX_MODULE_NAME
 
 __all__ = ["SOURCE_TAG", "Definition", "capture", "collect_definitions", "definition_sources", "split_restorable"]
 
@@ -496,7 +496,7 @@ def split_restorable(variables: Mapping[str, Any]) -> tuple[dict[str, Any], str]
     """Split captured variables into data and a prelude of definitions.
 
     Restore order for the runtime: ``codec.decode`` the data into the namespace, run the prelude
-    (compiled on the host with ``sandbox.policy.compile_code``), then decode the data values that
+    (compiled on the host with ``codeact.sandbox.policy.compile_code``), then decode the data values that
     hold dataclass/enum/namedtuple tags again with the namespace's classes as the registry.
 
     Args:

@@ -63,8 +63,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sandbox.runtime._codec_decode import decode, loads
-from sandbox.runtime._codec_types import TAG, Record, TooLarge, Undecodable, Unencodable
+from codeact.sandbox.runtime._codec_decode import decode, loads
+from codeact.sandbox.runtime._codec_types import TAG, Record, TooLarge, Undecodable, Unencodable
 
 __all__ = [
     "TAG",

@@ -1,7 +1,7 @@
 """The guard functions RestrictedPython-transformed code calls, the safe builtins and the import allow-list.
 
 Standard library only: this module runs INSIDE the sandbox (also in the Debian python3.11 container).
-The host compiles the model's code with ``sandbox.policy.compile_code``; that transform rejects most
+The host compiles the model's code with ``codeact.sandbox.policy.compile_code``; that transform rejects most
 dangerous constructs statically (names and attributes starting with ``_``, frame/code internals, ...)
 and routes every attribute read through ``_getattr_``, every attribute/item write through ``_write_``
 and every ``for`` loop through ``_getiter_``. The functions here are the run-time half of the policy:
@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import FunctionType, ModuleType
 from typing import Any, Final
 
-from sandbox.runtime._guard_helpers import (
+from codeact.sandbox.runtime._guard_helpers import (
     _ClassFactory,
     _disabled,
     _GuardedFormatter,

@@ -33,18 +33,22 @@ _RLIMITS: Final = ("AS", "FSIZE", "NOFILE", "NPROC", "CORE", "DATA", "STACK")
 
 
 def _install_package_alias() -> None:
-    """Make ``sandbox.runtime.*`` importable when this file runs as a script (``python -I``)."""
-    if "sandbox.runtime" in sys.modules:
+    """Make ``codeact.sandbox.runtime.*`` importable when this file runs as a script (``python -I``)."""
+    if "codeact.sandbox.runtime" in sys.modules:
         return
     here = os.path.dirname(os.path.abspath(__file__))
-    root = types.ModuleType("sandbox")
-    root.__path__ = []
-    pkg = types.ModuleType("sandbox.runtime")
+    top = sys.modules.setdefault("codeact", types.ModuleType("codeact"))
+    if not hasattr(top, "__path__"):
+        top.__path__ = []
+    sandbox = sys.modules.setdefault("codeact.sandbox", types.ModuleType("codeact.sandbox"))
+    if not hasattr(sandbox, "__path__"):
+        sandbox.__path__ = []
+    pkg = types.ModuleType("codeact.sandbox.runtime")
     pkg.__path__ = [here]
-    pkg.__package__ = "sandbox.runtime"
-    root.runtime = pkg  # type: ignore[attr-defined]
-    sys.modules.setdefault("sandbox", root)
-    sys.modules["sandbox.runtime"] = pkg
+    pkg.__package__ = "codeact.sandbox.runtime"
+    top.sandbox = sandbox  # type: ignore[attr-defined]
+    sandbox.runtime = pkg  # type: ignore[attr-defined]
+    sys.modules["codeact.sandbox.runtime"] = pkg
 
 
 async def _as_coroutine(awaitable: Any) -> Any:
@@ -193,10 +197,10 @@ class Runtime:
     """
 
     def __init__(self, bridge: Any, manifest: Any) -> None:
-        import sandbox.runtime.capture as capture
-        import sandbox.runtime.codec as codec
-        import sandbox.runtime.guards as guards
-        import sandbox.runtime.proxy as proxy
+        import codeact.sandbox.runtime.capture as capture
+        import codeact.sandbox.runtime.codec as codec
+        import codeact.sandbox.runtime.guards as guards
+        import codeact.sandbox.runtime.proxy as proxy
 
         self._capture = capture
         self._codec = codec
@@ -204,11 +208,11 @@ class Runtime:
         self._proxy = proxy
         self.bridge = bridge
         self.proxies = proxy.build_proxies(manifest, bridge, codec.encode)
-        import sandbox.runtime.artifacts as artifacts
+        import codeact.sandbox.runtime.artifacts as artifacts
 
         self._outputs = artifacts.prepare()  # outputs/ and the headless matplotlib backend
         self._loop: asyncio.AbstractEventLoop | None = None
-        import sandbox.runtime.nondet as nondet
+        import codeact.sandbox.runtime.nondet as nondet
 
         self._views = nondet.Views()
 
@@ -241,7 +245,7 @@ class Runtime:
             self._reply(id_, result)
 
     def _reply(self, id_: Any, result: Any) -> None:
-        from sandbox.runtime import protocol
+        from codeact.sandbox.runtime import protocol
 
         try:
             self.bridge.send(protocol.response(id_, result))
@@ -249,7 +253,7 @@ class Runtime:
             self.bridge.send(protocol.error_response(id_, err))
 
     def _reply_error(self, id_: Any, code: int, message: str) -> None:
-        from sandbox.runtime import protocol
+        from codeact.sandbox.runtime import protocol
 
         self.bridge.send(protocol.error_response(id_, protocol.RpcError(code, message)))
 
@@ -574,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     """Connect, authenticate, serve. Returns the process exit status."""
     _install_package_alias()
     config = _read_config(sys.argv[1:] if argv is None else argv)
-    from sandbox.runtime import protocol, proxy
+    from codeact.sandbox.runtime import protocol, proxy
 
     for entry in config.get("sys_path") or ():
         # A declared environment's packages (mounted read-only); after the stdlib, so they cannot shadow it.

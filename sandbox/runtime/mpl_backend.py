@@ -1,7 +1,7 @@
 """The headless matplotlib backend of the sandbox: Agg, with ``plt.show()`` saving PNG artifacts.
 
 Selected by ``MPLBACKEND=module://sandbox.runtime.mpl_backend`` (set by
-:func:`sandbox.runtime.artifacts.prepare`). It is imported by matplotlib itself, only when the
+:func:`codeact.sandbox.runtime.artifacts.prepare`). It is imported by matplotlib itself, only when the
 code uses pyplot, so matplotlib is imported dynamically here: the runtime stays standard-library
 only for every round that does not draw.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sandbox.runtime import artifacts
+from codeact.sandbox.runtime import artifacts
 
 __all__ = ["FigureCanvas", "FigureManager", "show"]
 

@@ -1,6 +1,6 @@
 """The bridge wire protocol: newline-delimited JSON-RPC 2.0 over one Unix socket per session.
 
-Standard library only: both the host (``sandbox.channel``, ``toolkits.bridge``) and the runtime
+Standard library only: both the host (``codeact.sandbox.channel``, ``codeact.toolkits.bridge``) and the runtime
 inside the sandbox import this module. The full protocol is documented in ``docs/protocol.md``.
 
 Frames are one JSON object per line (UTF-8, newline-terminated), at most ``MAX_FRAME`` bytes

@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any, Final
 
-from sandbox.runtime import artifacts as _artifacts
-from sandbox.runtime import protocol as _p
+from codeact.sandbox.runtime import artifacts as _artifacts
+from codeact.sandbox.runtime import protocol as _p
 
 __all__ = [
     "Bridge",

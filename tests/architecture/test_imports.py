@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -23,14 +24,35 @@ ALLOWED: dict[str, set[str]] = {
 
 
 def _imports(path: Path) -> set[str]:
+    """The absolute module names a file imports, ``codeact.`` prefix removed (``from codeact import x`` -> ``x``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            names.update(_local(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
+            if node.module == "codeact":
+                names.update(alias.name for alias in node.names)
+            else:
+                names.add(_local(node.module))
     return names
+
+
+def _local(name: str) -> str:
+    return name.removeprefix("codeact.")
+
+
+def _bare_imports(path: Path) -> list[str]:
+    """Imports of a product package by its bare name (``import engine``): they load a second copy."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] in PACKAGES]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in PACKAGES:
+                found.append(node.module)
+    return found
 
 
 def _files(package: str) -> list[Path]:
@@ -55,14 +77,14 @@ def test_runtime_is_stdlib_only() -> None:
     for path in _files("sandbox/runtime"):
         for name in _imports(path):
             top = name.split(".")[0]
-            if top == "sandbox" and name.startswith("sandbox.runtime"):
+            if name.startswith("sandbox.runtime"):
                 continue
             if top not in sys.stdlib_module_names:
                 offenders.append(f"{path.relative_to(ROOT)} imports {name}")
     assert offenders == []
 
 
-@pytest.mark.parametrize("package", ["engine", "segments", "toolkits", "sandbox", "prompts", "engine.cli"])
+@pytest.mark.parametrize("package", ["codeact", *(f"codeact.{p}" for p in PACKAGES), "codeact.engine.cli"])
 def test_import_loads_no_heavy_dependency(package: str) -> None:
     code = (
         f"import sys, {package}\n"
@@ -75,10 +97,29 @@ def test_import_loads_no_heavy_dependency(package: str) -> None:
     assert heavy == []
 
 
-@pytest.mark.parametrize("package", PACKAGES)
+@pytest.mark.parametrize("package", ["codeact", *(f"codeact.{p}" for p in PACKAGES)])
 def test_all_is_sorted_and_resolves(package: str) -> None:
-    module = __import__(package)
+    module = importlib.import_module(package)
     exported = list(getattr(module, "__all__", []))
     assert exported == sorted(exported)
     missing = [name for name in exported if not hasattr(module, name)]
     assert missing == []
+
+
+def test_code_imports_the_product_only_through_the_codeact_namespace() -> None:
+    """The wheel installs one top-level package; a bare ``import engine`` works only in a checkout."""
+    offenders = []
+    files = [ROOT / "codeact" / "__init__.py"]
+    for top in (*PACKAGES, "tests", "examples", "bench"):
+        files += sorted((ROOT / top).rglob("*.py"))
+    for path in files:
+        offenders += [f"{path.relative_to(ROOT)} imports {name}" for name in _bare_imports(path)]
+    assert offenders == []
+
+
+def test_the_namespace_folders_are_the_repository_folders() -> None:
+    """``codeact/<package>`` is a link to the top-level folder, so both names show the same files."""
+    for package in PACKAGES:
+        link = ROOT / "codeact" / package
+        assert link.is_symlink(), link
+        assert link.resolve() == (ROOT / package).resolve()

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from codeact.toolkits import operation, toolkit
 from tests.conftest import missing_service
 from tests.ports import free_port
-from toolkits import operation, toolkit
 
 TOKEN = "console-test-token-9f2c"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -99,7 +99,7 @@ async def record_child(store_url: str, parent: str) -> str:
     Written through the store API as the agent records a round (the sandbox's default policy has no
     ``open()`` and this machine no matplotlib, so the artifact round is recorded directly).
     """
-    from engine.store import RoundRecord, SessionMeta, open_store
+    from codeact.engine.store import RoundRecord, SessionMeta, open_store
 
     session_id = f"{parent}.analyst.1"
     code = 'import matplotlib.pyplot as plt\nplt.bar(["A-1", "B-2"], [3, 0])\nplt.show()\nrows = "sku,units\\nA-1,3"\n'
@@ -135,8 +135,8 @@ def run_agent(
     store_url: str, folder: Path, replies: Sequence[str], *, blueprint: str = "shop", session_id: str | None = None
 ) -> Any:
     """Run a blueprint once with the scripted model (real sandbox, real store); return the RunResult."""
-    from engine import Agent
-    from engine.model.scripted import ScriptedReplies
+    from codeact.engine import Agent
+    from codeact.engine.model.scripted import ScriptedReplies
 
     path = folder / f"{blueprint}.yaml"
     path.write_text(BLUEPRINT.format(id=blueprint))
@@ -182,8 +182,8 @@ def serve_console(store_url: str) -> Iterator[str]:
     import uvicorn
     from starlette.applications import Starlette
 
-    from engine.service.console import console_routes
-    from engine.store import open_store
+    from codeact.engine.service.console import console_routes
+    from codeact.engine.store import open_store
 
     store = open_store(store_url)
     state = ConsoleOnlyState(store=store)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.service.console._data import list_rows, parent_of, read_session
-from engine.store import RoundRecord, SessionMeta, open_store
+from codeact.engine.service.console._data import list_rows, parent_of, read_session
+from codeact.engine.store import RoundRecord, SessionMeta, open_store
 
 
 async def test_sessions_are_paged_newest_first_and_filtered(tmp_path: Path) -> None:

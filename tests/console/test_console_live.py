@@ -178,7 +178,7 @@ def test_replay_from_the_page_shows_a_match_per_round(approved_session: tuple[st
 
 async def record_tampered(store_url: str) -> str:
     """A session whose record says round 1 printed something its code does not print."""
-    from engine.store import RoundRecord, SessionMeta, open_store
+    from codeact.engine.store import RoundRecord, SessionMeta, open_store
 
     session_id = "tampered-1"
     code_ = 'stock = {"A-1": 3}\nprint("replayed", stock["A-1"])\n'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from engine.service.console._highlight import highlight
+from codeact.engine.service.console._highlight import highlight
 
 
 def test_source_text_is_escaped_and_tokens_are_classed() -> None:

@@ -25,22 +25,26 @@ _FENCE = re.compile(r"^[ ]*```(\w+)([^\n]*)\n(.*?)^[ ]*```", re.M | re.S)
 NOT_RUN = {
     ("README.md", "make test"): "runs this very test suite",
     ("README.md", "codeact sandbox gc"): "acts on the shared Docker engine (tests/sandbox cover gc)",
-    ("README.md", "from engine import Agent"): "needs a model; docs/python-api.md's full example runs instead",
-    ("python-api.md", "from engine import Agent"): "run with a model server by tests/engine/test_python_api.py",
+    ("README.md", "from codeact import Agent"): "needs a model; docs/python-api.md's full example runs instead",
+    ("python-api.md", "from codeact import Agent, operation, toolkit"): "run by tests/engine/test_python_api.py",
     ("python-api.md", "# needs a model server: see the example above"): "a fragment of that example (async form)",
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
-    ("flow.md", "from engine.flow import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent, Step"): (
-        "a fragment over agents built elsewhere (tests/flow/test_kinds.py runs each kind)"
-    ),
-    ("flow.md", "from engine.flow import FlowAgent"): "tests/flow/test_blueprint.py builds the example's flow",
-    ("flow.md", "from engine.flow import AgentTool, AgentToolkit"): "a fragment (tests/flow/test_codeact_steps.py)",
+    (
+        "flow.md",
+        "from codeact.engine.flow import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent, Step",
+    ): ("a fragment over agents built elsewhere (tests/flow/test_kinds.py runs each kind)"),
+    ("flow.md", "from codeact.engine.flow import FlowAgent"): "tests/flow/test_blueprint.py builds the example's flow",
+    (
+        "flow.md",
+        "from codeact.engine.flow import AgentTool, AgentToolkit",
+    ): "a fragment (tests/flow/test_codeact_steps.py)",
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
     ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
     ("runner.md", "import asyncio"): "run by tests/runner/test_runner_doc.py",
     ("sandbox-security.md", 'codeact run agent.yaml --input "..." --sandbox docker --runtime gvisor'): "needs a model",
     (
         "sandbox-security.md",
-        "from sandbox import DockerSandbox",
+        "from codeact.sandbox import DockerSandbox",
     ): "a fragment (test_gvisor.py)",
     ("mcp.md", "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps"): "a server (test_mcp_serve.py)",
     (
@@ -59,18 +63,27 @@ NOT_RUN = {
         "scaling.md",
         'codeact run agent.yaml --input "Deploy the API" --queue redis://redis.internal:6379/0 --detach',
     ): "needs a worker (tests/queue)",
-    ("scaling.md", "from engine.queue import submit"): "needs a Redis and workers (tests/queue/test_queue_workers.py)",
+    (
+        "scaling.md",
+        "from codeact.engine.queue import submit",
+    ): "needs a Redis and workers (tests/queue/test_queue_workers.py)",
     ("sandbox.md", "import matplotlib.pyplot as plt"): "sandbox code the model writes (tests/engine/test_cli_envs.py)",
     (
         "sandbox.md",
-        "from sandbox import Limits, SubprocessSandbox",
+        "from codeact.sandbox import Limits, SubprocessSandbox",
     ): "top-level await (test_env.py)",
-    ("telemetry.md", "from engine import telemetry"): "a fragment (tests/engine/telemetry/test_spans.py runs it)",
+    (
+        "telemetry.md",
+        "from codeact.engine import telemetry",
+    ): "a fragment (tests/engine/telemetry/test_spans.py runs it)",
     (
         "eval.md",
         "codeact eval --suite multitool --model openai/gpt-4.1-mini --modes all --concurrency 8",
     ): "needs a model provider's key",
-    ("service.md", "from engine.runner import BlueprintRunner"): "an outline; tests/service build the same state",
+    (
+        "service.md",
+        "from codeact.engine.runner import BlueprintRunner",
+    ): "an outline; tests/service build the same state",
     ("README.md", "export CODEACT_API_TOKENS=demo-token-123"): "run by tests/service/test_readme_serve.py",
     ("README.md", "codeact serve --blueprints examples/serve/agent.yaml --port 8765 &"): "test_readme_serve.py",
     (

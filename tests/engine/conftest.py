@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from engine.model import stop_background_tasks
+from codeact.engine.model import stop_background_tasks
 from tests.engine.openai_server import OpenAIServer, serve
 
 

@@ -11,7 +11,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 
 @toolkit(name="inventory", description="A tiny inventory whose items live in a file")

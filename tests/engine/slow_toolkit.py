@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 
 @toolkit(name="slow", description="A service that can hang")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 
 TOOLKIT = '''
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 
 @toolkit(name="greeter", description="Greets people")
@@ -103,7 +103,7 @@ def test_session_carries_variables_and_functions(tmp_path: Path, home: Path) -> 
     assert json.loads(out)["variables"]["count"] == 42
 
     async def stored() -> tuple[dict[str, object], list[str | None]]:
-        from engine.store import open_store
+        from codeact.engine.store import open_store
 
         async with open_store(f"sqlite:///{home / 'sessions.db'}") as store:
             return await store.variables("s1"), [r.code for r in await store.rounds("s1")]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "devops"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 
 @toolkit(name="ledger", description="An append-only ledger (a file)")

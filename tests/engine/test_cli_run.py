@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 from tests.engine.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]

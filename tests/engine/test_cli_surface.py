@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +141,7 @@ def test_ask_user_hint_repeats_the_original_options(tmp_path: Path) -> None:
 
 
 def test_resume_command_quotes_and_repeats() -> None:
-    from engine.cli._resume import resume_command
+    from codeact.engine.cli._resume import resume_command
 
     line = resume_command(
         "my agent.yaml",

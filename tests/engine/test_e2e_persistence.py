@@ -156,7 +156,7 @@ def test_definitions_in_the_frame_persist_resume_and_replay_subprocess(
 def test_definitions_in_the_frame_persist_resume_and_replay_docker(
     tmp_path: Path, openai_server: OpenAIServer, protocol: str, docker_client: Any
 ) -> None:
-    from sandbox.image import ensure_image
+    from codeact.sandbox.image import ensure_image
 
     ensure_image(docker_client)
     persist_then_resume_then_replay(tmp_path, openai_server, protocol=protocol, backend="docker")

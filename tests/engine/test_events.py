@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import CodeactError
-from engine.events import (
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import (
     EVENT_TYPES,
     ActionRequested,
     ArtifactCreated,
@@ -179,7 +179,7 @@ def test_render_event_prints_a_plain_transcript_off_a_terminal() -> None:
 
     from rich.console import Console
 
-    from engine.events import render_event
+    from codeact.engine.events import render_event
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=60, force_terminal=False)
@@ -211,7 +211,7 @@ def test_render_event_shows_thought_and_express_segments() -> None:
 
     from rich.console import Console
 
-    from engine.events import EventSequence, SegmentCreated, render_event
+    from codeact.engine.events import EventSequence, SegmentCreated, render_event
 
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=False)

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-import engine
-from engine import Agent, CodeactError, RunResult
-from engine.store import open_store
+from codeact import engine
+from codeact.engine import Agent, CodeactError, RunResult
+from codeact.engine.store import open_store
+from codeact.toolkits import ToolkitRegistry, operation, toolkit
 from tests.engine.openai_server import OpenAIServer
-from toolkits import ToolkitRegistry, operation, toolkit
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "python-api.md"

@@ -1,7 +1,7 @@
 """Replay is exact (issue 10, item 3): hash seed per session, recorded clock/random/uuid reads, deadlines.
 
 Sessions are recorded through ``codeact run`` (scripted model, real subprocess sandboxes, SQLite),
-then replayed through ``codeact replay`` and :func:`engine.replay.replay_session`.
+then replayed through ``codeact replay`` and :func:`codeact.engine.replay.replay_session`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.replay import ReplayReport, replay_session
-from engine.store import open_store
-from sandbox import SubprocessSandbox
-from sandbox.policy import Policy
+from codeact.engine.cli import app
+from codeact.engine.replay import ReplayReport, replay_session
+from codeact.engine.store import open_store
+from codeact.sandbox import SubprocessSandbox
+from codeact.sandbox.policy import Policy
 
 SLOW = f"{Path(__file__).parent / 'slow_toolkit.py'}:Slow"
 
@@ -175,7 +175,7 @@ async def test_the_views_behave_like_the_modules() -> None:
 @pytest.mark.integration
 @pytest.mark.docker
 def test_sets_hash_random_clock_and_uuid_replay_exactly_in_docker(tmp_path: Path, docker_client: Any) -> None:
-    from sandbox.image import ensure_image
+    from codeact.sandbox.image import ensure_image
 
     ensure_image(docker_client)
     store = f"sqlite:///{tmp_path / 's.db'}"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from engine.events import CodeCompleted, error_summary, render_event, reply_excerpt
+from codeact.engine.events import CodeCompleted, error_summary, render_event, reply_excerpt
 
 
 def _render(**payload: Any) -> str:
@@ -68,7 +68,7 @@ def test_a_long_reply_is_trimmed() -> None:
 
 
 def test_the_terminal_says_the_error_once_and_shows_how_the_code_was_read() -> None:
-    from engine.events import CodeStarted
+    from codeact.engine.events import CodeStarted
 
     error = {"type": "IndexError", "message": "list index out of range", "line": 2, "program_line": 6}
     text = _render(status="error", stdout="1\nError: IndexError('list index out of range')\n", error=error)

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Agent
-from engine.blueprint import AgentFactory, HostContext, load_text
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import SQLiteStore, Store
-from toolkits import ToolkitRegistry, operation, toolkit
+from codeact.engine.agent import Agent
+from codeact.engine.blueprint import AgentFactory, HostContext, load_text
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import SQLiteStore, Store
+from codeact.toolkits import ToolkitRegistry, operation, toolkit
 
 REACT = """\
 version: codeact.agent/v1

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.blueprint import load_path, validate_blueprint
-from engine.errors import BlueprintFactoryError
-from engine.flow import FlowAgent, LoopAgent, ParallelAgent, RoutingAgent, SequentialAgent
-from engine.store import SessionMeta, SQLiteStore
+from codeact.engine.blueprint import load_path, validate_blueprint
+from codeact.engine.errors import BlueprintFactoryError
+from codeact.engine.flow import FlowAgent, LoopAgent, ParallelAgent, RoutingAgent, SequentialAgent
+from codeact.engine.store import SessionMeta, SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "flow" / "agent.yaml"
@@ -485,7 +485,7 @@ def test_the_example_runs_offline_and_its_session_shows_and_replays_as_a_tree(tm
 
 
 def test_agent_from_blueprint_points_to_the_flow_builder() -> None:
-    from engine.agent import Agent
+    from codeact.engine.agent import Agent
 
     with pytest.raises(BlueprintFactoryError) as caught:
         Agent.from_blueprint(EXAMPLE)
@@ -503,7 +503,7 @@ def test_the_example_runs_from_python(tmp_path: Path) -> None:
 def test_the_flow_hash_does_not_depend_on_where_the_files_live(tmp_path: Path) -> None:
     import shutil
 
-    from engine.flow._build import flow_hash
+    from codeact.engine.flow._build import flow_hash
 
     copy = tmp_path / "elsewhere"
     shutil.copytree(EXAMPLE.parent, copy)
@@ -538,7 +538,7 @@ def test_more_loading_errors(tmp_path: Path) -> None:
 
 
 def test_the_agent_factory_refuses_a_flow_even_as_a_subagent(tmp_path: Path) -> None:
-    from engine.blueprint import AgentFactory, HostContext
+    from codeact.engine.blueprint import AgentFactory, HostContext
 
     leaf(tmp_path, "a", ["A"])
     flow_file(tmp_path, "kind: sequential\nagents: [{path: ./a.yaml}]", name="team.yaml")

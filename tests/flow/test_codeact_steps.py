@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.agent import Agent
-from engine.blueprint import AgentFactory, HostContext, load_text
-from engine.flow import AgentTool, AgentToolkit, ParallelAgent, SequentialAgent, Step, replay_flow
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import Store
-from toolkits import ToolkitRegistry
+from codeact.engine.agent import Agent
+from codeact.engine.blueprint import AgentFactory, HostContext, load_text
+from codeact.engine.flow import AgentTool, AgentToolkit, ParallelAgent, SequentialAgent, Step, replay_flow
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import Store
+from codeact.toolkits import ToolkitRegistry
 
 from .conftest import code
 

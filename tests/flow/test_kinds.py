@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Agent
-from engine.agent.hooks import Hook, HookContext, Jump
-from engine.events import Event, FlowStepCompleted, FlowStepStarted, RunCompleted, RunStarted
-from engine.flow import (
+from codeact.engine.agent import Agent
+from codeact.engine.agent.hooks import Hook, HookContext, Jump
+from codeact.engine.events import Event, FlowStepCompleted, FlowStepStarted, RunCompleted, RunStarted
+from codeact.engine.flow import (
     AgentTool,
     AgentToolkit,
     FlowError,
@@ -24,8 +24,8 @@ from engine.flow import (
     flow_tree,
     parse_routes,
 )
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import Store
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import Store
 
 Make = Callable[..., Agent]
 
@@ -542,7 +542,7 @@ async def test_a_flow_on_redis_records_and_links_its_sessions(agent: Make, redis
 
     import redis.asyncio
 
-    from engine.store import open_store
+    from codeact.engine.store import open_store
 
     prefix = f"codeact-flow-test-{uuid.uuid4().hex[:12]}"
     opened = open_store(f"{redis_url}?prefix={prefix}")
@@ -571,7 +571,7 @@ def test_a_flow_note_is_rendered() -> None:
 
     from rich.console import Console
 
-    from engine.events import EventSequence, MessageCompleted, render_event
+    from codeact.engine.events import EventSequence, MessageCompleted, render_event
 
     out = io.StringIO()
     render_event(

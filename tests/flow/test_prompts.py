@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import prompts
+from codeact import prompts
 from tests.segments._snapshot import check_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

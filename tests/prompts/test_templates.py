@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-import prompts
-from prompts import TemplateError
-from segments import FIM_FAMILIES, Experience
+from codeact import prompts
+from codeact.prompts import TemplateError
+from codeact.segments import FIM_FAMILIES, Experience
 from tests.segments._snapshot import check_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

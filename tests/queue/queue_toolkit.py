@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 
 @toolkit(name="ledger", description="A ledger whose entries live in a file")

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.events import EventSequence, RunCompleted, RunStarted
-from engine.queue._state import call_digest
+from codeact.engine.events import EventSequence, RunCompleted, RunStarted
+from codeact.engine.queue._state import call_digest
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
 
@@ -20,8 +20,8 @@ def test_a_call_digest_names_the_call_not_the_order_of_its_arguments() -> None:
 
 
 def test_the_stream_of_a_continued_run_maps_to_one_protocol_run() -> None:
-    from engine.queue import QueueRunManager
-    from engine.runner import ResultMapper
+    from codeact.engine.queue import QueueRunManager
+    from codeact.engine.runner import ResultMapper
 
     manager = QueueRunManager({}, queue="redis://127.0.0.1:1/0")  # no connection is made here
     mapper = ResultMapper("run-1")
@@ -47,8 +47,8 @@ def test_the_stream_of_a_continued_run_maps_to_one_protocol_run() -> None:
 
 
 def test_queue_level_stops_become_run_failed() -> None:
-    from engine.queue import QueueRunManager
-    from engine.runner import ResultMapper
+    from codeact.engine.queue import QueueRunManager
+    from codeact.engine.runner import ResultMapper
 
     manager = QueueRunManager({}, queue="redis://127.0.0.1:1/0")
     cancelled = manager._envelopes(ResultMapper("r"), {"type": "run.cancelled", "run_id": "r"}, [False])

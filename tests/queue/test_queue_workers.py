@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from engine.queue import QueueClient, RunHandle, submit
+from codeact.engine.queue import QueueClient, RunHandle, submit
 from tests.service.helpers import sandbox_processes
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -66,7 +66,7 @@ class Cluster:
         return submit(self.blueprint, f"task {name}", queue=self.url, model=self.script(name, replies), **options)
 
     def rounds(self, session_id: str) -> list[Any]:
-        from engine.store import open_store
+        from codeact.engine.store import open_store
 
         async def read() -> list[Any]:
             store = open_store(self.url)
@@ -242,7 +242,7 @@ def test_an_ask_user_pause_is_answered_and_the_continuation_gets_the_answer(clus
     finished = handle.result(timeout=60)
     assert finished.status == "completed" and finished.answer == "noted"
     assert [r.index for r in cluster.rounds(finished.session_id)] == [1, 2]
-    from engine.store import open_store
+    from codeact.engine.store import open_store
 
     async def segments() -> list[dict[str, Any]]:
         store = open_store(cluster.url)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from engine.model import stop_background_tasks
-from engine.model.scripted import ScriptedReplies
-from engine.runner import BlueprintRunner, Interactions, RunnerContext, RunnerResult
-from toolkits import operation, toolkit
+from codeact.engine.model import stop_background_tasks
+from codeact.engine.model.scripted import ScriptedReplies
+from codeact.engine.runner import BlueprintRunner, Interactions, RunnerContext, RunnerResult
+from codeact.toolkits import operation, toolkit
 
 BLUEPRINT = """\
 version: codeact.agent/v1

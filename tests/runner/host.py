@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from engine.runner import RunnerAPIError
-from engine.runner.proxy import AuthorizationRegistry
+from codeact.engine.runner import RunnerAPIError
+from codeact.engine.runner.proxy import AuthorizationRegistry
 
 
 class ScriptedHost:

@@ -31,7 +31,7 @@ from langbot_plugin.api.entities.builtin.runner import (
 )
 from langbot_plugin.api.entities.builtin.runner.result import ProcessorLogPayload
 
-from engine.runner import RunnerResult as OurResult
+from codeact.engine.runner import RunnerResult as OurResult
 
 SDK_PAYLOADS: dict[str, Any] = {
     "message.delta": MessageDeltaPayload,

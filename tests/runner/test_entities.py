@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from engine.runner import RunnerContext, RunnerManifest, RunnerResult, session_id_for
-from engine.runner._input import compose_input
-from engine.runner.entities import PAYLOADS, RESULT_TYPES
+from codeact.engine.runner import RunnerContext, RunnerManifest, RunnerResult, session_id_for
+from codeact.engine.runner._input import compose_input
+from codeact.engine.runner.entities import PAYLOADS, RESULT_TYPES
 from tests.runner.conftest import context
 from tests.segments._snapshot import check_snapshot
 
@@ -98,8 +98,8 @@ def test_input_template_snapshot() -> None:
 
 
 def test_mapper_numbers_results_filters_work_and_maps_codes() -> None:
-    from engine.events import MessageCompleted, MessageDelta, RunFailed, StateUpdated
-    from engine.runner import ResultMapper
+    from codeact.engine.events import MessageCompleted, MessageDelta, RunFailed, StateUpdated
+    from codeact.engine.runner import ResultMapper
 
     common = {"run_id": "engine-run", "timestamp": 1.5}
     chat = ResultMapper("r1")

@@ -22,9 +22,9 @@ from langbot_plugin.runtime.io.connection import Connection
 from langbot_plugin.runtime.io.handler import Handler
 from langbot_plugin.utils.discover.engine import ComponentDiscoveryEngine
 
-from engine.runner import RunnerAPIError, RunnerContext, RunnerResult
-from engine.runner.langbot import write_plugin
-from engine.runner.proxy import AuthorizationRegistry
+from codeact.engine.runner import RunnerAPIError, RunnerContext, RunnerResult
+from codeact.engine.runner.langbot import write_plugin
+from codeact.engine.runner.proxy import AuthorizationRegistry
 from tests.runner.conftest import BLUEPRINT, code
 from tests.runner.sdk import sdk_check, sdk_context
 

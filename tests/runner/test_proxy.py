@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from engine.errors import CodeactError
-from engine.runner import RunnerAPIError, RunnerContext
-from engine.runner.proxy import AuthorizationRegistry, RunAPIProxy
+from codeact.engine.errors import CodeactError
+from codeact.engine.runner import RunnerAPIError, RunnerContext
+from codeact.engine.runner.proxy import AuthorizationRegistry, RunAPIProxy
 from tests.runner.conftest import MakeRunner, code, collect, context, types
 from tests.runner.host import ScriptedHost
 
@@ -150,9 +150,9 @@ def test_codeact_as_host_checks_each_call_in_the_seeds_order() -> None:
 
 
 def test_host_tool_names_become_identifiers_and_odd_schemas_still_give_a_stub() -> None:
-    from engine.runner.entities import ToolResource
-    from engine.runner.proxy import HostTools
-    from toolkits import ToolkitRegistry, render_stubs
+    from codeact.engine.runner.entities import ToolResource
+    from codeact.engine.runner.proxy import HostTools
+    from codeact.toolkits import ToolkitRegistry, render_stubs
 
     tools = [
         ToolResource(tool_name="web-search", description="Search the web.", parameters={"type": "string"}),

@@ -8,8 +8,8 @@ import base64
 
 import pytest
 
-from engine.errors import CodeactError
-from engine.runner import Interactions, RunnerResult, continuation_context, session_id_for
+from codeact.engine.errors import CodeactError
+from codeact.engine.runner import Interactions, RunnerResult, continuation_context, session_id_for
 from tests.runner.conftest import MakeRunner, code, collect, context, sent, types
 from tests.runner.sdk import sdk_check
 

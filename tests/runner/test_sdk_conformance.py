@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from langbot_plugin.api.entities.builtin.runner import RunnerManifest as SdkManifest
 
-from engine.events import ArtifactCreated
-from engine.runner import Interactions, ResultMapper, RunnerContext, RunnerResult
+from codeact.engine.events import ArtifactCreated
+from codeact.engine.runner import Interactions, ResultMapper, RunnerContext, RunnerResult
 from tests.runner.conftest import MakeRunner, code, collect, context, types
 from tests.runner.sdk import sdk_check, sdk_context
 

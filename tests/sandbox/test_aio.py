@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.aio import cancel_and_wait, wait_for
 
 
 async def test_wait_for_keeps_a_cancel_that_arrives_as_the_call_completes() -> None:

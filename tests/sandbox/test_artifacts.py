@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from sandbox import Limits, SubprocessSandbox
-from sandbox.artifacts import Artifact, artifacts_from_answer, sniff_mime
-from sandbox.policy import Policy
+from codeact.sandbox import Limits, SubprocessSandbox
+from codeact.sandbox.artifacts import Artifact, artifacts_from_answer, sniff_mime
+from codeact.sandbox.policy import Policy
 
 PLAIN = Policy(restricted=False).widen("os")
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from sandbox import ExecutionResult, SubprocessSandbox
-from sandbox.channel import Channel
-from sandbox.runtime import protocol as p
+from codeact.sandbox import ExecutionResult, SubprocessSandbox
+from codeact.sandbox.channel import Channel
+from codeact.sandbox.runtime import protocol as p
 
 _SEEN: contextvars.ContextVar[str] = contextvars.ContextVar("_SEEN", default="unset")
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
-from sandbox.runtime import codec
-from sandbox.runtime.capture import capture, collect_definitions, definition_sources, split_restorable
-from sandbox.runtime.guards import restricted_globals
+from codeact.sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
+from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime.capture import capture, collect_definitions, definition_sources, split_restorable
+from codeact.sandbox.runtime.guards import restricted_globals
 
 
 def execute(source: str, namespace: dict[str, Any] | None = None, *, filename: str = "<code>") -> dict[str, Any]:

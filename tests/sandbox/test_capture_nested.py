@@ -9,10 +9,10 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from sandbox.policy import DEFAULT_IMPORTS
-from sandbox.runtime.capture import capture, collect_definitions, split_restorable
-from sandbox.runtime.guards import restricted_globals
-from segments import build_frame
+from codeact.sandbox.policy import DEFAULT_IMPORTS
+from codeact.sandbox.runtime.capture import capture, collect_definitions, split_restorable
+from codeact.sandbox.runtime.guards import restricted_globals
+from codeact.segments import build_frame
 from tests.sandbox.test_capture import execute, restore
 
 

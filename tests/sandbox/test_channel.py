@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.channel import Channel, ChannelClosedError, RpcHandler
-from sandbox.runtime import protocol as p
+from codeact.sandbox.channel import Channel, ChannelClosedError, RpcHandler
+from codeact.sandbox.runtime import protocol as p
 
 
 class EchoHandler:

@@ -11,8 +11,8 @@ import asyncio
 import socket
 from typing import Any
 
-from sandbox.channel import Channel
-from sandbox.runtime import protocol as p
+from codeact.sandbox.channel import Channel
+from codeact.sandbox.runtime import protocol as p
 from tests.sandbox.test_channel import EchoHandler, _close_peers, authed  # noqa: F401 - fixture
 
 MiB = 1024 * 1024

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import SubprocessSandbox
+from codeact.sandbox import SubprocessSandbox
 
 
 @pytest.mark.parametrize("isolation", ["process", "bwrap"])

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandbox.runtime import codec
-from sandbox.runtime.codec import Record, TooLarge, Undecodable, Unencodable, decode, dumps, encode, loads
+from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime.codec import Record, TooLarge, Undecodable, Unencodable, decode, dumps, encode, loads
 
 
 def json_round_trip(value: Any, **kwargs: Any) -> Any:

@@ -17,10 +17,10 @@ import pytest
 import pytest_asyncio
 from typer.testing import CliRunner
 
-from engine.cli import app
-from sandbox import DockerSandbox, Limits, SandboxError, SandboxImageMissingError
-from sandbox.docker_sandbox import remove_orphans
-from sandbox.image import ensure_image, image_tag
+from codeact.engine.cli import app
+from codeact.sandbox import DockerSandbox, Limits, SandboxError, SandboxImageMissingError
+from codeact.sandbox.docker_sandbox import remove_orphans
+from codeact.sandbox.image import ensure_image, image_tag
 
 pytestmark = [pytest.mark.integration, pytest.mark.docker]
 
@@ -169,7 +169,7 @@ async def test_memory_limit_stops_a_bomb_and_the_sandbox_recovers(sandbox: Docke
 
 
 async def test_restricted_policy_can_be_switched_on(sandbox_image: str) -> None:
-    from sandbox.policy import Policy
+    from codeact.sandbox.policy import Policy
 
     async with DockerSandbox(policy=Policy(), pool_size=0) as sb:
         result = await sb.execute("import os")

@@ -1,4 +1,4 @@
-"""Declared environments (``sandbox.env``): recipes, the cache, build errors, list/prune.
+"""Declared environments (``codeact.sandbox.env``): recipes, the cache, build errors, list/prune.
 
 Real pip, real Docker: small packages from the host's index, each test in its own cache directory
 (``CODEACT_ENV_CACHE``), so pruning here never touches the shared cache of the preset tests.
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from sandbox import SubprocessSandbox
-from sandbox.env import (
+from codeact.sandbox import SubprocessSandbox
+from codeact.sandbox.env import (
     PRESETS,
     EnvSpec,
     cache_root,
@@ -27,8 +27,8 @@ from sandbox.env import (
     prune_environments,
     recipe_for,
 )
-from sandbox.errors import EnvironmentBuildError
-from sandbox.policy import Policy
+from codeact.sandbox.errors import EnvironmentBuildError
+from codeact.sandbox.policy import Policy
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
 
@@ -244,8 +244,8 @@ def test_invalid_declarations_are_blueprint_errors(tmp_path: Path) -> None:
 
 @pytest.fixture
 def base_image(docker_client: Any) -> str:
-    from sandbox.errors import SandboxImageMissingError
-    from sandbox.image import ensure_image
+    from codeact.sandbox.errors import SandboxImageMissingError
+    from codeact.sandbox.image import ensure_image
 
     try:
         return ensure_image(docker_client)

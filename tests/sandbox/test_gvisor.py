@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from sandbox import DockerSandbox, IsolationUnavailableError, Limits, SandboxImageMissingError
-from sandbox.docker_sandbox._container import _check_runtime
+from codeact.sandbox import DockerSandbox, IsolationUnavailableError, Limits, SandboxImageMissingError
+from codeact.sandbox.docker_sandbox._container import _check_runtime
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -27,7 +27,7 @@ KERNEL_PROBE = "import platform\nkernel = platform.release()\nprint('kernel', ke
 
 @pytest.fixture(scope="module")
 def gvisor(docker_client: Any) -> None:
-    from sandbox.image import ensure_image
+    from codeact.sandbox.image import ensure_image
 
     try:
         ensure_image(docker_client)
@@ -56,7 +56,7 @@ def test_exec_runs_on_gvisor_kernel(tmp_path: Path, gvisor: None) -> None:
 
 
 GREETER = """
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 
 @toolkit(name="greeter", description="Greets people")
@@ -184,7 +184,7 @@ def test_bad_runtime_name_is_refused() -> None:
 
 
 def test_a_gvisor_session_replays_on_gvisor() -> None:
-    from engine.replay import _sandbox_from_note
+    from codeact.engine.replay import _sandbox_from_note
 
     note = {
         "backend": "docker",

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from sandbox.errors import SandboxImageMissingError
-from sandbox.image import ensure_image
-from sandbox.leftovers import _runtime_processes, tag_alive
+from codeact.sandbox.errors import SandboxImageMissingError
+from codeact.sandbox.image import ensure_image
+from codeact.sandbox.leftovers import _runtime_processes, tag_alive
 
 CODEACT = str(Path(sys.executable).with_name("codeact"))
 BUSY = "n = 0\nwhile True:\n    n += 1\n"
@@ -144,7 +144,7 @@ def test_container_stops_with_its_host_and_gc_names_the_session(
 def test_subprocess_sandbox_names_the_session_on_the_runtime_command_line() -> None:
     import asyncio
 
-    from sandbox import SubprocessSandbox
+    from codeact.sandbox import SubprocessSandbox
 
     session = f"named-{uuid.uuid4().hex[:8]}"
 

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from sandbox import DockerSandbox, Limits, Sandbox, SandboxImageMissingError, SubprocessSandbox
-from sandbox.subprocess_sandbox import python_interpreter
+from codeact.sandbox import DockerSandbox, Limits, Sandbox, SandboxImageMissingError, SubprocessSandbox
+from codeact.sandbox.subprocess_sandbox import python_interpreter
 from tests.sandbox.hostile_cases import CASES, HostileCase
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -189,7 +189,7 @@ class RecordingHandler:
 def _factory(backend: str, request: pytest.FixtureRequest) -> Callable[[RecordingHandler], Sandbox]:
     if backend in ("docker", "docker_gvisor"):
         client = request.getfixturevalue("docker_client")
-        from sandbox.image import ensure_image
+        from codeact.sandbox.image import ensure_image
 
         try:
             ensure_image(client)
@@ -203,7 +203,7 @@ def _factory(backend: str, request: pytest.FixtureRequest) -> Callable[[Recordin
         )
     if backend == "subprocess_policy":
         return lambda handler: SubprocessSandbox(bridge=handler)
-    from sandbox.policy import Policy
+    from codeact.sandbox.policy import Policy
 
     # The RestrictedPython layer off and every stdlib module importable: the OS layer alone holds.
     open_policy = Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))

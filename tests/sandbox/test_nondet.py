@@ -8,7 +8,7 @@ import random
 import time
 from typing import Any
 
-from sandbox.runtime.nondet import MAX_READS, Tape, Views
+from codeact.sandbox.runtime.nondet import MAX_READS, Tape, Views
 
 
 def importer(views: Views) -> Any:

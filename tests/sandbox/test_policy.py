@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.policy import DEFAULT_IMPORTS, CompiledCode, CompileFailure, Policy, compile_code
-from sandbox.runtime.guards import plain_globals, restricted_globals
+from codeact.sandbox.policy import DEFAULT_IMPORTS, CompiledCode, CompileFailure, Policy, compile_code
+from codeact.sandbox.runtime.guards import plain_globals, restricted_globals
 
 
 class FakeToolkit:

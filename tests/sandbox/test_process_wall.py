@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import IsolationUnavailableError, Limits, SubprocessSandbox
-from sandbox._cgroup import SandboxCgroup, cgroup_support
-from sandbox.policy import Policy
+from codeact.sandbox import IsolationUnavailableError, Limits, SubprocessSandbox
+from codeact.sandbox._cgroup import SandboxCgroup, cgroup_support
+from codeact.sandbox.policy import Policy
 
 pytestmark = [pytest.mark.integration]
 
@@ -110,7 +110,7 @@ def test_cgroup_limits_are_written() -> None:
 
 @pytest.mark.asyncio
 async def test_fails_closed_when_no_cgroup_can_be_created(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import sandbox._cgroup as cgroup_module
+    import codeact.sandbox._cgroup as cgroup_module
 
     monkeypatch.setattr(cgroup_module, "_ROOT", tmp_path)  # an OS edge: a machine without cgroups
     sandbox = SubprocessSandbox(policy=OPEN, process_wall="cgroup")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from sandbox import Policy, SubprocessSandbox
+from codeact.sandbox import Policy, SubprocessSandbox
 from tests.sandbox.real_code_corpus import SNIPPETS, Snippet, outcome_key
 
 pytestmark = [pytest.mark.integration]

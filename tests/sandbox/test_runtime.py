@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from sandbox.channel import Channel
-from sandbox.runtime.main import CappedWriter, format_error
-from sandbox.runtime.proxy import Bridge, ToolkitProxy, build_proxies
-from sandbox.subprocess_sandbox import RUNTIME_DIR, python_interpreter
+from codeact.sandbox.channel import Channel
+from codeact.sandbox.runtime.main import CappedWriter, format_error
+from codeact.sandbox.runtime.proxy import Bridge, ToolkitProxy, build_proxies
+from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR, python_interpreter
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ async def test_runtime_refuses_a_wrong_token() -> None:
 
 
 async def test_none_variable_and_dataclass_instance_survive_rounds() -> None:
-    from sandbox import SubprocessSandbox
+    from codeact.sandbox import SubprocessSandbox
 
     async with SubprocessSandbox() as box:
         first = await box.execute(

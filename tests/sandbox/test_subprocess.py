@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from sandbox import ExecutionResult, IsolationUnavailableError, Limits, SubprocessSandbox
-from sandbox.policy import Policy
-from sandbox.runtime import protocol as p
+from codeact.sandbox import ExecutionResult, IsolationUnavailableError, Limits, SubprocessSandbox
+from codeact.sandbox.policy import Policy
+from codeact.sandbox.runtime import protocol as p
 
 OPEN_IMPORTS = frozenset({"os", "socket", "signal", "asyncio", "time", "json", "math", "subprocess"})
 
@@ -461,7 +461,7 @@ async def test_closed_sandbox_refuses() -> None:
 async def test_runtime_killed_between_rounds_is_replaced_without_a_crash_result() -> None:
     import signal
 
-    from sandbox import SubprocessSandbox
+    from codeact.sandbox import SubprocessSandbox
 
     async with SubprocessSandbox() as box:
         first = await box.execute("x = 41")

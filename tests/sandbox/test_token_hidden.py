@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from sandbox import DockerSandbox, Sandbox, SubprocessSandbox
-from sandbox.errors import SandboxImageMissingError
-from sandbox.image import ensure_image
-from sandbox.policy import Policy
+from codeact.sandbox import DockerSandbox, Sandbox, SubprocessSandbox
+from codeact.sandbox.errors import SandboxImageMissingError
+from codeact.sandbox.image import ensure_image
+from codeact.sandbox.policy import Policy
 
 LOOK = r"""
 import os
@@ -79,8 +79,8 @@ def test_the_config_file_is_deleted_on_authentication() -> None:
     import asyncio
     import socket
 
-    from sandbox.channel import Channel
-    from sandbox.runtime import protocol as p
+    from codeact.sandbox.channel import Channel
+    from codeact.sandbox.runtime import protocol as p
 
     async def main() -> tuple[bool, bool]:
         channel = await Channel.open()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from segments import (
+from codeact.segments import (
     ApproxTokenCounter,
     CompactConfig,
     Compactor,

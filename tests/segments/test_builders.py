@@ -8,8 +8,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from prompts.errors import TemplateError
-from segments import (
+from codeact.prompts.errors import TemplateError
+from codeact.segments import (
     BasePromptBuilder,
     PromptConfig,
     PromptConfigError,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from segments import build_frame, format_evaluation
+from codeact.segments import build_frame, format_evaluation
 
 
 def test_error_line_maps_to_the_middle_and_quotes_it() -> None:

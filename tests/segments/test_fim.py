@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from segments import FIM_FAMILIES, CodeFrame, FimTokens, PromptConfigError, build_frame, fim_tokens_for
+from codeact.segments import FIM_FAMILIES, CodeFrame, FimTokens, PromptConfigError, build_frame, fim_tokens_for
 
 EXPECTED_PREFIX = (
     "# Goal: list the titles\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from segments import Segment, SegmentHistory, SegmentKind, segment_label
+from codeact.segments import Segment, SegmentHistory, SegmentKind, segment_label
 
 
 @pytest.mark.parametrize(

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from sandbox.policy import Policy, compile_code
-from segments import extract_code, parse_python
+from codeact.sandbox.policy import Policy, compile_code
+from codeact.segments import extract_code, parse_python
 
 CODE = "\n".join(f"v{i} = [a + b for a, b in zip(range({i}), range(3))]" for i in range(120))
 

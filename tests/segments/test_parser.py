@@ -6,8 +6,16 @@ import ast
 
 import pytest
 
-from segments import CodeParseError, Segment, SegmentKind, ThoughtParseError, build_frame, extract_code, parse_thought
-from segments.fim import FIM_FAMILIES
+from codeact.segments import (
+    CodeParseError,
+    Segment,
+    SegmentKind,
+    ThoughtParseError,
+    build_frame,
+    extract_code,
+    parse_thought,
+)
+from codeact.segments.fim import FIM_FAMILIES
 
 FRAME = build_frame({"project_id": ("str", "'123'")}, imports=["import json"])
 DS = FIM_FAMILIES["deepseek"]

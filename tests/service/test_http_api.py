@@ -87,7 +87,7 @@ def test_without_event_stream_the_results_come_as_one_json_answer(service: Serve
 
 async def test_artifacts_are_listed_and_served_safely(service: Served) -> None:
     # A round with artifacts, recorded in the server's store as a run of its runner would record it.
-    from engine.store import RoundRecord, SessionMeta, open_store
+    from codeact.engine.store import RoundRecord, SessionMeta, open_store
 
     store = open_store(service.store)
     try:

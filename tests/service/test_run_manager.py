@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from engine.model.scripted import ScriptedReplies
-from engine.runner import BlueprintRunner, RunnerContext
-from engine.service import RunManager, ServiceError
+from codeact.engine.model.scripted import ScriptedReplies
+from codeact.engine.runner import BlueprintRunner, RunnerContext
+from codeact.engine.service import RunManager, ServiceError
 from tests.engine.slow_toolkit import Slow
 from tests.service.conftest import BLUEPRINT, RUNNER
 from tests.service.helpers import context

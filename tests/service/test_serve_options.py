@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 def docker_service(
     tmp_path_factory: pytest.TempPathFactory, docker_client: Any
 ) -> Iterator[tuple[Served, OpenAIServer]]:
-    from sandbox.image import ensure_image
+    from codeact.sandbox.image import ensure_image
 
     ensure_image(docker_client)
     tmp = tmp_path_factory.mktemp("serve-docker")

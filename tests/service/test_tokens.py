@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.service import TOKENS_ENV, ServiceError, Tokens
+from codeact.engine.service import TOKENS_ENV, ServiceError, Tokens
 
 
 def test_entries_scope_tokens_to_runners() -> None:

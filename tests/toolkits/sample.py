@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from toolkits import DynamicToolkit, OperationSpec, ToolkitContext, operation, toolkit
+from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext, operation, toolkit
 
 
 class Requirement(BaseModel):

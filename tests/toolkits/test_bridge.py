@@ -5,10 +5,9 @@ from typing import Any
 
 import pytest
 
-from sandbox.runtime import codec
-from sandbox.runtime import protocol as p
-from tests.toolkits.sample import Calls, Canary, DevOps, Weather
-from toolkits import (
+from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime import protocol as p
+from codeact.toolkits import (
     ApprovalDecision,
     ApprovalRequest,
     CallRecord,
@@ -19,7 +18,8 @@ from toolkits import (
     operation,
     toolkit,
 )
-from toolkits.builtin.system import SystemToolkit
+from codeact.toolkits.builtin.system import SystemToolkit
+from tests.toolkits.sample import Calls, Canary, DevOps, Weather
 
 
 def _call(toolkit: str, operation: str, **arguments: Any) -> dict[str, Any]:
@@ -471,7 +471,7 @@ async def test_tools_run_in_a_task_and_their_own_timeouts_are_tool_errors() -> N
 
 
 async def test_tools_run_in_a_task_over_the_channel() -> None:
-    from sandbox.channel import Channel
+    from codeact.sandbox.channel import Channel
 
     bridge = ToolkitBridge([TaskCheck()], session_id="s")
     channel = await Channel.open(bridge)

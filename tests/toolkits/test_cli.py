@@ -4,9 +4,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
+from codeact.toolkits import ToolkitRegistry, render_stubs
 from tests.toolkits.sample import Weather
-from toolkits import ToolkitRegistry, render_stubs
 
 SAMPLE = Path(__file__).with_name("sample.py")
 

@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 import pytest
 
-from tests.toolkits.sample import DevOps, Weather
-from toolkits import (
+from codeact.toolkits import (
     OperationSpec,
     ToolkitContext,
     ToolkitDefinitionError,
@@ -15,6 +14,7 @@ from toolkits import (
     operation,
     toolkit,
 )
+from tests.toolkits.sample import DevOps, Weather
 
 
 def _define_missing_annotation() -> None:

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from sandbox import DockerSandbox, Sandbox, SandboxImageMissingError, SubprocessSandbox
+from codeact.sandbox import DockerSandbox, Sandbox, SandboxImageMissingError, SubprocessSandbox
+from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, ToolkitRegistry
+from codeact.toolkits.builtin.system import SystemToolkit
 from tests.toolkits.sample import Calls, Canary, DevOps
-from toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, ToolkitRegistry
-from toolkits.builtin.system import SystemToolkit
 
 GRANTS = {
     "devops": ["get_project_info", "search_requirements", "slow", "fail", "deploy_app", "echo", "big"],
@@ -45,7 +45,7 @@ def _docker(bridge: ToolkitBridge) -> Sandbox:
 @pytest.fixture(params=[pytest.param("subprocess", id="subprocess"), pytest.param("docker", id="docker")])
 def backend(request: pytest.FixtureRequest) -> Callable[[ToolkitBridge], Sandbox]:
     if request.param == "docker":
-        from sandbox.image import ensure_image
+        from codeact.sandbox.image import ensure_image
 
         client = request.getfixturevalue("docker_client")
         try:

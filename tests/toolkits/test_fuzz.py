@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sandbox.channel import Channel
-from sandbox.runtime import protocol as p
+from codeact.sandbox.channel import Channel
+from codeact.sandbox.runtime import protocol as p
+from codeact.toolkits import ToolkitBridge, ToolkitRegistry
 from tests.toolkits.sample import Calls, Canary, DevOps
-from toolkits import ToolkitBridge, ToolkitRegistry
 
 GRANTS = {"devops": ["get_project_info", "echo", "search_requirements"]}
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.toolkits.sample import Canary, DevOps, Weather
-from toolkits import (
+from codeact.toolkits import (
     DuplicateToolkitError,
     ToolkitDefinitionError,
     ToolkitLoadError,
@@ -17,7 +16,8 @@ from toolkits import (
     operation,
     toolkit,
 )
-from toolkits.builtin.system import SystemToolkit
+from codeact.toolkits.builtin.system import SystemToolkit
+from tests.toolkits.sample import Canary, DevOps, Weather
 
 
 def test_registers_both_kinds_and_resolves_by_name() -> None:
@@ -92,7 +92,7 @@ def test_entry_point_group_without_entries_is_empty() -> None:
         pytest.param("tests.toolkits.sample:DevOps", "devops", "DevOps", id="class"),
         pytest.param("tests.toolkits.sample:devops_instance", "devops", "DevOps", id="instance"),
         pytest.param("tests.toolkits.sample:Weather", "weather", "Weather", id="dynamic-class"),
-        pytest.param("toolkits.builtin.system:SystemToolkit", "system", "SystemToolkit", id="builtin"),
+        pytest.param("codeact.toolkits.builtin.system:SystemToolkit", "system", "SystemToolkit", id="builtin"),
     ],
 )
 def test_load_toolkit_ref_from_module(ref: str, name: str, kind: str) -> None:
@@ -108,7 +108,7 @@ def test_load_toolkit_ref_from_py_path(tmp_path: Path) -> None:
             '''
             from __future__ import annotations
             from dataclasses import dataclass
-            from toolkits import toolkit, operation
+            from codeact.toolkits import toolkit, operation
 
             @dataclass
             class Point:
@@ -183,7 +183,7 @@ def test_load_toolkit_ref_needs_no_arg_constructor(tmp_path: Path) -> None:
     path.write_text(
         textwrap.dedent(
             '''
-            from toolkits import toolkit, operation
+            from codeact.toolkits import toolkit, operation
 
             @toolkit(name="needs", description="Needs args")
             class Needs:

@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from toolkits import DynamicToolkit, OperationSpec, ToolkitContext, operation, render_stubs, toolkit
-from toolkits._stub_types import MAX_DEPTH, MAX_FIELDS
+from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext, operation, render_stubs, toolkit
+from codeact.toolkits._stub_types import MAX_DEPTH, MAX_FIELDS
 
 
 class Dim(BaseModel):
@@ -172,7 +172,7 @@ def test_dynamic_toolkit_defs_are_rendered() -> None:
 def test_cli_toolkits_list_shows_the_fields() -> None:
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from codeact.engine.cli import app
 
     result = CliRunner().invoke(app, ["toolkits", "list", "--toolkit", f"{__file__}:Shop"])
     assert result.exit_code == 0, result.output

@@ -3,8 +3,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from codeact.toolkits import ToolkitRegistry, openai_tools, operation, render_stubs, toolkit
 from tests.toolkits.sample import DevOps, Weather
-from toolkits import ToolkitRegistry, openai_tools, operation, render_stubs, toolkit
 
 GRANTS = {
     "devops": ["get_project_info", "search_requirements", "create_requirement", "deploy_app", "drop_database"],

@@ -7,10 +7,10 @@ import threading
 import time
 from typing import Any
 
-from sandbox import SubprocessSandbox
-from sandbox.runtime import codec
-from toolkits import ToolkitBridge, ToolkitRegistry, operation, toolkit
-from toolkits._sync import INLINE_MAX_S, PROBE_CALLS, SLOW_PROBES, SyncOperation
+from codeact.sandbox import SubprocessSandbox
+from codeact.sandbox.runtime import codec
+from codeact.toolkits import ToolkitBridge, ToolkitRegistry, operation, toolkit
+from codeact.toolkits._sync import INLINE_MAX_S, PROBE_CALLS, SLOW_PROBES, SyncOperation
 
 
 @toolkit(name="ops", description="Synchronous operations")

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-import prompts
-from sandbox.runtime import codec
-from sandbox.runtime import protocol as p
+from codeact import prompts
+from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime import protocol as p
+from codeact.toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry
+from codeact.toolkits.builtin.system import SystemToolkit
 from tests.toolkits.sample import DevOps
-from toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry
-from toolkits.builtin.system import SystemToolkit
 
 
 class ScriptedModel:

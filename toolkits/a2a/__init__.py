@@ -6,6 +6,6 @@ The official ``a2a-sdk`` is imported only when a call is made or a card is fetch
 
 from __future__ import annotations
 
-from toolkits.a2a.toolkit import A2AToolkit, a2a_problems
+from codeact.toolkits.a2a.toolkit import A2AToolkit, a2a_problems
 
 __all__ = ["A2AToolkit", "a2a_problems"]

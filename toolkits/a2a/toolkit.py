@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolkits.context import ToolkitContext
-from toolkits.dynamic import DynamicToolkit
-from toolkits.errors import ToolkitLoadError
-from toolkits.spec import OperationSpec
+from codeact.toolkits.context import ToolkitContext
+from codeact.toolkits.dynamic import DynamicToolkit
+from codeact.toolkits.errors import ToolkitLoadError
+from codeact.toolkits.spec import OperationSpec
 
 __all__ = ["A2AToolkit", "a2a_problems"]
 

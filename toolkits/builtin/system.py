@@ -10,10 +10,10 @@ import time
 import zoneinfo
 from typing import Any
 
-import prompts
-from toolkits.context import Control, MemoryAccess, ModelAccess, ToolkitContext
-from toolkits.decorators import operation, toolkit
-from toolkits.errors import ToolkitError
+from codeact import prompts
+from codeact.toolkits.context import Control, MemoryAccess, ModelAccess, ToolkitContext
+from codeact.toolkits.decorators import operation, toolkit
+from codeact.toolkits.errors import ToolkitError
 
 __all__ = ["SystemToolkit"]
 

@@ -13,9 +13,9 @@ The official ``mcp`` SDK is imported only when a server starts (``pip install co
 
 from __future__ import annotations
 
-from toolkits.mcp._client import McpConnection, McpServerError
-from toolkits.mcp._config import McpServerConfig, config_problems
-from toolkits.mcp.toolkit import McpToolError, McpToolkit, map_result, operation_name
+from codeact.toolkits.mcp._client import McpConnection, McpServerError
+from codeact.toolkits.mcp._config import McpServerConfig, config_problems
+from codeact.toolkits.mcp.toolkit import McpToolError, McpToolkit, map_result, operation_name
 
 __all__ = [
     "McpConnection",

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.aio import wait_for
-from toolkits.errors import ToolkitError
-from toolkits.mcp._config import McpServerConfig
+from codeact.sandbox.aio import wait_for
+from codeact.toolkits.errors import ToolkitError
+from codeact.toolkits.mcp._config import McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import ClientSession

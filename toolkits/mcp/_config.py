@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolkits.errors import ToolkitLoadError
+from codeact.toolkits.errors import ToolkitLoadError
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_START_TIMEOUT", "McpServerConfig", "config_problems"]
 

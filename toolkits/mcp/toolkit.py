@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from toolkits._schema import annotation_from_schema
-from toolkits.context import ToolkitContext
-from toolkits.dynamic import DynamicToolkit
-from toolkits.errors import ToolkitDefinitionError, ToolkitError
-from toolkits.mcp._client import McpConnection
-from toolkits.mcp._config import McpServerConfig
-from toolkits.spec import OperationSpec
+from codeact.toolkits._schema import annotation_from_schema
+from codeact.toolkits.context import ToolkitContext
+from codeact.toolkits.dynamic import DynamicToolkit
+from codeact.toolkits.errors import ToolkitDefinitionError, ToolkitError
+from codeact.toolkits.mcp._client import McpConnection
+from codeact.toolkits.mcp._config import McpServerConfig
+from codeact.toolkits.spec import OperationSpec
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, Tool

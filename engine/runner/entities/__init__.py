@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.runner.entities.context import (
+from codeact.engine.runner.entities.context import (
     ActorContext,
     AdapterContext,
     AgentEventContext,
@@ -30,14 +30,14 @@ from engine.runner.entities.context import (
     SubjectContext,
     ToolResource,
 )
-from engine.runner.entities.errors import (
+from codeact.engine.runner.entities.errors import (
     API_ERROR_CODES,
     RUNNER_ERROR_CODES,
     AgentAPIError,
     RunnerAPIError,
     RunnerError,
 )
-from engine.runner.entities.interaction import (
+from codeact.engine.runner.entities.interaction import (
     INTERACTION_REQUESTED_ACTION,
     INTERACTION_SUBMITTED_EVENT,
     InteractionAction,
@@ -45,7 +45,7 @@ from engine.runner.entities.interaction import (
     InteractionOption,
     InteractionRequest,
 )
-from engine.runner.entities.manifest import (
+from codeact.engine.runner.entities.manifest import (
     ConfigField,
     ContextPolicy,
     I18nText,
@@ -53,7 +53,7 @@ from engine.runner.entities.manifest import (
     RunnerManifest,
     RunnerPermissions,
 )
-from engine.runner.entities.result import (
+from codeact.engine.runner.entities.result import (
     PAYLOADS,
     RESULT_TYPES,
     ActionRequestedPayload,

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.errors import CodeactError
+from codeact.engine.errors import CodeactError
 
 __all__ = [
     "API_ERROR_CODES",

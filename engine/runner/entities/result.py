@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from engine.runner.entities.errors import RUNNER_ERROR_CODES
-from engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
+from codeact.engine.runner.entities.errors import RUNNER_ERROR_CODES
+from codeact.engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
 
 __all__ = [
     "PAYLOADS",

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.runner.langbot.package import component_manifest, write_plugin
-from engine.runner.langbot.runner_fields import MODEL_FIELD
+from codeact.engine.runner.langbot.package import component_manifest, write_plugin
+from codeact.engine.runner.langbot.runner_fields import MODEL_FIELD
 
 if TYPE_CHECKING:
-    from engine.runner.langbot.runner import CodeactRunner, SdkTransport
+    from codeact.engine.runner.langbot.runner import CodeactRunner, SdkTransport
 
 __all__ = ["MODEL_FIELD", "CodeactRunner", "SdkTransport", "component_manifest", "write_plugin"]
 
@@ -20,7 +20,7 @@ __all__ = ["MODEL_FIELD", "CodeactRunner", "SdkTransport", "component_manifest",
 def __getattr__(name: str) -> Any:
     """``CodeactRunner`` and ``SdkTransport`` import the LangBot SDK on first use."""
     if name in ("CodeactRunner", "SdkTransport"):
-        from engine.runner.langbot import runner
+        from codeact.engine.runner.langbot import runner
 
         return getattr(runner, name)
-    raise AttributeError(f"module 'engine.runner.langbot' has no attribute {name!r}")
+    raise AttributeError(f"module 'codeact.engine.runner.langbot' has no attribute {name!r}")

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from engine.runner.entities import RunnerManifest
-from engine.runner.langbot.runner_fields import MODEL_FIELD
+from codeact.engine.runner.entities import RunnerManifest
+from codeact.engine.runner.langbot.runner_fields import MODEL_FIELD
 
 __all__ = ["component_manifest", "write_plugin"]
 
@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.runner.langbot import CodeactRunner
+from codeact.engine.runner.langbot import CodeactRunner
 
 
 class {attr}(CodeactRunner):
@@ -78,7 +78,7 @@ class {attr}(BasePlugin):
 
 
 def _probe_manifest(source: Path, toolkits: tuple[str, ...]) -> RunnerManifest:
-    from engine.runner.blueprint_runner import BlueprintRunner
+    from codeact.engine.runner.blueprint_runner import BlueprintRunner
 
     with tempfile.TemporaryDirectory() as tmp:
         runner = BlueprintRunner.from_blueprint(
@@ -103,7 +103,7 @@ def write_plugin(
 
     The directory holds ``manifest.yaml`` (the plugin), ``main.py``, ``components/runner/``
     (the Runner's YAML, with capabilities, permissions and config from the runner manifest, and
-    its module subclassing :class:`~engine.runner.langbot.CodeactRunner`), the blueprint under
+    its module subclassing :class:`~codeact.engine.runner.langbot.CodeactRunner`), the blueprint under
     ``blueprint/`` and ``requirements.txt`` (``codeact[langbot]``).
 
     Args:

@@ -5,7 +5,7 @@ Subclass :class:`CodeactRunner` in the plugin's component module and name the bl
     class Agent(CodeactRunner):
         blueprint = Path(__file__).parent / "agent.yaml"
 
-(:func:`engine.runner.langbot.write_plugin` writes the whole plugin.) Each run: the SDK's
+(:func:`codeact.engine.runner.langbot.write_plugin` writes the whole plugin.) Each run: the SDK's
 ``RunnerContext`` becomes codeact's, the host's models and tools are reached through the
 run-scoped API (the plugin runtime's connection, the same actions and payloads as the SDK's
 ``RunnerAPIProxy``), and every result is handed back as the SDK's ``RunnerResult``.
@@ -30,15 +30,15 @@ from langbot_plugin.api.entities.builtin.runner.result import RunnerResult as Sd
 from langbot_plugin.entities.io.actions.enums import PluginToRuntimeAction
 from langbot_plugin.entities.io.errors import ActionCallError, ActionCallTimeoutError
 
-from engine.runner.blueprint_runner import BlueprintRunner
-from engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext
-from engine.runner.langbot.runner_fields import MODEL_FIELD
+from codeact.engine.runner.blueprint_runner import BlueprintRunner
+from codeact.engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext
+from codeact.engine.runner.langbot.runner_fields import MODEL_FIELD
 
 __all__ = ["MODEL_FIELD", "CodeactRunner", "SdkTransport"]
 
 
 class SdkTransport:
-    """:class:`~engine.runner.proxy.HostTransport` over the plugin runtime's connection (the SDK's handler)."""
+    """:class:`~codeact.engine.runner.proxy.HostTransport` over the plugin runtime's connection (the SDK's handler)."""
 
     def __init__(self, handler: Any) -> None:
         self.handler = handler

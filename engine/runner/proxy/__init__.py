@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from engine.runner.proxy.authorization import DEFAULT_OPERATIONS, AuthorizationRegistry, RunAuthorization
-from engine.runner.proxy.client import HostTransport, RunAPIProxy
-from engine.runner.proxy.host_model import HostModelClient
-from engine.runner.proxy.host_tools import HOST_TOOLKIT, KNOWLEDGE_TOOLKIT, HostKnowledge, HostTools
+from codeact.engine.runner.proxy.authorization import DEFAULT_OPERATIONS, AuthorizationRegistry, RunAuthorization
+from codeact.engine.runner.proxy.client import HostTransport, RunAPIProxy
+from codeact.engine.runner.proxy.host_model import HostModelClient
+from codeact.engine.runner.proxy.host_tools import HOST_TOOLKIT, KNOWLEDGE_TOOLKIT, HostKnowledge, HostTools
 
 __all__ = [
     "DEFAULT_OPERATIONS",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from engine.runner.entities import AgentResources, RunnerAPIError, RunnerContext
+from codeact.engine.runner.entities import AgentResources, RunnerAPIError, RunnerContext
 
 __all__ = [
     "DEFAULT_OPERATIONS",

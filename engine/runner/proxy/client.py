@@ -14,9 +14,9 @@ import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext
-from engine.runner.proxy.authorization import RunAuthorization
-from sandbox.aio import wait_for
+from codeact.engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext
+from codeact.engine.runner.proxy.authorization import RunAuthorization
+from codeact.sandbox.aio import wait_for
 
 __all__ = ["HostTransport", "RunAPIProxy"]
 

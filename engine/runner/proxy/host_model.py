@@ -1,6 +1,6 @@
 """A model client backed by the host's models (``invoke_llm`` / ``invoke_llm_stream`` through the proxy).
 
-It stands in for :class:`engine.model.ModelClient` in an agent run under a host: every model
+It stands in for :class:`codeact.engine.model.ModelClient` in an agent run under a host: every model
 call of the run (code, thought, utility) goes to the host model the binding chose, through the
 run-scoped proxy (checked, carrying ``run_id``, bounded by the deadline).
 """
@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.model.settings import ModelReply, ModelSettings, ToolCall
-from engine.runner.proxy.client import RunAPIProxy
+from codeact.engine.model.settings import ModelReply, ModelSettings, ToolCall
+from codeact.engine.runner.proxy.client import RunAPIProxy
 
 __all__ = ["HostModelClient"]
 
@@ -78,7 +78,7 @@ class HostModelClient:
 
     def count_tokens(self, text_or_messages: str | Sequence[Mapping[str, Any]], *, purpose: str = "code") -> int:
         """About four characters per token (the host's tokenizer is not called per round)."""
-        from engine.model.scripted import approx_tokens
+        from codeact.engine.model.scripted import approx_tokens
 
         if isinstance(text_or_messages, str):
             return approx_tokens(text_or_messages)

@@ -11,10 +11,10 @@ import keyword
 import re
 from typing import Any
 
-from engine.runner.entities import KnowledgeBaseResource, ToolResource
-from engine.runner.proxy.client import RunAPIProxy
-from toolkits import DynamicToolkit, OperationSpec, ToolkitContext
-from toolkits.errors import ToolkitDefinitionError
+from codeact.engine.runner.entities import KnowledgeBaseResource, ToolResource
+from codeact.engine.runner.proxy.client import RunAPIProxy
+from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+from codeact.toolkits.errors import ToolkitDefinitionError
 
 __all__ = ["HOST_TOOLKIT", "KNOWLEDGE_TOOLKIT", "HostKnowledge", "HostTools"]
 

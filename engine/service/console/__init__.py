@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route
 
-from engine.service.console._live import Live
-from engine.service.console._pages import Pages
-from engine.service.console._web import COOKIE, ConsoleState, guard, page
+from codeact.engine.service.console._live import Live
+from codeact.engine.service.console._pages import Pages
+from codeact.engine.service.console._web import COOKIE, ConsoleState, guard, page
 
 __all__ = ["COOKIE", "ConsoleState", "console_routes"]
 
 
 def console_routes(state: ConsoleState) -> list[BaseRoute]:
-    """The console's routes over ``state`` (an ``engine.service.ServiceState``).
+    """The console's routes over ``state`` (an ``codeact.engine.service.ServiceState``).
 
     ``/`` (sessions), ``/sessions/{id}`` (a session, live while it runs), its artifacts, SSE stream,
     interaction and replay endpoints, ``/login``, ``/logout`` and ``/console/static/{name}``.

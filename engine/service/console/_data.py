@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.events import error_summary, without_frame_error
-from engine.service.console._highlight import CodeLine, highlight
-from engine.store import CorruptRecordError, RoundEntry, RoundRecord, SessionMeta, Store
+from codeact.engine.events import error_summary, without_frame_error
+from codeact.engine.service.console._highlight import CodeLine, highlight
+from codeact.engine.store import CorruptRecordError, RoundEntry, RoundRecord, SessionMeta, Store
 
 __all__ = [
     "ArtifactView",

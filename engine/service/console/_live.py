@@ -20,12 +20,12 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 
-from engine.errors import CodeactError, StoreError
-from engine.service.console import _web
-from engine.service.console._data import CallView, SessionView, call_view, read_session, round_view
-from engine.service.console._highlight import CodeLine, highlight
-from engine.store import check_session_id
-from sandbox.aio import wait_for
+from codeact.engine.errors import CodeactError, StoreError
+from codeact.engine.service.console import _web
+from codeact.engine.service.console._data import CallView, SessionView, call_view, read_session, round_view
+from codeact.engine.service.console._highlight import CodeLine, highlight
+from codeact.engine.store import check_session_id
+from codeact.sandbox.aio import wait_for
 
 __all__ = ["Live", "live_context"]
 
@@ -263,7 +263,7 @@ class Live:
 
     async def replay(self, request: Request) -> Response:
         """``POST /sessions/{id}/replay``: re-execute the session from the record, match/mismatch per round."""
-        from engine.replay import replay_session
+        from codeact.engine.replay import replay_session
 
         session_id = request.path_params["session_id"]
         try:
@@ -291,7 +291,7 @@ class Live:
         except (CodeactError, TimeoutError) as exc:
             message = exc.message if isinstance(exc, CodeactError) else f"replay took over {_REPLAY_TIMEOUT_S:.0f} s"
             report = {"ok": False, "problem": None, "error": f"replay failed: {message}", "rounds": ()}
-        from engine.service.console._pages import visible_links
+        from codeact.engine.service.console._pages import visible_links
 
         view = await visible_links(request, self.state, view)
         live = await live_context(self.state, view)

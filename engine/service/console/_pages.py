@@ -10,10 +10,10 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from engine.errors import StoreError
-from engine.service.console import _web
-from engine.service.console._data import SessionView, artifact_bytes, list_rows, read_session
-from engine.store import SESSION_STATUSES, check_session_id
+from codeact.engine.errors import StoreError
+from codeact.engine.service.console import _web
+from codeact.engine.service.console._data import SessionView, artifact_bytes, list_rows, read_session
+from codeact.engine.store import SESSION_STATUSES, check_session_id
 
 __all__ = ["Pages"]
 
@@ -66,7 +66,7 @@ class Pages:
 
     async def session(self, request: Request) -> Response:
         """``/sessions/{id}``: every round of the session; live while it runs."""
-        from engine.service.console._live import live_context
+        from codeact.engine.service.console._live import live_context
 
         session_id = request.path_params["session_id"]
         try:

@@ -14,7 +14,7 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from engine.store import SessionMeta, Store
+from codeact.engine.store import SessionMeta, Store
 
 __all__ = [
     "COOKIE",
@@ -49,7 +49,7 @@ class _Runs(Protocol):
 
 
 class ConsoleState(Protocol):
-    """What the console reads from ``engine.service.ServiceState``."""
+    """What the console reads from ``codeact.engine.service.ServiceState``."""
 
     @property
     def store(self) -> Store: ...
@@ -162,7 +162,7 @@ def visible(request: Request, state: ConsoleState, meta: SessionMeta | None) -> 
     if meta is None:
         return False
     try:
-        from engine.service._sessions import session_runner
+        from codeact.engine.service._sessions import session_runner
     except ImportError:  # pragma: no cover - the service is part of the package
         return False
     runner_id = session_runner(state, meta)  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """Fixtures for the agent runtime tests: toolkits, stores (SQLite file and real Redis), an agent builder.
 
-``make_agent(blueprint_yaml, replies, ...)`` builds an :class:`~engine.agent.Agent` the way the CLI
+``make_agent(blueprint_yaml, replies, ...)`` builds an :class:`~codeact.engine.agent.Agent` the way the CLI
 does (loader -> factory -> agent) over a scripted model, the real subprocess sandbox (bubblewrap)
 and the test's store. ``{model}`` in the YAML is replaced by the scripted model's name.
 """
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Agent, SandboxFactory
-from engine.blueprint import AgentFactory, HostContext, load_text
-from engine.events import Event
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import SQLiteStore, Store
-from toolkits import ToolkitRegistry, load_toolkit_ref, operation, toolkit
+from codeact.engine.agent import Agent, SandboxFactory
+from codeact.engine.blueprint import AgentFactory, HostContext, load_text
+from codeact.engine.events import Event
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import SQLiteStore, Store
+from codeact.toolkits import ToolkitRegistry, load_toolkit_ref, operation, toolkit
 
 ROOT = Path(__file__).resolve().parents[3]
 DEVOPS_REF = f"{ROOT / 'examples' / 'devops' / 'toolkit.py'}:DevOps"
@@ -121,7 +121,7 @@ async def sqlite_store(tmp_path: Path) -> AsyncIterator[Store]:
 @pytest.fixture
 async def redis_store(redis_url: str) -> AsyncIterator[Store]:
     """A store on the real Redis under a prefix of its own (removed afterwards)."""
-    from engine.store import open_store
+    from codeact.engine.store import open_store
 
     prefix = f"codeact-agent-test-{uuid.uuid4().hex[:12]}"
     store = open_store(f"{redis_url}?prefix={prefix}")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.replay import replay_session
-from engine.store import Store
-from sandbox import SubprocessSandbox
-from toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry, operation, toolkit
+from codeact.engine.replay import replay_session
+from codeact.engine.store import Store
+from codeact.sandbox import SubprocessSandbox
+from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry, operation, toolkit
 
 from .conftest import BASE, MakeAgent, Probe, code, of_type
 

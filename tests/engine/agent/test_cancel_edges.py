@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from engine.model import ModelClient, ModelReply, ModelSettings, ScriptedReplies
-from engine.store import Store
+from codeact.engine.model import ModelClient, ModelReply, ModelSettings, ScriptedReplies
+from codeact.engine.store import Store
 
 from .conftest import BASE, MakeAgent, Probe, code
 

@@ -6,9 +6,9 @@ import contextlib
 
 import pytest
 
-from engine.replay import replay_session
-from engine.store import Store
-from sandbox import SubprocessSandbox
+from codeact.engine.replay import replay_session
+from codeact.engine.store import Store
+from codeact.sandbox import SubprocessSandbox
 
 from .conftest import BASE, MakeAgent, Probe, code, of_type, segments_of, sent_text
 

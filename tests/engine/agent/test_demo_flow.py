@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Agent, default_sandbox_factory
-from engine.blueprint import AgentFactory, HostContext, load_path
-from engine.events import Event, event_from_json
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.replay import replay_session
-from engine.store import SQLiteStore, Store
-from sandbox import SubprocessSandbox
-from toolkits import ToolkitRegistry
+from codeact.engine.agent import Agent, default_sandbox_factory
+from codeact.engine.blueprint import AgentFactory, HostContext, load_path
+from codeact.engine.events import Event, event_from_json
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.replay import replay_session
+from codeact.engine.store import SQLiteStore, Store
+from codeact.sandbox import SubprocessSandbox
+from codeact.toolkits import ToolkitRegistry
 
 from .conftest import ROOT, of_type
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.agent import default_sandbox_factory
+from codeact.engine.agent import default_sandbox_factory
 
 from .conftest import MakeAgent, code
 

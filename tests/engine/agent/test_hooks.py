@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from engine.agent import Hook, HookContext, Jump, ModelCall, ToolCall
-from engine.replay import replay_session
-from engine.store import Store
-from sandbox import SubprocessSandbox
+from codeact.engine.agent import Hook, HookContext, Jump, ModelCall, ToolCall
+from codeact.engine.replay import replay_session
+from codeact.engine.store import Store
+from codeact.sandbox import SubprocessSandbox
 
 from .conftest import BASE, MakeAgent, Probe, code, of_type
 

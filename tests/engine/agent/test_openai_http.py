@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.model import ModelClient, ModelSettings
+from codeact.engine.model import ModelClient, ModelSettings
 from tests.engine.openai_server import OpenAIServer, Reply
 
 from .conftest import MakeAgent, code, of_type

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.store import Store
+from codeact.engine.store import Store
 
 from .conftest import MakeAgent, of_type
 

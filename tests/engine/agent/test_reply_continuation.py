@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.store import Store
+from codeact.engine.store import Store
 
 from .conftest import MakeAgent, code, of_type
 

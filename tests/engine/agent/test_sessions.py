@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from engine.store import Store
+from codeact.engine.store import Store
 
 from .conftest import BASE, MakeAgent, Probe, code, of_type, segments_of, sent_text
 

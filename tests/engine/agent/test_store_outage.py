@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store.redis_store import RedisStore
+from codeact.engine.store.redis_store import RedisStore
 from tests.ports import free_port
 
 from .conftest import BASE, MakeAgent, Probe, code

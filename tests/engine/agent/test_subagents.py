@@ -5,11 +5,11 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from engine.agent import Agent
-from engine.blueprint import AgentFactory, HostContext, load_path
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import Store
-from toolkits import ToolkitRegistry
+from codeact.engine.agent import Agent
+from codeact.engine.blueprint import AgentFactory, HostContext, load_path
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import Store
+from codeact.toolkits import ToolkitRegistry
 
 from .conftest import code, of_type
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.blueprint import ValidationReport, load_path, validate_blueprint
+from codeact.engine.blueprint import ValidationReport, load_path, validate_blueprint
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 
 from ._helpers import fixture
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.blueprint import AgentFactory, HostContext, builtin_names, load_path, validate_blueprint
-from engine.blueprint.inheritance import BUILTIN_DIR
+from codeact.engine.blueprint import AgentFactory, HostContext, builtin_names, load_path, validate_blueprint
+from codeact.engine.blueprint.inheritance import BUILTIN_DIR
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "blueprints"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.blueprint import (
+from codeact.engine.blueprint import (
     DEFAULT_MAX_TURNS,
     AgentFactory,
     AgentSpec,
@@ -20,7 +20,7 @@ from engine.blueprint import (
     load_path,
     load_text,
 )
-from engine.errors import BlueprintFactoryError
+from codeact.engine.errors import BlueprintFactoryError
 
 from ._helpers import FIXTURES, fixture
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.blueprint import INHERIT, MAX_EXTEND_DEPTH, builtin_names, load_path, load_text, validate_blueprint
-from engine.blueprint.inheritance import merge_layers
-from engine.errors import BlueprintLoadError
+from codeact.engine.blueprint import INHERIT, MAX_EXTEND_DEPTH, builtin_names, load_path, load_text, validate_blueprint
+from codeact.engine.blueprint.inheritance import merge_layers
+from codeact.engine.errors import BlueprintLoadError
 
 from ._helpers import FIXTURES, fixture, report_for, triples
 

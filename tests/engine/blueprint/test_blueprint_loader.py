@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.blueprint import Blueprint, load_path, load_stream, load_text
-from engine.errors import BlueprintError, BlueprintLoadError
+from codeact.engine.blueprint import Blueprint, load_path, load_stream, load_text
+from codeact.engine.errors import BlueprintError, BlueprintLoadError
 
 from ._helpers import FIXTURES, fixture
 

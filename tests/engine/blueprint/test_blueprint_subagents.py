@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.blueprint import load_path, validate_blueprint
+from codeact.engine.blueprint import load_path, validate_blueprint
 
 from ._helpers import FIXTURES, fixture, report_for, triples
 

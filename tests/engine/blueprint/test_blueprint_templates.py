@@ -4,8 +4,8 @@ import datetime as dt
 
 import pytest
 
-from engine.blueprint.templates import BUILTIN_VARIABLES, builtin_variables, render_template
-from engine.errors import TemplateError
+from codeact.engine.blueprint.templates import BUILTIN_VARIABLES, builtin_variables, render_template
+from codeact.engine.errors import TemplateError
 
 
 def test_variables_and_builtins_render() -> None:

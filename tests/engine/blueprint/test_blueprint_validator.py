@@ -2,8 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from engine.blueprint import Blueprint, Severity, ValidationIssue, ValidationReport, load_text, validate_blueprint
-from engine.blueprint.models import ModelBlock
+from codeact.engine.blueprint import (
+    Blueprint,
+    Severity,
+    ValidationIssue,
+    ValidationReport,
+    load_text,
+    validate_blueprint,
+)
+from codeact.engine.blueprint.models import ModelBlock
 
 from ._helpers import report_for, triples
 
@@ -327,7 +334,7 @@ def test_ai4j_instructions_are_not_templates() -> None:
 
 
 def test_unquoted_thought_off_means_off() -> None:
-    from engine.blueprint import load_text, validate_blueprint
+    from codeact.engine.blueprint import load_text, validate_blueprint
 
     bp = load_text(
         "version: codeact.agent/v1\nid: a\nmodel: {provider: openai, model: m}\n"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.blueprint import load_path, validate_blueprint
-from engine.blueprint.kimi import KIMI_TOOLS
-from engine.cli import app
-from engine.errors import BlueprintLoadError
+from codeact.engine.blueprint import load_path, validate_blueprint
+from codeact.engine.blueprint.kimi import KIMI_TOOLS
+from codeact.engine.cli import app
+from codeact.engine.errors import BlueprintLoadError
 from tests.engine.openai_server import OpenAIServer
 
 REPO = Path(__file__).resolve().parents[3]

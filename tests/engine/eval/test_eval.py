@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from engine.eval import EvalConfig, EvalError, load_suite, run_eval
-from engine.eval.report import summarize
-from engine.eval.suite import BUILTIN_SUITES, check_answer
+from codeact.engine.eval import EvalConfig, EvalError, load_suite, run_eval
+from codeact.engine.eval.report import summarize
+from codeact.engine.eval.suite import BUILTIN_SUITES, check_answer
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
 
@@ -121,7 +121,7 @@ def test_checkers() -> None:
 def _write_suite(root: Path, tasks: list[dict[str, Any]]) -> Path:
     root.mkdir()
     (root / "suite.yaml").write_text("name: tiny\ntoolkits: tools.py\ntasks: tasks.yaml\n")
-    (root / "tools.py").write_text("from toolkits import operation, toolkit\n")
+    (root / "tools.py").write_text("from codeact.toolkits import operation, toolkit\n")
     (root / "tasks.yaml").write_text(json.dumps({"tasks": tasks}))
     return root
 
@@ -143,7 +143,7 @@ def test_a_real_model_over_http_is_evaluated(
 ) -> None:
     from typer.testing import CliRunner
 
-    from engine.cli import app
+    from codeact.engine.cli import app
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")

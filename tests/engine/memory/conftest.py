@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.memory import MemoryBackend, memory_backend, retrieval
-from engine.store import Store, open_store
+from codeact.engine.memory import MemoryBackend, memory_backend, retrieval
+from codeact.engine.store import Store, open_store
 
 
 def _drop_prefix(url: str, prefix: str) -> None:

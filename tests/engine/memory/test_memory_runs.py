@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 from tests.engine.openai_server import OpenAIServer
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -123,8 +123,8 @@ def test_memory_operations_without_memory_say_how_to_enable_it(tmp_path: Path) -
 
 
 async def test_second_session_of_a_user_sees_the_first_sessions_summary(tmp_path: Path, store_url: str) -> None:
-    from engine.agent import Agent
-    from engine.model.scripted import ScriptedReplies
+    from codeact.engine.agent import Agent
+    from codeact.engine.model.scripted import ScriptedReplies
 
     path = blueprint(tmp_path, memory="{enabled: true, scope: user}")
     replies = ScriptedReplies(
@@ -264,10 +264,10 @@ def test_validate_names_invalid_memory_settings(tmp_path: Path) -> None:
 
 
 async def test_model_distillation_writes_the_summary_and_lesson(tmp_path: Path) -> None:
-    from engine.agent import Agent
-    from engine.memory import MemoryManager, memory_backend
-    from engine.model.scripted import ScriptedReplies
-    from engine.store import open_store
+    from codeact.engine.agent import Agent
+    from codeact.engine.memory import MemoryManager, memory_backend
+    from codeact.engine.model.scripted import ScriptedReplies
+    from codeact.engine.store import open_store
 
     path = blueprint(tmp_path, memory="{enabled: true, scope: user, config: {experience: {distill: model}}}")
     distilled = (

@@ -6,7 +6,14 @@ import time
 
 import pytest
 
-from engine.memory import AgentMemoryError, MemoryBackend, MemoryConfig, MemoryItem, MemoryManager, memory_config
+from codeact.engine.memory import (
+    AgentMemoryError,
+    MemoryBackend,
+    MemoryConfig,
+    MemoryItem,
+    MemoryManager,
+    memory_config,
+)
 from tests.engine.openai_server import OpenAIServer
 
 
@@ -125,7 +132,7 @@ async def test_curation_list_find_delete_import(backend: MemoryBackend) -> None:
 
 
 def test_config_problems_name_the_field() -> None:
-    from engine.memory import memory_config_problems
+    from codeact.engine.memory import memory_config_problems
 
     problems = memory_config_problems(
         enabled=True,
@@ -172,7 +179,7 @@ async def test_prune_ages_out_scopes_nobody_writes_to(backend: MemoryBackend) ->
 
 
 async def test_prompt_memory_stays_within_the_budget(backend: MemoryBackend) -> None:
-    from engine.memory import RunMemory, memory_budget
+    from codeact.engine.memory import RunMemory, memory_budget
 
     config = _config(history={"topK": 5, "recent": 0})
     assert memory_budget(config, window=32_000, compact_ratio=0.75) == 1_200  # budgetTokens

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.model import (
+from codeact.engine.model import (
     ModelAuthError,
     ModelBadRequestError,
     ModelClient,

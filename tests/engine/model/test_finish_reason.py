@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
 from tests.engine.openai_server import OpenAIServer, Reply
 
 

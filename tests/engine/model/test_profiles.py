@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.blueprint.models import ModelBlock
-from engine.model import (
+from codeact.engine.blueprint.models import ModelBlock
+from codeact.engine.model import (
     NO_MODEL_MESSAGE,
     ModelConfigError,
     ModelSettings,

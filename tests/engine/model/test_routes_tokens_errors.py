@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.model import (
+from codeact.engine.model import (
     ModelAuthError,
     ModelBadRequestError,
     ModelClient,
@@ -26,7 +26,7 @@ from engine.model import (
     map_litellm_errors,
     route_for,
 )
-from engine.model._litellm import _litellm
+from codeact.engine.model._litellm import _litellm
 
 KNOWN = {"openai", "ollama", "anthropic", "hosted_vllm", "codestral", "mistral"}
 

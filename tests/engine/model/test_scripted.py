@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.model import (
+from codeact.engine.model import (
     ModelClient,
     ModelConfigError,
     ModelRateLimitError,
@@ -200,7 +200,7 @@ def test_in_memory_entries_are_validated() -> None:
 
 async def test_direct_litellm_call_uses_the_registered_provider(tmp_path: Path) -> None:
     # the provider is a real litellm custom provider: a plain litellm call reaches it too
-    from engine.model._litellm import _litellm
+    from codeact.engine.model._litellm import _litellm
 
     path = _write(tmp_path, "r.yaml", "- from litellm\n")
     litellm = _litellm()

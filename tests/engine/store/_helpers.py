@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.store import RoundRecord, SessionMeta, Store
+from codeact.engine.store import RoundRecord, SessionMeta, Store
 
 
 def make_meta(session_id: str = "s1", **overrides: Any) -> SessionMeta:

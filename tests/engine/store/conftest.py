@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import SQLiteStore, Store
+from codeact.engine.store import SQLiteStore, Store
 
 
 async def _drop_prefix(url: str, prefix: str) -> None:
@@ -31,7 +31,7 @@ def redis_prefix() -> str:
 
 @pytest.fixture
 async def redis_store(redis_url: str, redis_prefix: str) -> AsyncIterator[Store]:
-    from engine.store.redis_store import RedisStore
+    from codeact.engine.store.redis_store import RedisStore
 
     store = RedisStore(redis_url, prefix=redis_prefix)
     yield store

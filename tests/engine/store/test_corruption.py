@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import open_store
+from codeact.engine.store import open_store
 
 REPO = Path(__file__).resolve().parents[3]
 DEMO = REPO / "examples" / "devops"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.store import open_store
-from toolkits import CallRecord, RecordCaps, ToolkitError, cap_calls
+from codeact.engine.store import open_store
+from codeact.toolkits import CallRecord, RecordCaps, ToolkitError, cap_calls
 
 REPO = Path(__file__).resolve().parents[3]
 DEVOPS = f"{REPO / 'examples' / 'devops' / 'toolkit.py'}:DevOps"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import StoreError
-from engine.store import CorruptRecordError, RoundRecord, SessionBusyError, SQLiteStore, Store
+from codeact.engine.errors import StoreError
+from codeact.engine.store import CorruptRecordError, RoundRecord, SessionBusyError, SQLiteStore, Store
 
 from ._helpers import make_meta, make_round
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.store import SessionMeta, Store, open_store
+from codeact.engine.cli import app
+from codeact.engine.store import SessionMeta, Store, open_store
 
 from ._helpers import make_meta, make_round, make_segments
 

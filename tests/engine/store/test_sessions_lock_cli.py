@@ -11,9 +11,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from engine.cli import app
-from engine.store import LockLostError, SQLiteStore
-from engine.store._lock import make_token
+from codeact.engine.cli import app
+from codeact.engine.store import LockLostError, SQLiteStore
+from codeact.engine.store._lock import make_token
 
 from ._helpers import make_meta, make_round, make_segments
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import StoreError
-from engine.store import RoundRecord, SessionBusyError, Store
+from codeact.engine.errors import StoreError
+from codeact.engine.store import RoundRecord, SessionBusyError, Store
 
 from ._helpers import append, make_meta, make_round, make_segments
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from engine.store import LockLostError, SessionBusyError, Store
-from engine.store._lock import make_token, parse_token
+from codeact.engine.store import LockLostError, SessionBusyError, Store
+from codeact.engine.store._lock import make_token, parse_token
 
 from ._helpers import append, make_meta, make_round, make_segments
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import StoreError
-from engine.store.redis_store import RedisStore, redact_url
+from codeact.engine.errors import StoreError
+from codeact.engine.store.redis_store import RedisStore, redact_url
 from tests.redis_server import PrivateRedis, free_port, running
 
 from ._helpers import append, make_meta, make_round, make_segments

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import StoreError
-from engine.store import SessionBusyError, SQLiteStore, default_store_url, open_store
+from codeact.engine.errors import StoreError
+from codeact.engine.store import SessionBusyError, SQLiteStore, default_store_url, open_store
 
 from ._helpers import append, make_meta
 
@@ -62,7 +62,7 @@ async def test_open_store_reads_codeact_store(monkeypatch: pytest.MonkeyPatch, r
     monkeypatch.setenv("CODEACT_STORE", f"{redis_url}?prefix=codeact-test-env")
     store = open_store()
     try:
-        from engine.store.redis_store import RedisStore
+        from codeact.engine.store.redis_store import RedisStore
 
         assert isinstance(store, RedisStore)
         assert store.prefix == "codeact-test-env"
@@ -168,7 +168,7 @@ async def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import asyncio, sys\n"
-            "from engine.store import SQLiteStore\n"
+            "from codeact.engine.store import SQLiteStore\n"
             "async def main():\n"
             f"    async with SQLiteStore({str(path)!r}) as store, store.lock('s1'):\n"
             "        print('locked', flush=True)\n"

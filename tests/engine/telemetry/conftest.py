@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from engine import telemetry
+from codeact.engine import telemetry
 from tests.engine.agent.conftest import probe, registry, sqlite_store  # noqa: F401 - shared fixtures
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 from tests.engine.test_cli_run import DEMO, DEMO_ANSWER, DEMO_INPUT, DEVOPS
 
 CODEACT = str(Path(sys.executable).parent / "codeact")

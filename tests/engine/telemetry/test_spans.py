@@ -13,13 +13,13 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from engine import telemetry
-from engine.agent import Agent
-from engine.blueprint import AgentFactory, HostContext, load_path
-from engine.model import ModelClient, ModelSettings, ScriptedReplies
-from engine.store import Store
+from codeact.engine import telemetry
+from codeact.engine.agent import Agent
+from codeact.engine.blueprint import AgentFactory, HostContext, load_path
+from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
+from codeact.engine.store import Store
+from codeact.toolkits import ToolkitRegistry, operation, toolkit
 from tests.engine.agent.conftest import code
-from toolkits import ToolkitRegistry, operation, toolkit
 
 PARENT = """\
 version: codeact.agent/v1

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from segments import CodeParseError, build_frame, extract_code
+from codeact.segments import CodeParseError, build_frame, extract_code
 
 CORPUS = Path(__file__).resolve().parent / "replies.jsonl"
 FRAME = build_frame({"info": ("dict", "{'name': 'Checkout'}")}, imports=["import asyncio"])

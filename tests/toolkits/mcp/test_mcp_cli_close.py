@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli._run import _build, _Spinner, _Usage
+from codeact.engine.cli._run import _build, _Spinner, _Usage
 from tests.toolkits.mcp.conftest import FLAKY, run_cli, write_agent
 
 

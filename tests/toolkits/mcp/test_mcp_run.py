@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engine.cli import app
+from codeact.engine.cli import app
 from tests.ports import free_port, wait_listening
 from tests.toolkits.mcp.conftest import FLAKY, answer, events, run_cli, write_agent
 

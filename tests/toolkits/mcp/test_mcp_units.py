@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent, Tool
 
-from sandbox.runtime import artifacts
-from toolkits.errors import ToolkitLoadError
-from toolkits.mcp import McpServerConfig, McpToolError, config_problems, map_result, operation_name
+from codeact.sandbox.runtime import artifacts
+from codeact.toolkits.errors import ToolkitLoadError
+from codeact.toolkits.mcp import McpServerConfig, McpToolError, config_problems, map_result, operation_name
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from toolkits import operation, toolkit
+from codeact.toolkits import operation, toolkit
 
 # -- message decoding ------------------------------------------------------------------------------
 
