@@ -7,7 +7,9 @@ never import ``engine``. The whole tree is drawn in ``engine/errors.py``.
 
 from __future__ import annotations
 
-__all__ = ["EXTRAS", "CodeactError", "MissingExtraError", "TemplateError", "extra_for_module"]
+import importlib.util
+
+__all__ = ["EXTRAS", "CodeactError", "MissingExtraError", "TemplateError", "extra_for_module", "require_extra"]
 
 
 class CodeactError(Exception):
@@ -76,3 +78,16 @@ class MissingExtraError(CodeactError):
         self.feature = feature
         self.extra = extra
         self.module = module
+
+
+def require_extra(feature: str, extra: str, *modules: str) -> None:
+    """Raise :class:`MissingExtraError` unless every module of ``modules`` (the extra's) can be imported.
+
+    Args:
+        feature: What needs them (``codeact a2a serve``), for the message.
+        extra: The extra that installs them.
+        modules: Top-level module names.
+    """
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtraError(feature, extra=extra, module=module)

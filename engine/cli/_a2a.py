@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from codeact.prompts.errors import require_extra
+
 _a2a_app = typer.Typer(name="a2a", help="codeact and the Agent2Agent (A2A) protocol.", no_args_is_help=True)
 
 
@@ -39,6 +41,7 @@ def serve(
     if isolation not in ("bwrap", "process"):
         typer.echo(f"error: --isolation must be 'bwrap' or 'process', got {isolation!r}", err=True)
         raise typer.Exit(2)
+    require_extra("codeact a2a serve", "a2a", "a2a", "uvicorn")
     try:
         asyncio.run(
             _serve(

@@ -24,7 +24,9 @@ _FENCE = re.compile(r"^[ ]*```(\w+)([^\n]*)\n(.*?)^[ ]*```", re.M | re.S)
 # (file, first line of the block or of the command) -> why it is not run here. Keep it short.
 NOT_RUN = {
     ("README.md", "make test"): "runs this very test suite",
+    ("README.md", 'export PATH="$PWD/.venv/bin:$PATH"'): "the tests' PATH starts with the venv's bin already",
     ("README.md", "codeact sandbox gc"): "acts on the shared Docker engine (tests/sandbox cover gc)",
+    ("README.md", "from codeact import Agent, operation, toolkit"): "the import line alone (the toolkit example runs)",
     ("README.md", "from codeact import Agent"): "needs a model; docs/python-api.md's full example runs instead",
     ("python-api.md", "from codeact import Agent, operation, toolkit"): "run by tests/engine/test_python_api.py",
     ("python-api.md", "# needs a model server: see the example above"): "a fragment of that example (async form)",
