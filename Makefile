@@ -62,7 +62,7 @@ test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the i
 LATEST ?=
 test-latest: | $(UV) ## The suite against the newest versions pyproject allows (LATEST='litellm>=1.106' overrides a bound), in .venv-latest
 	@$(UV) venv -q --allow-existing .venv-latest
-	@$(UV) pip compile -q pyproject.toml --all-extras --group dev --upgrade $(if $(LATEST),--override <(printf '%s\n' $(LATEST))) -o .venv-latest/requirements.txt
+	@$(UV) pip compile -q pyproject.toml --all-extras --group dev --upgrade $(if $(LATEST),--override <(printf '%s\n' $(foreach r,$(LATEST),'$(r)'))) -o .venv-latest/requirements.txt
 	@$(UV) pip sync -q --python .venv-latest/bin/python .venv-latest/requirements.txt
 	@$(UV) pip install -q --python .venv-latest/bin/python --no-deps -e .
 	@echo "test-latest: these versions differ from uv.lock:"
