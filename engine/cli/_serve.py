@@ -80,7 +80,7 @@ def serve_command(
         tokens = Tokens.load(files=tokens_file or ())
         files = _blueprint_files(blueprints or [])
         registry = _registry(list(toolkit or []))
-        opened = open_store(store)
+        opened = open_store(store, concurrency=max_runs)
         if sandbox not in (None, "subprocess", "docker"):
             raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
         runners = _runners(files, registry=registry, store=opened, model=model, base_url=base_url, sandbox=sandbox)
