@@ -207,8 +207,9 @@ def test_the_pool_is_sized_from_the_hosts_concurrency(redis_url: str) -> None:
     from engine.store.redis_store import DEFAULT_POOL_SIZE
 
     assert open_store(redis_url).pool_size == DEFAULT_POOL_SIZE  # type: ignore[attr-defined]
-    assert open_store(redis_url, concurrency=256).pool_size == 264  # type: ignore[attr-defined]
-    assert open_store(redis_url, concurrency=2).pool_size == 16  # type: ignore[attr-defined]
+    assert open_store(redis_url, concurrency=128).pool_size == 32  # type: ignore[attr-defined]
+    assert open_store(redis_url, concurrency=2).pool_size == 16
+    assert open_store(redis_url, concurrency=1000).pool_size == 64  # type: ignore[attr-defined]
     assert open_store(f"{redis_url}?max_connections=5", concurrency=256).pool_size == 5  # type: ignore[attr-defined]
     with pytest.raises(StoreError, match=r"invalid max_connections '0' for .*: use a positive whole number"):
         open_store(f"{redis_url}?max_connections=0")
