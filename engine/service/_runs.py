@@ -215,7 +215,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
             "type": "run.failed",
             "data": {"code": code, "message": message, "retryable": retryable},
             "sequence": sequence,
-            "timestamp": int(time.time() * 1000),
+            "timestamp": int(time.time()),  # unix seconds, as every other envelope
         }
     )
 
