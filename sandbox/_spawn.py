@@ -14,9 +14,11 @@ import asyncio
 import contextlib
 import os
 import signal
+import weakref
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
-__all__ = ["kill", "release", "spawn"]
+__all__ = ["START_SLOTS", "kill", "release", "spawn", "start_slot"]
 
 _SETTLE_S: Final = 10.0  # how long a cancelled start is waited for before it is released when done
 
@@ -72,3 +74,25 @@ async def spawn(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
         else:
             spawning.add_done_callback(_release_done)
         raise
+
+
+START_SLOTS: Final = max(4, 2 * (os.cpu_count() or 1))
+"""Sandbox runtimes starting at once in one process (per event loop); more starts wait their turn."""
+
+_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def start_slot() -> AsyncIterator[None]:
+    """Hold one of ``START_SLOTS`` while a runtime starts (spawned until it has connected).
+
+    Two hundred runs starting their sandboxes at once on a small machine each got a slice of the CPU
+    too thin to connect within the start timeout, and failed (``sandbox.start``); queued, each start
+    gets the machine and takes its usual fraction of a second, and the wait is not part of its timeout.
+    """
+    loop = asyncio.get_running_loop()
+    slots = _slots.get(loop)
+    if slots is None:
+        slots = _slots[loop] = asyncio.Semaphore(START_SLOTS)
+    async with slots:
+        yield

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
+from codeact.sandbox._spawn import start_slot
 from codeact.sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, Limits, RuntimeWorker
 from codeact.sandbox.aio import cancel_and_wait, wait_for
 from codeact.sandbox.artifacts import artifacts_from_answer
@@ -176,7 +177,8 @@ class Sandbox(abc.ABC):
 
     async def _fill_pool(self) -> None:
         while len(self._pool) < self.pool_size and not self._closed:
-            worker = await self._spawn()
+            async with start_slot():
+                worker = await self._spawn()
             if self._closed:
                 await worker.aclose()
                 return
@@ -194,7 +196,8 @@ class Sandbox(abc.ABC):
                 self._schedule_refill()
                 return worker
             await worker.aclose()
-        worker = await self._spawn()
+        async with start_slot():
+            worker = await self._spawn()
         self._schedule_refill()
         return worker
 

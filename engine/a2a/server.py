@@ -18,6 +18,8 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentSkill, DataPart, Part, TextPart
 from a2a.utils import new_agent_text_message, new_task
 
+from codeact.sandbox.runtime.codec import plain
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -117,6 +119,7 @@ def _working() -> Any:
 
 
 def _data(value: Any) -> Part:
+    value = plain(value)  # the codec's tags are for the sandbox, not for an A2A peer
     return Part(root=DataPart(data=value if isinstance(value, dict) else {"value": value}))
 
 

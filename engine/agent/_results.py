@@ -36,7 +36,7 @@ class RunResult:
     error: dict[str, Any] | None = None
 
 
-_RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.session_busy"})
+_RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.busy", "store.session_busy"})
 
 
 def _gone_reason(lock: SessionLock) -> str:

@@ -13,6 +13,7 @@ from codeact.engine.agent.hooks import ModelCall, ToolCall, chain
 from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
 from codeact.sandbox.runtime import protocol as _p
+from codeact.sandbox.runtime.codec import plain
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
 
 __all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
@@ -71,6 +72,16 @@ def _preview(value: Any, budget: int) -> str:
         return used <= budget
 
     def walk(item: Any) -> bool:
+        if isinstance(item, dict) and isinstance(item.get("$type"), str) and "v" in item:
+            # A codec tag: the model sees the value (a model's fields, a tuple's items), not the tag.
+            tag, payload = item["$type"], item["v"]
+            if tag == "timedelta" or (tag == "dict" and not isinstance(payload, list)):
+                return put(json.dumps(plain(item), ensure_ascii=False, default=str))
+            if tag == "dict":
+                pairs = [p for p in payload if isinstance(p, list) and len(p) == 2]
+                item = {k if isinstance(k, str) else json.dumps(plain(k)): v for k, v in pairs}
+            else:
+                return walk(payload)
         if isinstance(item, dict):
             if not put("{"):
                 return False

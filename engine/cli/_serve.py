@@ -5,6 +5,10 @@ It loads each blueprint of ``--blueprints`` as a runner, opens the store, reads 
 on stdout and serves until SIGINT/SIGTERM (running runs are then cancelled, their sessions left
 resumable). Without any configured token it makes one for this process and prints it on stderr.
 
+The service logs on stderr (``--log-format plain``, or ``json`` for JSON lines; see
+``codeact.engine.service._log``). A folder given to ``--blueprints`` may hold other YAML files (a scripted
+replies file, ...): a file that is not an agent or flow document is skipped with one warning naming it.
+
 Exit codes: 0 after a clean shutdown, 2 for a usage or configuration error (printed on stderr).
 """
 
@@ -66,14 +70,22 @@ def serve_command(
     sandbox: Annotated[
         str | None, typer.Option("--sandbox", help="subprocess or docker: where every runner's code runs.")
     ] = None,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="plain (key=value lines) or json (JSON lines), on stderr.")
+    ] = "plain",
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
         import uvicorn
 
         from codeact.engine.service import RunManager, ServiceState, Tokens, create_app
+        from codeact.engine.service._log import configure_logging
     except ImportError as exc:
         raise MissingExtraError("codeact serve", extra="serve", module=str(exc.name)) from None
+    if log_format not in ("plain", "json"):
+        typer.echo(f"codeact serve: --log-format must be 'plain' or 'json', got {log_format!r}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    configure_logging("json" if log_format == "json" else "plain")
     from codeact.engine.errors import CodeactError
     from codeact.engine.store import open_store
 
@@ -81,7 +93,7 @@ def serve_command(
         tokens = Tokens.load(files=tokens_file or ())
         files = _blueprint_files(blueprints or [])
         registry = _registry(list(toolkit or []))
-        opened = open_store(store)
+        opened = open_store(store, concurrency=max_runs)
         if sandbox not in (None, "subprocess", "docker"):
             raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
         runners = _runners(files, registry=registry, store=opened, model=model, base_url=base_url, sandbox=sandbox)
@@ -185,7 +197,8 @@ def _blueprint_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix in _BLUEPRINT_SUFFIXES and p.is_file())
+            yamls = sorted(p for p in path.iterdir() if p.suffix in _BLUEPRINT_SUFFIXES and p.is_file())
+            found = [p for p in yamls if _is_blueprint(p)]
             if not found:
                 raise _Usage(f"--blueprints {str(path)!r}: the folder holds no *.yaml or *.yml blueprint")
             files.extend(found)
@@ -194,6 +207,34 @@ def _blueprint_files(paths: list[Path]) -> list[Path]:
         else:
             raise _Usage(f"--blueprints {str(path)!r}: no such file or folder")
     return files
+
+
+def _is_blueprint(path: Path) -> bool:
+    """True for an agent or flow document (``version``, ``agent`` or ``workflow`` at the top); else one warning.
+
+    Only a folder's files are sniffed: a file named on its own is loaded, and its errors reported.
+    A file that does not parse is kept, so its error (with its name) is reported rather than hidden.
+    """
+    import logging
+
+    from codeact.engine.blueprint._yaml import parse_yaml
+    from codeact.engine.errors import CodeactError
+    from codeact.engine.service._log import log_event
+
+    try:
+        document = parse_yaml(path.read_text(encoding="utf-8"))
+    except (CodeactError, OSError, UnicodeDecodeError):
+        return True
+    if isinstance(document, dict) and {"version", "agent", "workflow"} & set(document):
+        return True
+    keys = ", ".join(sorted(map(str, document))[:5]) if isinstance(document, dict) else type(document).__name__
+    log_event(
+        "blueprint.skipped",
+        level=logging.WARNING,
+        file=str(path),
+        reason=f"not an agent or flow blueprint (no version/agent/workflow at the top; it has {keys})",
+    )
+    return False
 
 
 def _registry(refs: list[str]) -> Any:
@@ -213,10 +254,15 @@ def _runners(
     runners: dict[str, BlueprintRunner] = {}
     origin: dict[str, Path] = {}
     options: dict[str, Any] = {"sandbox": sandbox} if sandbox else {}
+    from codeact.engine.errors import CodeactError
+
     for file in files:
-        runner = BlueprintRunner.from_blueprint(
-            file, toolkits=registry, store=store, model=model, base_url=base_url, **options
-        )
+        try:
+            runner = BlueprintRunner.from_blueprint(
+                file, toolkits=registry, store=store, model=model, base_url=base_url, **options
+            )
+        except CodeactError as exc:
+            raise _Usage(f"--blueprints {str(file)!r}: {exc.message}") from None
         if runner.id in runners:
             raise _Usage(
                 f"two blueprints give runner id {runner.id!r}: {str(origin[runner.id])!r} and {str(file)!r}; "

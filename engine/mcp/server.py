@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from codeact.sandbox.runtime.codec import plain
+
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
@@ -164,6 +166,7 @@ def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str
             value = await bridge.handle("call", {"toolkit": bound.name, "operation": spec.name, "arguments": arguments})
         except RpcError as exc:
             raise RuntimeError(f"[{ERROR_NAMES.get(exc.code, exc.code)}] {exc.message}") from None
+        value = plain(value)  # the codec's tags are for the sandbox, not for an MCP client
         if isinstance(value, dict):
             return value
         text = value if isinstance(value, str) else json.dumps(value, default=str)

@@ -7,8 +7,12 @@ engine event             result(s)
 ``message.delta``        ``message.delta`` (the model's working replies only with ``show_work``)
 ``message.completed``    ``message.completed`` for a message to the user (``system.express``);
                          the model's working replies only with ``show_work``
+``code.started``         ``tool.call.started`` of the ``python`` tool (``parameters.code``)
+``code.completed``       ``tool.call.completed`` of the ``python`` tool (``result``: ``status``,
+                         ``stdout``, ``variables_changed``, ``duration_s``; ``error`` the error)
 ``tool.call.started``    ``tool.call.started`` (``tool_name`` = ``toolkit.operation``)
-``tool.call.completed``  ``tool.call.completed`` (a non-dict result is ``{"value": result}``)
+``tool.call.completed``  ``tool.call.completed`` (result as plain JSON; a non-dict one is
+                         ``{"value": result}``, as the payload's ``result`` is an object)
 ``state.updated``        ``state.updated`` (conversation ``codeact.variables``: the names changed)
 ``artifact.created``     ``artifact.created``
 ``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation); with
@@ -17,8 +21,14 @@ engine event             result(s)
                          ``action.requested`` (a form) + ``message.completed`` (the question) +
                          ``run.completed`` with ``finish_reason`` ``ask_user``
 ``run.failed``           ``run.failed`` (the engine's code mapped to a ``runner.*`` code)
-others                   nothing (rounds, segments and code are in the session record)
+others                   nothing (rounds and segments are in the session record)
 =======================  ======================================================================
+
+Every message (and message chunk) says what it is for in ``provider_specific_fields.purpose``:
+``answer`` (the run's answer, or its question, for the user), ``message`` (an intermediate message
+to the user: ``system.express``) or ``work`` (the model's working reply, its code, and other
+engine messages; only with ``show_work``). Values crossing from the sandbox are plain JSON (the codec's ``$type``
+tags decoded by ``codeact.sandbox.runtime.codec.plain``); text outputs of the python tool are capped.
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ from pydantic import JsonValue
 from codeact.engine.events import (
     ActionRequested,
     ArtifactCreated,
+    CodeCompleted,
+    CodeStarted,
     Event,
     MessageCompleted,
     MessageDelta,
@@ -61,8 +73,9 @@ from codeact.engine.runner.entities import (
 )
 from codeact.engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
 from codeact.engine.runner.interactions import approval_request, question_request
+from codeact.sandbox.runtime.codec import plain
 
-__all__ = ["SESSION_STATE_KEY", "VARIABLES_STATE_KEY", "ResultMapper", "runner_code"]
+__all__ = ["OUTPUT_CAP", "PYTHON_TOOL", "SESSION_STATE_KEY", "VARIABLES_STATE_KEY", "ResultMapper", "runner_code"]
 
 SESSION_STATE_KEY = "codeact.session_id"
 """The conversation state key under which a run reports its session."""
@@ -71,6 +84,10 @@ VARIABLES_STATE_KEY = "codeact.variables"
 """The conversation state key under which a run reports which variables a round changed."""
 
 _USER_FACING = frozenset({"express", "answer"})
+PYTHON_TOOL = "python"
+"""The tool name of a round's code execution (``tool.call.started``/``completed``)."""
+OUTPUT_CAP = 4000
+"""Characters of the python tool's stdout (and error text) streamed; the session record has all."""
 _RETRYABLE_CODES = frozenset({"runner.timeout", "runner.session_busy"})
 
 
@@ -103,7 +120,29 @@ def _question_id(run_id: str) -> str:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json.dumps(plain(value), ensure_ascii=False, default=str)
+
+
+def _purpose(engine_purpose: str) -> str:
+    """``answer``, ``message`` (to the user, mid-run) or ``work`` (the model's working reply)."""
+    if engine_purpose == "answer":
+        return "answer"
+    return "message" if engine_purpose == "express" else "work"
+
+
+def _cap(text: str) -> str:
+    if len(text) <= OUTPUT_CAP:
+        return text
+    return text[:OUTPUT_CAP] + f"\n... [{len(text) - OUTPUT_CAP} more characters in the session record]"
+
+
+def _code_error(error: dict[str, Any]) -> str:
+    """``ZeroDivisionError: division by zero (line 2: x = 1 / 0)``."""
+    text = f"{error.get('type') or 'Error'}: {error.get('message') or ''}".rstrip(": ")
+    if error.get("line"):
+        source = f": {error['source']}" if error.get("source") else ""
+        text += f" (line {error['line']}{source})"
+    return _cap(text)
 
 
 class ResultMapper:
@@ -129,6 +168,7 @@ class ResultMapper:
         self.usage: dict[str, int] = {}
         self.session_id: str | None = None
         self._chunks = 0
+        self._code_round: int | None = None
 
     # -- building ----------------------------------------------------------------------------
     def result(self, type: str, data: Any, *, usage: bool = False, timestamp: float | None = None) -> RunnerResult:
@@ -171,7 +211,12 @@ class ResultMapper:
         if isinstance(event, MessageDelta):
             if not (self.show_work or event.purpose in _USER_FACING):
                 return []
-            chunk = MessageChunk(role="assistant", content=event.text, msg_sequence=self._chunks)
+            chunk = MessageChunk(
+                role="assistant",
+                content=event.text,
+                msg_sequence=self._chunks,
+                provider_specific_fields={"purpose": _purpose(event.purpose)},
+            )
             self._chunks += 1
             return [self.result("message.delta", MessageDeltaPayload(chunk=chunk), timestamp=ts)]
         if isinstance(event, MessageCompleted):
@@ -179,12 +224,23 @@ class ResultMapper:
             self._chunks = 0
             if not (self.show_work or event.purpose in _USER_FACING):
                 return []
-            return [self._message(event.text, ts)]
+            return [self._message(event.text, ts, purpose=_purpose(event.purpose))]
+        if isinstance(event, CodeStarted):
+            self._code_round = event.round
+            started = ToolCallStartedPayload(
+                tool_call_id=self._code_call_id(event.round), tool_name=PYTHON_TOOL, parameters={"code": event.code}
+            )
+            return [self.result("tool.call.started", started, timestamp=ts)]
+        if isinstance(event, CodeCompleted):
+            if self._code_round != event.round:
+                return []  # no code ran in this round (nothing was started)
+            self._code_round = None
+            return [self.result("tool.call.completed", self._code_completed(event), timestamp=ts)]
         if isinstance(event, ToolCallStarted):
             started = ToolCallStartedPayload(
                 tool_call_id=event.call_id,
                 tool_name=f"{event.toolkit}.{event.operation}",
-                parameters=dict(event.arguments),
+                parameters=plain(dict(event.arguments)),
             )
             return [self.result("tool.call.started", started, timestamp=ts)]
         if isinstance(event, ToolCallCompleted):
@@ -237,9 +293,28 @@ class ResultMapper:
             return [self.failed(message, code=code, retryable=retryable)]
         return []
 
-    def _message(self, text: str, ts: float) -> RunnerResult:
-        message = MessageCompletedPayload(message=Message(role="assistant", content=text))
-        return self.result("message.completed", message, timestamp=ts)
+    def _message(self, text: str, ts: float, *, purpose: str) -> RunnerResult:
+        message = Message(role="assistant", content=text, provider_specific_fields={"purpose": purpose})
+        return self.result("message.completed", MessageCompletedPayload(message=message), timestamp=ts)
+
+    def _code_call_id(self, round_index: int) -> str:
+        return f"{self.run_id}-code-{round_index}"
+
+    def _code_completed(self, event: CodeCompleted) -> ToolCallCompletedPayload:
+        result: dict[str, Any] = {
+            "status": event.status,
+            "stdout": _cap(event.stdout),
+            "variables_changed": sorted(event.variables_changed),
+            "duration_s": round(event.duration_s, 3),
+        }
+        if event.stderr:
+            result["stderr"] = _cap(event.stderr)
+        return ToolCallCompletedPayload(
+            tool_call_id=self._code_call_id(event.round),
+            tool_name=PYTHON_TOOL,
+            result=result,
+            error=_code_error(event.error) if event.error is not None else None,
+        )
 
     def _tool_completed(self, event: ToolCallCompleted) -> ToolCallCompletedPayload:
         error = None
@@ -247,7 +322,8 @@ class ResultMapper:
             error = str(event.error.get("message") or event.error.get("name") or event.error)
         result = None
         if error is None:
-            result = event.result if isinstance(event.result, dict) else {"value": event.result}
+            value = plain(event.result)
+            result = value if isinstance(value, dict) else {"value": value}
         return ToolCallCompletedPayload(
             tool_call_id=event.call_id, tool_name=f"{event.toolkit}.{event.operation}", result=result, error=error
         )
@@ -262,9 +338,9 @@ class ResultMapper:
                 action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json")
             )
             out.append(self.result("action.requested", action, timestamp=ts))
-            out.append(self._message(request.fallback_text, ts))
+            out.append(self._message(request.fallback_text, ts, purpose="answer"))
         elif event.answer is not None:
-            out.append(self._message(_text(event.answer), ts))
+            out.append(self._message(_text(event.answer), ts, purpose="answer"))
         done = RunCompletedPayload(finish_reason=event.reason or "stop")
         out.append(self.result("run.completed", done, usage=True, timestamp=ts))
         return out

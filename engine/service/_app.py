@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from codeact.engine.errors import CodeactError
-from codeact.engine.service._http import authenticate, error_response, read_json, service_state
+from codeact.engine.service._http import authenticate, error_response, read_json, service_state, status_of
+from codeact.engine.service._log import AccessLog, log_event
 from codeact.engine.service._sessions import session_routes
 from codeact.engine.service._sse import SSE_HEADERS, envelope_json, parse_last_event_id, sse_stream
 from codeact.engine.service.errors import ServiceError
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["create_app", "parse_context"]
 
-_log = logging.getLogger("codeact.service")
 _RUN_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 
@@ -69,6 +70,7 @@ def create_app(state: ServiceState) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
+        middleware=[Middleware(AccessLog)],
         exception_handlers={CodeactError: _codeact_error, HTTPException: _http_error, Exception: _unexpected},
     )
     app.state.codeact = state
@@ -78,7 +80,15 @@ def create_app(state: ServiceState) -> Starlette:
 async def _codeact_error(request: Request, exc: Exception) -> Response:
     if not isinstance(exc, CodeactError):  # pragma: no cover - registered for CodeactError only
         raise exc
+    _log_error(request, exc.code, status_of(exc), exc.message)
     return error_response(exc)
+
+
+def _log_error(request: Request, code: str, status: int, message: str) -> None:
+    level = logging.ERROR if status >= 500 else logging.WARNING
+    log_event(
+        "error", level=level, code=code, status=status, method=request.method, path=request.url.path, message=message
+    )
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -88,11 +98,21 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     message = f"{request.method} {request.url.path}: {exc.detail}"
     if exc.status_code == 404:
         message += "; the API is under /v1 (docs/service.md)"
+    _log_error(request, code, exc.status_code, message)
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=exc.status_code)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    _log.exception("unexpected error in %s %s", request.method, request.url.path)
+    log_event(
+        "error",
+        level=logging.ERROR,
+        exc_info=True,
+        code="service.internal",
+        status=500,
+        method=request.method,
+        path=request.url.path,
+        message=f"{type(exc).__name__}: {exc}",
+    )
     return JSONResponse(
         {"error": {"code": "service.internal", "message": "internal server error; the server log has the details"}},
         status_code=500,
@@ -187,7 +207,7 @@ async def start_run(request: Request) -> Response:
         _runner_allowed(scope, runner_id)
     context = parse_context(body["context"])
     info = await state.runs.start(runner_id, context)
-    _log.info("run %s of %s started by %s", info.run_id, runner_id, scope.fingerprint)
+    log_event("run.accepted", run_id=info.run_id, runner_id=runner_id, token=scope.fingerprint)
     return await _results(request, info, after=0)
 
 
@@ -258,7 +278,7 @@ async def interact(request: Request) -> Response:
         )
     answered = await service_state(request).runs.interact(info.run_id, body)
     if answered.run_id != info.run_id:  # a question's answer started the continuation run
-        _log.info("run %s continues run %s (an answer)", answered.run_id, info.run_id)
+        log_event("run.continued", run_id=answered.run_id, continues=info.run_id)
         headers = {"Location": f"/v1/runs/{answered.run_id}", "X-Run-Id": answered.run_id}
         return JSONResponse(answered.to_json(), status_code=201, headers=headers)
     return JSONResponse(answered.to_json())

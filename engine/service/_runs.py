@@ -22,12 +22,14 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from codeact.engine.service._log import log_event
 from codeact.engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
@@ -187,6 +189,23 @@ class _Run:
         )
 
 
+def _log_end(run: _Run) -> None:
+    """The ``run.ended`` line: status, duration, events and a failed run's error code."""
+    info = run.info()
+    error = info.error or {}
+    log_event(
+        "run.ended",
+        level=logging.WARNING if info.status == "failed" else logging.INFO,
+        run_id=run.run_id,
+        runner_id=run.runner_id,
+        session_id=run.session_id,
+        status=info.status,
+        duration_ms=round(((run.finished_at or time.time()) - run.started_at) * 1000, 1),
+        events=info.events,
+        code=error.get("code"),
+    )
+
+
 def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: bool) -> RunnerResult:
     from codeact.engine.runner import RunnerResult
 
@@ -196,7 +215,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
             "type": "run.failed",
             "data": {"code": code, "message": message, "retryable": retryable},
             "sequence": sequence,
-            "timestamp": int(time.time() * 1000),
+            "timestamp": int(time.time()),  # unix seconds, as every other envelope
         }
     )
 
@@ -326,10 +345,12 @@ class RunManager:
         return run.info()
 
     async def _drive(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
+        log_event("run.started", run_id=run.run_id, runner_id=run.runner_id, session_id=run.session_id)
         try:
             await self._iterate(run, runner, context)
         finally:
             self.authorizations.unregister(run.run_id)  # the seed: the host unregisters the ended run
+            _log_end(run)
 
     async def _iterate(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
         stream = runner.run(context, run_id=run.run_id, interactions=run.interactions)

@@ -20,13 +20,16 @@ def default_store_url() -> str:
     return f"sqlite:///{home / 'sessions.db'}"
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, *, concurrency: int | None = None) -> Store:
     """Open the store at ``url``, else ``$CODEACT_STORE``, else the default SQLite file.
 
     Args:
         url: ``sqlite:///PATH`` (``sqlite:////abs/path.db`` for an absolute path), a bare file path,
             or ``redis://[user:password@]host:port/db[?prefix=P&ttl=SECONDS]`` (also ``rediss://``,
             ``unix://``).
+        concurrency: How many runs the host runs at once (``codeact serve --max-runs``, ``codeact worker
+            --concurrency``): a Redis store sizes its connection pool from it (``?max_connections=``
+            in the URL wins).
 
     Raises:
         StoreError: The scheme is unknown or the store cannot be opened.
@@ -35,9 +38,9 @@ def open_store(url: str | None = None) -> Store:
     scheme = urlsplit(url).scheme.lower() if "://" in url else ""
     if scheme in _REDIS_SCHEMES:
         # Imported here: `redis` is loaded only when a Redis store is actually used.
-        from codeact.engine.store.redis_store import RedisStore
+        from codeact.engine.store.redis_store import RedisStore, pool_size_for
 
-        return RedisStore(url)
+        return RedisStore(url, pool_size=pool_size_for(concurrency))
     from codeact.engine.store.sqlite import SQLiteStore
 
     if scheme in ("", "sqlite"):

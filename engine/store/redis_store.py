@@ -7,10 +7,17 @@ segment JSON), ``:vars`` (hash name -> encoded JSON), ``:lock`` (string token wi
 ``append_round`` is one Lua script, so a round is written atomically. Every ``redis.*`` exception
 is translated into ``StoreError`` by ``map_redis_errors`` (the message names the URL without
 credentials).
+
+Connections come from one bounded pool per store (``?max_connections=``, default sized from the
+concurrency the host configures, see ``pool_size_for``). A command that finds every connection in
+use WAITS for one, its turn after the others; only when no connection has come back for
+``?pool_timeout=`` seconds does it fail with ``store.busy``, which names the pool's size and how to
+raise it; ``store.unavailable`` ("unreachable") is kept for a server that does not answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,14 +46,88 @@ from codeact.engine.store._redis_scripts import (
 )
 from codeact.engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
-__all__ = ["DEFAULT_TIMEOUT_S", "RedisStore", "map_redis_errors", "redact_url"]
+__all__ = [
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_POOL_TIMEOUT_S",
+    "DEFAULT_TIMEOUT_S",
+    "RedisStore",
+    "map_redis_errors",
+    "pool_size_for",
+    "redact_url",
+]
 
 DEFAULT_TIMEOUT_S = 2.0
 """Default bound (seconds) of connecting to Redis and of each read and write."""
 
-# Query parameters of a store URL that are ours, not redis-py's.
-_OWN_PARAMS = ("prefix", "ttl", "timeout")
+DEFAULT_POOL_SIZE = 64
+"""Connections of a store's pool when neither the URL nor the host's concurrency says otherwise."""
+
+DEFAULT_POOL_TIMEOUT_S = 30.0
+"""Default bound (seconds) of waiting for a pooled connection while none is freed, before ``store.busy``."""
+
+# Query parameters of a store URL that are ours, not redis-py's (``max_connections`` is redis-py's
+# own: it is read here to size the pool and name it in messages).
+_OWN_PARAMS = ("prefix", "ttl", "timeout", "pool_timeout", "max_connections")
 _SECRET_PARAMS = ("password", "username")
+
+
+def pool_size_for(concurrency: int | None) -> int:
+    """The pool size for a host running ``concurrency`` runs at once (None: ``DEFAULT_POOL_SIZE``).
+
+    A run holds a connection only for the length of one command, and a command waits its turn for
+    one, so a quarter of the runs, between 16 and 64, is plenty; more connections only mean more
+    connects at once, which on a busy host are what times out (measured: 200 runs on a pool of 264
+    failed half their runs with "Timeout connecting to server", on a pool of 64 none).
+    """
+    if concurrency is None:
+        return DEFAULT_POOL_SIZE
+    return min(DEFAULT_POOL_SIZE, max(16, concurrency // 4))
+
+
+class PoolExhaustedError(redis.exceptions.ConnectionError):
+    """No pooled connection was freed for the whole wait (the server may be perfectly fine)."""
+
+    def __init__(self, size: int, waited: float) -> None:
+        super().__init__(f"no connection of the pool of {size} was freed for {waited:g} s")
+        self.size = size
+        self.waited = waited
+
+
+class _WaitingPool(redis.asyncio.BlockingConnectionPool):  # type: ignore[type-arg]
+    """redis-py's blocking pool, waiting as long as connections keep being freed.
+
+    A command that finds every connection in use waits in slices of ``_SLICE_S``; it gives up
+    (``PoolExhaustedError``) only after ``wait`` seconds' worth of consecutive slices in which no
+    connection came back. Counting slices, not wall time, keeps a busy event loop (a process starved
+    of CPU, where a timer fires late and before the replies that would free connections are read) from
+    failing commands of a pool that is merely slow; a pool whose connections are all stuck still fails.
+    """
+
+    _SLICE_S = 0.5
+
+    def __init__(self, *, wait: float, **kwargs: Any) -> None:
+        self.slice = min(wait, self._SLICE_S)
+        super().__init__(timeout=self.slice, **kwargs)  # type: ignore[call-overload]  # stubs: int timeout
+        self.wait = wait
+        self.released = 0
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        idle_slices = 0
+        while True:
+            seen = self.released
+            try:
+                return await super().get_connection(*args, **kwargs)
+            except redis.exceptions.ConnectionError as exc:
+                # redis-py raises ConnectionError("No connection available.") from the wait's TimeoutError.
+                if not isinstance(exc.__cause__, asyncio.TimeoutError):
+                    raise
+                idle_slices = 0 if self.released != seen else idle_slices + 1
+                if idle_slices * self.slice >= self.wait:
+                    raise PoolExhaustedError(self.max_connections, self.wait) from exc
+
+    async def release(self, connection: Any) -> None:
+        self.released += 1
+        await super().release(connection)
 
 
 def redact_url(url: str) -> str:
@@ -73,6 +154,13 @@ def map_redis_errors(url: str) -> Iterator[None]:
         raise StoreError(
             f"Redis at {url} refused the credentials: {exc}; check the user and password in CODEACT_STORE / --store",
             code="store.auth",
+        ) from exc
+    except PoolExhaustedError as exc:
+        raise StoreError(
+            f"Redis at {url} is busy: {exc} (every connection was in use by other commands); raise the "
+            f"pool with ?max_connections=N (now {exc.size}) or the wait with ?pool_timeout=SECONDS in "
+            "CODEACT_STORE / --store, or run fewer runs at once",
+            code="store.busy",
         ) from exc
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
         raise StoreError(
@@ -134,6 +222,11 @@ class RedisStore(Store):
             bound of connecting and of each read and write (``?timeout=`` in the URL).
         retries: Reconnect attempts (short exponential backoff) after a connection error before an
             outage is reported; a TIMEOUT is never retried (the command may have been applied).
+        pool_size: Connections in the pool (``?max_connections=`` in the URL wins); default
+            ``DEFAULT_POOL_SIZE`` (a host sizes it from its concurrency with ``pool_size_for``).
+        pool_timeout: Seconds a command waiting for a connection waits while NONE is freed before
+            ``store.busy`` (``?pool_timeout=``; default ``DEFAULT_POOL_TIMEOUT_S``); while others'
+            commands keep freeing connections it waits its turn.
     """
 
     def __init__(
@@ -144,6 +237,8 @@ class RedisStore(Store):
         ttl: float | None = None,
         socket_timeout: float | None = None,
         retries: int = 1,
+        pool_size: int | None = None,
+        pool_timeout: float | None = None,
     ) -> None:
         redis_url, own = _split_url(url)
         self.url = redact_url(url)
@@ -172,10 +267,14 @@ class RedisStore(Store):
                     code="store.invalid_url",
                 )
         self.socket_timeout = socket_timeout
+        self.pool_size = self._positive(own, "max_connections", pool_size, DEFAULT_POOL_SIZE, kind=int)
+        self.pool_timeout = self._positive(own, "pool_timeout", pool_timeout, DEFAULT_POOL_TIMEOUT_S, kind=float)
         with map_redis_errors(self.url):
             try:
-                self._client: redis.asyncio.Redis[str] = redis.asyncio.Redis.from_url(
+                pool = _WaitingPool.from_url(
                     redis_url,
+                    max_connections=int(self.pool_size),
+                    wait=self.pool_timeout,
                     decode_responses=True,
                     socket_timeout=socket_timeout,
                     socket_connect_timeout=socket_timeout,
@@ -189,6 +288,8 @@ class RedisStore(Store):
                     ),
                     health_check_interval=30,
                 )
+                # from_pool: the client owns the pool, so close() closes it.
+                self._client: redis.asyncio.Redis[str] = redis.asyncio.Redis.from_pool(pool)  # type: ignore[attr-defined]
             except ValueError as exc:
                 raise StoreError(f"invalid Redis store URL {self.url}: {exc}", code="store.invalid_url") from exc
         self._create = self._client.register_script(_CREATE)
@@ -199,6 +300,22 @@ class RedisStore(Store):
         self._refresh = self._client.register_script(_REFRESH)
         self._release = self._client.register_script(_RELEASE)
         self._tails = _rec.TailCache()
+
+    def _positive(
+        self, own: Mapping[str, str], name: str, given: float | None, default: float, *, kind: type[float] | type[int]
+    ) -> float:
+        """The URL's ``?name=`` (which wins), else ``given``, else ``default``; ``store.invalid_url`` unless > 0."""
+        raw = own.get(name) or str(given or default)
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = -1
+        if not value > 0:
+            raise StoreError(
+                f"invalid {name} {raw!r} for {self.url}: use a positive {'whole ' if kind is int else ''}number",
+                code="store.invalid_url",
+            )
+        return value
 
     # ---- keys (docs/store.md) --------------------------------------------------------------------
 

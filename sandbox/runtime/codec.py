@@ -64,6 +64,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from codeact.sandbox.runtime._codec_decode import decode, loads
+from codeact.sandbox.runtime._codec_plain import plain
 from codeact.sandbox.runtime._codec_types import TAG, Record, TooLarge, Undecodable, Unencodable
 
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "encode",
     "encode_sized",
     "loads",
+    "plain",
 ]
 
 

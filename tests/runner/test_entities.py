@@ -122,5 +122,7 @@ def test_mapper_numbers_results_filters_work_and_maps_codes() -> None:
         "all_content": None,
         "is_final": False,
         "msg_sequence": 0,
+        "provider_specific_fields": {"purpose": "work"},
     }
+    assert said.data["message"]["provider_specific_fields"] == {"purpose": "message"}
     assert console.failed("gone", code="").data["code"] == "runner.error"

@@ -50,7 +50,11 @@ class TokenUsage(BaseModel):
 
 
 class Message(BaseModel):
-    """A complete message (``content`` is text here; hosts may send content elements)."""
+    """A complete message (``content`` is text here; hosts may send content elements).
+
+    ``provider_specific_fields`` is the SDK's open dict of a message; codeact puts the message's
+    purpose there (``{"purpose": "answer" | "message" | "work"}``, docs/runner.md).
+    """
 
     model_config = _STRICT
 
@@ -59,6 +63,7 @@ class Message(BaseModel):
     name: str | None = None
     tool_call_id: str | None = None
     resp_message_id: str | None = None
+    provider_specific_fields: dict[str, Any] | None = None
 
 
 class MessageChunk(BaseModel):
@@ -73,6 +78,7 @@ class MessageChunk(BaseModel):
     all_content: str | None = None
     is_final: bool = False
     msg_sequence: int = 0
+    provider_specific_fields: dict[str, Any] | None = None
 
 
 class MessageDeltaPayload(BaseModel):

@@ -1,7 +1,7 @@
 """What the console's pages show, read from the store (the same reads as ``codeact sessions show``).
 
 Every value here is plain data (strings, numbers, lists); the templates escape all of it. Values the
-model or its code produced are shown as stored (codec-encoded JSON), trimmed for the page.
+model or its code produced are shown as plain JSON (the codec's ``$type`` tags decoded), trimmed for the page.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from codeact.engine.events import error_summary, without_frame_error
 from codeact.engine.service.console._highlight import CodeLine, highlight
 from codeact.engine.store import CorruptRecordError, RoundEntry, RoundRecord, SessionMeta, Store
+from codeact.sandbox.runtime.codec import plain
 
 __all__ = [
     "ArtifactView",
@@ -42,7 +43,7 @@ _IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
 def _json(value: Any, *, cap: int = _VALUE_CAP) -> str:
-    text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    text = json.dumps(plain(value), ensure_ascii=False, indent=1, default=str)
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 

@@ -162,3 +162,54 @@ async def test_nothing_listening_is_a_store_error_naming_the_url() -> None:
         assert info.value.message.startswith(f"Redis at redis://127.0.0.1:{port}/0 is unreachable: ")
     finally:
         await store.close()
+
+
+async def test_a_full_pool_makes_commands_wait_their_turn(redis_url: str, redis_prefix: str) -> None:
+    store = RedisStore(f"{redis_url}?prefix={redis_prefix}&max_connections=2&pool_timeout=2")
+    try:
+        assert (store.pool_size, store.pool_timeout) == (2, 2.0)
+        await store.create_session(make_meta())
+        # 60 reads at once on 2 connections: each waits while the others free them, none fails.
+        found = await asyncio.gather(*(store.get_session("s1") for _ in range(60)))
+        assert {meta.session_id for meta in found if meta is not None} == {"s1"}
+        assert len(found) == 60
+    finally:
+        await store.close()
+
+
+async def test_a_pool_whose_connections_stay_in_use_says_busy_not_unreachable(
+    redis_url: str, redis_prefix: str
+) -> None:
+    store = RedisStore(f"{redis_url}?prefix={redis_prefix}&max_connections=2&pool_timeout=0.5")
+    shown = store.url  # redact_url's quoting of the query
+    assert shown.endswith("&max_connections=2&pool_timeout=0.5")
+    try:
+        # Two blocking reads hold both connections for 1.5 s; a command meanwhile frees nothing for 0.5 s.
+        nothing = f"{redis_prefix}:nothing"
+        holders = [asyncio.ensure_future(store._client.blpop([nothing], timeout=1.5)) for _ in (1, 2)]
+        await asyncio.sleep(0.1)
+        with pytest.raises(StoreError) as info:
+            await store.get_session("s1")
+        assert info.value.code == "store.busy"
+        assert info.value.message == (
+            f"Redis at {shown} is busy: no connection of the pool of 2 was freed for 0.5 s (every connection "
+            "was in use by other commands); raise the pool with ?max_connections=N (now 2) or the wait with "
+            "?pool_timeout=SECONDS in CODEACT_STORE / --store, or run fewer runs at once"
+        )
+        await asyncio.gather(*holders)
+        assert await store.get_session("s1") is None  # freed again: commands run
+    finally:
+        await store.close()
+
+
+def test_the_pool_is_sized_from_the_hosts_concurrency(redis_url: str) -> None:
+    from codeact.engine.store import open_store
+    from codeact.engine.store.redis_store import DEFAULT_POOL_SIZE
+
+    assert open_store(redis_url).pool_size == DEFAULT_POOL_SIZE  # type: ignore[attr-defined]
+    assert open_store(redis_url, concurrency=128).pool_size == 32  # type: ignore[attr-defined]
+    assert open_store(redis_url, concurrency=2).pool_size == 16
+    assert open_store(redis_url, concurrency=1000).pool_size == 64  # type: ignore[attr-defined]
+    assert open_store(f"{redis_url}?max_connections=5", concurrency=256).pool_size == 5  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match=r"invalid max_connections '0' for .*: use a positive whole number"):
+        open_store(f"{redis_url}?max_connections=0")

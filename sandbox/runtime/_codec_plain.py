@@ -1,0 +1,56 @@
+"""``plain(obj)``: codec data (``{"$type": ..., "v": ...}`` tags) as plain JSON, for readers outside the sandbox.
+
+The tags exist so that a value crosses the bridge and the store without loss; a person or a foreign
+client (an SSE consumer, an MCP client, an A2A peer, the console, the model reading the prompt's
+variables header) wants the value itself. Standard library only, like the codec.
+
+=====================================================  ==============================================
+tag                                                    plain JSON
+=====================================================  ==============================================
+``tuple``, ``set``, ``frozenset``, ``deque``           list of the items
+``dict`` (non-str keys)                                object, each key as its JSON text (str kept)
+``model``, ``dataclass``, ``namedtuple``               object of the fields
+``enum``                                               the member's value
+``datetime``, ``date``, ``time``, ``decimal``,         the payload text (ISO 8601, decimal digits,
+``uuid``, ``bytes``, ``bytearray``, ``float``          canonical id, base64, ``"nan"``/``"inf"``)
+``timedelta``                                          seconds (a number)
+``complex``, ``fraction``, ``range``                   the payload list (``[real, imag]``, ...)
+an unknown tag                                         its payload
+=====================================================  ==============================================
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codeact.sandbox.runtime._codec_types import TAG
+
+__all__ = ["plain"]
+
+_LISTS = frozenset({"tuple", "set", "frozenset", "deque"})
+_RECORDS = frozenset({"model", "dataclass", "namedtuple", "enum"})
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` (codec-encoded JSON data) with every tag replaced by plain JSON (a new value; ``obj`` is unchanged)."""
+    if isinstance(obj, list):
+        return [plain(item) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if TAG not in obj or "v" not in obj:
+        return {key: plain(value) for key, value in obj.items()}
+    tag, payload = obj[TAG], obj["v"]
+    if tag in _LISTS or tag in _RECORDS:
+        return plain(payload)
+    if tag == "dict" and isinstance(payload, list):
+        out: dict[str, Any] = {}
+        for pair in payload:
+            if isinstance(pair, list) and len(pair) == 2:
+                key = plain(pair[0])
+                out[key if isinstance(key, str) else json.dumps(key)] = plain(pair[1])
+        return out
+    if tag == "timedelta" and isinstance(payload, list) and len(payload) == 3:
+        days, seconds, micro = payload
+        return days * 86400 + seconds + micro / 1_000_000
+    return plain(payload)
