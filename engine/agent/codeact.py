@@ -172,7 +172,8 @@ class CodeActLoop:
             if full.truncated:
                 raise truncated_error(full.text, full.continuations)
             history = [s.content for s in ctx.history.segments if s.kind == SegmentKind.CODE]
-            block = extract_code(full.text, frame=prompt.frame, history=history)
+            granted = tuple(ctx.bridge.grants) if ctx.bridge is not None else ()
+            block = extract_code(full.text, frame=prompt.frame, history=history, toolkits=granted)
         except CodeParseError as exc:
             # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
             status, said = no_code_outcome(exc)
