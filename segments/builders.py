@@ -38,6 +38,18 @@ __all__ = [
 
 Variables = Mapping[str, tuple[str, str]]
 
+CHAT_HOLE = "# <your code for this round>"
+"""The placeholder line of the chat frame: the model's code replaces it."""
+
+CHAT_STOP: tuple[str, ...] = ("\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:")
+"""Stop strings of a chat code request: the lines that start a turn the model would invent after its code.
+
+At most 4 (OpenAI's cap). The parser cuts the same lines (and ``Assistant:``, ...) from a reply that
+gets past them (segments/_repairs.py)."""
+
+COMPLETION_STOP: tuple[str, ...] = ("\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:", "\nAssistant:")
+"""The same for a raw completion (no cap there), added to the FIM family's own stop tokens."""
+
 
 @runtime_checkable
 class ToolkitCatalog(Protocol):
@@ -262,7 +274,7 @@ class CmdPromptBuilder(BasePromptBuilder):
             reraise=self.config.reraise,
             max_repr=self.config.max_repr,
         )
-        stop = (*self.tokens.stop, "\nexcept Exception as e:")
+        stop = (*self.tokens.stop, "\nexcept Exception as e:", *COMPLETION_STOP)
         if self.config.protocol == "completion":
             context = prompts.render("completion_history.j2", segments=_completion_rows(history))
             prefix = self._docstring + context + frame.completion_prefix
@@ -282,10 +294,11 @@ class CmdPromptBuilder(BasePromptBuilder):
                 static_hash=self._static_hash,
             )
         rendered = history.render()
-        framed = prompts.render("fim_chat.j2", fim=frame.render(self.tokens))
+        # A normal chat request (no model-specific FIM markers: a chat model reads those as text): the
+        # program in a code block, the hole a placeholder line at the body's indentation.
+        framed = prompts.render("fim_chat.j2", prefix=frame.prefix, hole=frame.indent + CHAT_HOLE, suffix=frame.suffix)
         user = f"{rendered}\n{framed}" if rendered else framed
-        # no stop strings for chat: the reply ends on its own, and OpenAI caps ``stop`` at 4 entries
-        return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens)
+        return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens, stop=CHAT_STOP)
 
 
 def _completion_rows(history: SegmentHistory) -> list[dict[str, Any]]:
