@@ -263,7 +263,8 @@ def _strip_frame(code: str, frame: CodeFrame, notes: list[str]) -> str:
     for index, line in enumerate(lines):
         if suffix and line.strip() == suffix[0]:
             rest = [r.strip() for r in lines[index:] if r.strip()]
-            if rest == suffix[: len(rest)]:
+            # the handler, or its start (a cut-off reply); what follows a whole handler is not the middle
+            if rest == suffix[: len(rest)] or rest[: len(suffix)] == suffix:
                 lines = lines[:index]
                 stripped_suffix = True
                 break

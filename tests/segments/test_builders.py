@@ -169,7 +169,7 @@ def test_round_prompt_contains_all_earlier_segments_in_order() -> None:
     user = prompt.user
     positions = [user.index(ROUNDS[0]["thought"]), user.index(ROUNDS[0]["next_goal"]), user.index(ROUNDS[1]["thought"])]  # type: ignore[arg-type]
     assert positions == sorted(positions)
-    assert user.endswith("    raise\n```\nReply with only that code, in one ```python block.")
+    assert "    raise\n```\nReply with only that code, in one ```python block." in user
     assert "#   r: dict = {...}\n" in user
 
 
@@ -296,7 +296,8 @@ def test_chat_code_prompt_reads_as_a_normal_chat_request(model: str) -> None:
     assert "Fill-in-the-Middle" not in text
     assert prompt.user.endswith(
         'try:\n    # <your code for this round>\nexcept Exception as e:\n    print(f"Error: {e!r}")\n    raise\n```\n'
-        "Reply with only that code, in one ```python block."
+        "Reply with only that code, in one ```python block. The toolkits are objects already defined there: call "
+        "them as `await normandy_toolkit.<operation>(...)` (example_toolkit, normandy_toolkit)."
     )
     # the reply ends before a turn the model would invent; OpenAI takes at most 4 stop strings
     assert prompt.stop == ("\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:")
