@@ -1,6 +1,6 @@
 """Repairs for what real models predictably write, each one said in a note the Evaluation shows.
 
-Small code models (Qwen2.5-Coder 0.5B/1.5B on the DevOps example, see docs/models.md "Frames on
+Small code models (Qwen2.5-Coder 0.5B/1.5B on the DevOps example, see docs/eval.md "Frames on
 real models") write, round after round:
 
 * **an invented next turn**: the code block, then ``Output:`` / ``Observation:`` / ``Assistant:`` /

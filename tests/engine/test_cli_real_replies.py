@@ -1,7 +1,7 @@
 """Replies shaped exactly as real small code models wrote them, end to end through ``codeact run``.
 
 Each reply below is copied from a transcript of Qwen2.5-Coder (0.5B and 1.5B Instruct, llama.cpp,
-temperature 0) on the bundled DevOps example (docs/models.md, "Frames on real models"), with only the
+temperature 0) on the bundled DevOps example (docs/eval.md, "Frames on real models"), with only the
 arguments made to fit the example's data: toolkit imports (``from tools import devops``), prose before
 the code, an invented ``Output:`` and next turn with a cut-off block, ``Evaluation:`` written inside the
 block, ``asyncio.run(main())`` under ``if __name__ == "__main__":``, a middle indented under a flush
