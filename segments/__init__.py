@@ -41,7 +41,7 @@ from segments.evaluation import format_evaluation
 from segments.fim import FIM_FAMILIES, CodeFrame, FimTokens, build_frame, fim_tokens_for
 from segments.history import SegmentHistory
 from segments.model import CodeBlock, Segment, SegmentKind, segment_label
-from segments.parser import extract_code, parse_segments, parse_thought
+from segments.parser import cut_invented_turn, extract_code, parse_segments, parse_thought
 
 __all__ = [
     "ApproxTokenCounter",
@@ -75,6 +75,7 @@ __all__ = [
     "TokenCounter",
     "ToolkitCatalog",
     "build_frame",
+    "cut_invented_turn",
     "extract_code",
     "fallback_summary",
     "fim_tokens_for",

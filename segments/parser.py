@@ -48,7 +48,7 @@ from segments.errors import CodeParseError, ThoughtParseError
 from segments.fim import FIM_FAMILIES, CodeFrame
 from segments.model import CodeBlock, CodeSource, Segment, SegmentKind
 
-__all__ = ["extract_code", "parse_segments", "parse_thought"]
+__all__ = ["cut_invented_turn", "extract_code", "parse_segments", "parse_thought"]
 
 _THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 _END_TOKENS = (
@@ -439,7 +439,8 @@ def parse_segments(
     wanted = {str(k) for k in kinds}
     text = normalize_newlines(reply).replace("\ufeff", "")
     thinking = " ".join(m.group(0) for m in _THINK.finditer(text))
-    text = _cut_at_end_token(_THINK.sub("", text)).strip()
+    # a reply with code (an inline thought) may go on with an invented next turn: not the model's thought
+    text = cut_invented_turn(_cut_at_end_token(_THINK.sub("", text)))[0].strip()
     if not text and thinking:
         text = re.sub(r"</?think(?:ing)?>", "", thinking, flags=re.IGNORECASE).strip()
     if not text:

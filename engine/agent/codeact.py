@@ -34,6 +34,7 @@ from segments import (
     SegmentKind,
     SummaryRequest,
     ThoughtParseError,
+    cut_invented_turn,
     extract_code,
     format_evaluation,
     parse_thought,
@@ -166,7 +167,8 @@ class CodeActLoop:
         usage["code"] = full.usage if reply.cost_usd is None else {**full.usage, "cost_usd": reply.cost_usd}
         timings["model_s"] = time.perf_counter() - tc
         if self.thought_mode == "inline":
-            self._add_thought(_FENCE.sub("", full.text), quiet=True)
+            # the thought is what comes before the code, not a next turn the model invented after it
+            self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True)
 
         try:
             if full.truncated:

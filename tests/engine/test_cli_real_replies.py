@@ -96,6 +96,7 @@ def test_real_chat_replies_finish_the_devops_task(
     second, third = chat_text(bodies[1]), chat_text(bodies[2])
     assert "`from tools import system`; `from tools import devops`: toolkits are not modules" in second
     assert "your reply went on after the code as if it had already run (from its 'Output:' line)" in second
+    assert "The backend is checkout-api" not in second  # the invented turn is not kept as the round's thought
     assert "`asyncio.run(main())` ran `main()` on the sandbox's own event loop" in third
     assert "Deploy ID: D-1001" in third
     # a normal chat request: no model-specific FIM markers, stop strings at an invented turn

@@ -504,3 +504,9 @@ def test_asyncio_run_is_said_in_a_note() -> None:
         "`asyncio.run(main())` ran `main()` on the sandbox's own event loop (the sandbox already runs one; "
         "top-level `await main()` does the same)"
     )
+
+
+def test_an_inline_thought_stops_where_the_invented_turn_starts() -> None:
+    reply = f"Thought: list the apps first\n{F}python\nprint(1)\n{F}\nOutput:\n1\nThought: now deploy it"
+    [thought] = parse_thought(reply)
+    assert thought.content == f"list the apps first\n{F}python\nprint(1)\n{F}"
