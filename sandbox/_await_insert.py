@@ -106,12 +106,17 @@ class _AwaitInserter(ast.NodeTransformer):
                 self._as_coroutine(a) if isinstance(a, ast.Call) and self._is_toolkit_call(a) else a for a in node.args
             ]
         in_async = self._async[-1]
-        if (
-            in_async
-            and name == "run"
+        asyncio_run = (
+            name == "run"
             and isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
-            and func.value.id == "asyncio"
+            and (func.value.id == "asyncio")
+        )
+        # `loop.run_until_complete(main())` (any loop: the sandbox's is already running) is the same thing
+        until_complete = name == "run_until_complete" and isinstance(func, ast.Attribute)
+        if (
+            in_async
+            and (asyncio_run or until_complete)
             and len(node.args) == 1
             and not node.keywords
             and id(node) not in self._awaited

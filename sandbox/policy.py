@@ -7,8 +7,8 @@ Three steps, all here:
    ``_codeact_sync_(...)`` (provided by the runtime: blocks until the result is there) in plain
    ``def`` bodies, lambdas, class bodies and generator expressions. Calls passed straight to an
    asyncio combinator (``gather``, ``create_task``, ``wait_for``, ...) are left alone so they run
-   concurrently. ``asyncio.run(coro)`` at module level becomes ``await coro`` (the runtime already
-   runs an event loop).
+   concurrently. ``asyncio.run(coro)`` and ``loop.run_until_complete(coro)`` at module level (also
+   under ``if __name__ == "__main__":``) become ``await coro`` (the runtime already runs an event loop).
 2. The RestrictedPython transform (``Policy.restricted``), through ``_SandboxTransformer``: stock
    checks plus ``async``/``await``, annotated assignments, ``nonlocal``, ``x.attr += 1`` and
    ``d[k] += 1`` (through guards) and a wider set of special methods classes may define. Attribute

@@ -15,6 +15,7 @@ its SHA-256.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -37,6 +38,20 @@ __all__ = [
 ]
 
 Variables = Mapping[str, tuple[str, str]]
+
+_STUB_CLASS = re.compile(r"^class (\w+):", re.MULTILINE)
+
+CHAT_HOLE = "# <your code for this round>"
+"""The placeholder line of the chat frame: the model's code replaces it."""
+
+CHAT_STOP: tuple[str, ...] = ("\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:")
+"""Stop strings of a chat code request: the lines that start a turn the model would invent after its code.
+
+At most 4 (OpenAI's cap). The parser cuts the same lines (and ``Assistant:``, ...) from a reply that
+gets past them (segments/_repairs.py)."""
+
+COMPLETION_STOP: tuple[str, ...] = ("\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:", "\nAssistant:")
+"""The same for a raw completion (no cap there), added to the FIM family's own stop tokens."""
 
 
 @runtime_checkable
@@ -241,6 +256,8 @@ class CmdPromptBuilder(BasePromptBuilder):
     def __init__(self, config: PromptConfig, *, stubs: str | ToolkitCatalog = "") -> None:
         super().__init__(config, stubs=stubs)
         self._suffix_frame = build_frame(reraise=config.reraise)
+        # the toolkit objects the code calls (the stubs' top-level classes; TypedDict result shapes are not objects)
+        self._toolkit_names = _STUB_CLASS.findall(self.stubs)
         if config.protocol == "completion":
             # single-quote docstring: the toolkit stubs' double-quote docstrings then need no escaping
             single, double = "'" * 3, '"' * 3
@@ -262,7 +279,9 @@ class CmdPromptBuilder(BasePromptBuilder):
             reraise=self.config.reraise,
             max_repr=self.config.max_repr,
         )
-        stop = (*self.tokens.stop, "\nexcept Exception as e:")
+        # decisive ones first: a hosted API takes only 4 (the model's end token, the frame's handler, a turn)
+        stop = tuple(dict.fromkeys((*self.tokens.stop[:1], "\nexcept Exception as e:", *COMPLETION_STOP[:2],
+                                    *self.tokens.stop, *COMPLETION_STOP)))  # fmt: skip
         if self.config.protocol == "completion":
             context = prompts.render("completion_history.j2", segments=_completion_rows(history))
             prefix = self._docstring + context + frame.completion_prefix
@@ -282,10 +301,17 @@ class CmdPromptBuilder(BasePromptBuilder):
                 static_hash=self._static_hash,
             )
         rendered = history.render()
-        framed = prompts.render("fim_chat.j2", fim=frame.render(self.tokens))
+        # A normal chat request (no model-specific FIM markers: a chat model reads those as text): the
+        # program in a code block, the hole a placeholder line at the body's indentation.
+        framed = prompts.render(
+            "fim_chat.j2",
+            prefix=frame.prefix,
+            hole=frame.indent + CHAT_HOLE,
+            suffix=frame.suffix,
+            toolkits=self._toolkit_names,
+        )
         user = f"{rendered}\n{framed}" if rendered else framed
-        # no stop strings for chat: the reply ends on its own, and OpenAI caps ``stop`` at 4 entries
-        return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens)
+        return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens, stop=CHAT_STOP)
 
 
 def _completion_rows(history: SegmentHistory) -> list[dict[str, Any]]:

@@ -29,17 +29,26 @@ import ast
 import json
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from codeact import prompts
 from codeact.segments._blocks import Block, candidates, fenced_blocks, tag_blocks
+from codeact.segments._repairs import (
+    DEDENT_NOTE,
+    asyncio_run_note,
+    bind_toolkit_imports,
+    cut_invented_turn,
+    dedent_once,
+    invented_turn_note,
+    toolkit_import_note,
+)
 from codeact.segments._text import clean_code, fix_first_line, normalize_newlines, parse_python, syntax_error
 from codeact.segments.errors import CodeParseError, ThoughtParseError
 from codeact.segments.fim import FIM_FAMILIES, CodeFrame
 from codeact.segments.model import CodeBlock, CodeSource, Segment, SegmentKind
 
-__all__ = ["extract_code", "parse_segments", "parse_thought"]
+__all__ = ["cut_invented_turn", "extract_code", "parse_segments", "parse_thought"]
 
 _THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 _END_TOKENS = (
@@ -87,13 +96,17 @@ def _error(reason: str, reply: str, **variables: Any) -> CodeParseError:
     )
 
 
-def extract_code(reply: str, *, frame: CodeFrame | None = None, history: Sequence[str] = ()) -> CodeBlock:
+def extract_code(
+    reply: str, *, frame: CodeFrame | None = None, history: Sequence[str] = (), toolkits: Collection[str] = ()
+) -> CodeBlock:
     """The Python code in a model reply.
 
     Args:
         reply: The raw reply text.
         frame: The FIM frame the reply fills; when given, a repeated prefix or suffix is removed.
         history: Code of earlier rounds; a block repeating one of them is taken as a quote, not run again.
+        toolkits: The granted toolkit names; an import of one (``from tools import devops``) binds the
+            toolkit object instead (:mod:`codeact.segments._repairs`).
 
     Returns:
         The code (top level, parses with ``ast.parse``) and how it was found; ``notes`` say what was
@@ -108,6 +121,8 @@ def extract_code(reply: str, *, frame: CodeFrame | None = None, history: Sequenc
     text = _cut_at_end_token(text)
     if not text.strip():
         raise _error("empty", reply)
+    text, invented = cut_invented_turn(text)
+    first_notes = [invented_turn_note(invented)] if invented is not None else []
     source: CodeSource = "raw"
     blocks: list[Block] = []
     other_langs: list[str] = []
@@ -141,9 +156,9 @@ def extract_code(reply: str, *, frame: CodeFrame | None = None, history: Sequenc
 
     first_problem: SyntaxError | None = None
     for candidate, chosen in tried:
-        result = _repair(candidate, frame=frame, raw=source == "raw", notes=list(chosen))
+        result = _repair(candidate, frame=frame, raw=source == "raw", notes=[*first_notes, *chosen])
         if isinstance(result, CodeBlock):
-            return CodeBlock(code=result.code, source=source, notes=result.notes)
+            return _forgive(CodeBlock(code=result.code, source=source, notes=result.notes), toolkits)
         first_problem = first_problem or result
     if blocks and len(tried) > 1:
         # Nothing parses: report the model's last block, the code it meant to run.
@@ -153,6 +168,20 @@ def extract_code(reply: str, *, frame: CodeFrame | None = None, history: Sequenc
         raise _error("no_code", reply)
     line = (first_problem.text or "").strip()
     raise _error("syntax", reply, message=first_problem.msg, line=first_problem.lineno or 0, text=line)
+
+
+def _forgive(block: CodeBlock, toolkits: Collection[str]) -> CodeBlock:
+    """Toolkit imports bound, ``asyncio.run`` noted (see :mod:`codeact.segments._repairs`)."""
+    code, rewritten = bind_toolkit_imports(block.code, toolkits)
+    notes = list(block.notes)
+    if rewritten:
+        notes.append(toolkit_import_note(rewritten, toolkits))
+    loop_note = asyncio_run_note(code)
+    if loop_note is not None:
+        notes.append(loop_note)
+    if code == block.code and len(notes) == len(block.notes):
+        return block
+    return CodeBlock(code=code, source=block.source, notes=tuple(dict.fromkeys(notes)))
 
 
 def _cut_at_end_token(text: str) -> str:
@@ -234,7 +263,8 @@ def _strip_frame(code: str, frame: CodeFrame, notes: list[str]) -> str:
     for index, line in enumerate(lines):
         if suffix and line.strip() == suffix[0]:
             rest = [r.strip() for r in lines[index:] if r.strip()]
-            if rest == suffix[: len(rest)]:
+            # the handler, or its start (a cut-off reply); what follows a whole handler is not the middle
+            if rest == suffix[: len(rest)] or rest[: len(suffix)] == suffix:
                 lines = lines[:index]
                 stripped_suffix = True
                 break
@@ -265,6 +295,11 @@ def _repair(code: str, *, frame: CodeFrame | None, raw: bool, notes: list[str]) 
     error = syntax_error(code)
     if error is None:
         return _block(code, notes) if _looks_like_code(code) else None
+    if "indent" in (error.msg or ""):
+        dedented = dedent_once(code)
+        if dedented is not None:
+            notes.append(DEDENT_NOTE)
+            return _block(dedented, notes) if _looks_like_code(dedented) else None
     if raw:
         trimmed = _trim_prose(code)
         if not trimmed.strip():
@@ -404,7 +439,8 @@ def parse_segments(
     wanted = {str(k) for k in kinds}
     text = normalize_newlines(reply).replace("\ufeff", "")
     thinking = " ".join(m.group(0) for m in _THINK.finditer(text))
-    text = _cut_at_end_token(_THINK.sub("", text)).strip()
+    # a reply with code (an inline thought) may go on with an invented next turn: not the model's thought
+    text = cut_invented_turn(_cut_at_end_token(_THINK.sub("", text)))[0].strip()
     if not text and thinking:
         text = re.sub(r"</?think(?:ing)?>", "", thinking, flags=re.IGNORECASE).strip()
     if not text:

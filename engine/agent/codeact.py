@@ -34,6 +34,7 @@ from codeact.segments import (
     SegmentKind,
     SummaryRequest,
     ThoughtParseError,
+    cut_invented_turn,
     extract_code,
     format_evaluation,
     parse_thought,
@@ -166,13 +167,15 @@ class CodeActLoop:
         usage["code"] = full.usage if reply.cost_usd is None else {**full.usage, "cost_usd": reply.cost_usd}
         timings["model_s"] = time.perf_counter() - tc
         if self.thought_mode == "inline":
-            self._add_thought(_FENCE.sub("", full.text), quiet=True)
+            # the thought is what comes before the code, not a next turn the model invented after it
+            self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True)
 
         try:
             if full.truncated:
                 raise truncated_error(full.text, full.continuations)
             history = [s.content for s in ctx.history.segments if s.kind == SegmentKind.CODE]
-            block = extract_code(full.text, frame=prompt.frame, history=history)
+            granted = tuple(ctx.bridge.grants) if ctx.bridge is not None else ()
+            block = extract_code(full.text, frame=prompt.frame, history=history, toolkits=granted)
         except CodeParseError as exc:
             # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
             status, said = no_code_outcome(exc)

@@ -66,6 +66,8 @@ def _litellm() -> Any:
             module: Any = litellm
             module.suppress_debug_info = True
             module.disable_aiohttp_transport = True
+            # litellm cuts `stop` to 4 strings silently; the client caps it where the API does (ModelClient._kwargs)
+            module.disable_stop_sequence_limit = True
             handler = _scripted_handler_class(module)()
             others = [p for p in module.custom_provider_map if p.get("provider") != "scripted"]
             module.custom_provider_map = [*others, {"provider": "scripted", "custom_handler": handler}]

@@ -52,7 +52,10 @@ from codeact.engine.model.routes import Route, route_for
 from codeact.engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, approx_tokens, lookup
 from codeact.engine.model.settings import ModelReply, ModelSettings, ToolCall
 
-__all__ = ["DeltaCallback", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
+__all__ = ["DeltaCallback", "MAX_HOSTED_STOP", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
+
+MAX_HOSTED_STOP = 4
+"""Stop strings sent to a hosted API (OpenAI's cap); a model server with a base URL gets every one."""
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
 
@@ -224,12 +227,14 @@ class ModelClient:
     def _kwargs(self, settings: ModelSettings, route: Route, *, purpose: str, raw: bool,
                 stop: Sequence[str] | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:  # fmt: skip
         kwargs: dict[str, Any] = dict(settings.options)
+        base = route.text_api_base if raw else route.api_base
         if stop is not None:
-            kwargs["stop"] = list(stop)
+            # Hosted APIs take at most 4 stop strings (OpenAI refuses more); a server of one's own
+            # (llama.cpp, vLLM, Ollama: a base URL) gets them all. Prompts put the decisive ones first.
+            kwargs["stop"] = list(stop) if base else list(stop)[:MAX_HOSTED_STOP]
         kwargs["model"] = route.text_model if raw else route.chat_model
         kwargs["timeout"] = settings.timeout_s
         kwargs["max_retries"] = 0
-        base = route.text_api_base if raw else route.api_base
         if base:
             kwargs["api_base"] = base
         key = self._api_key(settings, route)

@@ -82,7 +82,12 @@ CASES = [
     pytest.param("frame_suffix.j2", {"reraise": True}, id="frame_suffix"),
     pytest.param(
         "fim_chat.j2",
-        {"fim": "<|fim_prefix|>try:\n<|fim_suffix|>except Exception:\n    pass\n<|fim_middle|>"},
+        {
+            "prefix": "try:\n",
+            "hole": "    # <your code for this round>",
+            "suffix": "except Exception:\n    pass\n",
+            "toolkits": ["system", "devops"],
+        },
         id="fim_chat",
     ),
     pytest.param("completion.j2", {"system": "## Role\nAssistant.\n", "quote": "'''"}, id="completion"),

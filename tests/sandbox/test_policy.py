@@ -249,6 +249,18 @@ def test_errors_point_at_the_users_line(source: str, line: int, restricted: bool
             id="asyncio-run",
         ),
         pytest.param(
+            "import asyncio\nasync def main():\n    return devops.status(9)\n"
+            "if __name__ == '__main__':\n    result = asyncio.run(main())",
+            "ok 9",
+            id="asyncio-run-under-main-guard",
+        ),
+        pytest.param(
+            "import asyncio\nasync def main():\n    return devops.status(10)\n"
+            "loop = asyncio.get_event_loop()\nresult = loop.run_until_complete(main())\ndel loop",
+            "ok 10",
+            id="loop-run-until-complete",
+        ),
+        pytest.param(
             "import asyncio\nasync def one(i):\n    return devops.status(i)\n"
             "result = await asyncio.gather(*(one(i) for i in range(2)))",
             ["ok 0", "ok 1"],

@@ -10,6 +10,7 @@ import pytest
 
 from codeact.prompts.errors import TemplateError
 from codeact.segments import (
+    FIM_FAMILIES,
     BasePromptBuilder,
     PromptConfig,
     PromptConfigError,
@@ -168,7 +169,7 @@ def test_round_prompt_contains_all_earlier_segments_in_order() -> None:
     user = prompt.user
     positions = [user.index(ROUNDS[0]["thought"]), user.index(ROUNDS[0]["next_goal"]), user.index(ROUNDS[1]["thought"])]  # type: ignore[arg-type]
     assert positions == sorted(positions)
-    assert user.endswith("    raise\n<|fim_middle|>")
+    assert "    raise\n```\nReply with only that code, in one ```python block." in user
     assert "#   r: dict = {...}\n" in user
 
 
@@ -281,7 +282,30 @@ def test_chat_fim_family_and_override() -> None:
     assert SegmentBuilder(PromptConfig(model="x", fim="starcoder")).builder("code").tokens.family == "starcoder"
     custom = PromptConfig.model_validate({"fim_tokens": {"prefix": "<P>", "suffix": "<S>", "middle": "<M>"}})
     prompt = SegmentBuilder(custom).build("code", SegmentHistory())
-    assert prompt.user.startswith("Python:\n<P># Variables from earlier rounds")
+    assert "<P>" not in prompt.user  # chat: the frame is a plain code block; markers are for raw completion only
+    raw = SegmentBuilder(custom.model_copy(update={"protocol": "completion"})).build("code", SegmentHistory())
+    assert raw.text is not None and "<P>" in raw.text and raw.text.endswith("<M>")
+
+
+@pytest.mark.parametrize("model", ["qwen2.5-coder-1.5b-instruct", "deepseek-coder", "starcoder2", "codestral"])
+def test_chat_code_prompt_reads_as_a_normal_chat_request(model: str) -> None:
+    prompt = SegmentBuilder(_config(model=model), stubs=STUBS).build("code", _history(1), variables=_variables(1))
+    text = "\n".join(m["content"] for m in prompt.messages)
+    markers = {m for family in FIM_FAMILIES.values() for m in family.markers}
+    assert [m for m in markers if m in text] == []
+    assert "Fill-in-the-Middle" not in text
+    assert prompt.user.endswith(
+        'try:\n    # <your code for this round>\nexcept Exception as e:\n    print(f"Error: {e!r}")\n    raise\n```\n'
+        "Reply with only that code, in one ```python block. The toolkits are objects already defined there: call "
+        "them as `await normandy_toolkit.<operation>(...)` (example_toolkit, normandy_toolkit)."
+    )
+    # the reply ends before a turn the model would invent; OpenAI takes at most 4 stop strings
+    assert prompt.stop == ("\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:")
+
+
+def test_completion_code_prompt_stops_before_an_invented_turn() -> None:
+    prompt = SegmentBuilder(_config(protocol="completion", model="qwen2.5-coder")).build("code", _history(1))
+    assert {"<|fim_prefix|>", "\nexcept Exception as e:", "\nOutput:", "\nObservation:", "\nUser:"} <= set(prompt.stop)
 
 
 def test_prompt_to_dict_is_json() -> None:

@@ -354,3 +354,167 @@ def test_parse_thought_empty_reply() -> None:
         == "Your reply was empty. Reply with Express, NextGoal, Plan, Thought lines, each as `Label: text`."
     )
     assert caught.value.code == "reply.thought.missing"
+
+
+# --- replies that invent the next turn, toolkit imports, indented middles (real Qwen2.5-Coder shapes) ---------
+
+CHAT_FRAME = build_frame({"apps": ("list", "[{'id': 'checkout-api'}]")})
+DEPLOY = 'deploy_id = await devops.deploy_app("checkout-api", "2.4.0")\nprint(f"Deploy ID: {deploy_id}")'
+INVENTED = "your reply went on after the code as if it had already run (from its '{}:' line)"
+
+INVENTED_TURNS = [
+    pytest.param(
+        f"{F}python\n{DEPLOY}\n{F}\nOutput:\n{F}\nDeploy ID: D-1001\n{F}\nAssistant: The deploy id is D-1001.\n"
+        f"{F}python\nstatus = await devops.get_deploy_status(deploy_id=deploy_id['id']",
+        DEPLOY,
+        "Output",
+        id="chat-output-then-next-turn-cut-off",
+    ),
+    pytest.param(
+        f"{F}python\n{DEPLOY}\nEvaluation: Your reply contains no Python code. Reply with the Python code that "
+        f"fills the hole after `try:` (only the code; explain in `#` comments).\n{F}",
+        DEPLOY,
+        "Evaluation",
+        id="chat-evaluation-inside-the-block",
+    ),
+    pytest.param(
+        f"Thought: deploy the backend\n{F}python\n{DEPLOY}\n{F}\n\nUser: thanks! now check it\n\n{F}python\nprint(x",
+        DEPLOY,
+        "User",
+        id="chat-invented-user-turn",
+    ),
+    pytest.param(
+        f"{DEPLOY}\nObservation: {{'id': 'D-1001', 'status': 'succeeded'}}\nThought: done\n"
+        "await system.finish(answer=deploy_id['id']",
+        DEPLOY,
+        "Observation",
+        id="raw-observation-then-cut-off-call",
+    ),
+    pytest.param(
+        CHAT_FRAME.prefix
+        + "    "
+        + DEPLOY.replace("\n", "\n    ")
+        + "\n"
+        + CHAT_FRAME.suffix
+        + "Output:\nDeploy ID: D-1001\nPython:\nawait system.finish(",
+        DEPLOY,
+        "Output",
+        id="fim-echoed-frame-then-output",
+    ),
+    pytest.param(
+        f"<|fim_middle|>{DEPLOY}\nEvaluation:\nDeploy ID: D-1001\nNextGoal: done",
+        DEPLOY,
+        "Evaluation",
+        id="fim-marker-then-evaluation",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected", "label"), INVENTED_TURNS)
+def test_a_reply_that_invents_the_next_turn_runs_the_code_before_it(reply: str, expected: str, label: str) -> None:
+    block = extract_code(reply, frame=CHAT_FRAME)
+    assert block.code == expected
+    assert block.notes[0].startswith(INVENTED.format(label))
+    assert "the rest was ignored" in block.notes[0]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(f"{F}python\nr = await devops.deploy_app(app_id='x'\n{F}\nOutput:\n42", id="chat"),
+        pytest.param("r = await devops.deploy_app(app_id='x'\nObservation: ok\nprint(r)", id="raw"),
+    ],
+)
+def test_broken_code_before_an_invented_turn_still_runs_nothing(reply: str) -> None:
+    with pytest.raises(CodeParseError) as caught:
+        extract_code(reply, frame=CHAT_FRAME)
+    assert caught.value.reason == "syntax"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param("output = compute()\nprint(output)", id="a-name-that-looks-like-a-label"),
+        pytest.param("result: int = 3\nprint(result)", id="annotated-assignment"),
+        pytest.param('print("Output:")\nprint(1)', id="label-in-a-string"),
+    ],
+)
+def test_code_that_only_looks_like_a_turn_label_is_kept(code: str) -> None:
+    assert extract_code(f"{F}python\n{code}\n{F}").code == code
+    assert extract_code(code).notes == ()
+
+
+IMPORTS = [
+    pytest.param("from tools import devops\nprint(1)", "pass\nprint(1)", id="from-tools-import"),
+    pytest.param("import devops\nimport json\nprint(1)", "pass\nimport json\nprint(1)", id="import-toolkit"),
+    pytest.param("import json, devops as d\nprint(1)", "import json; d = devops\nprint(1)", id="mixed-import-alias"),
+    pytest.param(
+        "from devops import get_app_list, deploy_app as deploy\nprint(1)",
+        "get_app_list = devops.get_app_list; deploy = devops.deploy_app\nprint(1)",
+        id="from-toolkit-import-operations",
+    ),
+    pytest.param(
+        "if True:\n    from tools import devops, system\nprint(1)", "if True:\n    pass\nprint(1)", id="nested"
+    ),
+    pytest.param(
+        "from tools import (\n    devops,\n    system,\n)\nprint(1)",
+        "pass\n\n\n\nprint(1)",
+        id="parenthesized-keeps-lines",
+    ),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), IMPORTS)
+def test_imports_of_granted_toolkits_bind_the_toolkit(reply: str, expected: str) -> None:
+    block = extract_code(reply, toolkits=("devops", "system"))
+    assert block.code == expected
+    assert block.code.count("\n") == reply.count("\n")  # error lines still map to the model's lines
+    assert "toolkits are not modules" in block.notes[-1]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param("from tools import secrets\nprint(1)", id="ungranted-name"),
+        pytest.param("from tools import devops, secrets\nprint(1)", id="one-ungranted-name"),
+        pytest.param("import os\nprint(1)", id="a-real-module"),
+        pytest.param("from devops import *\nprint(1)", id="star"),
+    ],
+)
+def test_imports_of_anything_not_granted_are_left_for_the_sandbox_to_refuse(reply: str) -> None:
+    block = extract_code(reply, toolkits=("devops", "system"))
+    assert block.code == reply
+    assert block.notes == ()
+
+
+def test_an_indented_middle_under_flush_comments_is_dedented_once() -> None:
+    reply = "# Get the applications\n# of the project\n    apps = await devops.get_app_list(project_id='P-123')\n" \
+        "    for app in apps:\n        print(app['id'])"  # fmt: skip
+    block = extract_code(reply, frame=CHAT_FRAME)
+    assert block.code == (
+        "# Get the applications\n# of the project\napps = await devops.get_app_list(project_id='P-123')\n"
+        "for app in apps:\n    print(app['id'])"
+    )
+    assert block.notes == (
+        "your code was indented as a whole (it is the body of the frame's `try:`); it was dedented once",
+    )
+
+
+def test_asyncio_run_is_said_in_a_note() -> None:
+    reply = (
+        f"{F}python\nfrom tools import devops\nimport asyncio\n\nasync def main():\n"
+        "    apps = await devops.get_app_list(project_id='P-123')\n    print(apps)\n\n"
+        f'if __name__ == "__main__":\n    asyncio.run(main())\n{F}'
+    )
+    block = extract_code(reply, toolkits=("devops",))
+    assert block.code.startswith("pass\nimport asyncio\n")
+    assert block.notes[-1] == (
+        "`asyncio.run(main())` ran `main()` on the sandbox's own event loop (the sandbox already runs one; "
+        "top-level `await main()` does the same)"
+    )
+
+
+def test_an_inline_thought_stops_where_the_invented_turn_starts() -> None:
+    reply = f"Thought: list the apps first\n{F}python\nprint(1)\n{F}\nOutput:\n1\nThought: now deploy it"
+    [thought] = parse_thought(reply)
+    assert thought.content == f"list the apps first\n{F}python\nprint(1)\n{F}"

@@ -15,8 +15,13 @@ import ast
 import json
 import random
 from pathlib import Path
+from typing import Any
+
+from codeact.segments import build_frame
 
 HERE = Path(__file__).resolve().parent
+# The corpus frame (tests/segments/corpus/__init__.py's FRAME), built here too: build.py runs as a script.
+FIM_FRAME = build_frame({"info": ("dict", "{'name': 'Checkout'}")}, imports=["import asyncio"])
 F = "```"
 
 # Programs as top-level chunks (a block may be split between chunks).
@@ -356,7 +361,28 @@ def _cases(rng: random.Random) -> list[dict[str, object]]:  # noqa: C901, PLR091
         add("prose-only", text, None, "no_code")
     for lang, body in (("bash", "ls -la"), ("sql", "SELECT * FROM t;"), ("javascript", "console.log(1)")):
         add("other-language", f"Run this:\n{F}{lang}\n{body}\n{F}", None, "wrong_language")
+    _invented_turns(add, random.Random(20261126))
     return cases
+
+
+def _invented_turns(add: Any, rng: random.Random) -> None:
+    """Replies that invent the next turn after their code (issue 27 item 9), as Qwen2.5-Coder wrote them.
+
+    The code before the invented part runs; a broken block before it still runs nothing. Own seed, so
+    the cases above stay as they were.
+    """
+    cut = "result = await devops.deploy_app(app_id='checkout-api', version="
+    for chunks in SNIPPETS:
+        code = "\n".join(chunks)
+        add("invented-output-turn", f"{F}python\n{code}\n{F}\nOutput:\n{F}\n{{'name': 'Checkout'}}\n{F}\n"
+            f"Assistant: The project is Checkout. Now I deploy it:\n{F}python\n{cut}", code)  # fmt: skip
+        add("invented-observation-raw", f"{code}\nObservation: {{'name': 'Checkout', 'apps': ['checkout-api']}}\n"
+            f"Thought: now deploy\n{cut}", code)  # fmt: skip
+        add("invented-user-turn", f"{rng.choice(PROSE_BEFORE)}\n{F}python\n{code}\n{F}\n\nUser: Great, deploy it.\n\n"
+            f"{F}python\n{cut}", code)  # fmt: skip
+        add("invented-evaluation-fim", f"{FIM_FRAME.prefix}{_indent(code, '    ')}\n{FIM_FRAME.suffix}Evaluation:\n"
+            f"Output: Checkout\nNextGoal: deploy\nPython:\n{cut}", code)  # fmt: skip
+        add("invented-broken-first", f"{F}python\n{_broken(code, rng)}\n{F}\nOutput:\n42\n", None, "syntax")
 
 
 def main() -> None:
