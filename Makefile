@@ -7,8 +7,10 @@ PY := $(VENV)/bin/python
 # (module fixtures stay per file). `make test PYTEST_ARGS=` runs them in one process.
 PYTEST_ARGS ?= -n 4 --dist loadfile
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+# The local model of the real-model tier (tests/real_model, marker real_model): pulled once, cached by hash.
+REAL_MODEL ?= qwen2.5-coder-0.5b
 
-.PHONY: help install test demo bench lint typecheck format services-up services-down sandbox-image clean
+.PHONY: help install test test-real-model model-pull demo demo-local bench lint typecheck format services-up services-down sandbox-image clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,14 +33,27 @@ services-down: ## Stop the services that services-up started
 sandbox-image: ## Build the Docker sandbox image from Debian packages (cached by recipe hash)
 	@sandbox/image/build.sh >/dev/null
 
-test: install ## Install everything, start real Redis + Docker, build the image, run every test
+test: install ## Install everything, start real Redis + Docker, build the image, run every test (then the real-model tier alone)
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
-	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
-	scripts/services.sh down; exit $$rc
+	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) -m "not real_model" || rc=$$?; \
+	scripts/services.sh down; \
+	$(MAKE) --no-print-directory test-real-model || rc=$$?; exit $$rc
+
+model-pull: install ## Pull the real-model tier's local model into the model cache (a no-op when cached, by hash)
+	@$(VENV)/bin/codeact models pull $(REAL_MODEL)
+
+# Alone and in one process: beside the parallel suite the model's threads starve (llama.cpp spin-waits).
+test-real-model: install model-pull ## Run the real-model tier (a local model at temperature 0; minutes)
+	@start=$$(date +%s); rc=0; \
+	CODEACT_REAL_MODEL=$(REAL_MODEL) $(PY) -m pytest -m real_model -n 0 -p no:cacheprovider tests/real_model || rc=$$?; \
+	echo "real-model tier on $(REAL_MODEL): $$(( $$(date +%s) - start )) s"; exit $$rc
 
 demo: install ## Run the bundled DevOps example agent end to end, offline
 	@scripts/demo.sh
+
+demo-local: install ## Pull a local model (progress shown) and run the DevOps example on it, streaming its reply
+	@scripts/demo-local.sh
 
 $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[dev,bench]'

@@ -37,7 +37,21 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve, _queue, _eval, _mcp, _a2a, _memory, _models):
+for _module in (
+    _validate,
+    _run,
+    _exec,
+    _toolkits,
+    _sandbox,
+    _sessions,
+    _serve,
+    _queue,
+    _eval,
+    _mcp,
+    _a2a,
+    _memory,
+    _models,
+):
     _module.register(app)
 
 
