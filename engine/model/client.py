@@ -198,6 +198,9 @@ class ModelClient:
         if (messages is None) == (prompt is None):
             raise ModelConfigError("ModelClient.complete() needs exactly one of messages= or prompt=")
         settings = self.settings_for(purpose)
+        if purpose not in self._resolved and is_local(settings):
+            # the first call starts the embedded server (seconds): off the event loop
+            await asyncio.to_thread(self._route, purpose)
         route = self._route(purpose)
         raw = prompt is not None and settings.protocol == "completion"
         if raw and route.text_model is None:
