@@ -100,16 +100,17 @@ def test_devops_example_deploys_and_reports_the_deploy_id(model: str, tmp_path: 
           f"statuses {[r.status for r in records]}, cache share per round {_cache_shares(records)}")  # fmt: skip
     finished = [e for e in events if e["type"] == "run.completed"]
     assert done.returncode == 0 and finished, (done.stderr[-2000:], [r.status for r in records])
-    deploys = [
-        json.dumps(call.get("result"))
+    assert finished[-1]["reason"] == "finished", finished[-1]  # system.finish, not maxTurns or stuck
+    deploy_ids = {
+        str(call["result"].get("id"))
         for record in records
         for call in record.calls
-        if call.get("operation") == "deploy_app" and (call.get("arguments") or {}).get("app_id") == "checkout-api"
-    ]
-    assert deploys, "the run never deployed checkout-api"
-    deploy_ids = {
-        token.strip('"{},:') for text in deploys for token in text.split() if token.strip('"{},:').startswith("D-")
+        if call.get("operation") == "deploy_app"
+        and (call.get("arguments") or {}).get("app_id") == "checkout-api"
+        and (call.get("arguments") or {}).get("version") == "2.4.0"
+        and isinstance(call.get("result"), dict)
     }
+    assert deploy_ids, "the run never deployed version 2.4.0 of checkout-api"
     answer = json.dumps(finished[-1].get("answer"))
     assert any(deploy_id in answer for deploy_id in deploy_ids), (answer, deploy_ids)
     _assert_rounds_healthy(records, max_turns=8)
