@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from engine.model.client import DeltaCallback, ModelClient, map_litellm_errors, stop_background_tasks
 from engine.model.errors import (
+    LocalModelError,
     ModelAuthError,
     ModelBadRequestError,
     ModelConfigError,
@@ -36,6 +37,7 @@ from engine.model.settings import ModelProtocol, ModelReply, ModelSettings, Tool
 
 __all__ = [
     "DeltaCallback",
+    "LocalModelError",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelClient",

@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +153,30 @@ def test_multitool_task(model: str, task: str, tmp_path: Path) -> None:
     assert result["status"] == "completed", result["detail"]
     assert result["passed"], (result["answer"], result["expected"], result["detail"])
     _assert_rounds_healthy(records, max_turns=8)
+
+
+def test_the_embedded_server_listens_on_loopback_and_stops_with_the_process(model: str) -> None:
+    code = (
+        "import asyncio, json, os\n"
+        "from engine.model import ModelClient, ModelSettings\n"
+        "from engine.model.local import server\n"
+        "async def main():\n"
+        f"    client = ModelClient(ModelSettings(model={model!r}, options={{'temperature': 0, 'max_tokens': 2}}))\n"
+        "    reply = await client.complete(messages=[{'role': 'user', 'content': 'Say OK.'}])\n"
+        "    await client.aclose()\n"
+        "    (running,) = server._servers.values()\n"
+        "    print(json.dumps({'url': running.base_url, 'threads': running.threads, 'n_ctx': running.n_ctx,\n"
+        "                      'usage': reply.usage, 'model': reply.model}))\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, "CODEACT_LOCAL_THREADS": ""}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    assert info["url"].startswith("http://127.0.0.1:")
+    assert info["threads"] == len(os.sched_getaffinity(0))
+    assert info["n_ctx"] == 8192 and info["model"] == model
+    assert info["usage"]["completion_tokens"] >= 1 and "cached_tokens" in info["usage"]
+    with pytest.raises(urllib.error.URLError):  # the process is gone, and its server with it
+        urllib.request.urlopen(info["url"] + "/health", timeout=5)

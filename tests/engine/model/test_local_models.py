@@ -137,3 +137,16 @@ def test_a_run_on_a_missing_local_model_names_the_pull_command(tmp_path: Path, c
         f"local model 'qwen2.5-coder-0.5b' is not in the model cache ({cache}): "
         "run `codeact models pull qwen2.5-coder-0.5b`"
     ) in lines[0]
+
+
+async def test_a_profile_with_provider_local_routes_to_the_cache(cache: Path) -> None:
+    from engine.model import LocalModelError, ModelClient, ProfileConfig, resolve_model_settings
+
+    settings = resolve_model_settings(
+        profile="mine", profiles={"mine": ProfileConfig(provider="local", model="qwen2.5-coder-1.5b")}, env={}
+    )
+    client = ModelClient(settings)
+    assert client.context_window() == 8192  # the registry's default context, without starting anything
+    with pytest.raises(LocalModelError, match=r"run `codeact models pull qwen2.5-coder-1.5b`"):
+        await client.complete(messages=[{"role": "user", "content": "hi"}])
+    await client.aclose()
