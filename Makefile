@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PYTEST_ARGS ?= -n 4 --dist loadfile
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 # The local model of the real-model tier (tests/real_model, marker real_model): pulled once, cached by hash.
-REAL_MODEL ?= qwen2.5-coder-0.5b
+REAL_MODEL ?= qwen2.5-coder-1.5b
 
 .PHONY: help install test test-real-model model-pull demo demo-local bench lint typecheck format services-up services-down sandbox-image clean
 
