@@ -14,7 +14,9 @@ export UV_PYTHON := python3
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: help install install-dev lock test test-latest demo bench lint typecheck format services-up services-down sandbox-image clean
+.PHONY: help install install-dev lock test test-latest test-real-model model-pull demo demo-local bench lint typecheck format services-up services-down sandbox-image clean
+# The local model of the real-model tier (tests/real_model, marker real_model): pulled once, cached by hash.
+REAL_MODEL ?= qwen2.5-coder-1.5b
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -56,8 +58,17 @@ TEST_DEPS ?= install-dev
 test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
-	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) -m "not real_model" || rc=$$?; \
 	scripts/services.sh down; exit $$rc
+
+model-pull: install ## Pull the real-model tier's local model into the model cache (a no-op when cached, by hash)
+	@$(VENV)/bin/codeact models pull $(REAL_MODEL)
+
+# Alone and in one process: beside the parallel suite the model's threads starve (llama.cpp spin-waits).
+test-real-model: install-dev model-pull ## Run the real-model tier alone (a local model at temperature 0; minutes; not yet part of make test)
+	@start=$$(date +%s); rc=0; \
+	CODEACT_REAL_MODEL=$(REAL_MODEL) $(PY) -m pytest -m real_model -n 0 -p no:cacheprovider tests/real_model || rc=$$?; \
+	echo "real-model tier on $(REAL_MODEL): $$(( $$(date +%s) - start )) s"; exit $$rc
 
 LATEST ?=
 test-latest: | $(UV) ## The suite against the newest versions pyproject allows (LATEST='litellm>=1.106' overrides a bound), in .venv-latest
@@ -71,6 +82,9 @@ test-latest: | $(UV) ## The suite against the newest versions pyproject allows (
 
 demo: install ## Run the bundled DevOps example agent end to end, offline
 	@scripts/demo.sh
+
+demo-local: install-dev ## Pull a local model (progress shown) and run the DevOps example on it, streaming its reply
+	@scripts/demo-local.sh
 
 bench: install-dev ## Run the benchmarks (installs the bench extra), write bench/results.json
 	@set -o pipefail; rc=0; \

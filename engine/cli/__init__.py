@@ -18,6 +18,7 @@ from codeact.engine.cli import (
     _exec,
     _mcp,
     _memory,
+    _models,
     _queue,
     _run,
     _sandbox,
@@ -40,7 +41,21 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for _module in (_validate, _run, _exec, _toolkits, _sandbox, _sessions, _serve, _queue, _eval, _mcp, _a2a, _memory):
+for _module in (
+    _validate,
+    _run,
+    _exec,
+    _toolkits,
+    _sandbox,
+    _sessions,
+    _serve,
+    _queue,
+    _eval,
+    _mcp,
+    _a2a,
+    _memory,
+    _models,
+):
     _module.register(app)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from codeact.engine.model.client import DeltaCallback, ModelClient, map_litellm_errors, stop_background_tasks
 from codeact.engine.model.errors import (
+    LocalModelError,
     ModelAuthError,
     ModelBadRequestError,
     ModelConfigError,
@@ -42,6 +43,7 @@ from codeact.engine.model.settings import ModelProtocol, ModelReply, ModelSettin
 
 __all__ = [
     "DeltaCallback",
+    "LocalModelError",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelClient",

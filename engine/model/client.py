@@ -48,6 +48,7 @@ from codeact.engine.model.errors import (
     ModelServerError,
     ModelTimeoutError,
 )
+from codeact.engine.model.local import is_local, local_context_window, local_route
 from codeact.engine.model.routes import Route, route_for
 from codeact.engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, approx_tokens, lookup
 from codeact.engine.model.settings import ModelReply, ModelSettings, ToolCall
@@ -115,6 +116,10 @@ class ModelClient:
             if self.settings_for(other) is settings:
                 self._resolved[purpose] = route
                 return route
+        if is_local(settings):
+            route = local_route(settings)
+            self._resolved[purpose] = route
+            return route
         litellm = _litellm()
 
         def infer(model: str) -> str | None:
@@ -196,6 +201,9 @@ class ModelClient:
         if (messages is None) == (prompt is None):
             raise ModelConfigError("ModelClient.complete() needs exactly one of messages= or prompt=")
         settings = self.settings_for(purpose)
+        if purpose not in self._resolved and is_local(settings):
+            # the first call starts the embedded server (seconds): off the event loop
+            await asyncio.to_thread(self._route, purpose)
         route = self._route(purpose)
         raw = prompt is not None and settings.protocol == "completion"
         if raw and route.text_model is None:
@@ -233,7 +241,7 @@ class ModelClient:
             # (llama.cpp, vLLM, Ollama: a base URL) gets them all. Prompts put the decisive ones first.
             kwargs["stop"] = list(stop) if base else list(stop)[:MAX_HOSTED_STOP]
         kwargs["model"] = route.text_model if raw else route.chat_model
-        kwargs["timeout"] = settings.timeout_s
+        kwargs["timeout"] = max(settings.timeout_s, route.min_timeout_s)
         kwargs["max_retries"] = 0
         if base:
             kwargs["api_base"] = base
@@ -318,11 +326,16 @@ class ModelClient:
             prompt_tokens = self._count(route, prompt if prompt is not None else messages)
             completion_tokens = self._count(route, text)
         total = int(getattr(usage, "total_tokens", 0) or 0) if usage is not None else 0
-        return {
+        counts = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": total or prompt_tokens + completion_tokens,
         }
+        # Prompt tokens the server took from its prompt cache (OpenAI, llama.cpp, vLLM say so); local routes always.
+        cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)
+        if isinstance(cached, int) and not isinstance(cached, bool) and (cached > 0 or route.local):
+            counts["cached_tokens"] = cached
+        return counts
 
     @staticmethod
     def _cost(route: Route, *, raw: bool, usage: dict[str, int]) -> float | None:
@@ -421,6 +434,8 @@ class ModelClient:
         settings = self.settings_for(purpose)
         if settings.context_window is not None:
             return settings.context_window
+        if is_local(settings):
+            return local_context_window(settings)
         route = self._route(purpose)
         if route.scripted:
             return None

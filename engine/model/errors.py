@@ -4,7 +4,8 @@
 
     ModelError                          engine.errors
     ├── ModelConfigError                no model / bad profile file / unusable route (before any call)
-    │   └── ProfileError                a requested profile is missing or does not fit --provider
+    │   ├── ProfileError                a requested profile is missing or does not fit --provider
+    │   └── LocalModelError             a local model is unknown, not pulled, fails its hash or cannot start
     ├── ScriptExhaustedError            the scripted model has no reply left
     └── ModelProviderError              the provider call failed (after retries); .retryable etc.
         ├── ModelRateLimitError         429                      retryable
@@ -25,6 +26,7 @@ from __future__ import annotations
 from codeact.engine.errors import ModelError
 
 __all__ = [
+    "LocalModelError",
     "ModelAuthError",
     "ModelBadRequestError",
     "ModelConfigError",
@@ -44,6 +46,12 @@ class ModelConfigError(ModelError):
     """The model configuration is unusable: nothing was sent to any provider."""
 
     code = "model.config"
+
+
+class LocalModelError(ModelConfigError):
+    """A local model (``local/NAME``) cannot be used: unknown, not in the cache, a wrong hash, no runtime."""
+
+    code = "model.local"
 
 
 class ProfileError(ModelConfigError):

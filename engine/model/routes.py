@@ -56,6 +56,8 @@ class Route:
         provider: The litellm provider, for error attributes and key lookup.
         scripted: True for the scripted provider.
         text_unavailable: Why ``text_model`` is None (for the error message).
+        local: True for a ``local/NAME`` model served by the embedded llama.cpp server.
+        min_timeout_s: A floor for the per-attempt timeout (a local model on a busy CPU is slow, not gone).
     """
 
     display: str
@@ -66,6 +68,8 @@ class Route:
     provider: str | None
     scripted: bool = False
     text_unavailable: str = ""
+    local: bool = False
+    min_timeout_s: float = 0.0
 
 
 def _ensure_v1(base: str) -> str:

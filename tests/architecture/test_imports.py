@@ -84,11 +84,14 @@ def test_runtime_is_stdlib_only() -> None:
     assert offenders == []
 
 
-@pytest.mark.parametrize("package", ["codeact", *(f"codeact.{p}" for p in PACKAGES), "codeact.engine.cli"])
+@pytest.mark.parametrize(
+    "package", ["codeact", *(f"codeact.{p}" for p in PACKAGES), "codeact.engine.cli", "codeact.engine.model.local"]
+)
 def test_import_loads_no_heavy_dependency(package: str) -> None:
     code = (
         f"import sys, {package}\n"
-        "heavy = sorted(m for m in ('litellm', 'redis', 'docker', 'RestrictedPython') if m in sys.modules)\n"
+        "names = ('litellm', 'redis', 'docker', 'RestrictedPython', 'xllamacpp')\n"
+        "heavy = sorted(m for m in names if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -24,6 +24,35 @@ _FENCE = re.compile(r"^[ ]*```(\w+)([^\n]*)\n(.*?)^[ ]*```", re.M | re.S)
 # (file, first line of the block or of the command) -> why it is not run here. Keep it short.
 NOT_RUN = {
     ("README.md", "make test"): "runs this very test suite",
+    (
+        "models.md",
+        "codeact models pull qwen2.5-coder-1.5b",
+    ): "a 1.1 GB download (make model-pull; tests/engine/model/test_local_models.py pulls built wheels)",
+    (
+        "models.md",
+        "codeact run examples/devops/agent.yaml --toolkit examples/devops/toolkit.py:DevOps   "
+        '--model local/qwen2.5-coder-1.5b --input "Which login requirements of project P-123 are still open? ..."',
+    ): "a real local model, minutes (tests/real_model, make test-real-model)",
+    ("models.md", "make demo-local"): "a real local model, minutes (scripts/demo-local.sh)",
+    (
+        "models.md",
+        "llama-server -m qwen2.5-coder-1.5b-instruct-q4_k_m.gguf -c 8192 -t 2 --port 8080",
+    ): "another server program, not installed here",
+    (
+        "models.md",
+        'codeact run agent.yaml --model openai/qwen2.5-coder-1.5b --base-url http://127.0.0.1:8080/v1 -i "..."',
+    ): "needs that server running",
+    (
+        "models.md",
+        "vllm serve Qwen/Qwen2.5-Coder-7B-Instruct --port 8000",
+    ): "another server program, not installed here",
+    (
+        "models.md",
+        "codeact run agent.yaml --model openai/Qwen/Qwen2.5-Coder-7B-Instruct "
+        '--base-url http://127.0.0.1:8000/v1 -i "..."',
+    ): "needs that server running",
+    ("models.md", "ollama pull qwen2.5-coder:1.5b"): "another server program, not installed here",
+    ("models.md", 'codeact run agent.yaml --model ollama/qwen2.5-coder:1.5b -i "..."'): "needs that server running",
     ("README.md", 'export PATH="$PWD/.venv/bin:$PATH"'): "the tests' PATH starts with the venv's bin already",
     ("README.md", "codeact sandbox gc"): "acts on the shared Docker engine (tests/sandbox cover gc)",
     ("README.md", "from codeact import Agent, operation, toolkit"): "the import line alone (the toolkit example runs)",

