@@ -24,9 +24,9 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from sandbox._eager import Runner as _Runner
 from sandbox._eager import release_memory
+from sandbox._owner import dir_prefix
 from sandbox.aio import wait_for
 from sandbox.errors import SandboxError
-from sandbox.leftovers import dir_prefix
 from sandbox.runtime import protocol as _p
 
 __all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler", "release_memory"]

@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from sandbox import _spawn
 from sandbox._cgroup import SandboxCgroup, cgroup_support
+from sandbox._owner import dir_prefix, host_tag, session_of
 from sandbox.aio import cancel_and_wait, wait_for
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.errors import IsolationUnavailableError, SandboxError
-from sandbox.leftovers import dir_prefix, host_tag, session_of
 
 if TYPE_CHECKING:
     from sandbox.policy import Policy

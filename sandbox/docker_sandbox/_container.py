@@ -17,13 +17,13 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from sandbox._owner import session_of
 from sandbox.aio import wait_for
 from sandbox.base import Limits, RuntimeWorker, Sandbox
 from sandbox.channel import Channel, RpcHandler
 from sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
 from sandbox.errors import IsolationUnavailableError, SandboxError
 from sandbox.image import ensure_image, image_tag
-from sandbox.leftovers import session_of
 from sandbox.subprocess_sandbox import RUNTIME_DIR
 
 if TYPE_CHECKING:

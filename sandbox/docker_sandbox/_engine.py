@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sandbox._owner import process_start, tag_alive
 from sandbox.errors import SandboxError, SandboxImageMissingError
-from sandbox.leftovers import process_start, tag_alive
 
 __all__ = [
     "LABEL_HOSTNAME",
