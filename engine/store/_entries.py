@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.errors import StoreError
 from engine.store._records import CorruptRecordError, RoundEntry, RoundsRead, kind, repair_hint
-from engine.store.base import SESSION_STATUSES, SessionMeta
+from engine.store._types import SESSION_STATUSES, SessionMeta
 
 __all__ = [
     "TruncateReport",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from engine.errors import StoreError
-from engine.store.base import RoundRecord, dumps
+from engine.store._types import RoundRecord, dumps
 
 __all__ = [
     "FORMAT",
