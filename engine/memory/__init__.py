@@ -13,7 +13,8 @@ Configured by the blueprint's ``session.memory`` (:class:`MemoryConfig`); stored
 
 from __future__ import annotations
 
-from engine.memory.backend import MemoryBackend, memory_backend
+from engine.memory._factory import memory_backend
+from engine.memory.backend import MemoryBackend
 from engine.memory.manager import MemoryManager, experience_scope, history_scope
 from engine.memory.records import KINDS, AgentMemoryError, MemoryItem, MemoryKind
 from engine.memory.retrieval import LexicalIndex, tokenize

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import prompts
 from engine.errors import CodeactError
-from engine.memory.backend import MemoryBackend, memory_backend
+from engine.memory._factory import memory_backend
+from engine.memory.backend import MemoryBackend
 from engine.memory.distill import RoundTrace, RunTrace, experience_fields, history_fields, merge_model_fields
 from engine.memory.manager import MemoryManager, experience_scope
 from engine.memory.records import AgentMemoryError, MemoryItem
