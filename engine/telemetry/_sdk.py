@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from engine.errors import CodeactError
-from engine.telemetry._state import CaptureOptions
+from engine.telemetry._types import CaptureOptions
 
 __all__ = ["JsonLinesExporter", "Tracing"]
 
