@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from engine.runner._input import compose_input
 from engine.runner.attachments import Attachments
-from engine.runner.blueprint_runner import BlueprintRunner, session_id_for
+from engine.runner.blueprint_runner import BlueprintRunner, FlowRunner, session_id_for
 from engine.runner.entities import (
     RUNNER_ERROR_CODES,
     AgentAPIError,
@@ -28,7 +28,6 @@ from engine.runner.entities import (
     RunnerManifest,
     RunnerResult,
 )
-from engine.runner.flow_runner import FlowRunner
 from engine.runner.interactions import Interactions, continuation_context
 from engine.runner.mapper import ResultMapper, runner_code
 from engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization
