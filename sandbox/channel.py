@@ -24,9 +24,9 @@ from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from codeact.sandbox._eager import Runner as _Runner
 from codeact.sandbox._eager import release_memory
+from codeact.sandbox._owner import dir_prefix
 from codeact.sandbox.aio import wait_for
 from codeact.sandbox.errors import SandboxError
-from codeact.sandbox.leftovers import dir_prefix
 from codeact.sandbox.runtime import protocol as _p
 
 __all__ = ["AUTH_TIMEOUT_S", "Channel", "ChannelClosedError", "RpcHandler", "release_memory"]

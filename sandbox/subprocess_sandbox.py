@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from codeact.sandbox import _spawn
 from codeact.sandbox._cgroup import SandboxCgroup, cgroup_support
+from codeact.sandbox._owner import dir_prefix, host_tag, session_of
 from codeact.sandbox.aio import cancel_and_wait, wait_for
 from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
 from codeact.sandbox.errors import IsolationUnavailableError, SandboxError
-from codeact.sandbox.leftovers import dir_prefix, host_tag, session_of
 
 if TYPE_CHECKING:
     from codeact.sandbox.policy import Policy

@@ -10,13 +10,10 @@ import types
 import typing
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    from codeact.toolkits.spec import ParameterSpec
 
 _SIMPLE_NAMES: dict[Any, str] = {
     type(None): "None",
@@ -157,24 +154,6 @@ def clean_schema(schema: Any) -> Any:
         else:
             out[key] = clean_schema(value)
     return out
-
-
-def object_schema(parameters: Sequence[ParameterSpec]) -> dict[str, Any]:
-    """The JSON schema of an arguments object made of ``parameters``."""
-    properties: dict[str, Any] = {}
-    for param in parameters:
-        prop = dict(param.schema)
-        if param.description and "description" not in prop:
-            prop["description"] = param.description
-        if not param.required and param.default is not None and "default" not in prop:
-            prop["default"] = param.default
-        properties[param.name] = prop
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": [p.name for p in parameters if p.required],
-        "additionalProperties": False,
-    }
 
 
 class ArgumentsValidator:

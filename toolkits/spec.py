@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from codeact.toolkits._schema import annotation_from_schema, object_schema
+from codeact.toolkits._schema import annotation_from_schema
 from codeact.toolkits.errors import ToolkitDefinitionError
 
 __all__ = ["APPROVALS", "Approval", "OperationSpec", "ParameterSpec"]
@@ -154,3 +154,21 @@ def _optional(annotation: str, required_or_defaulted: bool) -> str:
     if required_or_defaulted or annotation in ("Any", "None") or annotation.endswith("| None"):
         return annotation
     return f"{annotation} | None"
+
+
+def object_schema(parameters: Sequence[ParameterSpec]) -> dict[str, Any]:
+    """The JSON schema of an arguments object made of ``parameters``."""
+    properties: dict[str, Any] = {}
+    for param in parameters:
+        prop = dict(param.schema)
+        if param.description and "description" not in prop:
+            prop["description"] = param.description
+        if not param.required and param.default is not None and "default" not in prop:
+            prop["default"] = param.default
+        properties[param.name] = prop
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [p.name for p in parameters if p.required],
+        "additionalProperties": False,
+    }

@@ -6,14 +6,14 @@ store, factory, sandbox.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.agent import Agent
+    from codeact.engine.agent._lifecycle import Lifecycle
     from codeact.engine.blueprint import Blueprint
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["assemble", "mcp_toolkits", "model_routes", "provider_of", "scripted_relative", "toolkit_registry"]
 
-AgentT = TypeVar("AgentT", bound="Agent")
+AgentT = TypeVar("AgentT", bound="Lifecycle")
 
 
 def scripted_relative(model: str, base: Path | None) -> str:
@@ -158,7 +158,7 @@ def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
 
 
 def assemble(
-    cls: type[AgentT],
+    cls: Callable[..., AgentT],
     blueprint: str | PathLike[str] | Blueprint,
     *,
     toolkits: Iterable[object] | ToolkitRegistry | None,
@@ -174,7 +174,7 @@ def assemble(
     extra: dict[str, Any],
 ) -> AgentT:
     """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
-    from codeact.engine.agent.agent import default_sandbox_factory
+    from codeact.engine.agent._wiring import default_sandbox_factory
     from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path
     from codeact.engine.store import Store, open_store
 

@@ -7,10 +7,10 @@ both close them in ``aclose``/``close`` and as (async) context managers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from typing import Any, Self
 
-from codeact.engine.agent._wiring import _close_runner
 from codeact.engine.errors import CodeactError
 
 
@@ -68,3 +68,17 @@ class Lifecycle:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _close_runner(runner: asyncio.Runner) -> None:
+    """Close a dropped agent's ``run_sync`` loop; inside another running loop only the loop itself is closed."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop runs here: the runner can finish its loop's async generators first
+        with contextlib.suppress(RuntimeError):
+            runner.close()
+        return
+    # Runner.close() would create a coroutine it cannot run here (a "never awaited" warning).
+    loop: asyncio.AbstractEventLoop | None = getattr(runner, "_loop", None)
+    if loop is not None and not loop.is_closed() and not loop.is_running():
+        loop.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,7 +12,6 @@ from codeact.segments.budget import COMPACTED_TAG
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.agent import Agent
     from codeact.engine.agent.context import RunContext
     from codeact.engine.blueprint import AgentSpec
     from codeact.sandbox import RpcHandler, Sandbox
@@ -74,8 +71,16 @@ def default_sandbox_factory(
     return _make
 
 
-def build_bridge(agent: Agent, ctx: RunContext) -> tuple[ToolkitBridge, EventingBridge]:
-    """The run's toolkit bridge and the eventing handler the sandbox calls through."""
+def build_bridge(
+    ctx: RunContext,
+    *,
+    registry: ToolkitRegistry,
+    grants: Mapping[str, Any],
+    policies: Mapping[str, str],
+    approver: Any,
+    interceptors: Sequence[Any],
+) -> tuple[ToolkitBridge, EventingBridge]:
+    """The run's toolkit bridge and the eventing handler the sandbox calls through (from the agent's wiring)."""
 
     def express(kind: str, data: dict[str, Any]) -> None:
         if kind == "express" and isinstance(data.get("text"), str):
@@ -91,13 +96,13 @@ def build_bridge(agent: Agent, ctx: RunContext) -> tuple[ToolkitBridge, Eventing
         if GRANT_APPROVED.get():
             return ApprovalDecision(allow=True, reason="approved for its grant")
         return await ask_approval(
-            agent.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
+            approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
         )
 
     model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
     bridge = ToolkitBridge(
-        agent.registry,
-        grants=agent.grants,
+        registry,
+        grants=grants,
         context=ToolkitContext(
             session_id=ctx.session_id,
             run_id=ctx.run_id,
@@ -115,9 +120,9 @@ def build_bridge(agent: Agent, ctx: RunContext) -> tuple[ToolkitBridge, Eventing
         bridge,
         emit=ctx.emit,
         round_ref=lambda: ctx.round,
-        policies=agent.policies,
-        approver=agent.approver,
-        interceptors=agent.interceptors,
+        policies=policies,
+        approver=approver,
+        interceptors=interceptors,
         on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
         trace=lambda: ctx.trace,
     )
@@ -153,17 +158,3 @@ def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
                 continue
         kept.append(segment)
     return SegmentHistory(kept)
-
-
-def _close_runner(runner: asyncio.Runner) -> None:
-    """Close a dropped agent's ``run_sync`` loop; inside another running loop only the loop itself is closed."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no loop runs here: the runner can finish its loop's async generators first
-        with contextlib.suppress(RuntimeError):
-            runner.close()
-        return
-    # Runner.close() would create a coroutine it cannot run here (a "never awaited" warning).
-    loop: asyncio.AbstractEventLoop | None = getattr(runner, "_loop", None)
-    if loop is not None and not loop.is_closed() and not loop.is_running():
-        loop.close()

@@ -25,7 +25,7 @@ from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext
 from codeact.engine.agent.hooks import Hook
 from codeact.engine.agent.react import ReactLoop
-from codeact.engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted, record_interrupted
+from codeact.engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted
 from codeact.engine.agent.support import Approver
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, EventSequence, RunCompleted, RunFailed, RunStarted, SegmentCreated
@@ -37,7 +37,7 @@ from codeact.segments import PromptConfig, SegmentBuilder, SegmentHistory, Segme
 from codeact.toolkits import ToolkitRegistry
 
 if TYPE_CHECKING:
-    from codeact.engine.blueprint import AgentSpec, Blueprint
+    from codeact.engine.blueprint import AgentSpec, Blueprint, SubagentSpec
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
     from codeact.sandbox import Sandbox
@@ -119,7 +119,7 @@ class Agent(Lifecycle):
                 bound = self.registry.get(name)
                 if bound is not None and name != SUBAGENT_TOOLKIT:
                     own.register(bound)
-            own.register(SubagentToolkit(self, spec.subagents))
+            own.register(SubagentToolkit(self._subagent, spec.subagents))
             self.registry = own
             self.grants[SUBAGENT_TOOLKIT] = "*"
         codeact = spec.codeact
@@ -263,6 +263,21 @@ class Agent(Lifecycle):
                 if not task.cancelled():
                     task.result()  # an error of the run's clean-up surfaces as before
 
+    def _subagent(self, sub: SubagentSpec) -> Agent:
+        """A sub-agent of this agent: its own spec, this agent's model, store, toolkits and approver (no streaming)."""
+        return Agent(
+            sub.spec,
+            model=self.model,
+            store=self.store,
+            registry=self.registry,
+            sandbox_factory=self.sandbox_factory,
+            approver=self.approver,
+            hooks=self.hooks,
+            interceptors=self.interceptors,
+            stream=False,
+            user=self.user,
+        )
+
     async def invoke(
         self,
         input: str,
@@ -401,7 +416,7 @@ class Agent(Lifecycle):
                     # Ctrl-C or a cancel: keep what the round in progress did, then stop.
                     state.cancelled = True
                     if state.ctx is not None:
-                        await record_interrupted(state.ctx, reason="Ctrl-C or a cancel stopped the run")
+                        await state.ctx.record_interrupted(reason="Ctrl-C or a cancel stopped the run")
                     else:
                         await mark_opened_interrupted(self.store, session_id)
                     raise
@@ -516,7 +531,14 @@ class Agent(Lifecycle):
 
     async def _run_loop(self, ctx: RunContext) -> Outcome:
         await start_memory(ctx, self.store, user=ctx.user, base_url=getattr(self.model, "base_url", None))
-        bridge, handler = build_bridge(self, ctx)
+        bridge, handler = build_bridge(
+            ctx,
+            registry=self.registry,
+            grants=self.grants,
+            policies=self.policies,
+            approver=self.approver,
+            interceptors=self.interceptors,
+        )
         ctx.bridge, ctx.handler = bridge, handler
         try:
             await ctx.before_agent()

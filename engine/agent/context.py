@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -10,13 +11,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from codeact.engine.agent.hooks import Hook, HookContext, Jump, ModelCall, chain
+from codeact.engine.agent.recovery import (
+    CLEANUP_S,
+    INTERRUPTED_TAG,
+    PendingWriter,
+    interrupted_evaluation,
+    interrupted_record,
+)
+from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, MessageCompleted, MessageDelta
 from codeact.engine.model import ModelReply
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
-from codeact.segments import Prompt, SegmentHistory
+from codeact.sandbox.aio import wait_for
+from codeact.segments import Prompt, SegmentHistory, SegmentKind
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.recovery import PendingWriter
     from codeact.engine.agent.support import EventingBridge
     from codeact.engine.blueprint import AgentSpec
     from codeact.engine.model import ModelClient
@@ -133,6 +142,47 @@ class RunContext:
         self.current_code, self.current_reply = None, ""
         if self.writer is not None:
             self.writer.clear()
+
+    async def record_interrupted(self, *, reason: str) -> None:
+        """Record the run's round in progress as ``interrupted`` and mark the session so (bounded).
+
+        Called by the agent when the run is cancelled (Ctrl-C, a cancel). The round is written only when
+        it got as far as running code or calling a toolkit; the session is marked ``interrupted`` either way.
+        """
+        ctx = self
+
+        async def write() -> None:
+            calls = [dict(c) for c in ctx.drain_calls()]
+            if ctx.round > ctx.recorded and (ctx.current_code is not None or calls):
+                text = interrupted_evaluation(ctx.round, calls, reason=reason)
+                evaluation = ctx.history.add(
+                    SegmentKind.EVALUATION, text, round_index=ctx.round, tags=("error", INTERRUPTED_TAG)
+                )
+                segments = [s.model_dump(mode="json") for s in (*ctx.pending_segments, evaluation)]
+                ctx.pending_segments.clear()
+                record = interrupted_record(
+                    session_id=ctx.session_id,
+                    index=ctx.round,
+                    started=ctx.round_started or time.time(),
+                    code=ctx.current_code,
+                    reply=ctx.current_reply,
+                    calls=calls,
+                    variables=ctx.variables,
+                    reason=reason,
+                )
+                try:
+                    await ctx.store.append_round(record, segments=segments, variables=ctx.variables, fence=ctx.fence)
+                    ctx.recorded = ctx.round
+                except CodeactError:
+                    pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
+            if ctx.writer is not None:
+                await ctx.writer.aclose()
+                ctx.writer = None
+            await ctx.store.clear_pending(ctx.session_id)
+            await ctx.store.update_session(ctx.session_id, status="interrupted")
+
+        with contextlib.suppress(CodeactError, TimeoutError):
+            await wait_for(write(), CLEANUP_S)
 
     def drain_calls(self) -> tuple[dict[str, Any], ...]:
         """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""

@@ -6,7 +6,7 @@ leaves them behind. An interrupted round is then recorded as a ``RoundRecord`` w
 ``interrupted``, holding the calls that completed and an Evaluation segment (``interrupted_round.j2``)
 that tells the model on resume what ran:
 
-* in-process (:func:`record_interrupted`) at Ctrl-C or a cancel, from the run's memory;
+* in-process (``RunContext.record_interrupted``) at Ctrl-C or a cancel, from the run's memory;
 * on the next open of the session (:func:`fold_pending`), from the pending list, when the run that
   wrote it is gone (the caller holds the session lock, so it is).
 
@@ -28,16 +28,23 @@ from codeact.sandbox.aio import cancel_and_wait, wait_for
 from codeact.segments import Segment, SegmentKind
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.context import RunContext
     from codeact.engine.store import RoundRecord, Store
     from codeact.toolkits import CallRecord
 
-__all__ = ["INTERRUPTED_TAG", "PendingWriter", "fold_pending", "interrupted_evaluation", "record_interrupted"]
+__all__ = [
+    "CLEANUP_S",
+    "INTERRUPTED_TAG",
+    "PendingWriter",
+    "fold_pending",
+    "interrupted_evaluation",
+    "interrupted_record",
+    "mark_opened_interrupted",
+]
 
 INTERRUPTED_TAG = "interrupted"
 """Tag of the Evaluation segment that reports an interrupted round."""
 
-_CLEANUP_S = 15.0  # bound of the writes made while a run is being interrupted
+CLEANUP_S = 15.0  # bound of the writes made while a run is being interrupted
 _ARGUMENT_CHARS = 200
 
 
@@ -68,7 +75,7 @@ class PendingWriter:
         """The round was recorded: its pending entries are no longer needed."""
         self._queue.put_nowait(("clear", {}))
 
-    async def flush(self, timeout: float = _CLEANUP_S) -> None:
+    async def flush(self, timeout: float = CLEANUP_S) -> None:
         """Wait (at most ``timeout`` seconds) until every queued write was made or dropped."""
         with contextlib.suppress(TimeoutError):
             await wait_for(self._queue.join(), timeout)
@@ -128,7 +135,7 @@ def interrupted_evaluation(round_index: int, calls: Sequence[Mapping[str, Any]],
     return prompts.render("interrupted_round.j2", round=round_index, reason=reason, calls=shown)
 
 
-def _record(
+def interrupted_record(
     *,
     session_id: str,
     index: int,
@@ -139,6 +146,7 @@ def _record(
     variables: Mapping[str, Any],
     reason: str,
 ) -> RoundRecord:
+    """The ``interrupted`` record of a round that was cut short (in-process or folded from pending writes)."""
     from codeact.engine.store import RoundRecord
 
     return RoundRecord(
@@ -156,47 +164,6 @@ def _record(
     )
 
 
-async def record_interrupted(ctx: RunContext, *, reason: str) -> None:
-    """Record the run's round in progress as ``interrupted`` and mark the session so (bounded).
-
-    Called by the agent when the run is cancelled (Ctrl-C, a cancel). The round is written only when
-    it got as far as running code or calling a toolkit; the session is marked ``interrupted`` either way.
-    """
-
-    async def write() -> None:
-        calls = [dict(c) for c in ctx.drain_calls()]
-        if ctx.round > ctx.recorded and (ctx.current_code is not None or calls):
-            text = interrupted_evaluation(ctx.round, calls, reason=reason)
-            evaluation = ctx.history.add(
-                SegmentKind.EVALUATION, text, round_index=ctx.round, tags=("error", INTERRUPTED_TAG)
-            )
-            segments = [s.model_dump(mode="json") for s in (*ctx.pending_segments, evaluation)]
-            ctx.pending_segments.clear()
-            record = _record(
-                session_id=ctx.session_id,
-                index=ctx.round,
-                started=ctx.round_started or time.time(),
-                code=ctx.current_code,
-                reply=ctx.current_reply,
-                calls=calls,
-                variables=ctx.variables,
-                reason=reason,
-            )
-            try:
-                await ctx.store.append_round(record, segments=segments, variables=ctx.variables, fence=ctx.fence)
-                ctx.recorded = ctx.round
-            except CodeactError:
-                pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
-        if ctx.writer is not None:
-            await ctx.writer.aclose()
-            ctx.writer = None
-        await ctx.store.clear_pending(ctx.session_id)
-        await ctx.store.update_session(ctx.session_id, status="interrupted")
-
-    with contextlib.suppress(CodeactError, TimeoutError):
-        await wait_for(write(), _CLEANUP_S)
-
-
 async def mark_opened_interrupted(store: Store, session_id: str) -> None:
     """A run cancelled while opening the session (the caller holds the lock): mark it ``interrupted``."""
 
@@ -206,7 +173,7 @@ async def mark_opened_interrupted(store: Store, session_id: str) -> None:
             await store.update_session(session_id, status="interrupted")
 
     with contextlib.suppress(CodeactError, TimeoutError):
-        await wait_for(write(), _CLEANUP_S)
+        await wait_for(write(), CLEANUP_S)
 
 
 async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str) -> RoundRecord | None:
@@ -238,7 +205,7 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
     evaluation = Segment(kind=SegmentKind.EVALUATION, content=text, round_index=index, tags=("error", INTERRUPTED_TAG))
     segments.append(evaluation.model_dump(mode="json"))
     started = min((float(c.get("started_at") or 0) for c in calls), default=0.0) or meta.updated_at
-    record = _record(
+    record = interrupted_record(
         session_id=session_id,
         index=index,
         started=started,

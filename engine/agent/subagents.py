@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.agent import Agent
+    from codeact.engine.agent._results import RunResult
     from codeact.engine.blueprint import SubagentSpec
 
 __all__ = ["SUBAGENT_TOOLKIT", "SubagentToolkit"]
@@ -28,6 +29,14 @@ __all__ = ["SUBAGENT_TOOLKIT", "SubagentToolkit"]
 SUBAGENT_TOOLKIT = "agents"
 _SUBAGENT_TIMEOUT_S = 600.0
 _IDENT = re.compile(r"[^0-9A-Za-z_]")
+
+
+class _Child(Protocol):
+    """A sub-agent as this toolkit runs it (an ``codeact.engine.agent.Agent``)."""
+
+    async def invoke(self, input: str, *, session_id: str | None = None) -> RunResult:
+        """Run to the end."""
+        ...
 
 
 def operation_name(name: str) -> str:
@@ -42,8 +51,8 @@ class SubagentToolkit(DynamicToolkit):
     name = SUBAGENT_TOOLKIT
     description = "Sub-agents: each operation hands a task to a specialised agent and returns its answer"
 
-    def __init__(self, parent: Agent, subagents: tuple[SubagentSpec, ...]) -> None:
-        self._parent = parent
+    def __init__(self, spawn: Callable[[SubagentSpec], _Child], subagents: tuple[SubagentSpec, ...]) -> None:
+        self._spawn = spawn  # the parent's Agent._subagent: a sub-agent sharing its model, store and toolkits
         self._subagents = {operation_name(s.name): s for s in subagents}
         self._counter = itertools.count(1)
 
@@ -70,22 +79,8 @@ class SubagentToolkit(DynamicToolkit):
 
     async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
         """Run the sub-agent to the end and return its answer."""
-        from codeact.engine.agent.agent import Agent
-
         sub = self._subagents[operation]
-        parent = self._parent
-        child = Agent(
-            sub.spec,
-            model=parent.model,
-            store=parent.store,
-            registry=parent.registry,
-            sandbox_factory=parent.sandbox_factory,
-            approver=parent.approver,
-            hooks=parent.hooks,
-            interceptors=parent.interceptors,
-            stream=False,
-            user=parent.user,
-        )
+        child = self._spawn(sub)
         session = f"{context.session_id}.{operation}.{next(self._counter)}"[:128]
         result = await child.invoke(str(params["task"]), session_id=session)
         if result.status == "failed":

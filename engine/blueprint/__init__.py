@@ -23,8 +23,16 @@ from codeact.engine.blueprint.factory import (
 )
 from codeact.engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
 from codeact.engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
-from codeact.engine.blueprint.loader import MAX_SUBAGENT_DEPTH, load_path, load_stream, load_text
-from codeact.engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint
+from codeact.engine.blueprint.models import (
+    AI4J_VERSION,
+    CODEACT_VERSION,
+    MAX_SUBAGENT_DEPTH,
+    SUPPORTED_VERSIONS,
+    Blueprint,
+    load_path,
+    load_stream,
+    load_text,
+)
 from codeact.engine.blueprint.spec import (
     AgentKind,
     AgentSpec,

@@ -1,4 +1,4 @@
-"""The ``flow:`` block (``workflow.mode: flow``): loading its agents' blueprints and checking the tree.
+"""The ``flow:`` block (``workflow.mode: flow``): checking the tree (``models.py`` loads its agents).
 
 A flow blueprint composes other blueprints (``flow.agents[].path``, relative to the declaring file,
 like ``subagents``) into a sequential, parallel, routing or loop flow (``codeact.engine.flow`` runs it).
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from codeact.engine.blueprint.inheritance import shown_path
 from codeact.engine.blueprint.issues import ValidationIssue
-from codeact.engine.errors import BlueprintLoadError
 
 if TYPE_CHECKING:
-    from codeact.engine.blueprint.models import Blueprint, FlowBlock
+    from codeact.engine.blueprint.models import Blueprint
 
 __all__ = [
     "FLOW_KINDS",
@@ -27,7 +24,6 @@ __all__ = [
     "MERGE_STRATEGIES",
     "MIN_PARALLEL",
     "check_flow",
-    "load_flow_agents",
 ]
 
 FLOW_KINDS: Final = ("sequential", "parallel", "routing", "loop")
@@ -37,63 +33,6 @@ MAX_PARALLEL: Final = 10
 LOOP_CAP: Final = 1000
 _KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME: Final = re.compile(r"^[A-Za-z0-9._-]+$")
-_MAX_DEPTH: Final = 8
-
-
-def load_flow_agents(
-    flow: FlowBlock,
-    *,
-    base_dir: Path,
-    stack: tuple[Path, ...],
-    issues: list[ValidationIssue],
-    load: Callable[..., Blueprint],
-) -> dict[int, Blueprint]:
-    """Load ``flow.agents[].path`` (index -> blueprint); problems become ``blueprint.flow.agent.*`` issues."""
-    loaded: dict[int, Blueprint] = {}
-    for index, entry in enumerate(flow.agents):
-        if entry is None or not (entry.path or "").strip():
-            continue  # a validation error (path required)
-        where = f"$.flow.agents[{index}].path"
-        path = Path((entry.path or "").strip())
-        path = path if path.is_absolute() else base_dir / path
-        if path.resolve() in stack:
-            chain = " -> ".join([item.name for item in stack] + [path.name])
-            issues.append(
-                ValidationIssue.error(
-                    where,
-                    "blueprint.flow.agent.cycle",
-                    f"flow.agents[{index}] refers back to a blueprint that declares it: {chain}. Remove the cycle.",
-                )
-            )
-        elif len(stack) >= _MAX_DEPTH:
-            issues.append(
-                ValidationIssue.error(
-                    where,
-                    "blueprint.flow.agent.tooDeep",
-                    f"flow.agents[{index}] is nested more than {_MAX_DEPTH} levels deep. Flatten the flow.",
-                )
-            )
-        elif not path.is_file():
-            issues.append(
-                ValidationIssue.error(
-                    where,
-                    "blueprint.flow.agent.notFound",
-                    f"flow.agents[{index}]: file {shown_path(path, base_dir)!r} was not found; "
-                    "a path is relative to the file that declares it.",
-                )
-            )
-        else:
-            try:
-                loaded[index] = load(path, shown=shown_path(path, base_dir), stack=stack)
-            except BlueprintLoadError as exc:
-                issues.append(
-                    ValidationIssue.error(
-                        where,
-                        "blueprint.flow.agent.invalid",
-                        f"flow.agents[{index}] could not be loaded [{exc.code}]: {exc.message}",
-                    )
-                )
-    return loaded
 
 
 def _trim(value: str | None) -> str | None:

@@ -12,12 +12,10 @@ The factory never reads keys, profiles or plugin folders: the host supplies ever
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast
@@ -29,6 +27,7 @@ from codeact.engine.blueprint.spec import (
     CodeActSettings,
     CompactSettings,
     FimMarkers,
+    HostContext,
     MemorySettings,
     ModelOptions,
     ModelSettings,
@@ -58,43 +57,6 @@ __all__ = [
 DEFAULT_MAX_TURNS: Final = 20
 _INT_RE: Final = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT_RE: Final = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
-
-
-@dataclass(frozen=True, kw_only=True)
-class HostContext:
-    """What the host supplies to the factory; a blueprint file can set none of it.
-
-    The runtime types (model client, registry, store, ...) are defined by the engine runtime,
-    so they are typed loosely here.
-
-    Attributes:
-        model_client: The model client the agent calls (required by the factory).
-        toolkit_registry: Resolves ``toolkits[].ref`` names; when it supports ``in``, unknown
-            names are refused with ``blueprint.toolkit.notFound``.
-        store: The session store.
-        sandbox_provider: Creates sandboxes for sessions.
-        approval_callback: Asked when a tool call needs approval.
-        hooks: Before/after agent and model hooks.
-        interceptors: Model and tool call interceptors.
-        allow_sandbox_declaration: Accept a blueprint's ``sandbox`` declaration
-            (``--allow-sandbox-declaration``); refused by default.
-        allowed_imports: Modules a blueprint's ``sandbox.imports`` may add to the sandbox's
-            import allow-list; None allows none.
-        work_dir: ``work_dir`` for instruction templates (default: the current directory).
-        now: ``now`` for instruction templates (default: the current local time).
-    """
-
-    model_client: Any | None = None
-    toolkit_registry: Any | None = None
-    store: Any | None = None
-    sandbox_provider: Any | None = None
-    approval_callback: Callable[..., Any] | None = None
-    hooks: tuple[Any, ...] = ()
-    interceptors: tuple[Any, ...] = ()
-    allow_sandbox_declaration: bool = False
-    allowed_imports: frozenset[str] | None = None
-    work_dir: Path | None = None
-    now: _dt.datetime | None = None
 
 
 def format_load_error(error: BlueprintLoadError) -> str:

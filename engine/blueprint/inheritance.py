@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from pydantic import BaseModel
+
 from codeact.engine.blueprint._coerce import coerce_document
+from codeact.engine.blueprint._document import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, UnknownField
 from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.issues import ValidationIssue
-from codeact.engine.blueprint.models import AI4J_VERSION, CODEACT_VERSION, SUPPORTED_VERSIONS, Blueprint, UnknownField
 from codeact.engine.errors import BlueprintLoadError
 
 __all__ = [
@@ -180,6 +182,7 @@ class _Link:
 @dataclass
 class _Resolver:
     root_dir: Path
+    model: type[BaseModel]
     issues: list[ValidationIssue] = field(default_factory=list)
     unknown: list[UnknownField] = field(default_factory=list)
     extends: list[str] = field(default_factory=list)
@@ -240,7 +243,7 @@ class _Resolver:
                     f"{CODEACT_VERSION} or {AI4J_VERSION} (extend chain: {names}).",
                 )
                 return data
-            coerced = coerce_document(document, Blueprint, codeact=version == CODEACT_VERSION)
+            coerced = coerce_document(document, self.model, codeact=version == CODEACT_VERSION)
         except BlueprintLoadError as exc:
             raise BlueprintLoadError(f"{exc.message} {where}", code=exc.code, path=exc.path) from None
         self.unknown.extend(UnknownField(path=item, origin=label) for item in coerced.unknown)
@@ -249,11 +252,14 @@ class _Resolver:
         return merge_layers(base, data)
 
 
-def resolve_inheritance(data: dict[str, Any], *, base_dir: Path, root_label: str, root_path: Path | None) -> Resolution:
+def resolve_inheritance(
+    data: dict[str, Any], *, model: type[BaseModel], base_dir: Path, root_label: str, root_path: Path | None
+) -> Resolution:
     """Resolve paths and follow ``extend`` for one coerced ``codeact.agent/v1`` document.
 
     Args:
         data: The coerced document (see :mod:`codeact.engine.blueprint._coerce`).
+        model: The blueprint model bases are coerced against (``codeact.engine.blueprint.models.Blueprint``).
         base_dir: The directory relative paths in ``data`` are resolved against.
         root_label: How to name this document in chains (its file name, or ``<text>``).
         root_path: The document's resolved file path, if it came from a file.
@@ -264,7 +270,7 @@ def resolve_inheritance(data: dict[str, Any], *, base_dir: Path, root_label: str
     Raises:
         BlueprintLoadError: A base file exists but cannot be read, parsed or type-checked.
     """
-    resolver = _Resolver(root_dir=root_path.parent if root_path is not None else base_dir)
+    resolver = _Resolver(root_dir=root_path.parent if root_path is not None else base_dir, model=model)
     merged = resolver.follow(resolve_paths(data, base_dir), base_dir, [_Link(root_label, root_path)])
     return Resolution(
         data=merged,

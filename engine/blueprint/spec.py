@@ -6,7 +6,8 @@ a running agent; nothing here runs anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as _dt
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -15,7 +16,6 @@ from codeact.engine.blueprint.issues import ValidationIssue
 from codeact.engine.blueprint.templates import RenderedInstructions
 
 if TYPE_CHECKING:
-    from codeact.engine.blueprint.factory import HostContext
     from codeact.engine.blueprint.models import Blueprint
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "CodeActSettings",
     "CompactSettings",
     "FimMarkers",
+    "HostContext",
     "MemorySettings",
     "ModelOptions",
     "ModelSettings",
@@ -36,6 +37,44 @@ __all__ = [
     "ToolRef",
     "ToolkitGrant",
 ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostContext:
+    """What the host supplies to the factory; a blueprint file can set none of it.
+
+    The runtime types (model client, registry, store, ...) are defined by the engine runtime,
+    so they are typed loosely here.
+
+    Attributes:
+        model_client: The model client the agent calls (required by the factory).
+        toolkit_registry: Resolves ``toolkits[].ref`` names; when it supports ``in``, unknown
+            names are refused with ``blueprint.toolkit.notFound``.
+        store: The session store.
+        sandbox_provider: Creates sandboxes for sessions.
+        approval_callback: Asked when a tool call needs approval.
+        hooks: Before/after agent and model hooks.
+        interceptors: Model and tool call interceptors.
+        allow_sandbox_declaration: Accept a blueprint's ``sandbox`` declaration
+            (``--allow-sandbox-declaration``); refused by default.
+        allowed_imports: Modules a blueprint's ``sandbox.imports`` may add to the sandbox's
+            import allow-list; None allows none.
+        work_dir: ``work_dir`` for instruction templates (default: the current directory).
+        now: ``now`` for instruction templates (default: the current local time).
+    """
+
+    model_client: Any | None = None
+    toolkit_registry: Any | None = None
+    store: Any | None = None
+    sandbox_provider: Any | None = None
+    approval_callback: Callable[..., Any] | None = None
+    hooks: tuple[Any, ...] = ()
+    interceptors: tuple[Any, ...] = ()
+    allow_sandbox_declaration: bool = False
+    allowed_imports: frozenset[str] | None = None
+    work_dir: Path | None = None
+    now: _dt.datetime | None = None
+
 
 AgentKind = Literal["react", "codeact"]
 RoutePurpose = Literal["code", "thought", "utility"]

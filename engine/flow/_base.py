@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import itertools
-import json
 import re
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent.hooks import Hook, HookContext, Jump
@@ -32,169 +29,21 @@ from codeact.engine.events import (
     RunFailed,
     RunStarted,
 )
+from codeact.engine.flow._build import build
+from codeact.engine.flow._run import _FlowRun
+from codeact.engine.flow._steps import Step, StepResult, _EndFlow, as_step, is_flow
 from codeact.engine.flow.errors import FlowError
 from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, RunResult
-    from codeact.engine.flow._run import _FlowRun
     from codeact.engine.store import Store
 
 __all__ = ["FlowAgent", "Step", "StepResult"]
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_SESSION_ID_MAX = 128
-
-
-@dataclass(frozen=True, kw_only=True)
-class Step:
-    """A sub-agent in a flow and how its result is kept (the seed's ``BaseAgent`` options).
-
-    Attributes:
-        agent: An :class:`~codeact.engine.agent.Agent` (codeact or react) or another flow.
-        name: The step's name (default: the flow's name, or the agent blueprint's id).
-        description: What the agent is good at (a routing flow picks agents by it).
-        output_key: The flow state key its result is written under (default: its name); later
-            agents' instructions refer to it as ``{key}``.
-        include_contents: Pass the flow's earlier results on to this agent (default true);
-            false gives it the flow's input only.
-        return_reasoning_contents: Add all of this agent's messages to the flow's results
-            (default false: only its final answer).
-    """
-
-    agent: Agent | FlowAgent
-    name: str | None = None
-    description: str | None = None
-    output_key: str | None = None
-    include_contents: bool = True
-    return_reasoning_contents: bool = False
-
-    @property
-    def label(self) -> str:
-        """The step's name."""
-        if self.name:
-            return self.name
-        if isinstance(self.agent, FlowAgent):
-            return self.agent.name
-        return self.agent.spec.id
-
-    @property
-    def key(self) -> str:
-        """The state key of its result."""
-        return self.output_key or self.label
-
-    @property
-    def about(self) -> str:
-        """Its description (the step's, else the agent's)."""
-        if self.description:
-            return self.description
-        if isinstance(self.agent, FlowAgent):
-            return self.agent.description
-        return self.agent.spec.name or ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StepResult:
-    """How one step (a sub-agent run) ended.
-
-    Attributes:
-        agent: The step's name.
-        position: Where in the flow (``1``, ``branch 2``, ``iteration 3``, ``route 1``).
-        session_id: The step's session.
-        run_id: The step's run.
-        status: ``completed``, ``paused`` or ``failed``.
-        answer: The sub-agent's answer.
-        messages: Its messages (model replies and the answer), oldest first.
-        error: ``{"code", "message"}`` when failed.
-        started_at: Unix time the step started.
-        ended_at: Unix time it ended.
-    """
-
-    agent: str
-    position: str
-    session_id: str
-    run_id: str
-    status: str
-    answer: Any = None
-    messages: tuple[str, ...] = ()
-    error: dict[str, Any] | None = None
-    started_at: float = 0.0
-    ended_at: float = 0.0
-
-
-class _EndFlow(Exception):  # noqa: N818 - a control-flow signal, never surfaced
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def as_text(value: Any) -> str:
-    """A result as text: a string as it is, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def child_session_id(parent: str, number: int, name: str) -> str:
-    """``<parent>.<n>.<name>``, or a hashed form when that exceeds the store's 128 characters."""
-    ident = re.sub(r"[^A-Za-z0-9_-]", "_", name) or "agent"
-    candidate = f"{parent}.{number}.{ident}"
-    if len(candidate) <= _SESSION_ID_MAX:
-        return candidate
-    digest = hashlib.sha256(candidate.encode()).hexdigest()[:16]
-    return f"{parent[: _SESSION_ID_MAX - len(ident) - 40]}.{digest}.{number}.{ident}"[:_SESSION_ID_MAX]
-
-
-def fill_placeholders(text: str | None, state: Mapping[str, Any]) -> str | None:
-    """``{key}`` in ``text`` replaced by ``state[key]`` (as text); unknown keys are left as written."""
-    if not text:
-        return text
-    return _PLACEHOLDER.sub(lambda m: as_text(state[m.group(1)]) if m.group(1) in state else m.group(0), text)
-
-
-def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
-    """``agent``, or a copy whose instructions have the flow's ``{key}`` placeholders filled in."""
-    from codeact.engine.agent import Agent as _Agent
-    from codeact.engine.blueprint import RenderedInstructions
-
-    ins = agent.spec.instructions
-    system, developer = fill_placeholders(ins.system, state), fill_placeholders(ins.developer, state)
-    if (system, developer) == (ins.system, ins.developer):
-        return agent
-    spec = replace(agent.spec, instructions=RenderedInstructions(system=system, developer=developer))
-    return _Agent(
-        spec,
-        model=agent.model,
-        store=agent.store,
-        registry=agent.registry,
-        sandbox_factory=agent.sandbox_factory,
-        approver=agent.approver,
-        hooks=agent.hooks,
-        interceptors=agent.interceptors,
-        stream=agent.stream,
-        user=agent.user,
-    )
-
-
-def as_step(item: Any, flow: str) -> Step:
-    """A flow's ``agents[]`` item as a :class:`Step` (an Agent or a flow is wrapped with the defaults)."""
-    from codeact.engine.agent import Agent
-
-    if isinstance(item, Step):
-        if not isinstance(item.agent, Agent | FlowAgent):
-            raise FlowError(
-                f"flow {flow!r}: Step.agent must be an Agent or a flow agent, got {type(item.agent).__name__}",
-                code="flow.agent.invalid",
-            )
-        return item
-    if isinstance(item, Agent | FlowAgent):
-        return Step(agent=item)
-    raise FlowError(
-        f"flow {flow!r}: agents[] items must be Agent, flow agents (SequentialAgent, ...) or Step(...), "
-        f"got {type(item).__name__}",
-        code="flow.agent.invalid",
-    )
 
 
 class FlowAgent(Lifecycle):
@@ -216,6 +65,14 @@ class FlowAgent(Lifecycle):
     """
 
     kind: ClassVar[str] = "flow"
+    is_flow: ClassVar[bool] = True  # how a step tells a flow from an Agent (``_steps.is_flow``)
+    kinds: ClassVar[dict[str, type[FlowAgent]]] = {}
+    """The flow kinds by ``kind`` (each subclass that sets its own ``kind``): what ``from_blueprint`` builds."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            FlowAgent.kinds.setdefault(cls.kind, cls)
 
     def __init__(
         self,
@@ -269,9 +126,7 @@ class FlowAgent(Lifecycle):
             BlueprintLoadError: A file cannot be read or parsed.
             BlueprintFactoryError: The flow or one of its agents is invalid (the report is attached).
         """
-        from codeact.engine.flow._build import build
-
-        return build(blueprint, **options)
+        return cast("FlowAgent", build(blueprint, kinds=FlowAgent.kinds, **options))
 
     # -- the Agent interface ------------------------------------------------------------------------
     async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
@@ -314,7 +169,7 @@ class FlowAgent(Lifecycle):
         """Every codeact/react agent in the flow's tree, in order."""
         out: list[Agent] = []
         for step in self.steps:
-            out.extend(step.agent.leaves() if isinstance(step.agent, FlowAgent) else [step.agent])
+            out.extend(step.agent.leaves() if is_flow(step.agent) else [step.agent])
         return out
 
     # -- one run -----------------------------------------------------------------------------------
@@ -336,8 +191,6 @@ class FlowAgent(Lifecycle):
             event = sequence.emit(cls, **payload)
             queue.put_nowait(event)
             return event
-
-        from codeact.engine.flow._run import _FlowRun
 
         run = _FlowRun(
             flow=self,

@@ -8,16 +8,17 @@ override for all), and every agent shares the store, toolkits, sandbox factory a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from codeact.engine.flow._steps import Flow, LoopMode, Step, as_text
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent
     from codeact.engine.agent.hooks import Hook
     from codeact.engine.blueprint import Blueprint
-    from codeact.engine.flow._base import FlowAgent
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
     from codeact.toolkits import ToolkitRegistry
@@ -33,6 +34,7 @@ def is_flow_blueprint(bp: Blueprint) -> bool:
 def build(
     blueprint: str | PathLike[str] | Blueprint,
     *,
+    kinds: Mapping[str, Callable[..., Any]],
     toolkits: Iterable[object] | ToolkitRegistry | None = (),
     model: str | None = None,
     provider: str | None = None,
@@ -49,8 +51,12 @@ def build(
     interceptors: Sequence[Any] = (),
     stream: bool = True,
     user: str | None = None,
-) -> FlowAgent:
-    """Build the flow of a blueprint; see :meth:`codeact.engine.flow.FlowAgent.from_blueprint`."""
+) -> Any:
+    """Build the flow of a blueprint; see :meth:`codeact.engine.flow.FlowAgent.from_blueprint`.
+
+    ``kinds`` maps ``flow.kind`` to its class (``FlowAgent.kinds``): the builder is below the flow
+    classes and never imports them.
+    """
     from codeact.engine.agent._assemble import _close_now, toolkit_registry
     from codeact.engine.agent.agent import default_sandbox_factory
     from codeact.engine.blueprint import Blueprint, load_path, validate_blueprint
@@ -87,6 +93,7 @@ def build(
         stream=stream,
         user=user,
         clients=owned,
+        kinds=kinds,
     )
     try:
         flow = _flow(bp, shared)
@@ -110,6 +117,7 @@ class _Shared:
         self.stream: bool = values["stream"]
         self.user: str | None = values["user"]
         self.clients: list[Any] = values["clients"]
+        self.kinds: Mapping[str, Callable[..., Any]] = values["kinds"]
 
     def client(self, bp: Blueprint) -> tuple[ModelClient, Blueprint]:
         from codeact.engine.agent._assemble import model_routes
@@ -119,11 +127,9 @@ class _Shared:
         return client, bp
 
 
-def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
+def _flow(bp: Blueprint, shared: _Shared) -> Any:
     from codeact.engine.blueprint._flow import agent_name
     from codeact.engine.errors import BlueprintFactoryError
-    from codeact.engine.flow._base import Step
-    from codeact.engine.flow.kinds import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent
 
     block = bp.flow
     assert block is not None  # noqa: S101 - validated
@@ -133,7 +139,7 @@ def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
         child = bp.flow_blueprints[index]
         label = agent_name(entry.name, child, index)
         try:
-            agent: Agent | FlowAgent = _flow(child, shared) if is_flow_blueprint(child) else _agent(child, shared)
+            agent: Agent | Flow = _flow(child, shared) if is_flow_blueprint(child) else _agent(child, shared)
         except BlueprintFactoryError as exc:
             raise BlueprintFactoryError(
                 f"flow agent {label!r} (flow.agents[{index}]): {exc.message}", code=exc.code, report=exc.report
@@ -152,18 +158,19 @@ def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
     description = (block.description or bp.name or "").strip()
     common: dict[str, Any] = {"name": name, "agents": steps, "description": description, "store": shared.store}
     kind = (block.kind or "").strip()
-    flow: FlowAgent
+    flow: Any
+    kinds = shared.kinds
     if kind == "parallel":
-        flow = ParallelAgent(
+        flow = kinds["parallel"](
             **common,
-            merge_strategy=(block.merge_strategy or "map").strip(),  # type: ignore[arg-type]
+            merge_strategy=(block.merge_strategy or "map").strip(),
             merge_output_key=(block.merge_output_key or "merged_results").strip(),
             separator=block.separator if block.separator is not None else "\n\n",
             max_concurrency=block.max_concurrency,
         )
     elif kind == "routing":
         client, _ = shared.client(bp)
-        flow = RoutingAgent(
+        flow = kinds["routing"](
             **common, model=client, instruction=(block.instruction or "").strip(), max_concurrency=block.max_concurrency
         )
     elif kind == "loop":
@@ -176,9 +183,9 @@ def _flow(bp: Blueprint, shared: _Shared) -> FlowAgent:
             mode = LoopMode.condition(_predicate(loop.condition), max_iterations=cap)
         else:
             mode = LoopMode.array(max_iterations=cap)
-        flow = LoopAgent(**common, mode=mode)
+        flow = kinds["loop"](**common, mode=mode)
     else:
-        flow = SequentialAgent(**common)
+        flow = kinds["sequential"](**common)
     flow.blueprint_hash = flow_hash(bp)
     flow.hooks = shared.hooks
     return flow
@@ -216,8 +223,6 @@ def _predicate(condition: Any) -> Any:
 
 
 def _text(value: Any) -> str:
-    from codeact.engine.flow._base import as_text
-
     return as_text(value)
 
 

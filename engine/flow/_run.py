@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from codeact import prompts
 from codeact.engine.errors import CodeactError
@@ -20,11 +20,8 @@ from codeact.engine.events import (
     RunFailed,
     RunStarted,
 )
-from codeact.engine.flow._base import Step, StepResult, _with_state, as_text, child_session_id
+from codeact.engine.flow._steps import Flow, Step, StepResult, _with_state, as_text, child_session_id, is_flow
 from codeact.engine.flow.errors import FlowError
-
-if TYPE_CHECKING:
-    from codeact.engine.flow._base import FlowAgent
 
 __all__ = ["run_concurrently"]
 
@@ -33,7 +30,7 @@ __all__ = ["run_concurrently"]
 class _FlowRun:
     """One run of a flow: its state, its results so far and its streams."""
 
-    flow: FlowAgent
+    flow: Flow
     run_id: str
     session_id: str
     input: str
@@ -67,8 +64,6 @@ class _FlowRun:
 
     async def step(self, step: Step, position: str, text: str) -> StepResult:
         """Run one sub-agent to the end (events passed on); a failed or paused run raises ``FlowError``."""
-        from codeact.engine.flow._base import FlowAgent
-
         number = next(self.counter)
         name = step.label
         session_id = child_session_id(self.session_id, number, name)
@@ -80,7 +75,7 @@ class _FlowRun:
         texts: list[str] = []
         agent = step.agent
         exported: dict[str, Any] = {}
-        if isinstance(agent, FlowAgent):
+        if is_flow(agent):
             events = agent._stream(
                 text,
                 session_id=session_id,
@@ -155,7 +150,7 @@ class _FlowRun:
         entry.update(run_id=run_id, status=status, started_at=result.started_at, ended_at=result.ended_at)
         # A nested flow's output keys become this flow's too (its step's own key is written by keep()).
         self.state.update({key: value for key, value in exported.items() if key != "input"})
-        if not isinstance(agent, FlowAgent) and resumed:
+        if not is_flow(agent) and resumed:
             await self._link_child(session_id, position, name)  # an existing session kept its old metadata
         if status == "failed":
             message = (error or {}).get("message", "it failed")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from codeact import prompts
 from codeact.engine.events import MessageCompleted
-from codeact.engine.flow._base import FlowAgent, Step, StepResult, _EndFlow, as_text
+from codeact.engine.flow._base import FlowAgent
 from codeact.engine.flow._run import _FlowRun, run_concurrently
+from codeact.engine.flow._steps import LOOP_CAP, LoopMode, Step, StepResult, _EndFlow, as_text
 from codeact.engine.flow.errors import FlowError
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ __all__ = [
 
 MIN_PARALLEL = 2
 MAX_PARALLEL = 10
-LOOP_CAP = 1000
 ROUTING_RETRIES = 2
 MergeStrategy = Literal["map", "list", "concat"]
 _MERGES: tuple[str, ...] = ("map", "list", "concat")
@@ -312,48 +311,6 @@ class RoutingAgent(FlowAgent):
         answer = await self._call(run, "merge", [{"role": "user", "content": merge}])
         run.last = answer
         return answer
-
-
-@dataclass(frozen=True, kw_only=True)
-class LoopMode:
-    """How a :class:`LoopAgent` iterates: build one with :meth:`count`, :meth:`condition` or :meth:`array`.
-
-    Attributes:
-        kind: ``count``, ``condition`` or ``array``.
-        times: ``count``'s number of iterations (capped at 1000).
-        predicate: ``condition``'s test of an iteration's result; the loop stops when it is true.
-        max_iterations: At most this many iterations (at most 1000).
-    """
-
-    kind: Literal["count", "condition", "array"]
-    times: int = 0
-    predicate: Callable[[Any], bool] | None = None
-    max_iterations: int = LOOP_CAP
-
-    @classmethod
-    def count(cls, n: int) -> LoopMode:
-        """Run the agent ``n`` times (``n`` is capped at 1000)."""
-        if not isinstance(n, int) or n < 1:
-            raise FlowError(f"LoopMode.count(n) needs n >= 1, got {n!r}", code="flow.loop.count.invalid")
-        return cls(kind="count", times=min(n, LOOP_CAP))
-
-    @classmethod
-    def condition(cls, predicate: Callable[[Any], bool], *, max_iterations: int = LOOP_CAP) -> LoopMode:
-        """Run the agent until ``predicate(result)`` is true, at most ``max_iterations`` (<= 1000) times."""
-        if not callable(predicate):
-            raise FlowError("LoopMode.condition(predicate) needs a function of the result", code="flow.loop.invalid")
-        return cls(kind="condition", predicate=predicate, max_iterations=_capped(max_iterations))
-
-    @classmethod
-    def array(cls, *, max_iterations: int = LOOP_CAP) -> LoopMode:
-        """Run the agent once per element of the previous result, parsed as a JSON array."""
-        return cls(kind="array", max_iterations=_capped(max_iterations))
-
-
-def _capped(value: int) -> int:
-    if not isinstance(value, int) or not 1 <= value <= LOOP_CAP:
-        raise FlowError(f"max_iterations must be between 1 and {LOOP_CAP}, got {value!r}", code="flow.loop.invalid")
-    return value
 
 
 def parse_array(value: Any) -> tuple[list[Any] | None, str | None]:

@@ -13,7 +13,8 @@ Configured by the blueprint's ``session.memory`` (:class:`MemoryConfig`); stored
 
 from __future__ import annotations
 
-from codeact.engine.memory.backend import MemoryBackend, memory_backend
+from codeact.engine.memory._factory import memory_backend
+from codeact.engine.memory.backend import MemoryBackend
 from codeact.engine.memory.manager import MemoryManager, experience_scope, history_scope
 from codeact.engine.memory.records import KINDS, AgentMemoryError, MemoryItem, MemoryKind
 from codeact.engine.memory.retrieval import LexicalIndex, tokenize

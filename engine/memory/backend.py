@@ -1,23 +1,20 @@
-"""Where memories are kept: one :class:`MemoryBackend` interface, on SQLite and on Redis.
+"""Where memories are kept: one :class:`MemoryBackend` interface (``_sqlite.py``, ``_redis.py`` implement it).
 
 The memory of a store lives beside its sessions: in the same SQLite file (its own tables,
 ``memory_items`` and ``memory_versions``, on its own connection) or under the same Redis prefix
 (``{prefix}:memory:...``). Every write of a ``(kind, scope)`` bumps its version, so a process can
-keep a retrieval index in memory and rebuild it only when the store changed.
+keep a retrieval index in memory and rebuild it only when the store changed. The opener that picks
+the backend for a store is :func:`codeact.engine.memory.memory_backend` (``_factory.py``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from codeact.engine.memory.records import MemoryItem, MemoryKind
 
-if TYPE_CHECKING:
-    from codeact.engine.store import Store
-
-__all__ = ["MemoryBackend", "memory_backend"]
+__all__ = ["MemoryBackend"]
 
 
 class MemoryBackend(ABC):
@@ -56,28 +53,3 @@ class MemoryBackend(ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional for backends that own nothing
         """Release what the backend opened itself (never the session store's connection)."""
-
-
-def memory_backend(store: Store) -> MemoryBackend:
-    """The memory backend beside ``store`` (SQLite file or Redis server).
-
-    Raises:
-        AgentMemoryError: The store is neither SQLite nor Redis.
-    """
-    from codeact.engine.store import SQLiteStore
-
-    if isinstance(store, SQLiteStore):
-        from codeact.engine.memory._sqlite import SQLiteMemory
-
-        return SQLiteMemory(store.path)
-    if type(store).__name__ == "RedisStore" and hasattr(store, "_client"):
-        from codeact.engine.memory._redis import RedisMemory
-
-        client = getattr(store, "_client")  # noqa: B009 - the store's connection, shared (never closed here)
-        return RedisMemory(client, prefix=str(getattr(store, "prefix", "codeact")), url=str(getattr(store, "url", "")))
-    from codeact.engine.memory.records import AgentMemoryError
-
-    raise AgentMemoryError(
-        f"memory needs a SQLite or Redis store, got {type(store).__name__}: use sqlite:///PATH or redis://HOST:PORT/DB",
-        code="memory.store",
-    )

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
 from codeact.engine.errors import CodeactError
-from codeact.engine.memory.backend import MemoryBackend, memory_backend
+from codeact.engine.memory._factory import memory_backend
+from codeact.engine.memory.backend import MemoryBackend
 from codeact.engine.memory.distill import RoundTrace, RunTrace, experience_fields, history_fields, merge_model_fields
 from codeact.engine.memory.manager import MemoryManager, experience_scope
 from codeact.engine.memory.records import AgentMemoryError, MemoryItem

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from codeact.engine.runner._input import compose_input
 from codeact.engine.runner.attachments import Attachments
-from codeact.engine.runner.blueprint_runner import BlueprintRunner, session_id_for
+from codeact.engine.runner.blueprint_runner import BlueprintRunner, FlowRunner, session_id_for
 from codeact.engine.runner.entities import (
     RUNNER_ERROR_CODES,
     AgentAPIError,
@@ -28,7 +28,6 @@ from codeact.engine.runner.entities import (
     RunnerManifest,
     RunnerResult,
 )
-from codeact.engine.runner.flow_runner import FlowRunner
 from codeact.engine.runner.interactions import Interactions, continuation_context
 from codeact.engine.runner.mapper import ResultMapper, runner_code
 from codeact.engine.runner.proxy import AuthorizationRegistry, HostTransport, RunAPIProxy, RunAuthorization

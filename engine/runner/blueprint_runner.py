@@ -1,4 +1,4 @@
-"""``BlueprintRunner``: a blueprint served as an AgentRunner (a context in, results out)."""
+"""``BlueprintRunner``: a blueprint served as an AgentRunner (a context in, results out); ``FlowRunner`` for flows."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from codeact.engine.runner._input import compose_input
 from codeact.engine.runner._manifest import manifest_for
 from codeact.engine.runner.attachments import AttachmentReader, Attachments
 from codeact.engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
+from codeact.engine.runner.flow_runner import FlowEvents, flow_manifest
 from codeact.engine.runner.interactions import Interactions, approval_request, decision_from
 from codeact.engine.runner.mapper import ResultMapper
 from codeact.engine.runner.proxy import (
@@ -32,9 +33,11 @@ from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent
+    from codeact.engine.blueprint import Blueprint
+    from codeact.engine.flow import FlowAgent
     from codeact.engine.model import ModelClient
 
-__all__ = ["BlueprintRunner", "session_id_for"]
+__all__ = ["BlueprintRunner", "FlowRunner", "session_id_for"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 
@@ -98,7 +101,7 @@ class BlueprintRunner:
     ) -> BlueprintRunner:
         """Build the runner of a blueprint file (as ``Agent.from_blueprint``; close it with :meth:`aclose`).
 
-        A flow blueprint (``workflow: {mode: flow}``) gives a :class:`~codeact.engine.runner.flow_runner.FlowRunner`,
+        A flow blueprint (``workflow: {mode: flow}``) gives a :class:`FlowRunner`,
         whose runs are ``codeact.engine.flow.FlowAgent`` runs.
 
         Args:
@@ -118,7 +121,6 @@ class BlueprintRunner:
         blueprint = load_path(Path(path))
         if is_flow_blueprint(blueprint):  # a flow: its runs are FlowAgent runs
             from codeact.engine.flow import FlowAgent
-            from codeact.engine.runner.flow_runner import FlowRunner
 
             flow = FlowAgent.from_blueprint(
                 blueprint, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
@@ -314,3 +316,37 @@ def _approver(interactions: Interactions, deadline: float | None) -> Any:
         return decision_from(await interactions.wait(asked))
 
     return approve
+
+
+class FlowRunner(BlueprintRunner):
+    """A flow blueprint as a runner (built by :meth:`BlueprintRunner.from_blueprint`).
+
+    A flow's steps run with their blueprints' own grants: a run of a flow gets no ``attachments``,
+    ``host`` or ``knowledge`` toolkit, and its approvals are not interactions (grant the steps'
+    toolkits ``approval: auto``).
+
+    Args:
+        flow: The flow built from the blueprint (closed by :meth:`aclose`).
+        blueprint: The loaded flow blueprint.
+        show_work: Also stream the steps' working replies.
+    """
+
+    def __init__(self, flow: FlowAgent, blueprint: Blueprint, *, show_work: bool = True) -> None:
+        self.flow = flow
+        self.blueprint_id = blueprint.id or flow.name
+        self.show_work = show_work
+        self.attachment_reader = None
+        self.manifest = flow_manifest(blueprint, flow)
+
+    async def aclose(self) -> None:
+        """Close what the flow opened (model clients, the store)."""
+        await self.flow.aclose()
+
+    def _agent_for(
+        self,
+        context: RunnerContext,
+        interactions: Interactions | None,
+        attachments: Attachments,
+        proxy: RunAPIProxy | None,
+    ) -> Any:
+        return FlowEvents(self.flow)

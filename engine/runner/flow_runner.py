@@ -1,29 +1,25 @@
-"""``FlowRunner``: a flow blueprint (``workflow: {mode: flow}``) served as an AgentRunner.
+"""What a flow blueprint (``workflow: {mode: flow}``) brings to an AgentRunner: its manifest and events.
 
-``BlueprintRunner.from_blueprint`` returns one for a flow blueprint: the run is an
-``codeact.engine.flow.FlowAgent`` run (same ``run(context)`` interface, same result envelopes). The
-results are the flow's own events and its steps' work (code, tool calls, messages); a step's own
-start and end are in the record (the flow's session lists its steps), not in the stream.
+``BlueprintRunner.from_blueprint`` returns a ``FlowRunner`` (``blueprint_runner.py``) for a flow
+blueprint, built on these: the run is an ``codeact.engine.flow.FlowAgent`` run (same ``run(context)``
+interface, same result envelopes). The results are the flow's own events and its steps' work (code,
+tool calls, messages); a step's own start and end are in the record (the flow's session lists its
+steps), not in the stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from codeact.engine.runner.blueprint_runner import BlueprintRunner
 from codeact.engine.runner.entities import RunnerCapabilities, RunnerManifest, RunnerPermissions
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint import Blueprint
     from codeact.engine.events import Event
     from codeact.engine.flow import FlowAgent
-    from codeact.engine.runner.attachments import Attachments
-    from codeact.engine.runner.entities import RunnerContext
-    from codeact.engine.runner.interactions import Interactions
-    from codeact.engine.runner.proxy import RunAPIProxy
 
-__all__ = ["FlowRunner", "flow_manifest"]
+__all__ = ["FlowEvents", "flow_manifest"]
 
 _STEP_LIFECYCLE = frozenset({"run.started", "run.completed", "run.failed"})
 
@@ -52,13 +48,14 @@ def flow_manifest(blueprint: Blueprint, flow: FlowAgent) -> RunnerManifest:
     )
 
 
-class _FlowEvents:
+class FlowEvents:
     """The flow as the runner's per-run agent: its events, less its steps' own start and end."""
 
     def __init__(self, flow: FlowAgent) -> None:
         self.flow = flow
 
     async def run(self, input: str, *, session_id: str | None = None) -> AsyncIterator[Event]:
+        """The flow's events for one run of ``input``."""
         import contextlib
 
         async with contextlib.aclosing(self.flow.run(input, session_id=session_id)) as events:
@@ -66,37 +63,3 @@ class _FlowEvents:
                 if event.parent_run_id is not None and event.type in _STEP_LIFECYCLE:
                     continue
                 yield event
-
-
-class FlowRunner(BlueprintRunner):
-    """A flow blueprint as a runner (built by :meth:`BlueprintRunner.from_blueprint`).
-
-    A flow's steps run with their blueprints' own grants: a run of a flow gets no ``attachments``,
-    ``host`` or ``knowledge`` toolkit, and its approvals are not interactions (grant the steps'
-    toolkits ``approval: auto``).
-
-    Args:
-        flow: The flow built from the blueprint (closed by :meth:`aclose`).
-        blueprint: The loaded flow blueprint.
-        show_work: Also stream the steps' working replies.
-    """
-
-    def __init__(self, flow: FlowAgent, blueprint: Blueprint, *, show_work: bool = True) -> None:
-        self.flow = flow
-        self.blueprint_id = blueprint.id or flow.name
-        self.show_work = show_work
-        self.attachment_reader = None
-        self.manifest = flow_manifest(blueprint, flow)
-
-    async def aclose(self) -> None:
-        """Close what the flow opened (model clients, the store)."""
-        await self.flow.aclose()
-
-    def _agent_for(
-        self,
-        context: RunnerContext,
-        interactions: Interactions | None,
-        attachments: Attachments,
-        proxy: RunAPIProxy | None,
-    ) -> Any:
-        return _FlowEvents(self.flow)

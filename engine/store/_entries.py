@@ -14,7 +14,7 @@ from typing import Any
 
 from codeact.engine.errors import StoreError
 from codeact.engine.store._records import CorruptRecordError, RoundEntry, RoundsRead, kind, repair_hint
-from codeact.engine.store.base import SESSION_STATUSES, SessionMeta
+from codeact.engine.store._types import SESSION_STATUSES, SessionMeta
 
 __all__ = [
     "TruncateReport",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from codeact.engine.errors import StoreError
-from codeact.engine.store.base import RoundRecord, dumps
+from codeact.engine.store._types import RoundRecord, dumps
 
 __all__ = [
     "FORMAT",

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from codeact.engine.errors import CodeactError
-from codeact.engine.telemetry._state import CaptureOptions
+from codeact.engine.telemetry._types import CaptureOptions
 
 __all__ = ["JsonLinesExporter", "Tracing"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from codeact.engine.errors import MissingExtraError
+from codeact.engine.telemetry._types import CaptureOptions
 
 if TYPE_CHECKING:
     from codeact.engine.telemetry._sdk import Tracing
@@ -28,21 +28,6 @@ __all__ = [
 ]
 
 _NULL_CM: contextlib.nullcontext[None] = contextlib.nullcontext()
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptureOptions:
-    """What toolkit-call spans carry beyond names and status (blueprint ``extensions.telemetry.capture``).
-
-    Attributes:
-        arguments: Record the call's arguments (JSON, cut at ``max_chars``).
-        results: Record the call's result (JSON, cut at ``max_chars``).
-        max_chars: Longest value recorded.
-    """
-
-    arguments: bool = False
-    results: bool = False
-    max_chars: int = 1000
 
 
 class RunTrace(Protocol):

@@ -17,13 +17,13 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from codeact.sandbox._owner import session_of
 from codeact.sandbox.aio import wait_for
 from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
 from codeact.sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
 from codeact.sandbox.errors import IsolationUnavailableError, SandboxError
 from codeact.sandbox.image import ensure_image, image_tag
-from codeact.sandbox.leftovers import session_of
 from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR
 
 if TYPE_CHECKING:

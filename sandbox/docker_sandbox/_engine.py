@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Final
 
+from codeact.sandbox._owner import process_start, tag_alive
 from codeact.sandbox.errors import SandboxError, SandboxImageMissingError
-from codeact.sandbox.leftovers import process_start, tag_alive
 
 __all__ = [
     "LABEL_HOSTNAME",

@@ -291,8 +291,6 @@ class Live:
         except (CodeactError, TimeoutError) as exc:
             message = exc.message if isinstance(exc, CodeactError) else f"replay took over {_REPLAY_TIMEOUT_S:.0f} s"
             report = {"ok": False, "problem": None, "error": f"replay failed: {message}", "rounds": ()}
-        from codeact.engine.service.console._pages import visible_links
-
-        view = await visible_links(request, self.state, view)
+        view = await _web.visible_links(request, self.state, view)
         live = await live_context(self.state, view)
         return _web.render("session.html.j2", s=view, replay=report, can_replay=True, **live)

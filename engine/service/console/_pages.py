@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -12,7 +11,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from codeact.engine.errors import StoreError
 from codeact.engine.service.console import _web
-from codeact.engine.service.console._data import SessionView, artifact_bytes, list_rows, read_session
+from codeact.engine.service.console._data import artifact_bytes, list_rows, read_session
+from codeact.engine.service.console._live import live_context
 from codeact.engine.store import SESSION_STATUSES, check_session_id
 
 __all__ = ["Pages"]
@@ -66,8 +66,6 @@ class Pages:
 
     async def session(self, request: Request) -> Response:
         """``/sessions/{id}``: every round of the session; live while it runs."""
-        from codeact.engine.service.console._live import live_context
-
         session_id = request.path_params["session_id"]
         try:
             check_session_id(session_id)
@@ -76,7 +74,7 @@ class Pages:
         view = await read_session(self.state.store, session_id)
         if view is None or not _web.visible(request, self.state, view.meta):
             return _not_found(session_id)
-        view = await visible_links(request, self.state, view)
+        view = await _web.visible_links(request, self.state, view)
         live = await live_context(self.state, view)
         return _web.render("session.html.j2", s=view, replay=None, can_replay=bool(view.rounds), **live)
 
@@ -140,15 +138,6 @@ class Pages:
         response.headers["Cache-Control"] = "public, max-age=86400"
         response.headers["X-Content-Type-Options"] = "nosniff"
         return response
-
-
-async def visible_links(request: Request, state: _web.ConsoleState, view: SessionView) -> SessionView:
-    """``view`` without links to sessions the request's token may not see."""
-    children = [c for c in view.children if _web.visible(request, state, await state.store.get_session(c))]
-    parent = view.parent
-    if parent is not None and not _web.visible(request, state, await state.store.get_session(parent)):
-        parent = None
-    return replace(view, children=children, parent=parent)
 
 
 def _not_found(session_id: str) -> Response:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hmac
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 import jinja2
@@ -15,6 +16,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from codeact.engine.store import SessionMeta, Store
+
+if TYPE_CHECKING:
+    from codeact.engine.service.console._data import SessionView
 
 __all__ = [
     "COOKIE",
@@ -25,6 +29,8 @@ __all__ = [
     "render",
     "safe_next",
     "templates",
+    "visible",
+    "visible_links",
 ]
 
 COOKIE = "codeact_token"
@@ -167,6 +173,15 @@ def visible(request: Request, state: ConsoleState, meta: SessionMeta | None) -> 
         return False
     runner_id = session_runner(state, meta)  # type: ignore[arg-type]
     return runner_id is not None and runner_id in runners
+
+
+async def visible_links(request: Request, state: ConsoleState, view: SessionView) -> SessionView:
+    """``view`` without links to sessions the request's token may not see."""
+    children = [c for c in view.children if visible(request, state, await state.store.get_session(c))]
+    parent = view.parent
+    if parent is not None and not visible(request, state, await state.store.get_session(parent)):
+        parent = None
+    return replace(view, children=children, parent=parent)
 
 
 def safe_next(value: str | None) -> str:
