@@ -165,7 +165,7 @@ def prepare(cwd: str | None = None) -> Outputs:
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(name, "1")
     if _findable("matplotlib"):
-        os.environ.setdefault("MPLBACKEND", "module://sandbox.runtime.mpl_backend")
+        os.environ.setdefault("MPLBACKEND", "module://codeact.sandbox.runtime.mpl_backend")
         config = os.environ.setdefault("MPLCONFIGDIR", os.path.join("/tmp", "codeact-matplotlib"))
         _seed_font_cache(config)
     _current = Outputs(root)

@@ -1,6 +1,6 @@
 """The headless matplotlib backend of the sandbox: Agg, with ``plt.show()`` saving PNG artifacts.
 
-Selected by ``MPLBACKEND=module://sandbox.runtime.mpl_backend`` (set by
+Selected by ``MPLBACKEND=module://codeact.sandbox.runtime.mpl_backend`` (set by
 :func:`codeact.sandbox.runtime.artifacts.prepare`). It is imported by matplotlib itself, only when the
 code uses pyplot, so matplotlib is imported dynamically here: the runtime stays standard-library
 only for every round that does not draw.
