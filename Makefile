@@ -58,7 +58,8 @@ TEST_DEPS ?= install-dev
 test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
-	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) -m "not real_model" || rc=$$?; \
+	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) -m "not real_model and not load" || rc=$$?; \
+	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest -m load -p no:cacheprovider || rc=$$?; \
 	scripts/services.sh down; exit $$rc
 
 model-pull: install ## Pull the real-model tier's local model into the model cache (a no-op when cached, by hash)

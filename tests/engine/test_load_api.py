@@ -19,7 +19,7 @@ from codeact.engine import Agent
 from codeact.toolkits import operation, toolkit
 from tests.engine.openai_server import OpenAIServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.load]
 
 SESSIONS = 100
 REPLY = """Thought: I count the rounds and ask the stock.

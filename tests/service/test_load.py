@@ -21,7 +21,7 @@ from tests.engine.openai_server import OpenAIServer
 from tests.service.conftest import REPO
 from tests.service.helpers import ADMIN, context, start_server, stop_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.load]
 
 RUNS = 200
 LOAD_BLUEPRINT = """\
