@@ -36,9 +36,18 @@ class BoundToolkit:
     """
 
     def __init__(
-        self, *, name: str, description: str, source: str, target: object, operations: Mapping[str, _BoundOperation]
+        self,
+        *,
+        name: str,
+        description: str,
+        source: str,
+        target: object,
+        operations: Mapping[str, _BoundOperation],
+        prepare: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.name = name
+        #: Awaited by the bridge before a call's timeout starts (``DynamicToolkit.prepare``); ``None``: nothing to do.
+        self.prepare = prepare
         self.description = description
         self.source = source
         self.target = target
@@ -181,6 +190,7 @@ def _bind_dynamic(dynamic: DynamicToolkit) -> BoundToolkit:
         source=f"{type(dynamic).__module__}.{kind}",
         target=dynamic,
         operations=ops,
+        prepare=dynamic.prepare if type(dynamic).prepare is not DynamicToolkit.prepare else None,
     )
 
 

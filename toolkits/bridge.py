@@ -373,6 +373,11 @@ class ToolkitBridge:
             ) from None
         if spec.approval != "auto":
             await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
+        if bound.prepare is not None:  # a server (re)start is not the call: its own limit bounds it
+            try:
+                await bound.prepare(operation)
+            except Exception as exc:
+                raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout
         context = self._context
         if bound.wants_context(operation):

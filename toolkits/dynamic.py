@@ -38,3 +38,10 @@ class DynamicToolkit(ABC):
 
         Raise any exception to fail the call: its message (only) reaches the sandbox as a tool error.
         """
+
+    async def prepare(self, operation: str) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Get ready for a call of ``operation`` before its timeout starts (connect, start a server).
+
+        The bridge awaits it before it arms the operation's timeout, so a slow (re)start, bounded by
+        the toolkit's own start limit, does not count against the call. Raise to fail the call.
+        """

@@ -11,6 +11,8 @@ from codeact.toolkits import (
     ApprovalDecision,
     ApprovalRequest,
     CallRecord,
+    DynamicToolkit,
+    OperationSpec,
     ToolkitBridge,
     ToolkitContext,
     ToolkitNotFoundError,
@@ -493,3 +495,35 @@ async def test_tools_run_in_a_task_over_the_channel() -> None:
         await channel.close()
     assert answers[1]["result"] is True
     assert answers[2]["error"]["code"] == p.TOOL_ERROR
+
+
+class _Starting(DynamicToolkit):
+    """A dynamic toolkit whose server takes longer to (re)start than one call may take."""
+
+    name = "starting"
+    description = "Starts slowly, answers fast"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.started = 0
+
+    def operations(self) -> list[OperationSpec]:
+        return [OperationSpec.from_json_schema("ping", description="Ping.", schema={"type": "object"}, timeout=0.1)]
+
+    async def prepare(self, operation: str) -> None:
+        await asyncio.sleep(0.3)  # three times the call's timeout
+        if self.fail:
+            raise RuntimeError("server 'starting' did not start: exit code 1")
+        self.started += 1
+
+    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+        return f"pong after {self.started} start(s)"
+
+
+async def test_a_toolkits_preparation_does_not_count_against_the_calls_timeout() -> None:
+    toolkit = _Starting()
+    bridge = ToolkitBridge(ToolkitRegistry([toolkit]), grants={"starting": "*"}, session_id="s1")
+    assert await bridge.handle("call", _call("starting", "ping")) == "pong after 1 start(s)"
+    failing = ToolkitBridge(ToolkitRegistry([_Starting(fail=True)]), grants={"starting": "*"}, session_id="s1")
+    err = await _error(failing, _call("starting", "ping"))
+    assert (err.code, err.message) == (p.TOOL_ERROR, "server 'starting' did not start: exit code 1")

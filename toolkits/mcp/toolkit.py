@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import keyword
@@ -131,6 +132,11 @@ class McpToolkit(DynamicToolkit):
         title = str(out.get("title") or "")
         name = title if title.isidentifier() and title not in defs else _title(op)
         return replace(spec, returns="dict", returns_schema={"$ref": f"#/$defs/{name}", "$defs": {**defs, name: out}})
+
+    async def prepare(self, operation: str) -> None:
+        """(Re)start the server before the call's timeout starts: ``startTimeout`` bounds the start."""
+        if not self.connection.running:
+            await asyncio.to_thread(self.connection.start)
 
     async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
         """Call the tool on the host's session and map its result to Python values."""
