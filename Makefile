@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # The suites are mostly waiting (sandboxes, servers, workers): 4 processes, one test file each at a time
 # (module fixtures stay per file). `make test PYTEST_ARGS=` runs them in one process.
-PYTEST_ARGS ?= -n 4 --dist loadfile
+PYTEST_ARGS ?= -n 4 --dist loadfile --durations=30
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 # uv installs exactly the lock (uv.lock) with the machine's python3; it never downloads a Python.
 UV_VERSION := 0.13.8

@@ -132,7 +132,13 @@ async def record_child(store_url: str, parent: str) -> str:
 
 
 def run_agent(
-    store_url: str, folder: Path, replies: Sequence[str], *, blueprint: str = "shop", session_id: str | None = None
+    store_url: str,
+    folder: Path,
+    replies: Sequence[str],
+    *,
+    blueprint: str = "shop",
+    session_id: str | None = None,
+    input: str = "How many A-1 are in stock?",
 ) -> Any:
     """Run a blueprint once with the scripted model (real sandbox, real store); return the RunResult."""
     from codeact.engine import Agent
@@ -146,7 +152,7 @@ def run_agent(
         with Agent.from_blueprint(
             path, toolkits=[Inventory], model=scripted.model, store=store_url, sandbox="subprocess"
         ) as agent:
-            return agent.run_sync("How many A-1 are in stock?", session_id=session_id)
+            return agent.run_sync(input, session_id=session_id)
 
     return in_thread(run)
 

@@ -38,6 +38,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         mp.setenv("CODEACT_HOME", str(folder / "home"))
         for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
             mp.delenv(name, raising=False)
+        for ask, reply in (  # a conversation: two user messages in one session, the oldest session
+            ("Which shelves do we have?", "Listing.\n```python\nshelves = ['A', 'B']\nsystem.finish(shelves)\n```"),
+            ("And which one is <b>empty</b>?", "```python\nprint(shelves)\n```\n"),
+        ):
+            turn = run_agent(url, folder, [reply, '```python\nsystem.finish("B")\n```'], blueprint="audit",
+                             session_id="conv-1", input=ask)  # fmt: skip
+            assert turn.status == "completed", turn
         main = run_agent(url, folder, recorded_replies(), session_id="shop-run-1")
         assert main.status == "completed", main
         other = run_agent(url, folder, ['```python\nsystem.finish("none")\n```'], blueprint="audit")
@@ -105,15 +112,18 @@ def test_without_a_token_the_login_form_lets_one_in(chromium: Any, base: str, re
 def test_the_sessions_list_shows_newest_first_and_filters(page: Any, base: str, recorded: tuple[str, str, str]) -> None:
     _, main, other = recorded
     rows = page.locator("table.sessions tbody tr")
-    assert rows.count() == 4
+    assert rows.count() == 5
     assert rows.nth(0).locator("td").first.inner_text() == "asks-1"  # started last
     assert rows.nth(1).locator("td").first.inner_text() == f"{main}.analyst.1"
     assert rows.nth(2).locator("td").first.inner_text() == other
-    assert rows.nth(1).locator("td").nth(7).inner_text() == "321"
+    assert rows.nth(1).locator("td").nth(8).inner_text() == "321"
     first = [c.inner_text() for c in rows.nth(3).locator("td").all()]
-    assert first[0] == main and first[1] == "shop" and first[3] == "completed" and first[4] == "4"
-    assert first[2].startswith("scripted/")
-    assert int(first[7]) > 0  # tokens summed over the rounds' model calls
+    assert first[0] == main and first[2] == "shop" and first[4] == "completed" and first[5] == "4"
+    assert first[1] == "How many A-1 are in stock?"  # the title: the first user message
+    assert first[3].startswith("scripted/")
+    assert int(first[8]) > 0  # tokens summed over the rounds' model calls
+    conversation = [c.inner_text() for c in rows.nth(4).locator("td").all()]
+    assert conversation[:3] == ["conv-1", "Which shelves do we have?", "audit"]
     screenshot(page, "sessions.png")
     page.select_option("#f-blueprint", "shop")
     page.get_by_role("button", name="Filter").click()
@@ -154,6 +164,19 @@ def test_a_recorded_session_shows_its_rounds_calls_error_line_and_artifact(
     assert page.locator("a.parent").inner_text() == recorded[1]
     page.evaluate("window.scrollTo(0, 300)")
     screenshot(page, "session-artifact.png")
+
+
+def test_a_conversation_shows_each_user_message_before_the_rounds_it_started(page: Any, base: str) -> None:
+    page.goto(f"{base}/sessions/conv-1")
+    rounds = page.locator("#rounds article.round")
+    assert rounds.count() == 3
+    assert [m.inner_text() for m in rounds.nth(0).locator(".user-message pre").all()] == ["Which shelves do we have?"]
+    assert rounds.nth(1).locator(".user-message").count() == 1
+    second = rounds.nth(1).locator(".user-message pre").inner_text()
+    assert second == "And which one is <b>empty</b>?"  # text, not markup
+    assert rounds.nth(2).locator(".user-message").count() == 0  # the second message's second round
+    assert "['A', 'B']" in rounds.nth(1).locator(".stdout").inner_text()  # its first round used the first's variable
+    assert page.locator("main b").count() == 0
 
 
 def test_a_hostile_variable_renders_as_text(page: Any, recorded: tuple[str, str, str]) -> None:

@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from codeact.engine.events import error_summary, without_frame_error
@@ -31,11 +31,13 @@ __all__ = [
     "list_rows",
     "read_session",
     "round_view",
+    "user_messages",
 ]
 
 _TEXT_HEAD = 40  # stdout/stderr lines shown before "show all"
 _TEXT_CAP = 200_000  # characters of stdout/stderr sent at all
 _VALUE_CAP = 4_000  # characters of one argument, result or variable value
+_TITLE_CHARS = 80  # characters of a session's title in the list
 _SCAN_LIMIT = 10_000  # sessions read for the list (filtering and paging happen over these)
 _APPROVAL_DENIED = -32008
 _FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.S)
@@ -72,6 +74,7 @@ class SessionRow:
     """One line of the sessions list."""
 
     session_id: str
+    title: str
     blueprint: str
     model: str
     status: str
@@ -146,6 +149,7 @@ class RoundView:
     uncaptured: list[str]
     artifacts: list[ArtifactView]
     unreadable: str | None = None
+    asked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +169,7 @@ class SessionView:
     cost: float | None
     info: list[tuple[str, str]] = field(default_factory=list)
     question: str | None = None
+    waiting: tuple[str, ...] = ()
 
 
 def _number(value: Any) -> float | None:
@@ -260,6 +265,7 @@ async def list_rows(
         out.append(
             SessionRow(
                 session_id=item.session_id,
+                title=_title(item),
                 blueprint=item.blueprint_id,
                 model=item.model,
                 status=item.status,
@@ -274,9 +280,29 @@ async def list_rows(
     return out, total, blueprints
 
 
+def _title(meta: SessionMeta) -> str:
+    """The list's title: the session's title, else its first user message, on one line."""
+    text = " ".join((meta.title or meta.input or "").split())
+    return text if len(text) <= _TITLE_CHARS else text[: _TITLE_CHARS - 1] + "…"
+
+
+def user_messages(segments: Sequence[Mapping[str, Any]]) -> dict[int, list[str]]:
+    """The user's messages of a conversation by the round each started, in order.
+
+    A message recorded when ``n`` rounds were done (its ``round_index``) starts round ``n + 1``.
+    """
+    out: dict[int, list[str]] = {}
+    for seg in segments:
+        if seg.get("kind") == "User" and isinstance(seg.get("content"), str):
+            index = seg.get("round_index")
+            out.setdefault((index if isinstance(index, int) else 0) + 1, []).append(seg["content"])
+    return out
+
+
 def _unreadable_row(problem: CorruptRecordError) -> SessionRow:
     return SessionRow(
         session_id=problem.session_id,
+        title="",
         blueprint="?",
         model="?",
         status="unreadable",
@@ -350,11 +376,14 @@ def _changes(entry: RoundEntry, before: Mapping[str, Any]) -> list[VariableChang
     return out
 
 
-def round_view(entry: RoundEntry, before: Mapping[str, Any]) -> RoundView:
-    """One stored round as the page shows it; ``before`` holds the variables after the round before."""
+def round_view(entry: RoundEntry, before: Mapping[str, Any], asked: Sequence[str] = ()) -> RoundView:
+    """One stored round as the page shows it.
+
+    ``before`` holds the variables after the round before; ``asked``, the user's messages that started it.
+    """
     record = entry.record
     if record is None:
-        return _unreadable(entry)
+        return replace(_unreadable(entry), asked=tuple(asked))
     error = record.error
     line = error.get("line") if isinstance(error, Mapping) else None
     stdout = without_frame_error(record.stdout, record.error) if record.error else record.stdout
@@ -397,6 +426,7 @@ def round_view(entry: RoundEntry, before: Mapping[str, Any]) -> RoundView:
             )
             for i, a in enumerate(record.artifacts)
         ],
+        asked=tuple(asked),
     )
 
 
@@ -466,9 +496,11 @@ async def read_session(store: Store, session_id: str, *, after: int = 0) -> Sess
         problems.append(read.problem.message)
     rounds: list[RoundView] = []
     before: Mapping[str, Any] = {}
+    asked = user_messages(await store.segments(session_id)) if meta is not None else {}
+    last_index = read.entries[-1].index if read.entries else 0
     for entry in read.entries:
         if entry.index > after:
-            rounds.append(round_view(entry, before))
+            rounds.append(round_view(entry, before, asked.get(entry.index, ())))
         if entry.record is not None:
             before = entry.record.variables
     tokens, cost = _usage(read.rounds)
@@ -497,6 +529,7 @@ async def read_session(store: Store, session_id: str, *, after: int = 0) -> Sess
         cost=cost,
         info=info,
         question=question,
+        waiting=tuple(m for index in sorted(asked) if index > last_index for m in asked[index]),
     )
 
 

@@ -22,7 +22,14 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response, S
 
 from codeact.engine.errors import CodeactError, StoreError
 from codeact.engine.service.console import _web
-from codeact.engine.service.console._data import CallView, SessionView, call_view, read_session, round_view
+from codeact.engine.service.console._data import (
+    CallView,
+    SessionView,
+    call_view,
+    read_session,
+    round_view,
+    user_messages,
+)
 from codeact.engine.service.console._highlight import CodeLine, highlight
 from codeact.engine.store import check_session_id
 from codeact.sandbox.aio import wait_for
@@ -179,10 +186,12 @@ class Live:
                     return
                 if meta.rounds > after:
                     read = await store.read_rounds(session_id)
+                    asked = user_messages(await store.segments(session_id))
                     before: Mapping[str, Any] = {}
                     for entry in read.entries:
                         if entry.index > after:
-                            html = str(render_round(round_view(entry, before), session_id))
+                            view = round_view(entry, before, asked.get(entry.index, ()))
+                            html = str(render_round(view, session_id))
                             yield _sse("round", {"index": entry.index, "html": html})
                             after = entry.index
                         if entry.record is not None:
