@@ -67,7 +67,22 @@ class WorkerConfig:
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
     _agents: dict[str, list[Any]] = field(default_factory=dict)
+    _stores: dict[str, Any] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def store_for(self, url: str | None) -> Any:
+        """The process's one store per URL, shared by every agent of this worker.
+
+        A Redis store's connection pool is sized from ``max_sandboxes`` (the runs this process
+        holds at once: ``--concurrency`` unless ``--max-sandboxes``), not one pool per agent.
+        """
+        from codeact.engine.store import open_store
+
+        with self._guard:
+            store = self._stores.get(url or "")
+            if store is None:
+                store = self._stores[url or ""] = open_store(url, concurrency=self.max_sandboxes)
+            return store
 
     def slots(self) -> threading.BoundedSemaphore:
         """The semaphore capping the sandboxes of this process."""
@@ -298,7 +313,7 @@ class _Run:
             toolkits=self.config.registry if self.config.registry is not None else (),
             model=request.get("model"),
             base_url=request.get("base_url"),
-            store=request.get("store") or self.config.store,
+            store=self.config.store_for(request.get("store") or self.config.store),
             approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),

@@ -66,3 +66,19 @@ def test_the_worker_needs_a_redis_queue_url() -> None:
     out = subprocess.run([CODEACT, "worker", "--queue", "amqp://x"], capture_output=True, text=True, env=env)
     assert out.returncode == 2
     assert "--queue redis://HOST:PORT/DB is required" in out.stderr
+
+
+def test_a_workers_agents_share_one_store_whose_pool_is_sized_from_its_concurrency(tmp_path: Path) -> None:
+    from codeact.engine.queue._task import WorkerConfig
+    from codeact.engine.store import SQLiteStore
+    from codeact.engine.store.redis_store import RedisStore, pool_size_for
+
+    config = WorkerConfig(name="w", max_sandboxes=200)
+    url = "redis://127.0.0.1:1/0?prefix=t"  # a pool is built, no connection is made
+    first = config.store_for(url)
+    assert first is config.store_for(url)  # every agent of the worker: one pool, not one each
+    assert isinstance(first, RedisStore) and first.pool_size == pool_size_for(200) == 50
+    small = WorkerConfig(name="w", max_sandboxes=2).store_for(url)
+    assert small is not first and small.pool_size == pool_size_for(2)
+    sqlite = config.store_for(f"sqlite:///{tmp_path / 's.db'}")
+    assert isinstance(sqlite, SQLiteStore)
