@@ -208,7 +208,7 @@ def assemble(
                 store=opened,
                 approval_callback=extra.get("approver"),
                 allow_sandbox_declaration=allow_sandbox_declaration,
-                **({"max_round_seconds": max_round_seconds} if max_round_seconds is not None else {}),
+                max_round_seconds=max_round_seconds,
             ),
         )
         agent = cls(

@@ -30,6 +30,7 @@ from codeact.engine.blueprint.models import (
     WorkflowBlock,
 )
 from codeact.engine.blueprint.spec import (
+    DEFAULT_MAX_ROUND_SECONDS,
     DEFAULT_ROUND_SECONDS,
     AgentSpec,
     CodeActSettings,
@@ -538,7 +539,7 @@ def _round_seconds(
             _positive(sandbox.limits.timeout_seconds, "sandbox.limits.timeoutSeconds", report),
         ),
     ]
-    cap = host.max_round_seconds
+    cap = host.max_round_seconds if host.max_round_seconds is not None else DEFAULT_MAX_ROUND_SECONDS
     for path, value in asked:
         if value is not None and value > cap:
             raise BlueprintFactoryError(

@@ -72,7 +72,7 @@ class HostContext:
         now: ``now`` for instruction templates (default: the current local time).
         max_round_seconds: The most seconds of code per round a blueprint may ask for
             (``workflow.codeact.roundSeconds``, ``sandbox.limits.timeoutSeconds``;
-            ``--max-round-seconds``); a blueprint asking more is refused.
+            ``--max-round-seconds``; None: 600 s); a blueprint asking more is refused.
     """
 
     model_client: Any | None = None
@@ -86,7 +86,7 @@ class HostContext:
     allowed_imports: frozenset[str] | None = None
     work_dir: Path | None = None
     now: _dt.datetime | None = None
-    max_round_seconds: float = DEFAULT_MAX_ROUND_SECONDS
+    max_round_seconds: float | None = None
 
 
 AgentKind = Literal["react", "codeact"]

@@ -325,7 +325,7 @@ def _build(
                     store=opened,
                     approval_callback=approver,
                     allow_sandbox_declaration=allow,
-                    **({"max_round_seconds": max_round_seconds} if max_round_seconds is not None else {}),
+                    max_round_seconds=max_round_seconds,
                 ),
             )
         except BlueprintFactoryError as exc:
