@@ -209,3 +209,12 @@ def test_limits_are_documented_in_one_table() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text()
     for name in ("workflow.codeact.roundSeconds", "workflow.runSeconds", "--max-round-seconds", "cpu_s"):
         assert name in docs, name
+
+
+def test_serve_refuses_a_blueprint_over_its_cap(tmp_path: Path) -> None:
+    path = blueprint(tmp_path)
+    path.write_text(path.read_text().replace(f"roundSeconds: {ROUND}", "roundSeconds: 900"))
+    rc, _, err = cli("serve", "--blueprints", str(path), "--toolkit", OPS, "--max-round-seconds", "300",
+                     "--store", store_url(tmp_path))  # fmt: skip
+    assert rc == 2
+    assert "workflow.codeact.roundSeconds asks for 900 s of code per round, more than this host allows (300 s)" in err
