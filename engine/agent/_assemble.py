@@ -172,10 +172,11 @@ def assemble(
     isolation: Literal["bwrap", "process"],
     allow_sandbox_declaration: bool,
     extra: dict[str, Any],
+    strict: bool = False,
 ) -> AgentT:
     """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
     from codeact.engine.agent._wiring import default_sandbox_factory
-    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path
+    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path, print_warnings
     from codeact.engine.store import Store, open_store
 
     bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
@@ -207,8 +208,10 @@ def assemble(
                 store=opened,
                 approval_callback=extra.get("approver"),
                 allow_sandbox_declaration=allow_sandbox_declaration,
+                strict=strict,
             ),
         )
+        print_warnings(spec.warnings)  # before the run, where the author looks (stderr)
         agent = cls(
             spec,
             model=client,

@@ -161,6 +161,7 @@ class Agent(Lifecycle):
         interceptors: Sequence[Any] = (),
         stream: bool = True,
         user: str | None = None,
+        strict: bool = False,
     ) -> Agent:
         """Build an agent from a blueprint file, the way ``codeact run`` does.
 
@@ -190,6 +191,8 @@ class Agent(Lifecycle):
             interceptors: Model and tool interceptors.
             stream: Stream model replies as ``message.delta`` events.
             user: Who the agent acts for (passed to toolkits in their context).
+            strict: Refuse a blueprint the validator warns about (``blueprint.validation.strict``);
+                without it the warnings are printed on stderr, one line each.
 
         Raises:
             BlueprintLoadError: The file cannot be read or parsed.
@@ -213,6 +216,7 @@ class Agent(Lifecycle):
             sandbox=sandbox,
             isolation=isolation,
             allow_sandbox_declaration=allow_sandbox_declaration,
+            strict=strict,
             extra={
                 "approver": approver,
                 "hooks": hooks,

@@ -20,6 +20,8 @@ from codeact.engine.blueprint.factory import (
     blueprint_hash,
     format_factory_error,
     format_load_error,
+    print_warnings,
+    strict_error,
 )
 from codeact.engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
 from codeact.engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
@@ -92,6 +94,8 @@ __all__ = [
     "load_path",
     "load_stream",
     "load_text",
+    "print_warnings",
     "sandbox_declared",
+    "strict_error",
     "validate_blueprint",
 ]

@@ -15,12 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal, cast
+from typing import IO, Any, Final, Literal, cast
 
-from codeact.engine.blueprint.issues import ValidationReport
+from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
 from codeact.engine.blueprint.models import Blueprint, InstructionsBlock, ModelBlock, ModelRoute, SandboxBlock
 from codeact.engine.blueprint.spec import (
     AgentSpec,
@@ -52,6 +53,8 @@ __all__ = [
     "format_factory_error",
     "format_load_error",
     "map_options",
+    "print_warnings",
+    "strict_error",
 ]
 
 DEFAULT_MAX_TURNS: Final = 20
@@ -70,6 +73,31 @@ def format_factory_error(error: BlueprintFactoryError) -> str:
     if isinstance(error.report, ValidationReport):
         lines.extend(f"  {issue.format()}" for issue in error.report.issues)
     return "\n".join(lines)
+
+
+def print_warnings(issues: Iterable[ValidationIssue], file: IO[str] | None = None) -> None:
+    """Write each warning on one line (``WARNING $.toolkit blueprint.field.unknown: ...``) to stderr.
+
+    ``codeact run``, ``serve``, ``worker``, ``eval`` and ``Agent.from_blueprint`` call it before a run,
+    so a typo the validator caught is seen where the author looks.
+    """
+    out = file if file is not None else sys.stderr
+    for issue in issues:
+        out.write(issue.format() + "\n")
+    out.flush()
+
+
+def strict_error(report: ValidationReport) -> BlueprintFactoryError | None:
+    """The ``blueprint.validation.strict`` error of a report with warnings (``--strict``), else None."""
+    count = len(report.warnings)
+    if not count:
+        return None
+    return BlueprintFactoryError(
+        f"Agent Blueprint has {count} warning{'s' if count != 1 else ''} and --strict makes warnings errors; "
+        "fix the issues listed (codeact validate FILE shows them).",
+        code="blueprint.validation.strict",
+        report=ValidationReport(issues=report.warnings),
+    )
 
 
 def blueprint_hash(blueprint: Blueprint) -> str:
@@ -185,9 +213,12 @@ class AgentFactory:
     def __init__(self, *, validator: Callable[[Blueprint], ValidationReport] = validate_blueprint) -> None:
         self._validate = validator
 
-    def _validated(self, blueprint: Blueprint) -> ValidationReport:
-        """The validation report of ``blueprint``; ``BlueprintFactoryError`` when it has errors."""
+    def _validated(self, blueprint: Blueprint, host: HostContext) -> ValidationReport:
+        """The validation report; ``BlueprintFactoryError`` when it has errors (or warnings, under ``strict``)."""
         report = self._validate(blueprint)
+        strict = strict_error(report) if host.strict and report.valid else None
+        if strict is not None:
+            raise strict
         if not report.valid:
             count = len(report.errors)
             raise BlueprintFactoryError(
@@ -209,7 +240,7 @@ class AgentFactory:
             BlueprintFactoryError: The first failed check, in ai4j's order (see the module doc).
         """
         host = context if context is not None else HostContext()
-        report = self._validated(blueprint)
+        report = self._validated(blueprint, host)
         if blueprint.workflow is not None and _trim(blueprint.workflow.mode) == "flow":
             raise BlueprintFactoryError(
                 f"blueprint {blueprint.id!r} is a flow (workflow.mode: flow), not a single agent: build it with "
@@ -300,7 +331,7 @@ class AgentFactory:
                 allow, names an unknown provider, or asks for imports the host does not allow.
         """
         host = context if context is not None else HostContext()
-        report = self._validated(blueprint)
+        report = self._validated(blueprint, host)
         settings = self._sandbox(blueprint, host, report)
         if settings.declared and blueprint.sandbox is not None:
             _sandbox_backend(blueprint.sandbox, report)

@@ -55,6 +55,7 @@ class WorkerConfig:
         blueprints: Blueprint id -> file, from ``--blueprints DIR``.
         max_sandboxes: Global cap of sandboxes (runs) alive at once in this worker process.
         run_timeout_s: Run time limit when neither the request nor the blueprint gives one.
+        strict: Refuse (fail) a run whose blueprint the validator warns about (``--strict``).
     """
 
     name: str
@@ -63,6 +64,7 @@ class WorkerConfig:
     blueprints: dict[str, Path] = field(default_factory=dict)
     max_sandboxes: int = 4
     run_timeout_s: float | None = None
+    strict: bool = False
     _slots: threading.BoundedSemaphore | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
@@ -302,6 +304,7 @@ class _Run:
             approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
+            strict=self.config.strict,
             **({"sandbox": request["sandbox"]} if request.get("sandbox") in ("subprocess", "docker") else {}),
         )
 

@@ -105,6 +105,7 @@ def start_worker(
     run_timeout_s: float | None = None,
     name: str | None = None,
     loglevel: str = "WARNING",
+    strict: bool = False,
 ) -> None:
     """Run a worker in this process until it is stopped (SIGTERM: warm shutdown)."""
     from codeact.toolkits import load_registry
@@ -117,6 +118,7 @@ def start_worker(
         blueprints=blueprint_index(blueprints),
         max_sandboxes=max_sandboxes or concurrency,
         run_timeout_s=run_timeout_s,
+        strict=strict,
     )
     app, state = build_worker_app(broker_url, state_url or broker_url, config)
     stop = threading.Event()
