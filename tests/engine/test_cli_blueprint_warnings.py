@@ -20,9 +20,7 @@ from codeact.engine.cli import app
 from codeact.engine.errors import BlueprintFactoryError
 from tests.engine.openai_server import OpenAIServer
 
-TYPO = (
-    "WARNING $.toolkit blueprint.field.unknown: Unknown top-level field: toolkit; did you mean 'toolkits'?"
-)
+TYPO = "WARNING $.toolkit blueprint.field.unknown: Unknown top-level field: toolkit; did you mean 'toolkits'?"
 TYPO_BLUEPRINT = """\
 version: codeact.agent/v1
 id: typo
