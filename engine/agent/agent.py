@@ -133,6 +133,8 @@ class Agent(Lifecycle):
                 "system": spec.instructions.system,
                 "developer": spec.instructions.developer,
                 "variables": variables,
+                # The factory rendered a codeact file's instructions; an ai4j file's are text: never again.
+                "literal": True,
             },
             protocol=codeact.protocol,
             model=spec.model.model,

@@ -21,6 +21,7 @@ from codeact.engine.blueprint.factory import (
     format_factory_error,
     format_load_error,
     print_warnings,
+    render_instructions,
     strict_error,
 )
 from codeact.engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
@@ -95,6 +96,7 @@ __all__ = [
     "load_stream",
     "load_text",
     "print_warnings",
+    "render_instructions",
     "sandbox_declared",
     "strict_error",
     "validate_blueprint",

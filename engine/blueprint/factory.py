@@ -54,6 +54,7 @@ __all__ = [
     "format_load_error",
     "map_options",
     "print_warnings",
+    "render_instructions",
     "strict_error",
 ]
 
@@ -276,7 +277,7 @@ class AgentFactory:
             context_window=model_block.context_window,
         )
         routes = self._routes(model_block, provider)
-        instructions = self._instructions(blueprint, host)
+        instructions = render_instructions(blueprint, host)
         toolkits = self._toolkits(blueprint, host, report)
         subagents = self._subagents(blueprint, host)
         workflow = blueprint.workflow
@@ -412,27 +413,6 @@ class AgentFactory:
         return routes
 
     @staticmethod
-    def _instructions(blueprint: Blueprint, host: HostContext) -> RenderedInstructions:
-        block: InstructionsBlock | None = blueprint.instructions
-        if block is None:
-            return RenderedInstructions()
-        if not blueprint.is_codeact_version:
-            return RenderedInstructions(system=_trim(block.system), developer=_trim(block.developer))
-        variables = {**builtin_variables(now=host.now, work_dir=host.work_dir), **block.variables}
-        rendered: dict[str, str | None] = {}
-        for name in ("system", "developer"):
-            text = getattr(block, name)
-            if text is None:
-                rendered[name] = None
-                continue
-            try:
-                rendered[name] = _trim(render_template(f"instructions.{name}", text, variables))
-            except TemplateError as exc:
-                problem = "undefined" if exc.variable is not None else "invalid"
-                raise BlueprintFactoryError(exc.message, code=f"blueprint.instructions.template.{problem}") from None
-        return RenderedInstructions(system=rendered["system"], developer=rendered["developer"])
-
-    @staticmethod
     def _toolkits(blueprint: Blueprint, host: HostContext, report: ValidationReport) -> tuple[ToolkitGrant, ...]:
         grants: list[ToolkitGrant] = []
         registry: Any = host.toolkit_registry if hasattr(host.toolkit_registry, "__contains__") else None
@@ -525,6 +505,39 @@ class AgentFactory:
             max_self_checks=block.max_self_checks if block.max_self_checks is not None else defaults.max_self_checks,
             max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
         )
+
+
+def render_instructions(
+    blueprint: Blueprint, host: HostContext, *, variables: Mapping[str, Any] | None = None
+) -> RenderedInstructions:
+    """The blueprint's instructions as the prompt shows them.
+
+    A ``codeact.agent/v1`` file's are rendered with the built-ins, then ``instructions.variables``,
+    then ``variables`` (a host's binding ``config``, which by the AgentRunner protocol overrides the
+    blueprint's variables: it is applied before rendering, so the prompt shows the host's value).
+    An ``ai4j.agent/v1`` file's are never templated: ai4j reads them as text, ``{{ }}`` included.
+
+    Raises:
+        BlueprintFactoryError: ``blueprint.instructions.template.*`` (undefined variable, bad syntax).
+    """
+    block: InstructionsBlock | None = blueprint.instructions
+    if block is None:
+        return RenderedInstructions()
+    if not blueprint.is_codeact_version:
+        return RenderedInstructions(system=_trim(block.system), developer=_trim(block.developer))
+    values = {**builtin_variables(now=host.now, work_dir=host.work_dir), **block.variables, **(variables or {})}
+    rendered: dict[str, str | None] = {}
+    for name in ("system", "developer"):
+        text = getattr(block, name)
+        if text is None:
+            rendered[name] = None
+            continue
+        try:
+            rendered[name] = _trim(render_template(f"instructions.{name}", text, values))
+        except TemplateError as exc:
+            problem = "undefined" if exc.variable is not None else "invalid"
+            raise BlueprintFactoryError(exc.message, code=f"blueprint.instructions.template.{problem}") from None
+    return RenderedInstructions(system=rendered["system"], developer=rendered["developer"])
 
 
 SANDBOX_PROVIDERS: Final[Mapping[str, str]] = {
