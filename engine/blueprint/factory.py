@@ -445,6 +445,9 @@ class AgentFactory:
             child = blueprint.subagent_blueprints.get(name)
             if entry is None or child is None:
                 continue
+            if child.model is None:
+                # A kimi-cli sub-agent names no model: as in kimi-cli, it runs on its parent's.
+                child = child.model_copy(update={"model": blueprint.model})
             try:
                 spec = self.create(child, host)
             except BlueprintFactoryError as exc:
