@@ -13,9 +13,9 @@ The rules are kimi-cli's (``kimi_cli/agentspec.py``, seed ``004``):
   (``blueprint.kimi.file``), invalid YAML (``blueprint.yaml.invalid``), an empty document
   (``blueprint.document.required``), an unsupported ``version`` (``blueprint.version.unsupported``),
   a ``name``, ``system_prompt_path`` or ``tools`` still unset after inheritance
-  (``blueprint.kimi.required``; ``name: ""`` is a value, as in kimi-cli's own default agent), an ``extend`` cycle (``blueprint.kimi.extend.cycle``, where
-  kimi-cli recurses until ``RecursionError``), a field of the wrong type
-  (``blueprint.kimi.field.invalid``), a tool with no codeact counterpart that is not a toolkit
+  (``blueprint.kimi.required``; ``name: ""`` is a value, as in kimi-cli's own default agent),
+  an ``extend`` cycle (``blueprint.kimi.extend.cycle``, where kimi-cli recurses until ``RecursionError``),
+  a field of the wrong type (``blueprint.kimi.field.invalid``), a tool with no codeact counterpart that is not a toolkit
   name (``blueprint.kimi.tool.unknown``), a prompt placeholder without a value
   (``blueprint.kimi.prompt.arg``).
 
