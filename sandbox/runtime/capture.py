@@ -13,8 +13,8 @@ compiles under the same policy (imports first, each guarded so a narrower policy
 
 Nothing is silently dropped: values that cannot be captured are listed in ``uncaptured`` with a
 reason, and a value the codec cannot carry (not a callable) is kept as its ``repr()`` string, so the
-next round can still read it (the reason says so). Names starting with ``_``, builtins and the names in ``baseline`` (toolkit proxies, runtime
-helpers) are skipped without a report.
+next round can still read it (the reason says so). Names starting with ``_``, builtins and the
+names in ``baseline`` (toolkit proxies, runtime helpers) are skipped without a report.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ SOURCE_TAG: Final = "source"
 
 _REPR_CHARS: Final = 80
 _KEPT_REPR_CHARS: Final = 4000  # the repr kept in place of a value the codec cannot carry
+_ADDRESS: Final = re.compile(r" at 0x[0-9A-Fa-f]+")
 _BUILTIN_IDS: Final = frozenset(id(value) for value in vars(builtins).values())
 
 
@@ -293,6 +294,9 @@ def _as_repr(value: Any, max_var_bytes: int, room: int) -> tuple[str, int] | Non
         text = f"<{type(value).__name__} object (repr failed)>"
     if not isinstance(text, str):  # pragma: no cover - repr() guarantees str
         text = f"<{type(value).__name__} object>"
+    # `<Conn object at 0x7f..>`: the address differs from process to process, and replay compares the
+    # variables a round leaves; it tells the model nothing either.
+    text = _ADDRESS.sub("", text)
     if len(text) > _KEPT_REPR_CHARS:
         text = text[: _KEPT_REPR_CHARS - 3] + "..."
     try:

@@ -336,7 +336,7 @@ def test_a_value_the_codec_cannot_keep_is_kept_as_its_repr() -> None:
         """
     )
     assert variables["p"] == "Point(x=1, y=2)"
-    assert variables["gen"].startswith("<generator object <genexpr> at 0x")
+    assert variables["gen"] == "<generator object <genexpr>>"  # no address: replay compares it
     assert "square" not in variables  # a callable is not replaced by a str: its note says how to keep it
     notes = {u["name"]: u["reason"] for u in uncaptured}
     assert notes["p"].endswith("; the next round has its repr() as a str instead")
