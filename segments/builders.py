@@ -161,6 +161,7 @@ class BasePromptBuilder:
             "tokens": self.tokens,
             "protocol": self.config.protocol,
             "purpose": self.purpose,
+            "next_goal": self.config.next_goal,
             "knowledge": list(self.config.knowledge),
             "experiences": list(self.config.experiences),
         }

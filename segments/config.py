@@ -125,6 +125,9 @@ class PromptConfig(BaseModel):
         imports: Import statements placed in the frame before ``try:``.
         reraise: The frame's handler re-raises after printing, so errors keep their line numbers.
         max_repr: Longest variable repr shown in the frame header.
+        next_goal: The code prompt invites the reply to state the next round's goal (``NextGoal:``),
+            which the next frame's header shows (``# Goal:``); the agent sets it in the inline
+            thought mode, where the code reply is the round's only reply.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -143,6 +146,7 @@ class PromptConfig(BaseModel):
     imports: tuple[str, ...] = ()
     reraise: bool = True
     max_repr: int = Field(default=80, ge=10, le=400)
+    next_goal: bool = False
 
     @field_validator("sections")
     @classmethod

@@ -140,6 +140,8 @@ class Agent(Lifecycle):
             model=spec.model.model,
             fim=codeact.fim_family or "auto",
             fim_tokens=fim_tokens,
+            # inline thought: the code reply is the round's only reply, so it states the next goal too
+            next_goal=codeact.thought == "inline",
         )
 
     # -- public API ----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from codeact.segments import (
     extract_code,
     format_evaluation,
     parse_thought,
+    stated_goal,
 )
 
 if TYPE_CHECKING:
@@ -167,8 +168,9 @@ class CodeActLoop:
         usage["code"] = full.usage if reply.cost_usd is None else {**full.usage, "cost_usd": reply.cost_usd}
         timings["model_s"] = time.perf_counter() - tc
         if self.thought_mode == "inline":
-            # the thought is what comes before the code, not a next turn the model invented after it
-            self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True)
+            # the thought is what comes before the code, not a next turn the model invented after it;
+            # a NextGoal it states is the goal of the round after this one: added after the Evaluation
+            self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True, goal=False)
 
         try:
             if full.truncated:
@@ -250,6 +252,10 @@ class CodeActLoop:
         evaluation = with_artifacts(evaluation, result.artifacts)
         emit_artifacts(ctx, n, result.artifacts)
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
+        if self.thought_mode == "inline":
+            goal = stated_goal(full.text)  # seed 001's order: Code, Evaluation, NextGoal
+            if goal is not None:
+                self._add(SegmentKind.NEXT_GOAL, goal)
         ctx.variables = dict(result.variables)
         await self._record(
             started,
@@ -274,7 +280,7 @@ class CodeActLoop:
         signature = f"{error['type']}:{error['message']}" if error else None
         return self._stuck_check(code=block.code, error=signature)
 
-    def _add_thought(self, text: str, *, quiet: bool = False) -> None:
+    def _add_thought(self, text: str, *, quiet: bool = False, goal: bool = True) -> None:
         try:
             parts = parse_thought(text, round_index=self.ctx.round)
         except ThoughtParseError:
@@ -282,7 +288,8 @@ class CodeActLoop:
                 return
             parts = [Segment(kind=SegmentKind.THOUGHT, content="(the model gave no thought)")]
         for part in parts:
-            self._add(part.kind, part.content)
+            if goal or part.kind != SegmentKind.NEXT_GOAL:
+                self._add(part.kind, part.content)
 
     def _stuck_check(self, *, code: str | None, error: str | None) -> Outcome | None:
         self._codes.append(code.strip() if code is not None else "")
