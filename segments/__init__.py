@@ -83,6 +83,6 @@ __all__ = [
     "parse_python",
     "parse_segments",
     "parse_thought",
-    "stated_goal",
     "segment_label",
+    "stated_goal",
 ]
