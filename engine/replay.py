@@ -331,8 +331,14 @@ async def _replay_round(
         bridge = ToolkitBridge.replaying(calls, session_id=record.session_id)
     switch.current = bridge
     assert record.code is not None  # noqa: S101 - checked by the caller
+    # A round that continued the warm namespace of the round before it does so again (replay runs the
+    # rounds in order in one sandbox); one that started from the store's snapshot starts from it again.
     result = await sandbox.execute(
-        record.code, variables=variables, deadline=deadline, nondeterminism=record.nondeterminism or None
+        record.code,
+        variables=variables,
+        deadline=deadline,
+        nondeterminism=record.nondeterminism or None,
+        warm=(record.nondeterminism or {}).get("warm") is True,
     )
     switch.current = None
     unmade = len(switch.hung)
