@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the turns are model code, one string each as a model wrote it
 """Multi-turn code written the way models write it (numpy, pandas, sympy, plain Python), turn by turn.
 
 Each sequence is what one model wrote over several rounds of one task: values made in one turn are

@@ -418,7 +418,9 @@ class Sandbox(abc.ABC):
             )
         rpc_count = await channel.end_round()
         worker.reap()
-        result = self._from_answer(started, answer, variables=variables, rpc_count=rpc_count, isolation=worker.isolation)
+        result = self._from_answer(
+            started, answer, variables=variables, rpc_count=rpc_count, isolation=worker.isolation
+        )
         state = answer.get("state") if isinstance(answer, dict) else None
         if isinstance(state, str) and result.status in ("ok", "error") and worker.alive:
             self._warm = (worker, state, result.variables)

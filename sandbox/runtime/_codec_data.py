@@ -356,7 +356,8 @@ def _sympy(encoder: Any, value: Any) -> dict[str, Any] | None:
         back = encoder.roundtrip({TAG: "sympy", "v": text})
         same = type(back) is type(value) and back == value
     except Exception as exc:  # noqa: BLE001 - the printer or the rebuild failed: not faithful
-        raise Unencodable(f"this sympy {type(value).__name__} cannot be saved ({type(exc).__name__}: {exc})"[:300])
+        reason = f"this sympy {type(value).__name__} cannot be saved ({type(exc).__name__}: {exc})"
+        raise Unencodable(reason[:300]) from None
     if not same:
         raise Unencodable(f"this sympy {type(value).__name__} cannot be saved (its srepr does not rebuild it)")
     return _tag("sympy", value, text)

@@ -102,9 +102,7 @@ def test_values_live_across_rounds_resume_and_backends(tmp_path: Path, docker_cl
     assert first["status"] == "ok", first
     assert first["stdout"] == "(2, 3) 3 Eq(-d + x**2, 0)\n"
     assert second["status"] == "ok", second
-    assert second["stdout"] == (
-        "[[ 0  2  4]\n [ 6  8 10]]\nPune 18.25\n[x**2] [-sqrt(d), sqrt(d)]\nint64 15\n0 1\n"
-    )
+    assert second["stdout"] == ("[[ 0  2  4]\n [ 6  8 10]]\nPune 18.25\n[x**2] [-sqrt(d), sqrt(d)]\nint64 15\n0 1\n")
     # The generator has no snapshot: it lives in the run's sandbox only, and says so.
     state = next(e for e in events if e["type"] == "state.updated" and e["round"] == 1)
     assert [(u["name"], u.get("live")) for u in state["uncaptured"]] == [("squares", True)]
