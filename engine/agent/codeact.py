@@ -357,7 +357,7 @@ class CodeActLoop:
 
 
 _DEFAULT_WINDOW = 32_768
-_LIVE = " (it is still defined in the next round of this run, but a resumed session will not have it)"
+_LIVE = " (still defined while this run's sandbox lives; not saved, so a resumed session will not have it)"
 
 
 def _source_line(code: str, line: int | None) -> str:

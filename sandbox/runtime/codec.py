@@ -36,6 +36,10 @@ tag             payload ``v``                                              decod
                                                                            or a plain ``tuple``
 ==============  =========================================================  ============================
 
+With ``data=True`` (the runtime's variable capture) numpy, pandas and sympy values get the tags of
+``_codec_data`` (``ndarray``, ``dataframe``, ``sympy``, ...), which only ``decode(obj, data=True)``
+inside the sandbox turns back into values; everywhere else they are unknown tags, kept opaque.
+
 ``"class"`` is the class ``__qualname__``. ``decode(obj, registry={"Point": Point})`` re-creates
 instances of the classes it is given (the runtime passes the classes defined in the namespace, so a
 dataclass instance captured in round 1 is a ``Point`` again in round 3); without one, dataclasses and
