@@ -178,7 +178,9 @@ def test_a_variable_dropped_for_size_is_reported_in_the_run_output(tmp_path: Pat
     code, out, err = cli("run", str(path), "--input", "x", "--store", f"sqlite:///{tmp_path / 's.db'}")
     assert code == 0 and out == "1\n"
     # the value stays in the run's warm sandbox; only the store (a resume) lacks it
-    assert "! variable big (str) is kept in this run's sandbox only, not saved: exceeds the 1 MiB per-variable cap" in err
+    assert (
+        "! variable big (str) is kept in this run's sandbox only, not saved: exceeds the 1 MiB per-variable cap" in err
+    )
 
 
 def test_approval_denial_says_why_once(tmp_path: Path) -> None:
