@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import os
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from codeact.engine.agent._input import AgentInput, conversation, run_input
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from codeact.engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
@@ -33,6 +35,7 @@ from codeact.engine.model.client import stop_background_tasks
 from codeact.engine.replay import sandbox_note, session_hash_seed
 from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
+from codeact.sandbox.runtime.codec import plain
 from codeact.segments import PromptConfig, SegmentBuilder, SegmentHistory, SegmentKind
 from codeact.toolkits import ToolkitRegistry
 
@@ -223,7 +226,7 @@ class Agent(Lifecycle):
         )
 
     async def run(
-        self, input: str, *, session_id: str | None = None, user: str | None = None
+        self, input: AgentInput, *, session_id: str | None = None, user: str | None = None
     ) -> AsyncGenerator[Event, None]:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
 
@@ -233,10 +236,16 @@ class Agent(Lifecycle):
         is only closed when the garbage collector finalizes it, and the run goes on until then.
 
         Args:
-            input: The user's message.
-            session_id: Continue this session (history and variables restored), or start it.
+            input: The task: a string, a message ``{"role": "user", "content": ...}`` or a list of
+                messages (the last user message is the task, the others history the model sees).
+            session_id: Continue this session (history and variables restored), or start it
+                (default: a new session for every call).
             user: Who this run is for (memory scope, toolkit context); default the agent's ``user``.
+
+        Raises:
+            CodeactError: ``input.invalid`` or ``input.image_unsupported`` (before any event).
         """
+        read = run_input(input)
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -246,8 +255,10 @@ class Agent(Lifecycle):
             queue.put_nowait(event)
             return event
 
-        state = _DriveState()
-        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, state, user=user))
+        state = _DriveState(history=read.history)
+        task = asyncio.create_task(
+            self._drive(read.task, session_id or uuid.uuid4().hex, run_id, emit, state, user=user)
+        )
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -280,13 +291,17 @@ class Agent(Lifecycle):
 
     async def invoke(
         self,
-        input: str,
+        input: AgentInput,
         *,
         session_id: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         user: str | None = None,
     ) -> RunResult:
-        """Run to the end and return the result (``on_event`` sees every event)."""
+        """Run to the end and return the result (``on_event`` sees every event).
+
+        Without ``session_id`` every call starts a new session; pass the ``session_id`` of a result
+        to continue it (its history and variables).
+        """
         last: Event | None = None
         session = session_id or ""
         async for event in self.run(input, session_id=session_id, user=user):
@@ -295,11 +310,73 @@ class Agent(Lifecycle):
             if isinstance(event, RunStarted):
                 session = event.session_id
             last = event
-        return _result(last, session)
+        result = _result(last, session)
+        with contextlib.suppress(CodeactError):  # the store went away: the result without the state
+            variables = await self.state(session) if session else {}
+            segments = await self.store.segments(session) if session else []
+            answer = result.answer if result.status != "failed" else None
+            result = dataclasses.replace(result, variables=variables, messages=conversation(segments, answer))
+        return result
+
+    async def state(self, session_id: str) -> dict[str, Any]:
+        """The session's variables, decoded to plain JSON (an unknown session has none)."""
+        return {name: plain(value) for name, value in (await self.store.variables(session_id)).items()}
+
+    async def update_state(
+        self, session_id: str, *, variables: Mapping[str, Any] | None = None, remove: Iterable[str] = ()
+    ) -> dict[str, Any]:
+        """Set (and remove) variables of a session between runs; the next run's code sees them.
+
+        The change is recorded as a round of its own (status ``host_edit``, no code), so the
+        session's record says who changed what and replay starts the next round from the same
+        variables. Returns the session's variables after the change (plain JSON).
+
+        Raises:
+            CodeactError: ``state.unknown_session``, ``state.value`` (a value the codec cannot keep),
+                or the store's busy error while a run holds the session.
+        """
+        import time
+
+        from codeact.engine.store import RoundRecord
+        from codeact.sandbox.runtime.codec import Unencodable, encode
+
+        meta = await self.store.get_session(session_id)
+        if meta is None:
+            raise CodeactError(
+                f"no session {session_id!r} in the store: run the agent first", code="state.unknown_session"
+            )
+        changes: dict[str, Any] = {}
+        for name, value in (variables or {}).items():
+            if not str(name).isidentifier():
+                raise CodeactError(f"variable name {name!r} is not a Python identifier", code="state.value")
+            try:
+                changes[str(name)] = encode(value)
+            except Unencodable as exc:
+                raise CodeactError(f"variable {name!r} cannot be kept: {exc}", code="state.value") from exc
+        removed = [str(n) for n in remove]
+        async with self.store.lock(session_id) as lock:
+            current = await self.store.variables(session_id)
+            after = {k: v for k, v in current.items() if k not in removed}
+            after.update(changes)
+            done = (await self.store.get_session(session_id) or meta).rounds
+            edit = {"set": sorted(changes), "removed": sorted(n for n in removed if n in current)}
+            record = RoundRecord(
+                session_id=session_id,
+                index=done + 1,
+                started_at=time.time(),
+                duration_s=0.0,
+                prompt_hash="",
+                reply="",
+                status="host_edit",
+                control={"kind": "host_edit", **edit},
+                variables=after,
+            )
+            await self.store.append_round(record, segments=(), variables=after, fence=lock.token)
+        return {name: plain(value) for name, value in after.items()}
 
     def run_sync(
         self,
-        input: str,
+        input: AgentInput,
         *,
         session_id: str | None = None,
         on_event: Callable[[Event], None] | None = None,
@@ -322,7 +399,7 @@ class Agent(Lifecycle):
 
     async def _invoke_on_own_loop(
         self,
-        input: str,
+        input: AgentInput,
         *,
         session_id: str | None,
         on_event: Callable[[Event], None] | None,
@@ -401,7 +478,9 @@ class Agent(Lifecycle):
                 try:
                     # A run that died mid-round left its completed calls behind: record them first.
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
-                    ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
+                    ctx = state.ctx = await self._open_session(
+                        input, session_id, run_id, tracked, link=link, before=state.history
+                    )
                     ctx.stopping = state.stopping
                     ctx.trace = run_trace
                     ctx.fence = lock.token
@@ -472,6 +551,7 @@ class Agent(Lifecycle):
         emit: Callable[..., Event],
         *,
         link: Mapping[str, Any] | None = None,
+        before: Sequence[tuple[str, str]] = (),
     ) -> RunContext:
         spec = self.spec
         meta = await self.store.get_session(session_id)
@@ -511,6 +591,10 @@ class Agent(Lifecycle):
             first_round=done + 1,
             recorded=done,
         )
+        for kind, text in before:  # the input's history messages (Agent.run of a list of messages)
+            earlier = history.add(kind, text, round_index=done, tags=("input",))
+            ctx.pending_segments.append(earlier)
+            emit(SegmentCreated, segment=earlier.model_dump(mode="json"), round=done)
         user = history.add(SegmentKind.USER, input, round_index=done)
         ctx.pending_segments.append(user)
         emit(SegmentCreated, segment=user.model_dump(mode="json"), round=done)
