@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codeact.engine.agent._input import RunConfig
 from codeact.engine.agent.agent import Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
 from codeact.engine.agent.context import Outcome, RunContext
 from codeact.engine.agent.hooks import Hook, HookContext, Jump, ModelCall, ModelInterceptor, ToolCall, ToolInterceptor
@@ -14,6 +15,7 @@ __all__ = [
     "ModelCall",
     "ModelInterceptor",
     "Outcome",
+    "RunConfig",
     "RunContext",
     "RunResult",
     "SandboxFactory",

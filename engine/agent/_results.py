@@ -66,6 +66,8 @@ class _DriveState:
     stopping: bool = False  # the run's consumer left: no round may start
     cancelled: bool = False  # the run took the cancel and is recording what it did
     history: tuple[tuple[str, str], ...] = ()  # the input's history messages, as (segment kind, text)
+    labels: dict[str, Any] = field(default_factory=dict)  # RunConfig.labels(): thread_id, tags, metadata
+    context: str | None = None  # the caller's context (Agent.run(context=...)), as the Context segment's text
 
     def stop(self) -> None:
         self.stopping = True

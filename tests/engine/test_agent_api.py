@@ -6,15 +6,23 @@ sandbox and a SQLite store; the replies are written as models write them (prose,
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from codeact import Agent
+from codeact import Agent, RunConfig
 from codeact.engine import CodeactError
 from codeact.engine.replay import replay_session
+from codeact.engine.store import open_store
 from tests.engine.openai_server import OpenAIServer
 
+CODEACT = str(Path(sys.executable).parent / "codeact")
 BLUEPRINT = """\
 version: codeact.agent/v1
 extend: codeact-base
@@ -126,3 +134,97 @@ async def test_invoke_without_a_session_starts_a_new_one(tmp_path: Path, openai_
         second = await agent.invoke("Is x set?")
     assert first.session_id != second.session_id
     assert second.variables == {} and second.answer == "unset"
+
+
+async def test_run_config_labels_the_run_and_the_session(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    openai_server.push(
+        'Thought: done.\n```python\nsystem.finish("one")\n```', 'Thought: done.\n```python\nsystem.finish("two")\n```'
+    )
+    events: list[Any] = []
+    async with make_agent(tmp_path, openai_server) as agent:
+        config = RunConfig(thread_id="thread-7", tags=["nightly", "eu"], metadata={"ticket": 42}, user="ada")
+        first = await agent.invoke("First.", config=config, on_event=events.append)
+        again = RunConfig(thread_id="thread-7", tags=["retry"], metadata={"ticket": 43, "by": "ops"})
+        second = await agent.invoke("Second.", config=again)
+        meta = await agent.store.get_session("thread-7")
+        with pytest.raises(CodeactError, match="differ"):
+            await agent.invoke("x", session_id="other", config=again)
+    with pytest.raises(CodeactError, match="at most 8000"):
+        RunConfig(metadata={"blob": "x" * 9000})
+    assert first.session_id == second.session_id == "thread-7"
+    started = events[0]
+    assert (started.type, started.tags, started.metadata) == ("run.started", ("nightly", "eu"), {"ticket": 42})
+    assert meta is not None
+    assert meta.extra["tags"] == ["nightly", "eu", "retry"]
+    assert meta.extra["metadata"] == {"ticket": 43, "by": "ops"}
+
+
+async def test_the_callers_context_is_a_bounded_recorded_segment(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    openai_server.push(
+        'Thought: the user is on the checkout page.\n```python\nsystem.finish("checkout")\n```',
+        'Thought: long.\n```python\nsystem.finish("ok")\n```',
+    )
+    async with make_agent(tmp_path, openai_server) as agent:
+        context = {"page": "/checkout", "cart": {"items": 3}}
+        result = await agent.invoke("Where am I?", context=context)
+        prompt = sent(openai_server)
+        segments = await agent.store.segments(result.session_id)
+        await agent.invoke("And now?", context={"notes": "y" * 10_000})
+        long_prompt = sent(openai_server)
+        with pytest.raises(CodeactError, match="mapping"):
+            await agent.invoke("x", context=["not", "a", "mapping"])  # type: ignore[arg-type]
+    assert "page: /checkout" in prompt and 'cart: {"items": 3}' in prompt
+    assert prompt.index("page: /checkout") < prompt.index("Where am I?")
+    (caller,) = [s for s in segments if s["kind"] == "Context"]
+    assert caller["tags"] == ["caller"] and "page: /checkout" in caller["content"]
+    assert "[context truncated: 4000 of 10007 characters kept]" in long_prompt and "y" * 4100 not in long_prompt
+
+
+def test_codeact_run_takes_tags_metadata_context_and_prompt(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """Through the installed script (tracing is per process): --prompt, --tag, --meta, --context, --trace."""
+    openai_server.push('Thought: the user is on /billing.\n```python\nsystem.finish("billing")\n```')
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(BLUEPRINT)
+    context = tmp_path / "ctx.json"
+    context.write_text(json.dumps({"page": "/billing", "locale": "fr-FR"}))
+    trace_file, store = tmp_path / "trace.jsonl", f"sqlite:///{tmp_path / 's.db'}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update({"CODEACT_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test"})
+    run = subprocess.run(
+        [CODEACT, "run", str(agent), "--model", "openai/test", "--base-url", openai_server.base_url]
+        + ["--store", store, "--session", "S1", "--json", "--trace", str(trace_file)]
+        + ["--tag", "nightly", "--tag", "eu", "--meta", "ticket=42", "--meta", "team=ops"]
+        + ["--context", str(context), "--prompt", "Where am I?"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert events[0]["type"] == "run.started"
+    assert (events[0]["tags"], events[0]["metadata"]) == (["nightly", "eu"], {"ticket": 42, "team": "ops"})
+    assert events[-1]["answer"] == "billing"
+    assert "page: /billing\nlocale: fr-FR" in sent(openai_server)
+
+    async def session() -> Any:
+        async with open_store(store) as opened:
+            return await opened.get_session("S1")
+
+    meta = asyncio.run(session())
+    assert meta.extra["tags"] == ["nightly", "eu"] and meta.extra["metadata"] == {"ticket": 42, "team": "ops"}
+    spans = [json.loads(line) for line in trace_file.read_text().splitlines()]
+    (root,) = [s for s in spans if s["parent_id"] is None]
+    assert root["attributes"]["codeact.tags"] == ["nightly", "eu"]
+    assert root["attributes"]["codeact.metadata.ticket"] == 42
+
+    bad = subprocess.run(
+        [CODEACT, "run", str(agent), "--model", "openai/test", "--meta", "no-equals", "--input", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "--meta takes KEY=VALUE, not 'no-equals'" in bad.stderr
