@@ -251,6 +251,7 @@ class CodeActLoop:
         emit_artifacts(ctx, n, result.artifacts)
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
         ctx.variables = dict(result.variables)
+        ctx.last_outcome = {"round": n, "status": result.status, "error": shown, "stdout": result.stdout[-2000:]}
         await self._record(
             started,
             t0,

@@ -18,6 +18,7 @@ import pytest
 
 from codeact import Agent, RunConfig
 from codeact.engine import CodeactError
+from codeact.engine.agent import Hook, HookContext, HookResult
 from codeact.engine.replay import replay_session
 from codeact.engine.store import open_store
 from tests.engine.openai_server import OpenAIServer
@@ -228,3 +229,51 @@ def test_codeact_run_takes_tags_metadata_context_and_prompt(tmp_path: Path, open
         timeout=60,
     )
     assert bad.returncode == 2 and "--meta takes KEY=VALUE, not 'no-equals'" in bad.stderr
+
+
+class Budget(Hook):
+    """Sees the run's state and sets ``budget`` before each model call; names itself for errors."""
+
+    name = "budget"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, Any, Any]] = []
+
+    async def before_model(self, ctx: HookContext) -> HookResult | None:
+        status = ctx.last_outcome["status"] if ctx.last_outcome else None
+        self.seen.append((ctx.round, ctx.variables.get("spent"), status))
+        return HookResult(update={"budget": 100 - (ctx.variables.get("spent") or 0)}, remove=["scratch"])
+
+
+async def test_a_hook_sees_state_and_changes_a_variable_the_code_uses(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    openai_server.push(
+        "Thought: I spend some.\n```python\nspent = 30\nscratch = 'tmp'\nprint(budget)\n```",
+        "Thought: what is left?\n```python\ntry:\n    scratch\n    kept = True\nexcept NameError:\n    kept = False\n"
+        "system.finish(f'left {budget}, scratch {kept}')\n```",
+    )
+    hook = Budget()
+    async with make_agent(tmp_path, openai_server, hooks=[hook]) as agent:
+        result = await agent.invoke("Spend 30 of the budget.")
+        rounds = await agent.store.rounds(result.session_id)
+        report = await replay_session(agent.store, result.session_id)
+    assert hook.seen == [(1, None, None), (2, 30, "ok")]
+    assert result.answer == "left 70, scratch False"
+    assert rounds[0].edits == {"set": {"budget": 100}, "removed": [], "by": ["budget.before_model"]}
+    assert rounds[1].edits == {"set": {"budget": 70}, "removed": ["scratch"], "by": ["budget.before_model"]}
+    assert "budget" in result.variables and "scratch" not in result.variables
+    assert report.ok, report.to_json()
+
+
+async def test_a_hook_update_that_cannot_be_kept_names_the_hook(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    class Bad(Hook):
+        name = "socket-hook"
+
+        async def before_model(self, ctx: HookContext) -> HookResult:
+            return HookResult(update={"lock": __import__("threading").Lock()})
+
+    async with make_agent(tmp_path, openai_server, hooks=[Bad()]) as agent:
+        result = await agent.invoke("Anything.")
+    assert result.status == "failed" and result.error is not None
+    assert "hook 'socket-hook' (before_model): variable 'lock' cannot be kept" in result.error["message"]
