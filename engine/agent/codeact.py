@@ -75,6 +75,8 @@ class CodeActLoop:
             fields["context_ratio"] = compact.context_ratio
         if compact.preserve:
             fields["preserve"] = compact.preserve
+        if compact.strategy:
+            fields["strategy"] = compact.strategy  # validated: one of the implemented strategies
         window = ctx.spec.model.context_window or ctx.model.context_window(purpose="code") or _DEFAULT_WINDOW
 
         async def summarize(request: SummaryRequest) -> str:

@@ -277,3 +277,20 @@ async def test_a_hook_update_that_cannot_be_kept_names_the_hook(tmp_path: Path, 
         result = await agent.invoke("Anything.")
     assert result.status == "failed" and result.error is not None
     assert "hook 'socket-hook' (before_model): variable 'lock' cannot be kept" in result.error["message"]
+
+
+def test_an_unknown_compact_strategy_is_refused_naming_the_valid_ones(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(BLUEPRINT + "session:\n  compact:\n    enabled: true\n    strategy: sliding-window\n")
+    env = {**os.environ, "CODEACT_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test"}
+    run = subprocess.run(
+        [CODEACT, "run", str(agent), "--model", "openai/test", "--store", f"sqlite:///{tmp_path / 's.db'}"]
+        + ["--input", "x"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "session.compact.strategy must be one of: structured-summary (got 'sliding-window')" in run.stderr
