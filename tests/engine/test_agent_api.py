@@ -21,6 +21,7 @@ from codeact.engine import CodeactError
 from codeact.engine.agent import Hook, HookContext, HookResult
 from codeact.engine.replay import replay_session
 from codeact.engine.store import open_store
+from codeact.toolkits import ToolkitContext, operation, toolkit
 from tests.engine.openai_server import OpenAIServer
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -294,3 +295,20 @@ def test_an_unknown_compact_strategy_is_refused_naming_the_valid_ones(tmp_path: 
     )
     assert run.returncode == 2, run.stderr
     assert "session.compact.strategy must be one of: structured-summary (got 'sliding-window')" in run.stderr
+
+
+@toolkit(name="probe", description="Reports the call's context")
+class Probe:
+    @operation
+    async def ids(self, context: ToolkitContext) -> dict[str, Any]:
+        """The trace and run ids the toolkit sees."""
+        return {"trace_id": context.trace_id, "run_id": context.run_id}
+
+
+async def test_toolkits_see_the_runs_trace_id(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    openai_server.push("Thought: I ask.\n```python\nsystem.finish(await probe.ids())\n```")
+    events: list[Any] = []
+    granted = BLUEPRINT + "toolkits:\n  - ref: probe\n"
+    async with make_agent(tmp_path, openai_server, granted, toolkits=[Probe]) as agent:
+        result = await agent.invoke("Which ids?", on_event=events.append)
+    assert result.answer == {"trace_id": events[0].run_id, "run_id": events[0].run_id}
