@@ -63,6 +63,11 @@ def api_service(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAISe
         "--audit-log", str(tmp / "audit.jsonl"),
         env={"PYTHONPATH": str(REPO)},
     )  # fmt: skip
+    # one run first, so the model layer is loaded before a test's deadline starts counting
+    model_server.push(code("system.finish('ready')", "Ready."))
+    with served.client() as client:
+        warm = client.post("/v1/runs", json={"runner_id": RUNNER, "context": context("Ready?")}).json()
+        assert warm["run"]["status"] == "completed", warm
     yield served
     assert stop_server(served) == 0, served.stderr.read_text()
 
@@ -121,7 +126,8 @@ def start_waiting(served: Served, client: httpx.Client, replies: OpenAIServer, c
             if event.event == "action.requested":
                 break
     run_id: str = ctx["run_id"]
-    assert client.get(f"/v1/runs/{run_id}").json()["status"] == "waiting"
+    shown = client.get(f"/v1/runs/{run_id}").json()
+    assert shown["status"] == "waiting", shown["error"]
     return run_id
 
 
@@ -259,7 +265,7 @@ def api_api_client(served: Served, token: str) -> httpx.Client:
 
 def test_a_run_past_its_deadline_is_refused_with_deadline_exceeded(api_service: Served, replies: OpenAIServer) -> None:
     with api_service.client() as client:
-        ctx = granted_context("Write the report, then ping.", deadline_at=time.time() + 8)
+        ctx = granted_context("Write the report, then ping.", deadline_at=time.time() + 12)
         run_id = start_waiting(api_service, client, replies, ctx)
         assert api(client, run_id, "history_page").status_code == 200
         wait_until(lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "failed", what="the deadline")
@@ -269,3 +275,69 @@ def test_a_run_past_its_deadline_is_refused_with_deadline_exceeded(api_service: 
         while replies.pending:  # the approved round never came
             replies._next()
     assert audit_lines(api_service)[-1]["result"] == "not_found"
+
+
+async def test_a_runner_calls_its_host_through_the_proxy(api_service: Served, replies: OpenAIServer) -> None:
+    """Both sides: codeact's RunAPIProxy (the runner's) over HTTP to codeact serve (the host)."""
+    from codeact.engine.runner import RunnerAPIError, RunnerContext
+    from codeact.engine.runner.proxy import HttpHostTransport, RunAPIProxy
+
+    ctx = granted_context("Now ping the service.")
+    ctx["context"]["available_apis"] = {**APIS, "history_search": False}
+    ctx["resources"]["knowledge_bases"] = [
+        {"kb_id": "kb-faq", "kb_name": "FAQ", "operations": ["list", "retrieve"]},
+        {"kb_id": "kb-hidden", "operations": ["retrieve"]},
+    ]
+    with api_service.client() as client:
+        run_id = await asyncio.to_thread(start_waiting, api_service, client, replies, ctx)
+        transport = HttpHostTransport(api_service.url, token=ADMIN, runner_id=RUNNER)
+        proxy = RunAPIProxy(RunnerContext.model_validate(ctx), transport)
+        before = len(audit_lines(api_service))
+        try:
+            page = HistoryPage.model_validate(await proxy.history_page(limit=10))
+            assert [i.content for i in page.items] == ["Write the refunds report.", "report = make_report()"]
+            events = EventPage.model_validate(await proxy.event_page(event_types=["action.requested"]))
+            [asked] = events.items
+            assert AgentEventRecord.model_validate(await proxy.event_get(asked.event_id)) == asked
+            assert (await proxy.artifact_metadata("1/report.csv"))["name"] == "report.csv"
+            assert await proxy.artifact_read("1/report.csv", offset=10) == b"1,30\n2,12\n"
+            await proxy.state_set("runner", "ext.seen", [1, 2])
+            assert await proxy.state_get("runner", "ext.seen") == [1, 2]
+            assert await proxy.state_list("runner") == ["ext.seen"]
+            assert await proxy.state_delete("runner", "ext.seen") is True
+            await proxy.storage_set("binding", "notes/a", b"first")
+            await proxy.storage_set("binding", "other", b"second")
+            assert await proxy.storage_list("binding", prefix="notes/") == ["notes/a"]
+            assert await proxy.storage_get("binding", "notes/a") == b"first"
+            assert proxy.list_knowledge_bases() == [{"uuid": "kb-faq", "name": "FAQ", "type": None}]
+            served = len(audit_lines(api_service))
+            assert served - before == 13  # every call above reached the host, the KB list excepted (local)
+
+            # refused before it leaves: nothing reaches the host
+            with pytest.raises(RunnerAPIError) as search:
+                await proxy.history_search("refunds")
+            with pytest.raises(RunnerAPIError) as other:
+                await proxy.history_page(conversation_id="conv-of-another-chat")
+            with pytest.raises(RunnerAPIError) as workspace:
+                await proxy.storage_list("workspace")
+            with pytest.raises(RunnerAPIError) as rerank:
+                await proxy.rerank("rerank-1", "refunds", ["a", "b"])
+            with pytest.raises(RunnerAPIError) as action:
+                await proxy.request_action("pin_message", target="msg-1")
+            with pytest.raises(RunnerAPIError) as scope:
+                await proxy.state_get("galaxy", "k")
+            codes = [e.value.error.code for e in (search, other, workspace, rerank, action, scope)]
+            assert codes == ["unauthorized"] * 5 + ["invalid_argument"]
+            assert len(audit_lines(api_service)) == served
+
+            # the host's own checks: another runner's proxy is refused there
+            intruder = RunAPIProxy(
+                RunnerContext.model_validate(ctx), HttpHostTransport(api_service.url, token=ADMIN, runner_id="intruder")
+            )
+            with pytest.raises(RunnerAPIError) as caller:
+                await intruder.history_page()
+            assert caller.value.error.code == "unauthorized"
+            await intruder.transport.aclose()  # type: ignore[attr-defined]
+        finally:
+            await transport.aclose()
+            await asyncio.to_thread(finish, client, run_id)

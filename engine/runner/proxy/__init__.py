@@ -13,6 +13,7 @@ from codeact.engine.runner.proxy.authorization import (
 from codeact.engine.runner.proxy.client import HostTransport, RunAPIProxy
 from codeact.engine.runner.proxy.host_model import HostModelClient
 from codeact.engine.runner.proxy.host_tools import HOST_TOOLKIT, KNOWLEDGE_TOOLKIT, HostKnowledge, HostTools
+from codeact.engine.runner.proxy.http import HttpHostTransport
 
 __all__ = [
     "DEFAULT_OPERATIONS",
@@ -25,6 +26,7 @@ __all__ = [
     "HostModelClient",
     "HostTools",
     "HostTransport",
+    "HttpHostTransport",
     "RateLimit",
     "RunAPIProxy",
     "RunAuthorization",
