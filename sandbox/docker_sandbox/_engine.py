@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ LABEL_SESSION: Final = "org.codeact.session"
 LABEL_HOST_PID: Final = "org.codeact.host_pid"
 LABEL_HOST_START: Final = "org.codeact.host_start"
 LABEL_HOSTNAME: Final = "org.codeact.hostname"
+
+_REMOVE_PATIENCE_S: Final = 30.0
+"""How long a refused container removal is retried before the error is raised."""
 
 
 @contextmanager
@@ -183,17 +187,33 @@ def remove_orphans(*, include_live: bool = False, client: Any = None) -> list[Re
     return removed
 
 
-def _force_remove(container: Any) -> bool:
-    """Kill and remove ``container``; False when it was already gone (auto-remove raced us)."""
+def _force_remove(container: Any, *, patience_s: float = _REMOVE_PATIENCE_S) -> bool:
+    """Kill and remove ``container``; False when it was already gone (auto-remove raced us).
+
+    The engine may refuse a removal for a while after the runtime was OOM-killed (gVisor on a busy
+    machine answers 500 "could not kill" or 409 "removal already in progress"): the removal is
+    retried, and an in-progress one waited for, until the container is gone or ``patience_s`` passed.
+    """
     import docker.errors
 
-    try:
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        return False
-    except docker.errors.APIError as exc:
-        if exc.status_code == 409:  # "removal already in progress" (auto_remove after kill)
-            return False
-        with map_docker_errors(f"remove sandbox container {container.short_id}"):
-            raise
-    return True
+    give_up = time.monotonic() + patience_s
+    delay = 0.2
+    ours = True  # False once the engine said another removal is in progress (409)
+    attempts = 0
+    while True:
+        try:
+            container.remove(force=True)
+            return ours
+        except docker.errors.NotFound:
+            return attempts > 0 and ours  # gone: already on the first try, or finished meanwhile
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:
+                ours = False
+            if time.monotonic() > give_up:
+                if exc.status_code == 409:
+                    return False
+                with map_docker_errors(f"remove sandbox container {container.short_id}"):
+                    raise
+        attempts += 1
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)

@@ -241,6 +241,42 @@ def test_sync_close_removes_containers(sandbox_image: str, docker_client: Any) -
     assert _session_containers(docker_client, sb.session_id) == []
 
 
+async def test_close_retries_a_removal_the_engine_refused(sandbox_image: str, docker_client: Any) -> None:
+    """After an OOM kill under gVisor the engine may refuse `rm -f` for a while; close still removes it."""
+    import docker.errors
+
+    sb = DockerSandbox(session_id=f"test-refused-{uuid.uuid4().hex[:8]}")
+    await sb.start()
+    worker = sb._worker
+    assert worker is not None
+    real = worker.container  # type: ignore[attr-defined]
+    refusals = {"left": 2}
+
+    class Refusing:
+        """The real container, whose first two removals the engine answers with an error."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def remove(self, **kwargs: Any) -> None:
+            if refusals["left"]:
+                refusals["left"] -= 1
+                code = 500 if refusals["left"] else 409
+                raise docker.errors.APIError("refused", response=_Response(code))
+            real.remove(**kwargs)
+
+    worker.container = Refusing()  # type: ignore[attr-defined]
+    await sb.aclose()
+    assert refusals["left"] == 0
+    assert _session_containers(docker_client, sb.session_id) == []
+
+
+class _Response:
+    def __init__(self, status_code: int) -> None:
+        self.status_code = status_code
+        self.reason = "refused"
+
+
 def test_limits_are_applied_to_the_container(sandbox_image: str, docker_client: Any) -> None:
     limits = Limits(memory_bytes=256 * MiB, processes=32, disk_bytes=64 * MiB)
     sb = DockerSandbox(limits=limits, cpus=0.5, pool_size=0, session_id=f"test-lim-{uuid.uuid4().hex[:8]}")
