@@ -1,7 +1,7 @@
 """Replay: re-execute a recorded session's code in a fresh sandbox and compare with the record.
 
 Each recorded round's program runs with the variables recorded after the round before it, under the
-rounds' recorded deadline (the session's ``extra.sandbox.deadline_s``). Toolkit
+rounds' recorded limit (the session's ``extra.sandbox.deadline_s``, seconds of code). Toolkit
 calls are answered from that round's call record (no model, no live tools, no side effects) unless
 ``live=True``. A round matches when stdout, the error (type and line), the control signal and the
 captured variables all equal the record.
@@ -331,8 +331,15 @@ async def _replay_round(
         bridge = ToolkitBridge.replaying(calls, session_id=record.session_id)
     switch.current = bridge
     assert record.code is not None  # noqa: S101 - checked by the caller
+    # A call still running when the deadline killed the round was recorded under the old rule (the deadline
+    # counted waiting on calls too): such a round replays under that rule, or its hung call would pause the
+    # round's clock for good.
     result = await sandbox.execute(
-        record.code, variables=variables, deadline=deadline, nondeterminism=record.nondeterminism or None
+        record.code,
+        variables=variables,
+        deadline=deadline,
+        nondeterminism=record.nondeterminism or None,
+        clock="wall" if switch.hung else "code",
     )
     switch.current = None
     unmade = len(switch.hung)

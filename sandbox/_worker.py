@@ -25,7 +25,8 @@ class Limits:
     """Resource limits of one sandbox (no looser defaults than the product's security floor).
 
     Attributes:
-        wall_s: Default wall-clock deadline of a round (seconds); the runtime is KILLED past it.
+        wall_s: Default limit of a round: seconds of the code's own time (time while a toolkit call is in
+            flight on the host is not counted); the runtime is KILLED past it.
         cpu_s: CPU seconds a round may use (soft RLIMIT_CPU per round; subprocess backend).
         memory_bytes: Address space of the runtime (RLIMIT_AS) and the memory limit of its cgroup (all
             its processes together) / the container's memory limit.
@@ -42,7 +43,7 @@ class Limits:
         round_artifact_bytes: Largest total of a round's artifacts (kept under the bridge's frame size).
     """
 
-    wall_s: float = 10.0
+    wall_s: float = 60.0
     cpu_s: int = 10
     memory_bytes: int = 1 * _GiB
     output_bytes: int = 64 * _KiB

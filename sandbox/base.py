@@ -15,7 +15,7 @@ import asyncio
 import base64
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
@@ -23,7 +23,7 @@ from codeact.sandbox._spawn import start_slot
 from codeact.sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, Limits, RuntimeWorker
 from codeact.sandbox.aio import cancel_and_wait, wait_for
 from codeact.sandbox.artifacts import artifacts_from_answer
-from codeact.sandbox.channel import ChannelClosedError, RpcHandler
+from codeact.sandbox.channel import Channel, ChannelClosedError, RpcHandler
 from codeact.sandbox.errors import SandboxError
 from codeact.sandbox.result import ExecutionError, ExecutionResult, ExecutionStatus, Uncaptured, truncate_output
 from codeact.sandbox.runtime import protocol as _p
@@ -263,16 +263,21 @@ class Sandbox(abc.ABC):
         variables: Mapping[str, Any] | None = None,
         deadline: float | None = None,
         nondeterminism: Mapping[str, Any] | None = None,
+        clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         """Run ``code`` as one round.
 
         Args:
             code: The Python source (top-level ``await`` allowed).
             variables: The session state to restore, codec-ENCODED (a previous result's ``variables``).
-            deadline: Wall-clock seconds for this round (default ``limits.wall_s``); past it the
-                runtime is killed and the result says ``deadline_exceeded``.
+            deadline: Seconds of the code's own time for this round (default ``limits.wall_s``); past
+                it the runtime is killed and the result says ``deadline_exceeded``. While at least one
+                toolkit call is in flight on the host the round's clock is paused (each call is bounded
+                by its own timeout instead).
             nondeterminism: A recorded round's ``ExecutionResult.nondeterminism`` to feed back (replay):
                 the same ``random`` seed, and the recorded clock/uuid/urandom reads in order.
+            clock: ``code`` (the default, as above) or ``wall``: the deadline counts all the round's time,
+                calls included (replaying a round recorded under that rule).
 
         Returns:
             The round's result; the code raising is a normal result (``status="error"``).
@@ -288,17 +293,23 @@ class Sandbox(abc.ABC):
                 dict(variables or {}),
                 self.limits.wall_s if deadline is None else deadline,
                 dict(nondeterminism) if nondeterminism else None,
+                clock,
             )
 
     async def _execute(
-        self, code: str, variables: dict[str, Any], deadline: float, nondeterminism: dict[str, Any] | None = None
+        self,
+        code: str,
+        variables: dict[str, Any],
+        deadline: float,
+        nondeterminism: dict[str, Any] | None = None,
+        clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         started = time.perf_counter()
-        result = await self._execute_once(code, variables, deadline, started, nondeterminism)
+        result = await self._execute_once(code, variables, deadline, started, nondeterminism, clock)
         if result.status == "crashed" and result.rpc_count == 0 and time.perf_counter() - started < _QUICK_DEATH_S:
             # The runtime was already gone (killed between rounds, the host had not noticed yet):
             # no toolkit call was made, so nothing on the host happened twice. Run on a fresh one.
-            result = await self._execute_once(code, variables, deadline, started, nondeterminism)
+            result = await self._execute_once(code, variables, deadline, started, nondeterminism, clock)
         return result
 
     async def _execute_once(
@@ -308,6 +319,7 @@ class Sandbox(abc.ABC):
         deadline: float,
         started: float,
         nondeterminism: dict[str, Any] | None = None,
+        clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         from codeact.sandbox.policy import CompileFailure, compile_code
         from codeact.sandbox.runtime.capture import split_restorable
@@ -355,18 +367,22 @@ class Sandbox(abc.ABC):
         started = time.perf_counter()
         channel = worker.channel
         channel.begin_round()
-        remaining = max(deadline - (time.perf_counter() - started), 0.001)
         try:
-            answer = await wait_for(channel.request("execute", params), timeout=remaining)
+            if clock == "wall":
+                answer = await wait_for(channel.request("execute", params), timeout=max(deadline, 0.001))
+            else:
+                answer = await _code_time_bounded(channel, channel.request("execute", params), deadline, started)
         except TimeoutError:
             worker.kill()
             rpc_count = await channel.end_round()
             await self._discard(worker)
+            what = "time" if clock == "wall" else "time running code (waiting on toolkit calls not counted)"
             error = ExecutionError(
                 type="DeadlineExceeded",
                 message=(
-                    f"the round ran past its {deadline:g} s deadline; the sandbox was killed and will be replaced "
-                    "(the variables from before the round are kept)"
+                    f"the round ran past its {deadline:g} s limit of {what}; the sandbox was killed and will be "
+                    "replaced (the variables from before the round are kept). Split long work over several rounds, "
+                    "or raise the limit (workflow.codeact.roundSeconds)"
                 ),
             )
             return self._result(
@@ -469,6 +485,34 @@ class Sandbox(abc.ABC):
                 round_bytes=min(self.limits.round_artifact_bytes, _MAX_ROUND_ARTIFACT_BYTES),
             ),
         )
+
+
+async def _code_time_bounded(channel: Channel, request: Awaitable[Any], limit: float, started: float) -> Any:
+    """Await ``request`` (the round) while the code's own time stays under ``limit`` seconds.
+
+    The code's time is the wall time since ``started`` minus the time at least one toolkit call was in
+    flight on the host (:meth:`Channel.paused_s`): waiting on the host is bounded by each call's own
+    timeout, not by the round's limit. No timer runs per call: the clock is read only when the limit's
+    timer fires, and while a call is in flight the wait is for the last call to end.
+
+    Raises:
+        TimeoutError: The code ran ``limit`` seconds (``request`` is cancelled).
+    """
+    answer = asyncio.ensure_future(request)
+    try:
+        while True:
+            if channel.in_flight:
+                await asyncio.wait((answer, channel.when_idle()), return_when=asyncio.FIRST_COMPLETED)
+            else:
+                remaining = limit - (time.perf_counter() - started - channel.paused_s())
+                if remaining <= 0:
+                    raise TimeoutError
+                await asyncio.wait((answer,), timeout=remaining)
+            if answer.done():
+                return answer.result()
+    finally:
+        if not answer.done():
+            answer.cancel()  # not awaited: a second cancel of this task must not be swallowed here
 
 
 def _compile_error(failure: Any) -> ExecutionError:

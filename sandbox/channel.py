@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
@@ -324,6 +325,12 @@ class Channel:
         """A frame over 1 MiB went through since the last ``end_round()`` (its memory is given back then)."""
         self.rpc_count = 0
         """Toolkit calls received since the last ``begin_round()``."""
+        # The round clock pauses while the code waits on the host: calls in flight, since when, and the
+        # seconds paused so far this round (a counter and an accumulator: nothing more on the call path).
+        self.in_flight = 0
+        self._paused_at = 0.0
+        self._paused_s = 0.0
+        self._idle: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -487,8 +494,34 @@ class Channel:
 
     # -- runtime -> host -------------------------------------------------------------------------
     def begin_round(self) -> None:
-        """Start counting toolkit calls for a new round."""
+        """Start counting toolkit calls, and the time spent waiting on them, for a new round."""
         self.rpc_count = 0
+        self._paused_s = 0.0
+        if self.in_flight:  # a call left over from before (not possible after end_round): paused from now
+            self._paused_at = time.monotonic()
+
+    def paused_s(self) -> float:
+        """Seconds of this round during which at least one call was in flight on the host (so far)."""
+        if self.in_flight:
+            return self._paused_s + (time.monotonic() - self._paused_at)
+        return self._paused_s
+
+    def when_idle(self) -> asyncio.Future[None]:
+        """A future that resolves when no call is in flight any more (at once if none is)."""
+        idle = self._idle
+        if idle is None or idle.done():
+            idle = self._idle = asyncio.get_running_loop().create_future()
+        if not self.in_flight:
+            idle.set_result(None)
+        return idle
+
+    def _call_ended(self) -> None:
+        self.in_flight -= 1
+        if not self.in_flight:
+            self._paused_s += time.monotonic() - self._paused_at
+            idle = self._idle
+            if idle is not None and not idle.done():
+                idle.set_result(None)
 
     async def end_round(self) -> int:
         """Cancel calls still in flight (they are answered ``cancelled``) and return the round's call count."""
@@ -532,6 +565,10 @@ class Channel:
 
     async def _serve(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
         handler = self.handler
+        # Counted from the call's first step (a task cancelled before it runs never counts, so never leaks).
+        if not self.in_flight:
+            self._paused_at = time.monotonic()
+        self.in_flight += 1
         try:
             if handler is None:  # closed meanwhile
                 raise _p.RpcError(_p.NOT_FOUND, "no toolkits are granted to this session")
@@ -545,6 +582,8 @@ class Channel:
             conn._send(_p.error_response(id_, failed))
         else:
             conn._send_result(id_, result)
+        finally:
+            self._call_ended()
 
     # -- shutdown --------------------------------------------------------------------------------
     async def close(self) -> None:

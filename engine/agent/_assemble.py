@@ -172,6 +172,7 @@ def assemble(
     isolation: Literal["bwrap", "process"],
     allow_sandbox_declaration: bool,
     extra: dict[str, Any],
+    max_round_seconds: float | None = None,
 ) -> AgentT:
     """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
     from codeact.engine.agent._wiring import default_sandbox_factory
@@ -207,6 +208,7 @@ def assemble(
                 store=opened,
                 approval_callback=extra.get("approver"),
                 allow_sandbox_declaration=allow_sandbox_declaration,
+                max_round_seconds=max_round_seconds,
             ),
         )
         agent = cls(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from codeact.engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
+from codeact.engine.agent._time_limit import run_within
 from codeact.engine.agent._wiring import (
     SandboxFactory,
     _restore_history,
@@ -156,6 +157,7 @@ class Agent(Lifecycle):
         sandbox: Literal["subprocess", "docker"] | None = None,
         isolation: Literal["bwrap", "process"] = "bwrap",
         allow_sandbox_declaration: bool = False,
+        max_round_seconds: float | None = None,
         approver: Approver | None = None,
         hooks: Sequence[Hook] = (),
         interceptors: Sequence[Any] = (),
@@ -185,6 +187,8 @@ class Agent(Lifecycle):
             sandbox: ``subprocess`` or ``docker``; default: the blueprint's ``sandbox.backend``.
             isolation: ``bwrap`` (default) or ``process`` (weaker) for the subprocess sandbox.
             allow_sandbox_declaration: Accept the blueprint's ``sandbox`` block.
+            max_round_seconds: The most seconds of code per round the blueprint may ask for
+                (default 600); a blueprint asking more is refused.
             approver: Asked when a call needs approval; None denies such calls with a reason.
             hooks: Before/after agent and model hooks.
             interceptors: Model and tool interceptors.
@@ -213,6 +217,7 @@ class Agent(Lifecycle):
             sandbox=sandbox,
             isolation=isolation,
             allow_sandbox_declaration=allow_sandbox_declaration,
+            max_round_seconds=max_round_seconds,
             extra={
                 "approver": approver,
                 "hooks": hooks,
@@ -407,10 +412,11 @@ class Agent(Lifecycle):
                     ctx.fence = lock.token
                     ctx.user = user if user is not None else self.user
                     ctx.writer = PendingWriter(self.store, session_id)
-                    outcome = await self._run_loop(ctx)
+                    outcome = await run_within(self.spec.run_seconds, self._run_loop(ctx), ctx)
                     await end_memory(ctx, outcome)
                     await ctx.after_agent()
-                    await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
+                    if ctx.writer is not None:  # (closed already when the run's time limit stopped it)
+                        await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
                     await self.store.update_session(session_id, status=outcome.status)
                 except asyncio.CancelledError:
                     # Ctrl-C or a cancel: keep what the round in progress did, then stop.
@@ -521,7 +527,7 @@ class Agent(Lifecycle):
         meta = await self.store.get_session(session_id)
         extra = dict(meta.extra) if meta is not None else {}
         sandbox.hash_seed = session_hash_seed(extra.get("sandbox"))  # the session's, kept on resume
-        extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.sandbox.limits.timeout_seconds)
+        extra["sandbox"] = sandbox_note(sandbox, deadline_s=self.spec.codeact.round_seconds)
         from codeact.engine.agent.sandboxes import env_note
 
         declared_env = env_note(self.spec.sandbox)

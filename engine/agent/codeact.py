@@ -61,8 +61,7 @@ class CodeActLoop:
         self._codes: deque[str] = deque(maxlen=self.max_repeats)
         self._errors: deque[str] = deque(maxlen=self.max_repeats)
         self._self_checks = 0
-        limits = ctx.spec.sandbox.limits
-        self.deadline = limits.timeout_seconds
+        self.deadline = settings.round_seconds  # seconds of code; waiting on the host is not counted
         self.compactor = self._compactor()
 
     def _compactor(self) -> Compactor | None:

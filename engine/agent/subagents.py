@@ -7,8 +7,9 @@ inspected and replayed) and returns its answer; a failed sub-agent run is a tool
 parent's code can catch. Sub-agents share the host's model client, store, toolkits, sandbox
 factory, approver, hooks and interceptors.
 
-The sub-agent's whole run happens inside one toolkit call of the parent's round, so the parent's
-round deadline (``sandbox.limits.timeoutSeconds``) must leave room for it.
+The sub-agent's whole run happens inside one toolkit call of the parent's round; the parent's round
+clock is paused while it runs (time waiting on the host is not the code's time), and the call is bounded
+by its own timeout (600 s) instead.
 """
 
 from __future__ import annotations

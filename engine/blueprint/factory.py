@@ -21,8 +21,17 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, cast
 
 from codeact.engine.blueprint.issues import ValidationReport
-from codeact.engine.blueprint.models import Blueprint, InstructionsBlock, ModelBlock, ModelRoute, SandboxBlock
+from codeact.engine.blueprint.models import (
+    Blueprint,
+    InstructionsBlock,
+    ModelBlock,
+    ModelRoute,
+    SandboxBlock,
+    WorkflowBlock,
+)
 from codeact.engine.blueprint.spec import (
+    DEFAULT_MAX_ROUND_SECONDS,
+    DEFAULT_ROUND_SECONDS,
     AgentSpec,
     CodeActSettings,
     CompactSettings,
@@ -280,7 +289,8 @@ class AgentFactory:
             max_turns=workflow.max_turns
             if workflow is not None and workflow.max_turns is not None
             else DEFAULT_MAX_TURNS,
-            codeact=self._codeact(blueprint),
+            codeact=self._codeact(blueprint, round_seconds=_round_seconds(blueprint, sandbox, host, report)),
+            run_seconds=_run_seconds(workflow, report),
             blueprint_hash=blueprint_hash(blueprint),
             source_path=blueprint.source_path,
             extends=blueprint.extends,
@@ -476,10 +486,10 @@ class AgentFactory:
         )
 
     @staticmethod
-    def _codeact(blueprint: Blueprint) -> CodeActSettings:
+    def _codeact(blueprint: Blueprint, *, round_seconds: float = DEFAULT_ROUND_SECONDS) -> CodeActSettings:
         workflow = blueprint.workflow
         block = workflow.codeact if workflow is not None else None
-        defaults = CodeActSettings()
+        defaults = CodeActSettings(round_seconds=round_seconds)
         if block is None:
             return defaults
         tokens = block.fim.tokens if block.fim is not None else None
@@ -493,7 +503,61 @@ class AgentFactory:
             self_check=block.self_check if block.self_check is not None else defaults.self_check,
             max_self_checks=block.max_self_checks if block.max_self_checks is not None else defaults.max_self_checks,
             max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
+            round_seconds=round_seconds,
         )
+
+
+def _positive(value: float | None, path: str, report: ValidationReport) -> float | None:
+    if value is None:
+        return None
+    if not value > 0 or value == float("inf"):
+        raise BlueprintFactoryError(
+            f"{path} must be a positive number of seconds, got {value:g}.",
+            code="blueprint.timeLimit.invalid",
+            report=report,
+        )
+    return float(value)
+
+
+def _round_seconds(
+    blueprint: Blueprint, sandbox: SandboxSettings, host: HostContext, report: ValidationReport
+) -> float:
+    """The round's limit in seconds of code.
+
+    ``workflow.codeact.roundSeconds``, else the declared ``sandbox.limits.timeoutSeconds``, else the
+    default; neither may exceed the host's cap.
+    """
+    workflow = blueprint.workflow
+    block = workflow.codeact if workflow is not None else None
+    asked = [
+        (
+            "workflow.codeact.roundSeconds",
+            _positive(block.round_seconds if block else None, "workflow.codeact.roundSeconds", report),
+        ),
+        (
+            "sandbox.limits.timeoutSeconds",
+            _positive(sandbox.limits.timeout_seconds, "sandbox.limits.timeoutSeconds", report),
+        ),
+    ]
+    cap = host.max_round_seconds if host.max_round_seconds is not None else DEFAULT_MAX_ROUND_SECONDS
+    for path, value in asked:
+        if value is not None and value > cap:
+            raise BlueprintFactoryError(
+                f"{path} asks for {value:g} s of code per round, more than this host allows ({cap:g} s); "
+                f"lower {path} to {cap:g} or less, or let the host allow more (--max-round-seconds, "
+                "HostContext(max_round_seconds=...)).",
+                code="blueprint.roundSeconds.overHostCap",
+                report=report,
+            )
+    for _, value in asked:
+        if value is not None:
+            return value
+    return min(DEFAULT_ROUND_SECONDS, cap)
+
+
+def _run_seconds(workflow: WorkflowBlock | None, report: ValidationReport) -> float | None:
+    """``workflow.runSeconds``: the whole run's wall-clock limit (None: no limit)."""
+    return _positive(workflow.run_seconds if workflow is not None else None, "workflow.runSeconds", report)
 
 
 SANDBOX_PROVIDERS: Final[Mapping[str, str]] = {

@@ -251,16 +251,18 @@ class CodeActBlock(_Block):
     self_check: bool | None = None
     max_self_checks: int | None = None
     max_repeats: int | None = None
+    round_seconds: float | None = None  # seconds of code per round (waiting on the host not counted)
 
 
 class WorkflowBlock(_Block):
-    """``workflow``: ``react`` (default) or ``codeact``, and the round limit."""
+    """``workflow``: ``react`` (default) or ``codeact``, the round limit and the run's time limit."""
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"codeact"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"codeact", "runSeconds"})
 
     mode: str | None = None
     max_turns: int | None = None
     codeact: CodeActBlock | None = None
+    run_seconds: float | None = None  # wall-clock seconds of the whole run; None: no limit
 
 
 class FlowAgentEntry(_Block):

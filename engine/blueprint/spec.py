@@ -10,7 +10,7 @@ import datetime as _dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from codeact.engine.blueprint.issues import ValidationIssue
 from codeact.engine.blueprint.templates import RenderedInstructions
@@ -23,6 +23,8 @@ __all__ = [
     "AgentSpec",
     "CodeActSettings",
     "CompactSettings",
+    "DEFAULT_MAX_ROUND_SECONDS",
+    "DEFAULT_ROUND_SECONDS",
     "FimMarkers",
     "HostContext",
     "MemorySettings",
@@ -37,6 +39,13 @@ __all__ = [
     "ToolRef",
     "ToolkitGrant",
 ]
+
+
+DEFAULT_ROUND_SECONDS: Final = 60.0
+"""Seconds of code per round unless the blueprint sets ``workflow.codeact.roundSeconds`` (host time not counted)."""
+
+DEFAULT_MAX_ROUND_SECONDS: Final = 600.0
+"""The host's cap on a blueprint's round limit unless the host sets its own (``--max-round-seconds``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +70,9 @@ class HostContext:
             import allow-list; None allows none.
         work_dir: ``work_dir`` for instruction templates (default: the current directory).
         now: ``now`` for instruction templates (default: the current local time).
+        max_round_seconds: The most seconds of code per round a blueprint may ask for
+            (``workflow.codeact.roundSeconds``, ``sandbox.limits.timeoutSeconds``;
+            ``--max-round-seconds``; None: 600 s); a blueprint asking more is refused.
     """
 
     model_client: Any | None = None
@@ -74,6 +86,7 @@ class HostContext:
     allowed_imports: frozenset[str] | None = None
     work_dir: Path | None = None
     now: _dt.datetime | None = None
+    max_round_seconds: float | None = None
 
 
 AgentKind = Literal["react", "codeact"]
@@ -258,6 +271,8 @@ class CodeActSettings:
         self_check: Whether a self-check model call judges completion.
         max_self_checks: How many "not done" verdicts may re-enter the loop.
         max_repeats: The same code or error this many times in a row ends the run.
+        round_seconds: Seconds of code per round (``workflow.codeact.roundSeconds``, else the declared
+            ``sandbox.limits.timeoutSeconds``, else 60); time waiting on toolkit calls is not counted.
     """
 
     thought: Literal["separate", "inline", "off"] = "separate"
@@ -267,6 +282,7 @@ class CodeActSettings:
     self_check: bool = False
     max_self_checks: int = 2
     max_repeats: int = 3
+    round_seconds: float = DEFAULT_ROUND_SECONDS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -300,6 +316,7 @@ class AgentSpec:
         session: Memory and compaction settings.
         sandbox: Sandbox settings.
         max_turns: Upper bound on rounds (``workflow.maxTurns`` or the default 20).
+        run_seconds: Wall-clock seconds the whole run may take (``workflow.runSeconds``); None: no limit.
         codeact: CodeAct loop settings (defaults when ``kind`` is ``react``).
         blueprint_hash: sha256 of the canonical JSON of the merged blueprint (sub-agents by hash).
         source_path: The blueprint file, if loaded from one.
@@ -331,6 +348,7 @@ class AgentSpec:
     warnings: tuple[ValidationIssue, ...]
     blueprint: Blueprint = field(repr=False, compare=False)
     host: HostContext = field(repr=False, compare=False)
+    run_seconds: float | None = None
 
     def model_for(self, purpose: RoutePurpose) -> ModelSettings:
         """The model for ``purpose``: its route if declared, else the main model."""

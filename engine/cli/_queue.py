@@ -34,6 +34,14 @@ def worker_command(
     run_timeout: Annotated[
         float | None, typer.Option("--run-timeout", help="Run time limit in seconds when a run names none.")
     ] = None,
+    max_round_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--max-round-seconds",
+            help="The most seconds of code per round a blueprint may ask for (default 600).",
+            min=0.001,
+        ),
+    ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Worker name (default codeact-PID@HOST).")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel", help="Celery log level.")] = "WARNING",
 ) -> None:
@@ -58,6 +66,7 @@ def worker_command(
             blueprints=blueprints,
             max_sandboxes=max_sandboxes,
             run_timeout_s=run_timeout,
+            max_round_seconds=max_round_seconds,
             name=name,
             loglevel=loglevel,
         )

@@ -114,6 +114,14 @@ def run_command(
     allow_sandbox_declaration: Annotated[
         bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
     ] = False,
+    max_round_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--max-round-seconds",
+            help="The most seconds of code per round a blueprint may ask for (default 600).",
+            min=0.001,
+        ),
+    ] = None,
     toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
     approve_all: Annotated[bool, typer.Option("--approve-all", help="Approve every approval request.")] = False,
     deny_all: Annotated[bool, typer.Option("--deny-all", help="Deny every approval request.")] = False,
@@ -170,6 +178,7 @@ def run_command(
             isolation=isolation,
             runtime=runtime,
             allow=allow_sandbox_declaration,
+            max_round_seconds=max_round_seconds,
             toolkits=list(toolkit or []),
             approve_all=approve_all,
             deny_all=deny_all,
@@ -195,6 +204,7 @@ def run_command(
         ("--isolation", None if isolation == "bwrap" else isolation),
         ("--runtime", runtime),
         ("--allow-sandbox-declaration", allow_sandbox_declaration),
+        ("--max-round-seconds", f"{max_round_seconds:g}" if max_round_seconds is not None else None),
         ("--toolkit", list(toolkit or [])),
         ("--approve-all", approve_all),
         ("--deny-all", deny_all),
@@ -247,6 +257,7 @@ def _build(
     isolation: str,
     allow: bool,
     runtime: str | None = None,
+    max_round_seconds: float | None = None,
     toolkits: list[str],
     approve_all: bool,
     deny_all: bool,
@@ -314,6 +325,7 @@ def _build(
                     store=opened,
                     approval_callback=approver,
                     allow_sandbox_declaration=allow,
+                    max_round_seconds=max_round_seconds,
                 ),
             )
         except BlueprintFactoryError as exc:

@@ -70,6 +70,14 @@ def serve_command(
     sandbox: Annotated[
         str | None, typer.Option("--sandbox", help="subprocess or docker: where every runner's code runs.")
     ] = None,
+    max_round_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--max-round-seconds",
+            help="The most seconds of code per round a blueprint may ask for (default 600).",
+            min=0.001,
+        ),
+    ] = None,
     log_format: Annotated[
         str, typer.Option("--log-format", help="plain (key=value lines) or json (JSON lines), on stderr.")
     ] = "plain",
@@ -96,7 +104,15 @@ def serve_command(
         opened = open_store(store, concurrency=max_runs)
         if sandbox not in (None, "subprocess", "docker"):
             raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
-        runners = _runners(files, registry=registry, store=opened, model=model, base_url=base_url, sandbox=sandbox)
+        runners = _runners(
+            files,
+            registry=registry,
+            store=opened,
+            model=model,
+            base_url=base_url,
+            sandbox=sandbox,
+            max_round_seconds=max_round_seconds,
+        )
     except _Usage as exc:
         typer.echo(f"codeact serve: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -247,13 +263,22 @@ def _registry(refs: list[str]) -> Any:
 
 
 def _runners(
-    files: list[Path], *, registry: Any, store: Any, model: str | None, base_url: str | None, sandbox: str | None = None
+    files: list[Path],
+    *,
+    registry: Any,
+    store: Any,
+    model: str | None,
+    base_url: str | None,
+    sandbox: str | None = None,
+    max_round_seconds: float | None = None,
 ) -> dict[str, BlueprintRunner]:
     from codeact.engine.runner import BlueprintRunner
 
     runners: dict[str, BlueprintRunner] = {}
     origin: dict[str, Path] = {}
     options: dict[str, Any] = {"sandbox": sandbox} if sandbox else {}
+    if max_round_seconds is not None:
+        options["max_round_seconds"] = max_round_seconds
     from codeact.engine.errors import CodeactError
 
     for file in files:

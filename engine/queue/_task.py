@@ -55,6 +55,7 @@ class WorkerConfig:
         blueprints: Blueprint id -> file, from ``--blueprints DIR``.
         max_sandboxes: Global cap of sandboxes (runs) alive at once in this worker process.
         run_timeout_s: Run time limit when neither the request nor the blueprint gives one.
+        max_round_seconds: The host's cap on a blueprint's round limit (``--max-round-seconds``; None: 600 s).
     """
 
     name: str
@@ -63,6 +64,7 @@ class WorkerConfig:
     blueprints: dict[str, Path] = field(default_factory=dict)
     max_sandboxes: int = 4
     run_timeout_s: float | None = None
+    max_round_seconds: float | None = None
     _slots: threading.BoundedSemaphore | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
@@ -317,6 +319,7 @@ class _Run:
             approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
+            max_round_seconds=self.config.max_round_seconds,
             **({"sandbox": request["sandbox"]} if request.get("sandbox") in ("subprocess", "docker") else {}),
         )
 

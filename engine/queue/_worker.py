@@ -103,6 +103,7 @@ def start_worker(
     blueprints: Path | None = None,
     max_sandboxes: int | None = None,
     run_timeout_s: float | None = None,
+    max_round_seconds: float | None = None,
     name: str | None = None,
     loglevel: str = "WARNING",
 ) -> None:
@@ -117,6 +118,7 @@ def start_worker(
         blueprints=blueprint_index(blueprints),
         max_sandboxes=max_sandboxes or concurrency,
         run_timeout_s=run_timeout_s,
+        max_round_seconds=max_round_seconds,
     )
     app, state = build_worker_app(broker_url, state_url or broker_url, config)
     stop = threading.Event()

@@ -122,6 +122,8 @@ class BlueprintRunner:
         if is_flow_blueprint(blueprint):  # a flow: its runs are FlowAgent runs
             from codeact.engine.flow import FlowAgent
 
+            agent_options.pop("max_round_seconds", None)  # flows take the default cap (docs/limits.md)
+
             flow = FlowAgent.from_blueprint(
                 blueprint, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
             )

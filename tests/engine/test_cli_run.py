@@ -12,6 +12,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -528,8 +529,11 @@ def test_auto_approval_does_not_ask(tmp_path: Path) -> None:
     assert next(e for e in stream if e["type"] == "code.completed")["stdout"] == "deployed D-1001 succeeded\n"
 
 
-def _run_in_a_terminal(args: list[str], answer: bytes) -> tuple[int, str, str]:
-    """Run ``codeact`` with stdin and stderr on a pseudo-terminal, answering its first [y/N] question."""
+def _run_in_a_terminal(args: list[str], answer: bytes, *, delay: float = 0.0) -> tuple[int, str, str]:
+    """Run ``codeact`` with stdin and stderr on a pseudo-terminal, answering its first [y/N] question.
+
+    ``delay``: seconds the user takes to answer.
+    """
     master, slave = os.openpty()
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "codeact"), *args],
@@ -555,6 +559,7 @@ def _run_in_a_terminal(args: list[str], answer: bytes) -> tuple[int, str, str]:
                 break
             screen += chunk
             if not asked and b"[y/N]" in screen:
+                time.sleep(delay)
                 os.write(master, answer)
                 asked = True
         stdout, _ = proc.communicate(timeout=120)

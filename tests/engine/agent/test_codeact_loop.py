@@ -80,7 +80,7 @@ async def test_a_round_past_its_deadline_is_killed_and_the_next_round_keeps_the_
     statuses = [e.status for e in of_type(events, "code.completed")]  # type: ignore[attr-defined]
     assert statuses == ["ok", "deadline_exceeded", "ok"]
     evaluation = [s for s in segments_of(events, "Evaluation") if s["round_index"] == 2][0]["content"]
-    assert "deadline" in evaluation
+    assert "DeadlineExceeded" in evaluation
     assert evaluation in sent_text(built.script.requests[2])
     record = await sqlite_store.round("s-deadline", 2)
     assert record is not None
