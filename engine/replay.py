@@ -331,6 +331,8 @@ async def _replay_round(
         bridge = ToolkitBridge.replaying(calls, session_id=record.session_id)
     switch.current = bridge
     assert record.code is not None  # noqa: S101 - checked by the caller
+    # A round that continued the warm namespace of the round before it does so again (replay runs the
+    # rounds in order in one sandbox); one that started from the store's snapshot starts from it again.
     # A call still running when the deadline killed the round was recorded under the old rule (the deadline
     # counted waiting on calls too): such a round replays under that rule, or its hung call would pause the
     # round's clock for good.
@@ -340,6 +342,7 @@ async def _replay_round(
         deadline=deadline,
         nondeterminism=record.nondeterminism or None,
         clock="wall" if switch.hung else "code",
+        warm=(record.nondeterminism or {}).get("warm") is True,
     )
     switch.current = None
     unmade = len(switch.hung)

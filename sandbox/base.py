@@ -74,6 +74,10 @@ class Sandbox(abc.ABC):
         self._guard: AsyncGenerator[None, None] | None = None
         self._closed = False
         self._hash_seed: int | None = None
+        # The warm namespace the current runtime holds: (its worker, the token of the round that left
+        # it, the variables that round returned). Continued only by ``execute(..., warm=True)`` with
+        # exactly those variables, on that worker.
+        self._warm: tuple[RuntimeWorker, str, dict[str, Any]] | None = None
 
     # -- backend hooks ---------------------------------------------------------------------------
     @abc.abstractmethod
@@ -264,6 +268,7 @@ class Sandbox(abc.ABC):
         deadline: float | None = None,
         nondeterminism: Mapping[str, Any] | None = None,
         clock: Literal["code", "wall"] = "code",
+        warm: bool = False,
     ) -> ExecutionResult:
         """Run ``code`` as one round.
 
@@ -278,6 +283,13 @@ class Sandbox(abc.ABC):
                 the same ``random`` seed, and the recorded clock/uuid/urandom reads in order.
             clock: ``code`` (the default, as above) or ``wall``: the deadline counts all the round's time,
                 calls included (replaying a round recorded under that rule).
+            warm: Continue the namespace the previous round left in the runtime (the same session's
+                next round): every value it defined is still there, whatever its type, also those the
+                codec cannot carry. Honoured only when ``variables`` are exactly the ones that round
+                returned and the runtime is the same one; otherwise (and by default) the round starts
+                from a fresh namespace restored from ``variables``, so a changed state or another
+                session never sees a stale value. ``ExecutionResult.nondeterminism["warm"]`` says
+                whether it did (replay repeats it).
 
         Returns:
             The round's result; the code raising is a normal result (``status="error"``).
@@ -288,6 +300,8 @@ class Sandbox(abc.ABC):
         self._check_open()
         lock = await self._bind_loop()
         async with lock:
+            if not warm:
+                self._warm = None
             return await self._execute(
                 code,
                 dict(variables or {}),
@@ -363,6 +377,9 @@ class Sandbox(abc.ABC):
                 await worker.aclose()
             self._worker = None
             worker = self._worker = await self._take()
+        kept, self._warm = self._warm, None
+        if kept is not None and kept[0] is worker and kept[2] == variables:
+            params["warm"] = kept[1]
         # The round's clock starts once a runtime is ready: starting one is not the code's time.
         started = time.perf_counter()
         channel = worker.channel
@@ -417,7 +434,13 @@ class Sandbox(abc.ABC):
             )
         rpc_count = await channel.end_round()
         worker.reap()
-        return self._from_answer(started, answer, variables=variables, rpc_count=rpc_count, isolation=worker.isolation)
+        result = self._from_answer(
+            started, answer, variables=variables, rpc_count=rpc_count, isolation=worker.isolation
+        )
+        state = answer.get("state") if isinstance(answer, dict) else None
+        if isinstance(state, str) and result.status in ("ok", "error") and worker.alive:
+            self._warm = (worker, state, result.variables)
+        return result
 
     async def _discard(self, worker: RuntimeWorker) -> None:
         if self._worker is worker:
@@ -462,10 +485,18 @@ class Sandbox(abc.ABC):
         captured = answer.get("variables")
         control = answer.get("control")
         uncaptured = tuple(
-            Uncaptured(name=str(u.get("name", "")), type=str(u.get("type", "")), reason=str(u.get("reason", "")))
+            Uncaptured(
+                name=str(u.get("name", "")),
+                type=str(u.get("type", "")),
+                reason=str(u.get("reason", "")),
+                live=u.get("live") is True,
+            )
             for u in (answer.get("uncaptured") or [])
             if isinstance(u, dict)
         )
+        nondeterminism = _nondeterminism(answer.get("nondeterminism"))
+        if answer.get("warm") is True:  # the round continued the warm namespace: replay does the same
+            nondeterminism = {"reads": [], **(nondeterminism or {}), "warm": True}
         return ExecutionResult(
             stdout=truncate_output(stdout, limit) if isinstance(stdout, str) else "",
             stderr=truncate_output(stderr, limit) if isinstance(stderr, str) else "",
@@ -478,7 +509,7 @@ class Sandbox(abc.ABC):
             isolation=isolation,
             status="error" if failure is not None else "ok",
             control=control if isinstance(control, dict) else None,
-            nondeterminism=_nondeterminism(answer.get("nondeterminism")),
+            nondeterminism=nondeterminism,
             artifacts=artifacts_from_answer(
                 answer.get("artifacts"),
                 file_bytes=self.limits.artifact_bytes,
@@ -537,6 +568,8 @@ def _nondeterminism(data: Any) -> dict[str, Any] | None:
         out["unread"] = data["unread"]
     if data.get("truncated") is True:
         out["truncated"] = True
+    if data.get("warm") is True:
+        out["warm"] = True
     return out
 
 

@@ -60,15 +60,21 @@ class Uncaptured:
         name: The variable name.
         type: Its type name.
         reason: Why it was not captured (unsupported type, size cap, ...).
+        live: The value is still in the sandbox's namespace: the next round of the same run has it
+            (a resume or a fresh sandbox does not).
     """
 
     name: str
     type: str
     reason: str
+    live: bool = False
 
-    def to_json(self) -> dict[str, str]:
-        """``{"name", "type", "reason"}``."""
-        return {"name": self.name, "type": self.type, "reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "type", "reason"}``, plus ``"live": true`` for a value still in the warm sandbox."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "reason": self.reason}
+        if self.live:
+            out["live"] = True
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

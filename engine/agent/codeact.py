@@ -203,7 +203,8 @@ class CodeActLoop:
         ctx.note_code(program=program, middle=block.code, reply=reply.text)
         ts = time.perf_counter()
         with ctx.trace.execute(str(getattr(self.sandbox, "backend", "sandbox"))) as span:
-            result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline)
+            # warm: the run's sandbox keeps the previous round's namespace (values of any type)
+            result = await self.sandbox.execute(program, variables=ctx.variables, deadline=self.deadline, warm=True)
             if span is not None:
                 span.finish(result)
         timings["sandbox_s"] = time.perf_counter() - ts
@@ -243,7 +244,7 @@ class CodeActLoop:
             frame=frame,
             middle=block.code,
             changed=changed,
-            uncaptured=[f"{u.name}: {u.reason}" for u in result.uncaptured],
+            uncaptured=[f"{u.name}: {u.reason}{_LIVE if u.live else ''}" for u in result.uncaptured],
             notes=block.notes,
         )
         evaluation = with_artifacts(evaluation, result.artifacts)
@@ -355,6 +356,7 @@ class CodeActLoop:
 
 
 _DEFAULT_WINDOW = 32_768
+_LIVE = " (still defined while this run's sandbox lives; not saved, so a resumed session will not have it)"
 
 
 def _source_line(code: str, line: int | None) -> str:

@@ -251,7 +251,8 @@ class StateUpdated(Event):
         round: The round.
         changed: Codec-encoded values of the variables added or changed, by name.
         removed: Names that no longer exist.
-        uncaptured: ``{"name", "type", "reason"}`` for values the codec could not carry.
+        uncaptured: ``{"name", "type", "reason"[, "live"]}`` for values the codec could not carry
+            (``live``: still in the run's warm sandbox, not saved).
     """
 
     type: ClassVar[str] = "state.updated"
@@ -259,7 +260,7 @@ class StateUpdated(Event):
     round: int
     changed: dict[str, Any] = field(default_factory=dict)
     removed: tuple[str, ...] = ()
-    uncaptured: tuple[dict[str, str], ...] = ()
+    uncaptured: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -141,7 +141,12 @@ def render_event(event: Event, console: Console) -> None:
         for item in event.uncaptured:
             kind = f" ({item['type']})" if item.get("type") else ""
             reason = f": {item['reason']}" if item.get("reason") else ""
-            console.print(Text(f"! variable {item.get('name')}{kind} is not kept for the next round{reason}", "yellow"))
+            kept = (
+                "is kept in this run's sandbox only, not saved"
+                if item.get("live")
+                else "is not kept for the next round"
+            )
+            console.print(Text(f"! variable {item.get('name')}{kind} {kept}{reason}", "yellow"))
     elif isinstance(event, ActionRequested):
         args = call_args(event.arguments)
         console.print(Text(f"? {event.kind} needed: {event.toolkit}.{event.operation}({args})", style="yellow"))

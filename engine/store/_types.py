@@ -210,7 +210,7 @@ class RoundRecord:
     status: str = "ok"
     control: dict[str, Any] | None = None
     variables: dict[str, Any] = field(default_factory=dict)
-    uncaptured: tuple[dict[str, str], ...] = ()
+    uncaptured: tuple[dict[str, Any], ...] = ()
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     nondeterminism: dict[str, Any] = field(default_factory=dict)

@@ -14,18 +14,21 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from codeact.sandbox.runtime._codec_data import DATA_DECODERS
 from codeact.sandbox.runtime._codec_types import TAG, Record, Undecodable
 
 _json_loads = json.loads
 
 
-def decode(obj: Any, *, registry: Mapping[str, type] | None = None) -> Any:
+def decode(obj: Any, *, registry: Mapping[str, type] | None = None, data: bool = False) -> Any:
     """Decode codec output back into values.
 
     Args:
         obj: JSON data produced by ``encode`` (possibly after a JSON round trip).
         registry: Classes by ``__qualname__`` to re-create dataclass, pydantic model, namedtuple and
             enum values with; without an entry they decode as ``Record`` / tuple / plain value.
+        data: Also decode the numpy/pandas/sympy tags (``_codec_data``): only the sandbox's runtime
+            does, for the variables it restores; elsewhere they are unknown tags.
 
     Returns:
         The value.
@@ -35,7 +38,7 @@ def decode(obj: Any, *, registry: Mapping[str, type] | None = None) -> Any:
     """
     if type(obj) is not dict and type(obj) is not list:
         return obj
-    decoder = _Decoder(registry or {})
+    decoder = _Decoder(registry or {}, data=data)
     return _guarded(decoder.walk, obj)
 
 
@@ -72,8 +75,9 @@ def _guarded(run: Callable[[Any], Any], arg: Any) -> Any:
 
 
 class _Decoder:
-    def __init__(self, registry: Mapping[str, type]) -> None:
+    def __init__(self, registry: Mapping[str, type], *, data: bool = False) -> None:
         self.registry = registry
+        self.data = data
 
     def walk(self, value: Any) -> Any:
         """Decode parsed JSON, building fresh containers (the input is never shared or changed)."""
@@ -98,7 +102,12 @@ class _Decoder:
             return obj
         handler = _DECODERS.get(tag) if type(tag) is str else None
         if handler is None:
-            raise Undecodable(f"unknown codec tag {tag!r}")
+            data = DATA_DECODERS.get(tag) if self.data and type(tag) is str else None
+            if data is None:
+                raise Undecodable(f"unknown codec tag {tag!r}")
+            if "v" not in obj:
+                raise Undecodable(f"codec tag {tag!r} without a payload")
+            return data(obj["v"])
         if "v" not in obj:
             raise Undecodable(f"codec tag {tag!r} without a payload")
         return handler(self, obj)

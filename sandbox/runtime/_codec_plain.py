@@ -15,6 +15,8 @@ tag                                                    plain JSON
 ``uuid``, ``bytes``, ``bytearray``, ``float``          canonical id, base64, ``"nan"``/``"inf"``)
 ``timedelta``                                          seconds (a number)
 ``complex``, ``fraction``, ``range``                   the payload list (``[real, imag]``, ...)
+``ndarray``, ``dataframe``, ``sympy``, ... (numpy,      their one-line ``repr`` text
+pandas, sympy values: ``_codec_data``)
 an unknown tag                                         its payload
 =====================================================  ==============================================
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from codeact.sandbox.runtime._codec_data import DATA_TAGS
 from codeact.sandbox.runtime._codec_types import TAG
 
 __all__ = ["plain"]
@@ -41,6 +44,8 @@ def plain(obj: Any) -> Any:
     if TAG not in obj or "v" not in obj:
         return {key: plain(value) for key, value in obj.items()}
     tag, payload = obj[TAG], obj["v"]
+    if tag in DATA_TAGS and isinstance(obj.get("repr"), str):
+        return obj["repr"]  # numpy/pandas/sympy: their repr (the payload is for the sandbox)
     if tag in _LISTS or tag in _RECORDS:
         return plain(payload)
     if tag == "dict" and isinstance(payload, list):

@@ -136,7 +136,7 @@ def _capture_one(name: str, value: Any, context: _Context, max_bytes: int) -> tu
     if definition is not None:
         return _source_tag(*definition, max_bytes)
     try:
-        return codec.encode_sized(value, max_bytes=max_bytes)
+        return codec.encode_sized(value, max_bytes=max_bytes, data=True)
     except codec.TooLarge:
         raise
     except codec.Unencodable:

@@ -36,6 +36,10 @@ tag             payload ``v``                                              decod
                                                                            or a plain ``tuple``
 ==============  =========================================================  ============================
 
+With ``data=True`` (the runtime's variable capture) numpy, pandas and sympy values get the tags of
+``_codec_data`` (``ndarray``, ``dataframe``, ``sympy``, ...), which only ``decode(obj, data=True)``
+inside the sandbox turns back into values; everywhere else they are unknown tags, kept opaque.
+
 ``"class"`` is the class ``__qualname__``. ``decode(obj, registry={"Point": Point})`` re-creates
 instances of the classes it is given (the runtime passes the classes defined in the namespace, so a
 dataclass instance captured in round 1 is a ``Point`` again in round 3); without one, dataclasses and
@@ -63,6 +67,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from codeact.sandbox.runtime._codec_data import encode_data
 from codeact.sandbox.runtime._codec_decode import decode, loads
 from codeact.sandbox.runtime._codec_plain import plain
 from codeact.sandbox.runtime._codec_types import TAG, Record, TooLarge, Undecodable, Unencodable
@@ -89,12 +94,14 @@ _isfinite = math.isfinite
 # -- encode -----------------------------------------------------------------------------------------
 
 
-def encode(value: Any, *, max_bytes: int | None = None) -> Any:
+def encode(value: Any, *, max_bytes: int | None = None, data: bool = False) -> Any:
     """Encode ``value`` as JSON-able data (see the module docstring for the tags).
 
     Args:
         value: Any value.
         max_bytes: Refuse values whose compact JSON exceeds this many bytes (``TooLarge``).
+        data: Also encode numpy, pandas and sympy values (``_codec_data``'s tags, decoded only inside
+            the sandbox): the runtime does for the variables it captures.
 
     Returns:
         dict/list/str/int/float/bool/None data. Plain JSON input may be returned as is (not copied).
@@ -102,15 +109,16 @@ def encode(value: Any, *, max_bytes: int | None = None) -> Any:
     Raises:
         Unencodable: The value (or something inside it) cannot be encoded; ``TooLarge`` over ``max_bytes``.
     """
-    return _encode(value, max_bytes)[0]
+    return _encode(value, max_bytes, data)[0]
 
 
-def encode_sized(value: Any, *, max_bytes: int | None = None) -> tuple[Any, int]:
+def encode_sized(value: Any, *, max_bytes: int | None = None, data: bool = False) -> tuple[Any, int]:
     """``encode`` plus the size of the result as compact JSON in UTF-8 bytes.
 
     Args:
         value: Any value.
         max_bytes: As in ``encode``.
+        data: As in ``encode``.
 
     Returns:
         ``(data, size)``.
@@ -118,10 +126,10 @@ def encode_sized(value: Any, *, max_bytes: int | None = None) -> tuple[Any, int]
     Raises:
         Unencodable: As in ``encode``.
     """
-    data, text = _encode(value, max_bytes)
+    encoded, text = _encode(value, max_bytes, data)
     if text is None:
-        text = _json_dumps(data)
-    return data, _utf8_len(text)
+        text = _json_dumps(encoded)
+    return encoded, _utf8_len(text)
 
 
 def _utf8_len(text: str) -> int:
@@ -145,7 +153,7 @@ def dumps(value: Any, *, max_bytes: int | None = None) -> str:
     return text if text is not None else _json_dumps(data)
 
 
-def _encode(value: Any, max_bytes: int | None) -> tuple[Any, str | None]:
+def _encode(value: Any, max_bytes: int | None, with_data: bool = False) -> tuple[Any, str | None]:
     kind = type(value)
     plain = False
     if kind is dict or kind is list:
@@ -154,7 +162,7 @@ def _encode(value: Any, max_bytes: int | None) -> tuple[Any, str | None]:
         except RecursionError:  # deep or circular: the slow path says which
             plain = False
     try:
-        data = value if plain else _Encoder().encode(value)
+        data = value if plain else _Encoder(with_data).encode(value)
     except RecursionError:
         raise Unencodable("nesting too deep") from None
     text: str | None = None
@@ -222,8 +230,13 @@ def _class_name(value: Any) -> str:
 class _Encoder:
     """The slow path: one pass with cycle detection over values the C encoder cannot take as they are."""
 
-    def __init__(self) -> None:
+    def __init__(self, data: bool = False) -> None:
         self.active: set[int] = set()
+        self.data = data
+
+    def roundtrip(self, encoded: Any) -> Any:
+        """``encoded`` decoded as the sandbox will restore it (the data encoders verify with it)."""
+        return decode(encoded, data=True)
 
     def encode(self, value: Any) -> Any:
         kind = type(value)
@@ -264,6 +277,10 @@ class _Encoder:
         return {name: self.encode(getattr(value, name)) for name in names}
 
     def other(self, value: Any) -> Any:  # noqa: C901 - one isinstance ladder, in priority order
+        if self.data:
+            tagged = self.container(value, lambda: encode_data(self, value))
+            if tagged is not None:
+                return tagged
         if isinstance(value, Record):
             return self.container(
                 value,

@@ -215,6 +215,13 @@ class Runtime:
         import codeact.sandbox.runtime.nondet as nondet
 
         self._views = nondet.Views()
+        # The warm namespace: the last round's globals, kept for the next round of the same session.
+        # The host continues it by sending back the token of the round that left it (``warm``);
+        # any other request starts from a fresh namespace restored from the host's variables.
+        self._warm_ns: dict[str, Any] | None = None
+        self._warm_base: dict[str, Any] = {}
+        self._warm_key: tuple[bool, tuple[str, ...]] | None = None
+        self._warm_token: str | None = None
 
     def serve(self) -> None:
         """Answer host requests until ``shutdown`` or until the host goes away."""
@@ -278,33 +285,38 @@ class Runtime:
         restricted = bool(params.get("restricted", True))
         _set_cpu_limit(limits.get("cpu_s"))
 
-        guards = self._guards
-        g: dict[str, Any] = (
-            guards.restricted_globals(allowed_imports=allowed)
-            if restricted
-            else guards.plain_globals(allowed_imports=allowed)
-        )
-        g.update(self.proxies)
-        g["_codeact_sync_"] = self.bridge.sync
-        g["_codeact_coro_"] = _as_coroutine
-        g["ToolError"] = self._proxy.ToolError
-        g.setdefault("__name__", "__main__")
+        key = (restricted, tuple(sorted(str(a) for a in allowed)))
+        token = params.get("warm")
+        warm = self._warm_ns is not None and token is not None and token == self._warm_token and key == self._warm_key
+        previous, self._warm_ns, self._warm_token = self._warm_ns, None, None  # never continued twice
         views = self._views
         tape_config = params.get("nondeterminism")
         # {"record": false} turns recording off (the benchmark's baseline); replay gives the recorded tape
         recording = not (isinstance(tape_config, dict) and tape_config.get("record") is False)
-        builtins_ns = g.get("__builtins__")
-        if recording:
-            views.begin(tape_config)
-            if isinstance(builtins_ns, dict) and "__import__" in builtins_ns:
-                builtins_ns["__import__"] = views.importer(builtins_ns["__import__"])
-        baseline = dict(g)
+        if warm and previous is not None:
+            # The same session's next round: everything the code defined is still here, whatever its
+            # type; the runtime's own names are put back in case the code rebound them.
+            g = previous
+            g.update(self._warm_base)
+            if recording:
+                views.begin(tape_config)
+            baseline = self._warm_base
+        else:
+            del previous  # another session's or an edited state: nothing of it survives
+            g = self._fresh_globals(restricted, allowed)
+            builtins_ns = g.get("__builtins__")
+            if recording:
+                views.begin(tape_config)
+                if isinstance(builtins_ns, dict) and "__import__" in builtins_ns:
+                    builtins_ns["__import__"] = views.importer(builtins_ns["__import__"])
+            baseline = dict(g)
+            self._warm_base = baseline
 
-        uncaptured: list[dict[str, str]] = []
+        uncaptured: list[dict[str, Any]] = []
         decode = self._codec.decode
-        for name, encoded in (params.get("variables") or {}).items():
+        for name, encoded in () if warm else (params.get("variables") or {}).items():
             try:
-                g[name] = decode(encoded)
+                g[name] = decode(encoded, data=True)
             except Exception as exc:
                 uncaptured.append({"name": name, "type": "?", "reason": f"could not be restored: {exc}"[:500]})
 
@@ -318,7 +330,7 @@ class Runtime:
         error: dict[str, Any] | None = None
         sys.stdout, sys.stderr = stdout, stderr
         try:
-            if prelude is not None:
+            if prelude is not None and not warm:
                 self._run(prelude, g)
                 self._redecode(params.get("variables") or {}, g)
             self._run(code, g)
@@ -355,6 +367,8 @@ class Runtime:
         except Exception as exc:  # the round's result matters more than its files
             produced = [{"name": "outputs/", "size": 0, "refused": f"could not be collected: {exc}"[:500]}]
         uncaptured.extend(_uncaptured_json(lost))
+        self._warm_ns, self._warm_key = g, key
+        self._warm_token = base64.b32encode(os.urandom(10)).decode("ascii")
         return {
             "stdout": stdout.getvalue(),
             "stderr": stderr.getvalue(),
@@ -365,7 +379,24 @@ class Runtime:
             "artifacts": produced,
             "duration_s": round(time.perf_counter() - started, 6),
             "nondeterminism": nondeterminism,
+            "warm": warm,
+            "state": self._warm_token,
         }
+
+    def _fresh_globals(self, restricted: bool, allowed: list[str]) -> dict[str, Any]:
+        """A new namespace: the guards (or plain builtins), the toolkit proxies and the runtime's helpers."""
+        guards = self._guards
+        g: dict[str, Any] = (
+            guards.restricted_globals(allowed_imports=allowed)
+            if restricted
+            else guards.plain_globals(allowed_imports=allowed)
+        )
+        g.update(self.proxies)
+        g["_codeact_sync_"] = self.bridge.sync
+        g["_codeact_coro_"] = _as_coroutine
+        g["ToolError"] = self._proxy.ToolError
+        g.setdefault("__name__", "__main__")
+        return g
 
     def _capture_short_of_memory(
         self,
@@ -483,13 +514,15 @@ def _last_assignment(source: str, name: str) -> int | None:
     return line
 
 
-def _uncaptured_json(lost: Any) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
+def _uncaptured_json(lost: Any) -> list[dict[str, Any]]:
+    """The values left out of the snapshot; ``live``: still in the namespace the next round continues."""
+    out: list[dict[str, Any]] = []
     for item in lost or ():
         if isinstance(item, dict):
             out.append({k: str(item.get(k, "")) for k in ("name", "type", "reason")})
         else:
             out.append({k: str(getattr(item, k, "")) for k in ("name", "type", "reason")})
+        out[-1]["live"] = True
     return out
 
 

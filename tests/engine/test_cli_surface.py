@@ -177,7 +177,10 @@ def test_a_variable_dropped_for_size_is_reported_in_the_run_output(tmp_path: Pat
     path = scripted(tmp_path, 'big = "x" * 3_000_000\nsmall = 1', "system.finish(small)")
     code, out, err = cli("run", str(path), "--input", "x", "--store", f"sqlite:///{tmp_path / 's.db'}")
     assert code == 0 and out == "1\n"
-    assert "! variable big (str) is not kept for the next round: exceeds the 1 MiB per-variable cap" in err
+    # the value stays in the run's warm sandbox; only the store (a resume) lacks it
+    assert (
+        "! variable big (str) is kept in this run's sandbox only, not saved: exceeds the 1 MiB per-variable cap" in err
+    )
 
 
 def test_approval_denial_says_why_once(tmp_path: Path) -> None:
