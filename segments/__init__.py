@@ -41,7 +41,7 @@ from codeact.segments.evaluation import format_evaluation
 from codeact.segments.fim import FIM_FAMILIES, CodeFrame, FimTokens, build_frame, fim_tokens_for
 from codeact.segments.history import SegmentHistory
 from codeact.segments.model import CodeBlock, Segment, SegmentKind, segment_label
-from codeact.segments.parser import cut_invented_turn, extract_code, parse_segments, parse_thought
+from codeact.segments.parser import cut_invented_turn, extract_code, parse_segments, parse_thought, stated_goal
 
 __all__ = [
     "ApproxTokenCounter",
@@ -84,4 +84,5 @@ __all__ = [
     "parse_segments",
     "parse_thought",
     "segment_label",
+    "stated_goal",
 ]

@@ -154,13 +154,14 @@ class BasePromptBuilder:
         variables = dict(instructions.variables)
         return {
             "platform": self.config.platform,
-            "role": substitute(instructions.system or "", variables, where="instructions.system").strip(),
-            "developer": substitute(instructions.developer or "", variables, where="instructions.developer").strip(),
+            "role": instructions.text("system").strip(),
+            "developer": instructions.text("developer").strip(),
             "variables": variables,
             "stubs": self.stubs,
             "tokens": self.tokens,
             "protocol": self.config.protocol,
             "purpose": self.purpose,
+            "next_goal": self.config.next_goal,
             "knowledge": list(self.config.knowledge),
             "experiences": list(self.config.experiences),
         }

@@ -73,13 +73,25 @@ def substitute(text: str, variables: dict[str, Scalar], *, where: str) -> str:
 
 
 class Instructions(BaseModel):
-    """A blueprint's ``instructions`` block."""
+    """A blueprint's ``instructions`` block.
+
+    ``literal``: ``system`` and ``developer`` are final text, used as they are (no ``{{ name }}``
+    substitution). An agent built from a blueprint sets it: the blueprint factory has rendered a
+    ``codeact.agent/v1`` file's instructions already, and an ``ai4j.agent/v1`` file's are never
+    templated (its ``{{ }}`` is text, as in ai4j).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     system: str | None = None
     developer: str | None = None
     variables: dict[str, Scalar] = Field(default_factory=dict)
+    literal: bool = False
+
+    def text(self, name: Literal["system", "developer"]) -> str:
+        """``system`` or ``developer`` as the prompt shows it (substituted unless ``literal``)."""
+        value = getattr(self, name) or ""
+        return value if self.literal else substitute(value, self.variables, where=f"instructions.{name}")
 
 
 class Experience(BaseModel):
@@ -113,6 +125,9 @@ class PromptConfig(BaseModel):
         imports: Import statements placed in the frame before ``try:``.
         reraise: The frame's handler re-raises after printing, so errors keep their line numbers.
         max_repr: Longest variable repr shown in the frame header.
+        next_goal: The code prompt invites the reply to state the next round's goal (``NextGoal:``),
+            which the next frame's header shows (``# Goal:``); the agent sets it in the inline
+            thought mode, where the code reply is the round's only reply.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -131,6 +146,7 @@ class PromptConfig(BaseModel):
     imports: tuple[str, ...] = ()
     reraise: bool = True
     max_repr: int = Field(default=80, ge=10, le=400)
+    next_goal: bool = False
 
     @field_validator("sections")
     @classmethod
@@ -180,8 +196,8 @@ class PromptConfig(BaseModel):
     @model_validator(mode="after")
     def _variables_defined(self) -> PromptConfig:
         variables = self.instructions.variables
-        substitute(self.instructions.system or "", variables, where="instructions.system")
-        substitute(self.instructions.developer or "", variables, where="instructions.developer")
+        self.instructions.text("system")
+        self.instructions.text("developer")
         for section, text in self.overrides.items():
             substitute(text, variables, where=f"overrides.{section}")
         return self

@@ -48,7 +48,7 @@ from codeact.segments.errors import CodeParseError, ThoughtParseError
 from codeact.segments.fim import FIM_FAMILIES, CodeFrame
 from codeact.segments.model import CodeBlock, CodeSource, Segment, SegmentKind
 
-__all__ = ["cut_invented_turn", "extract_code", "parse_segments", "parse_thought"]
+__all__ = ["cut_invented_turn", "extract_code", "parse_segments", "parse_thought", "stated_goal"]
 
 _THINK = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 _END_TOKENS = (
@@ -463,6 +463,36 @@ def parse_segments(
 def parse_thought(reply: str, *, round_index: int = 0, exec_id: str = "") -> list[Segment]:
     """A Thought-round reply as Thought, Plan, NextGoal and Express segments (see :func:`parse_segments`)."""
     return parse_segments(reply, round_index=round_index, exec_id=exec_id)
+
+
+_GOAL_LINE = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*|__)?[ \t]*next[ _]?goal[ \t]*(?:\*\*|__)?[ \t]*[:：]"
+    r"(?:\*\*|__)?[ \t]*(?P<goal>.+)$",
+    re.IGNORECASE,
+)
+_GOAL_COMMENT = re.compile(r"^[ \t]*#[ \t]*next[ _]?goal[ \t]*[:：][ \t]*(?P<goal>.+)$", re.IGNORECASE)
+
+
+def stated_goal(reply: str) -> str | None:
+    """The goal a code reply states for the round after it (seed 001's NextGoal), or None.
+
+    A ``NextGoal: ...`` line of the prose (before or after the code block) or a ``# NextGoal: ...``
+    comment of the code; the last one wins. An invented next turn is not the model's statement, and
+    ``done`` (the reflect step's word for "finished") states no goal.
+    """
+    text = cut_invented_turn(_cut_at_end_token(_THINK.sub("", normalize_newlines(reply))))[0]
+    found: str | None = None
+    in_fence = False
+    for line in text.split("\n"):
+        if re.match(r"^[ \t]*(?:`{3,}|~{3,})", line):
+            in_fence = not in_fence
+            continue
+        match = (_GOAL_COMMENT if in_fence else _GOAL_LINE).match(line) or _GOAL_COMMENT.match(line)
+        if match is not None:
+            found = match.group("goal").strip().strip("*_").strip()
+    if not found or found.rstrip(".").lower() == "done":
+        return None
+    return found
 
 
 def _json_parts(text: str, wanted: set[str]) -> list[tuple[str, str]]:

@@ -173,10 +173,11 @@ def assemble(
     allow_sandbox_declaration: bool,
     extra: dict[str, Any],
     max_round_seconds: float | None = None,
+    strict: bool = False,
 ) -> AgentT:
     """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
     from codeact.engine.agent._wiring import default_sandbox_factory
-    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path
+    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path, print_warnings
     from codeact.engine.store import Store, open_store
 
     bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
@@ -209,8 +210,10 @@ def assemble(
                 approval_callback=extra.get("approver"),
                 allow_sandbox_declaration=allow_sandbox_declaration,
                 max_round_seconds=max_round_seconds,
+                strict=strict,
             ),
         )
+        print_warnings(spec.warnings)  # before the run, where the author looks (stderr)
         agent = cls(
             spec,
             model=client,

@@ -134,11 +134,15 @@ class Agent(Lifecycle):
                 "system": spec.instructions.system,
                 "developer": spec.instructions.developer,
                 "variables": variables,
+                # The factory rendered a codeact file's instructions; an ai4j file's are text: never again.
+                "literal": True,
             },
             protocol=codeact.protocol,
             model=spec.model.model,
             fim=codeact.fim_family or "auto",
             fim_tokens=fim_tokens,
+            # inline thought: the code reply is the round's only reply, so it states the next goal too
+            next_goal=codeact.thought == "inline",
         )
 
     # -- public API ----------------------------------------------------------------------------
@@ -163,6 +167,7 @@ class Agent(Lifecycle):
         interceptors: Sequence[Any] = (),
         stream: bool = True,
         user: str | None = None,
+        strict: bool = False,
     ) -> Agent:
         """Build an agent from a blueprint file, the way ``codeact run`` does.
 
@@ -194,6 +199,8 @@ class Agent(Lifecycle):
             interceptors: Model and tool interceptors.
             stream: Stream model replies as ``message.delta`` events.
             user: Who the agent acts for (passed to toolkits in their context).
+            strict: Refuse a blueprint the validator warns about (``blueprint.validation.strict``);
+                without it the warnings are printed on stderr, one line each.
 
         Raises:
             BlueprintLoadError: The file cannot be read or parsed.
@@ -218,6 +225,7 @@ class Agent(Lifecycle):
             isolation=isolation,
             allow_sandbox_declaration=allow_sandbox_declaration,
             max_round_seconds=max_round_seconds,
+            strict=strict,
             extra={
                 "approver": approver,
                 "hooks": hooks,

@@ -38,6 +38,7 @@ from codeact.segments import (
     extract_code,
     format_evaluation,
     parse_thought,
+    stated_goal,
 )
 
 if TYPE_CHECKING:
@@ -166,8 +167,9 @@ class CodeActLoop:
         usage["code"] = full.usage if reply.cost_usd is None else {**full.usage, "cost_usd": reply.cost_usd}
         timings["model_s"] = time.perf_counter() - tc
         if self.thought_mode == "inline":
-            # the thought is what comes before the code, not a next turn the model invented after it
-            self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True)
+            # the thought is what comes before the code, not a next turn the model invented after it;
+            # a NextGoal it states is the goal of the round after this one: added after the Evaluation
+            self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True, goal=False)
 
         try:
             if full.truncated:
@@ -244,12 +246,16 @@ class CodeActLoop:
             frame=frame,
             middle=block.code,
             changed=changed,
-            uncaptured=[f"{u.name}: {u.reason}{_LIVE if u.live else ''}" for u in result.uncaptured],
+            uncaptured=[f"{u.name}: {u.reason}{_live_note(u.reason) if u.live else ''}" for u in result.uncaptured],
             notes=block.notes,
         )
         evaluation = with_artifacts(evaluation, result.artifacts)
         emit_artifacts(ctx, n, result.artifacts)
         self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
+        if self.thought_mode == "inline":
+            goal = stated_goal(full.text)  # seed 001's order: Code, Evaluation, NextGoal
+            if goal is not None:
+                self._add(SegmentKind.NEXT_GOAL, goal)
         ctx.variables = dict(result.variables)
         await self._record(
             started,
@@ -274,7 +280,7 @@ class CodeActLoop:
         signature = f"{error['type']}:{error['message']}" if error else None
         return self._stuck_check(code=block.code, error=signature)
 
-    def _add_thought(self, text: str, *, quiet: bool = False) -> None:
+    def _add_thought(self, text: str, *, quiet: bool = False, goal: bool = True) -> None:
         try:
             parts = parse_thought(text, round_index=self.ctx.round)
         except ThoughtParseError:
@@ -282,7 +288,8 @@ class CodeActLoop:
                 return
             parts = [Segment(kind=SegmentKind.THOUGHT, content="(the model gave no thought)")]
         for part in parts:
-            self._add(part.kind, part.content)
+            if goal or part.kind != SegmentKind.NEXT_GOAL:
+                self._add(part.kind, part.content)
 
     def _stuck_check(self, *, code: str | None, error: str | None) -> Outcome | None:
         self._codes.append(code.strip() if code is not None else "")
@@ -356,7 +363,13 @@ class CodeActLoop:
 
 
 _DEFAULT_WINDOW = 32_768
-_LIVE = " (still defined while this run's sandbox lives; not saved, so a resumed session will not have it)"
+
+
+def _live_note(reason: str) -> str:
+    """What the model is told of a value the store did not keep but this run's sandbox still holds."""
+    if reason.endswith("repr() as a str instead"):  # a resume gets the text (sandbox.runtime.capture)
+        return " (still defined, as it is, while this run's sandbox lives)"
+    return " (still defined while this run's sandbox lives; not saved, so a resumed session will not have it)"
 
 
 def _source_line(code: str, line: int | None) -> str:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from codeact.engine.blueprint.bundle import MAX_BUNDLE_BYTES, pack_blueprint, unpack_blueprint
 from codeact.engine.blueprint.factory import (
     DEFAULT_MAX_TURNS,
     AgentFactory,
@@ -20,6 +21,9 @@ from codeact.engine.blueprint.factory import (
     blueprint_hash,
     format_factory_error,
     format_load_error,
+    print_warnings,
+    render_instructions,
+    strict_error,
 )
 from codeact.engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
 from codeact.engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
@@ -67,6 +71,7 @@ __all__ = [
     "FimMarkers",
     "HostContext",
     "INHERIT",
+    "MAX_BUNDLE_BYTES",
     "MAX_EXTEND_DEPTH",
     "MAX_SUBAGENT_DEPTH",
     "MemorySettings",
@@ -92,6 +97,11 @@ __all__ = [
     "load_path",
     "load_stream",
     "load_text",
+    "pack_blueprint",
+    "print_warnings",
+    "render_instructions",
     "sandbox_declared",
+    "strict_error",
+    "unpack_blueprint",
     "validate_blueprint",
 ]

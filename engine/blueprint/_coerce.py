@@ -21,11 +21,12 @@ from pydantic import BaseModel
 
 from codeact.engine.errors import BlueprintLoadError
 
-__all__ = ["Coerced", "coerce_document"]
+__all__ = ["Coerced", "coerce_document", "known_keys"]
 
 _INT_RE = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT_RE = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 _INT32 = (-(2**31), 2**31 - 1)
+_PATH_SEGMENT = re.compile(r"\.([^.\[]+)|\[([0-9]+)\]")
 
 
 @dataclass(frozen=True)
@@ -243,3 +244,23 @@ def coerce_document(document: Any, model: type[BaseModel], *, codeact: bool) -> 
     walker = _Walker(codeact=codeact)
     data = walker.block(model, document, "$", top=True)
     return Coerced(data=data, unknown=tuple(walker.unknown))
+
+
+def known_keys(model: type[BaseModel], path: str, *, codeact: bool) -> tuple[str, ...]:
+    """The keys the mapping holding ``path`` (``$.workflow.maxTurn``) accepts, in the model's order.
+
+    Used for the "did you mean" of an unknown field; () when ``path`` does not lead into a block.
+    """
+    segments = _PATH_SEGMENT.findall(path[1:] if path.startswith("$") else path)
+    node: _Node = _Block(model)
+    for _key, _index in segments[:-1]:
+        if isinstance(node, _Block):
+            child = _fields(node.model, codeact).get(_key)
+            if child is None:
+                return ()
+            node = child
+        elif isinstance(node, _List | _Named):
+            node = node.item if isinstance(node, _List) else node.value
+        else:
+            return ()
+    return tuple(_fields(node.model, codeact)) if isinstance(node, _Block) else ()

@@ -15,12 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal, cast
+from typing import IO, Any, Final, Literal, cast
 
-from codeact.engine.blueprint.issues import ValidationReport
+from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
 from codeact.engine.blueprint.models import (
     Blueprint,
     InstructionsBlock,
@@ -61,6 +62,9 @@ __all__ = [
     "format_factory_error",
     "format_load_error",
     "map_options",
+    "print_warnings",
+    "render_instructions",
+    "strict_error",
 ]
 
 DEFAULT_MAX_TURNS: Final = 20
@@ -79,6 +83,31 @@ def format_factory_error(error: BlueprintFactoryError) -> str:
     if isinstance(error.report, ValidationReport):
         lines.extend(f"  {issue.format()}" for issue in error.report.issues)
     return "\n".join(lines)
+
+
+def print_warnings(issues: Iterable[ValidationIssue], file: IO[str] | None = None) -> None:
+    """Write each warning on one line (``WARNING $.toolkit blueprint.field.unknown: ...``) to stderr.
+
+    ``codeact run``, ``serve``, ``worker``, ``eval`` and ``Agent.from_blueprint`` call it before a run,
+    so a typo the validator caught is seen where the author looks.
+    """
+    out = file if file is not None else sys.stderr
+    for issue in issues:
+        out.write(issue.format() + "\n")
+    out.flush()
+
+
+def strict_error(report: ValidationReport) -> BlueprintFactoryError | None:
+    """The ``blueprint.validation.strict`` error of a report with warnings (``--strict``), else None."""
+    count = len(report.warnings)
+    if not count:
+        return None
+    return BlueprintFactoryError(
+        f"Agent Blueprint has {count} warning{'s' if count != 1 else ''} and --strict makes warnings errors; "
+        "fix the issues listed (codeact validate FILE shows them).",
+        code="blueprint.validation.strict",
+        report=ValidationReport(issues=report.warnings),
+    )
 
 
 def blueprint_hash(blueprint: Blueprint) -> str:
@@ -194,9 +223,12 @@ class AgentFactory:
     def __init__(self, *, validator: Callable[[Blueprint], ValidationReport] = validate_blueprint) -> None:
         self._validate = validator
 
-    def _validated(self, blueprint: Blueprint) -> ValidationReport:
-        """The validation report of ``blueprint``; ``BlueprintFactoryError`` when it has errors."""
+    def _validated(self, blueprint: Blueprint, host: HostContext) -> ValidationReport:
+        """The validation report; ``BlueprintFactoryError`` when it has errors (or warnings, under ``strict``)."""
         report = self._validate(blueprint)
+        strict = strict_error(report) if host.strict and report.valid else None
+        if strict is not None:
+            raise strict
         if not report.valid:
             count = len(report.errors)
             raise BlueprintFactoryError(
@@ -218,7 +250,7 @@ class AgentFactory:
             BlueprintFactoryError: The first failed check, in ai4j's order (see the module doc).
         """
         host = context if context is not None else HostContext()
-        report = self._validated(blueprint)
+        report = self._validated(blueprint, host)
         if blueprint.workflow is not None and _trim(blueprint.workflow.mode) == "flow":
             raise BlueprintFactoryError(
                 f"blueprint {blueprint.id!r} is a flow (workflow.mode: flow), not a single agent: build it with "
@@ -254,7 +286,7 @@ class AgentFactory:
             context_window=model_block.context_window,
         )
         routes = self._routes(model_block, provider)
-        instructions = self._instructions(blueprint, host)
+        instructions = render_instructions(blueprint, host)
         toolkits = self._toolkits(blueprint, host, report)
         subagents = self._subagents(blueprint, host)
         workflow = blueprint.workflow
@@ -310,7 +342,7 @@ class AgentFactory:
                 allow, names an unknown provider, or asks for imports the host does not allow.
         """
         host = context if context is not None else HostContext()
-        report = self._validated(blueprint)
+        report = self._validated(blueprint, host)
         settings = self._sandbox(blueprint, host, report)
         if settings.declared and blueprint.sandbox is not None:
             _sandbox_backend(blueprint.sandbox, report)
@@ -391,27 +423,6 @@ class AgentFactory:
         return routes
 
     @staticmethod
-    def _instructions(blueprint: Blueprint, host: HostContext) -> RenderedInstructions:
-        block: InstructionsBlock | None = blueprint.instructions
-        if block is None:
-            return RenderedInstructions()
-        if not blueprint.is_codeact_version:
-            return RenderedInstructions(system=_trim(block.system), developer=_trim(block.developer))
-        variables = {**builtin_variables(now=host.now, work_dir=host.work_dir), **block.variables}
-        rendered: dict[str, str | None] = {}
-        for name in ("system", "developer"):
-            text = getattr(block, name)
-            if text is None:
-                rendered[name] = None
-                continue
-            try:
-                rendered[name] = _trim(render_template(f"instructions.{name}", text, variables))
-            except TemplateError as exc:
-                problem = "undefined" if exc.variable is not None else "invalid"
-                raise BlueprintFactoryError(exc.message, code=f"blueprint.instructions.template.{problem}") from None
-        return RenderedInstructions(system=rendered["system"], developer=rendered["developer"])
-
-    @staticmethod
     def _toolkits(blueprint: Blueprint, host: HostContext, report: ValidationReport) -> tuple[ToolkitGrant, ...]:
         grants: list[ToolkitGrant] = []
         registry: Any = host.toolkit_registry if hasattr(host.toolkit_registry, "__contains__") else None
@@ -444,6 +455,9 @@ class AgentFactory:
             child = blueprint.subagent_blueprints.get(name)
             if entry is None or child is None:
                 continue
+            if child.model is None:
+                # A kimi-cli sub-agent names no model: as in kimi-cli, it runs on its parent's.
+                child = child.model_copy(update={"model": blueprint.model})
             try:
                 spec = self.create(child, host)
             except BlueprintFactoryError as exc:
@@ -558,6 +572,39 @@ def _round_seconds(
 def _run_seconds(workflow: WorkflowBlock | None, report: ValidationReport) -> float | None:
     """``workflow.runSeconds``: the whole run's wall-clock limit (None: no limit)."""
     return _positive(workflow.run_seconds if workflow is not None else None, "workflow.runSeconds", report)
+
+
+def render_instructions(
+    blueprint: Blueprint, host: HostContext, *, variables: Mapping[str, Any] | None = None
+) -> RenderedInstructions:
+    """The blueprint's instructions as the prompt shows them.
+
+    A ``codeact.agent/v1`` file's are rendered with the built-ins, then ``instructions.variables``,
+    then ``variables`` (a host's binding ``config``, which by the AgentRunner protocol overrides the
+    blueprint's variables: it is applied before rendering, so the prompt shows the host's value).
+    An ``ai4j.agent/v1`` file's are never templated: ai4j reads them as text, ``{{ }}`` included.
+
+    Raises:
+        BlueprintFactoryError: ``blueprint.instructions.template.*`` (undefined variable, bad syntax).
+    """
+    block: InstructionsBlock | None = blueprint.instructions
+    if block is None:
+        return RenderedInstructions()
+    if not blueprint.is_codeact_version:
+        return RenderedInstructions(system=_trim(block.system), developer=_trim(block.developer))
+    values = {**builtin_variables(now=host.now, work_dir=host.work_dir), **block.variables, **(variables or {})}
+    rendered: dict[str, str | None] = {}
+    for name in ("system", "developer"):
+        text = getattr(block, name)
+        if text is None:
+            rendered[name] = None
+            continue
+        try:
+            rendered[name] = _trim(render_template(f"instructions.{name}", text, values))
+        except TemplateError as exc:
+            problem = "undefined" if exc.variable is not None else "invalid"
+            raise BlueprintFactoryError(exc.message, code=f"blueprint.instructions.template.{problem}") from None
+    return RenderedInstructions(system=rendered["system"], developer=rendered["developer"])
 
 
 SANDBOX_PROVIDERS: Final[Mapping[str, str]] = {

@@ -17,9 +17,12 @@ Rules (after the agent-spec resolver of the seeds, with its two gaps closed):
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import re
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +45,7 @@ __all__ = [
     "merge_layers",
     "peek_version",
     "read_blueprint_text",
+    "recording_reads",
     "resolve_inheritance",
     "resolve_paths",
 ]
@@ -76,6 +80,23 @@ def shown_path(path: Path, base_dir: Path) -> str:
         return path.as_posix()
 
 
+_READS: ContextVar[list[Path] | None] = ContextVar("codeact_blueprint_reads", default=None)
+
+
+@contextlib.contextmanager
+def recording_reads() -> Iterator[list[Path]]:
+    """Record every file :func:`read_blueprint_text` reads inside the block (resolved paths, in order).
+
+    The queue uses it to carry a blueprint's folder to its workers (``engine/blueprint/bundle.py``).
+    """
+    reads: list[Path] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
 def read_blueprint_text(path: Path, shown: str) -> str:
     """Read a blueprint file as UTF-8 text.
 
@@ -94,6 +115,9 @@ def read_blueprint_text(path: Path, shown: str) -> str:
             f"Unable to read Agent Blueprint file {shown!r}: {reason}. Check the path and its permissions.",
             code="blueprint.io",
         ) from None
+    reads = _READS.get()
+    if reads is not None:
+        reads.append(path.resolve())
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:

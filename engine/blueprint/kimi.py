@@ -12,10 +12,10 @@ The rules are kimi-cli's (``kimi_cli/agentspec.py``, seed ``004``):
 * Fail fast, each with its own code: a file that is missing or not a file
   (``blueprint.kimi.file``), invalid YAML (``blueprint.yaml.invalid``), an empty document
   (``blueprint.document.required``), an unsupported ``version`` (``blueprint.version.unsupported``),
-  a missing ``name``, ``system_prompt_path`` or ``tools`` after inheritance
-  (``blueprint.kimi.required``), an ``extend`` cycle (``blueprint.kimi.extend.cycle``, where
-  kimi-cli recurses until ``RecursionError``), a field of the wrong type
-  (``blueprint.kimi.field.invalid``), a tool with no codeact counterpart that is not a toolkit
+  a ``name``, ``system_prompt_path`` or ``tools`` still unset after inheritance
+  (``blueprint.kimi.required``; ``name: ""`` is a value, as in kimi-cli's own default agent),
+  an ``extend`` cycle (``blueprint.kimi.extend.cycle``, where kimi-cli recurses until ``RecursionError``),
+  a field of the wrong type (``blueprint.kimi.field.invalid``), a tool with no codeact counterpart that is not a toolkit
   name (``blueprint.kimi.tool.unknown``), a prompt placeholder without a value
   (``blueprint.kimi.prompt.arg``).
 
@@ -108,6 +108,8 @@ def kimi_to_codeact(document: dict[str, Any], *, source: Path | None, base_dir: 
             code="blueprint.kimi.required",
         )
     name = str(spec.name)
+    # The id: the name, else (kimi's default agent is nameless) the file's stem: coder.yaml -> coder.
+    ident = _slug(name) or _slug(Path(label).stem) or "kimi-agent"
     tools = [str(t) for t in spec.tools or ()]
     excluded = {str(t) for t in (spec.exclude_tools if spec.exclude_tools is not _INHERIT else None) or ()}
     subagents = spec.subagents if spec.subagents is not _INHERIT else None
@@ -115,7 +117,7 @@ def kimi_to_codeact(document: dict[str, Any], *, source: Path | None, base_dir: 
     return {
         "version": "codeact.agent/v1",
         "extend": "codeact-base",
-        "id": re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "kimi-agent",
+        "id": ident,
         "name": name,
         "instructions": {"system": prompt, "variables": variables},
         "toolkits": _toolkits([t for t in tools if t not in excluded], label),
@@ -124,6 +126,10 @@ def kimi_to_codeact(document: dict[str, Any], *, source: Path | None, base_dir: 
             for key, entry in (subagents or {}).items()
         },
     }
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")
 
 
 def _resolve(document: Any, *, base_dir: Path, label: str, stack: tuple[Path, ...]) -> _Spec:
@@ -181,8 +187,10 @@ def _resolve(document: Any, *, base_dir: Path, label: str, stack: tuple[Path, ..
 def _own_fields(agent: Mapping[str, Any], *, base_dir: Path, label: str) -> _Spec:
     spec = _Spec()
     if "name" in agent:
-        if not isinstance(agent["name"], str) or not agent["name"].strip():
-            raise _invalid(label, "name", "a non-empty string")
+        # kimi-cli: ``name: str | Inherit``; an empty string is a value (its own default agent has
+        # ``name: ""``): only a name still unset after ``extend`` is missing.
+        if not isinstance(agent["name"], str):
+            raise _invalid(label, "name", "a string")
         spec.name = agent["name"].strip()
     if "system_prompt_path" in agent:
         if not isinstance(agent["system_prompt_path"], str) or not agent["system_prompt_path"].strip():

@@ -66,6 +66,8 @@ class HostContext:
         interceptors: Model and tool call interceptors.
         allow_sandbox_declaration: Accept a blueprint's ``sandbox`` declaration
             (``--allow-sandbox-declaration``); refused by default.
+        strict: Make the validator's warnings errors (``--strict``): the factory refuses a
+            blueprint with any warning (``blueprint.validation.strict``).
         allowed_imports: Modules a blueprint's ``sandbox.imports`` may add to the sandbox's
             import allow-list; None allows none.
         work_dir: ``work_dir`` for instruction templates (default: the current directory).
@@ -83,6 +85,7 @@ class HostContext:
     hooks: tuple[Any, ...] = ()
     interceptors: tuple[Any, ...] = ()
     allow_sandbox_declaration: bool = False
+    strict: bool = False
     allowed_imports: frozenset[str] | None = None
     work_dir: Path | None = None
     now: _dt.datetime | None = None

@@ -7,10 +7,12 @@ codeact fields follow the same ``blueprint.<field>.<problem>`` style.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from codeact.engine.blueprint._coerce import known_keys
 from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
 from codeact.engine.blueprint.models import (
     CODEACT_VERSION,
@@ -534,13 +536,26 @@ class _Checks:
     def unknown(self) -> None:
         for item in self.bp.unknown_fields:
             name = item.path[2:]
-            if "." in name or "[" in name:
-                message = f"Unknown field: {name}."
-            else:
-                message = f"Unknown top-level field: {name}."
+            message = f"Unknown field: {name}" if "." in name or "[" in name else f"Unknown top-level field: {name}"
             if item.origin is not None:
-                message = f"{message[:-1]} (in base blueprint {item.origin!r})."
-            self.warning(item.path, "blueprint.field.unknown", message)
+                message = f"{message} (in base blueprint {item.origin!r})"
+            # A field of a base came from a codeact.agent/v1 file (only those are extended).
+            hint = _did_you_mean(item.path, codeact=self.codeact or item.origin is not None)
+            self.warning(item.path, "blueprint.field.unknown", f"{message}{hint or '.'}")
+
+
+def _did_you_mean(path: str, *, codeact: bool) -> str:
+    """``; did you mean 'toolkits'?`` from the known keys of the mapping holding ``path`` ('' if none is close).
+
+    In an ``ai4j.agent/v1`` file a ``codeact.agent/v1`` field is named as such, with the fix.
+    """
+    name = re.split(r"[.\[]", path)[-1]
+    if not codeact and path.count(".") == 1 and name in Blueprint.codeact_only:
+        return f"; it is a {CODEACT_VERSION} field: set version: {CODEACT_VERSION} to use it."
+    known = known_keys(Blueprint, path, codeact=codeact)
+    by_folded = {key.lower().replace("_", ""): key for key in known}
+    close = difflib.get_close_matches(name.lower().replace("_", ""), list(by_folded), n=1, cutoff=0.6)
+    return f"; did you mean {by_folded[close[0]]!r}?" if close else ""
 
 
 def validate_blueprint(blueprint: Blueprint) -> ValidationReport:

@@ -13,6 +13,7 @@ import typer
 __all__ = ["eval_command", "register"]
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
@@ -52,6 +53,9 @@ def eval_command(
     sandbox: Annotated[str, typer.Option("--sandbox", help="subprocess or docker.")] = "subprocess",
     isolation: Annotated[str, typer.Option("--isolation", help="bwrap (default) or process.")] = "bwrap",
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Rounds per task.")] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse a --blueprint the validator warns about (exit 1).")
+    ] = False,
 ) -> None:
     """Run an eval suite; prints a table (or JSON) and writes report.{json,md,html} to --out."""
     from codeact.engine.eval import EvalConfig, EvalError, load_suite, run_eval
@@ -76,7 +80,10 @@ def eval_command(
             sandbox=sandbox,
             isolation=isolation,
             max_turns=max_turns,
+            strict=strict,
         )
+        if blueprint is not None and _blueprint_refused(blueprint, strict=strict):
+            raise typer.Exit(EXIT_FAILED)
 
         def progress(done: int, total: int, row: dict[str, Any], resumed: bool) -> None:
             mark = "PASS" if row.get("passed") else "FAIL"
@@ -100,6 +107,29 @@ def eval_command(
         sys.stdout.write(render_table(summary) + "\n")
     typer.echo(f"reports: {paths['markdown']}  {paths['html']}  {paths['json']}", err=True)
     raise typer.Exit(EXIT_OK)
+
+
+def _blueprint_refused(path: Path, *, strict: bool) -> bool:
+    """Print the ``--blueprint``'s warnings before the tasks run; True when ``--strict`` refuses it."""
+    from codeact.engine.blueprint import (
+        format_factory_error,
+        load_path,
+        print_warnings,
+        strict_error,
+        validate_blueprint,
+    )
+    from codeact.engine.errors import CodeactError
+
+    try:
+        report = validate_blueprint(load_path(path))
+    except CodeactError:
+        return False  # the tasks report it, each with the generated blueprint that extends it
+    refused = strict_error(report) if strict and report.valid else None
+    if refused is not None:
+        typer.echo(f"eval: {format_factory_error(refused)}", err=True)
+        return True
+    print_warnings(report.warnings)
+    return False
 
 
 def register(app: typer.Typer) -> None:

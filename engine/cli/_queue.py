@@ -44,6 +44,9 @@ def worker_command(
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Worker name (default codeact-PID@HOST).")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel", help="Celery log level.")] = "WARNING",
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail runs whose blueprint the validator warns about.")
+    ] = False,
 ) -> None:
     """Start a worker that takes queued runs until stopped (SIGTERM: finish the runs, then stop)."""
     from codeact.engine.queue._worker import start_worker
@@ -69,6 +72,7 @@ def worker_command(
             max_round_seconds=max_round_seconds,
             name=name,
             loglevel=loglevel,
+            strict=strict,
         )
     except ToolkitError as exc:
         typer.echo(f"codeact worker: --toolkit: {exc}", err=True)
@@ -86,6 +90,7 @@ def run_queued(
     store: str | None,
     detach: bool,
     json_output: bool,
+    strict: bool = False,
 ) -> int:
     """``codeact run FILE --queue URL``: enqueue, print the run id, then stream its events (unless detached)."""
     from rich.console import Console
@@ -94,6 +99,9 @@ def run_queued(
     from codeact.engine.queue import submit
 
     err = Console(stderr=True, soft_wrap=True)
+    refused = _check_blueprint(file, strict=strict)
+    if refused is not None:
+        return refused
     try:
         handle = submit(file, input, queue=queue, session_id=session, model=model, base_url=base_url, store=store)
     except CodeactError as exc:
@@ -129,6 +137,35 @@ def run_queued(
         err.print(f"paused: run {handle.run_id} waits for {last.get('kind')}", markup=False, highlight=False)
         return EXIT_OK
     return EXIT_OK if kind == "run.paused" else EXIT_FAILED
+
+
+def _check_blueprint(file: Path, *, strict: bool) -> int | None:
+    """Print the validator's warnings before the run is queued; the exit code when the blueprint is refused.
+
+    The worker validates again when it builds the agent; a file that does not load is left to it
+    (or to ``submit``) so the message is the one every path gives.
+    """
+    from codeact.engine.blueprint import (
+        format_factory_error,
+        load_path,
+        print_warnings,
+        strict_error,
+        validate_blueprint,
+    )
+    from codeact.engine.errors import CodeactError
+
+    if str(file).startswith("id:"):
+        return None  # a blueprint of the workers' folder: they check it
+    try:
+        report = validate_blueprint(load_path(file))
+    except CodeactError:
+        return None
+    refused = strict_error(report) if strict and report.valid else None
+    if refused is not None:
+        typer.echo(f"codeact run --queue: {format_factory_error(refused)}", err=True)
+        return EXIT_FAILED
+    print_warnings(report.warnings)
+    return None
 
 
 def _render(event: dict[str, Any], console: Any) -> None:

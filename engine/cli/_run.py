@@ -29,6 +29,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 _CONFIGURATION_CODES = frozenset({"model.auth"})
+STRICT_CODE = "blueprint.validation.strict"
 
 
 class _Usage(Exception):
@@ -139,6 +140,9 @@ def run_command(
         str | None, typer.Option("--queue", help="Enqueue on this Redis (codeact worker runs it); prints the run id.")
     ] = None,
     detach: Annotated[bool, typer.Option("--detach", help="With --queue: print the run id and return.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse the blueprint if the validator warns (exit 1), e.g. a typo.")
+    ] = False,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
@@ -157,6 +161,7 @@ def run_command(
                 store=store,
                 detach=detach,
                 json_output=json_output,
+                strict=strict,
             )  # fmt: skip
         )
 
@@ -185,6 +190,7 @@ def run_command(
             json_output=json_output,
             spinner=spinner,
             user=user,
+            strict=strict,
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
@@ -192,7 +198,8 @@ def run_command(
             # --json readers get the error on stdout too (one JSON line, like the events).
             error = {"type": "run.error", "error": {"code": exc.code, "message": str(exc)}}
             sys.stdout.write(json.dumps(error, ensure_ascii=False) + "\n")
-        raise typer.Exit(EXIT_USAGE) from None
+        # --strict refuses a blueprint the author can fix like any failed check: exit 1, not a usage error.
+        raise typer.Exit(EXIT_FAILED if exc.code == STRICT_CODE else EXIT_USAGE) from None
     options: list[tuple[str, Any]] = [
         ("--model", model),
         ("--provider", provider),
@@ -264,10 +271,18 @@ def _build(
     json_output: bool,
     spinner: _Spinner,
     user: str | None = None,
+    strict: bool = False,
 ) -> Any:
     from codeact.engine.agent import Agent, default_sandbox_factory
     from codeact.engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
-    from codeact.engine.blueprint import AgentFactory, HostContext, format_factory_error, format_load_error, load_path
+    from codeact.engine.blueprint import (
+        AgentFactory,
+        HostContext,
+        format_factory_error,
+        format_load_error,
+        load_path,
+        print_warnings,
+    )
     from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
     from codeact.engine.store import open_store
 
@@ -301,6 +316,7 @@ def _build(
             registry=_registry(toolkits),
             approver=_approver(approve_all, deny_all, spinner),
             stream=json_output,
+            strict=strict,
         )
     try:
         client, bp = _model_routes(
@@ -326,10 +342,12 @@ def _build(
                     approval_callback=approver,
                     allow_sandbox_declaration=allow,
                     max_round_seconds=max_round_seconds,
+                    strict=strict,
                 ),
             )
         except BlueprintFactoryError as exc:
             raise _Usage(format_factory_error(exc), exc.code) from None
+        print_warnings(spec.warnings)  # one line each on stderr, before the run
         _prepare_environment(spec, sandbox)
         factory = default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime)  # type: ignore[arg-type]
         agent = Agent(

@@ -40,7 +40,11 @@ _BLUEPRINT_SUFFIXES = (".yaml", ".yml")
 
 
 class _Usage(Exception):
-    """A usage or configuration error: printed on stderr, exit 2."""
+    """A usage or configuration error: printed on stderr, exit 2 (1 for ``--strict``'s refusal)."""
+
+    def __init__(self, message: str, code: str = "cli.usage") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def register(app: typer.Typer) -> None:
@@ -81,6 +85,9 @@ def serve_command(
     log_format: Annotated[
         str, typer.Option("--log-format", help="plain (key=value lines) or json (JSON lines), on stderr.")
     ] = "plain",
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Refuse a blueprint the validator warns about (exit 1).")
+    ] = False,
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
@@ -112,10 +119,11 @@ def serve_command(
             base_url=base_url,
             sandbox=sandbox,
             max_round_seconds=max_round_seconds,
+            strict=strict,
         )
     except _Usage as exc:
         typer.echo(f"codeact serve: {exc}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(1 if exc.code == "blueprint.validation.strict" else EXIT_USAGE) from None
     except CodeactError as exc:
         typer.echo(f"codeact serve: {exc.message}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
@@ -271,6 +279,7 @@ def _runners(
     base_url: str | None,
     sandbox: str | None = None,
     max_round_seconds: float | None = None,
+    strict: bool = False,
 ) -> dict[str, BlueprintRunner]:
     from codeact.engine.runner import BlueprintRunner
 
@@ -279,6 +288,8 @@ def _runners(
     options: dict[str, Any] = {"sandbox": sandbox} if sandbox else {}
     if max_round_seconds is not None:
         options["max_round_seconds"] = max_round_seconds
+    if strict:
+        options["strict"] = True
     from codeact.engine.errors import CodeactError
 
     for file in files:
@@ -287,7 +298,11 @@ def _runners(
                 file, toolkits=registry, store=store, model=model, base_url=base_url, **options
             )
         except CodeactError as exc:
-            raise _Usage(f"--blueprints {str(file)!r}: {exc.message}") from None
+            from codeact.engine.blueprint import format_factory_error
+            from codeact.engine.errors import BlueprintFactoryError
+
+            detail = format_factory_error(exc) if isinstance(exc, BlueprintFactoryError) else exc.message
+            raise _Usage(f"--blueprints {str(file)!r}: {detail}", code=exc.code) from None
         if runner.id in runners:
             raise _Usage(
                 f"two blueprints give runner id {runner.id!r}: {str(origin[runner.id])!r} and {str(file)!r}; "

@@ -1,8 +1,8 @@
-"""``codeact validate FILE [--toolkit MOD:OBJ ...] [--json]``: load and validate a blueprint.
+"""``codeact validate FILE [--toolkit MOD:OBJ ...] [--json] [--strict]``: load and validate a blueprint.
 
-Exit 0 when valid, 1 when the report holds an error, 2 when the file (or a ``--toolkit``) cannot
-be loaded (``Blueprint load error [<code>]: <message>`` on stderr; with ``--json`` also
-``{"valid": false, "error": {"code", "message"}, "issues": []}`` on stdout).
+Exit 0 when valid, 1 when the report holds an error (with ``--strict``: or a warning), 2 when the
+file (or a ``--toolkit``) cannot be loaded (``Blueprint load error [<code>]: <message>`` on stderr;
+with ``--json`` also ``{"valid": false, "error": {"code", "message"}, "issues": []}`` on stdout).
 
 With ``--toolkit`` the toolkits the blueprint grants (``toolkits[].ref``, ``tools[].ref``) are
 checked against the installed toolkits plus the given ones, as ``codeact run`` will resolve them.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -35,9 +36,10 @@ def validate(
     json_output: Annotated[
         bool, typer.Option("--json", help='Print {"valid": bool, "issues": [...]} as JSON.')
     ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings are errors (exit 1 on any warning).")] = False,
 ) -> None:
     """Load and validate a blueprint; exit 0 valid, 1 invalid, 2 load error."""
-    from codeact.engine.blueprint import ValidationReport, format_load_error, load_path, validate_blueprint
+    from codeact.engine.blueprint import Severity, ValidationReport, format_load_error, load_path, validate_blueprint
     from codeact.engine.errors import BlueprintLoadError
 
     try:
@@ -52,6 +54,8 @@ def validate(
     report = validate_blueprint(blueprint)
     if names is not None:
         report = ValidationReport(issues=(*report.issues, *_unknown_toolkits(blueprint, names)))
+    if strict:  # --strict: every warning counts as an error (the codes and messages stay)
+        report = ValidationReport(issues=tuple(replace(issue, severity=Severity.ERROR) for issue in report.issues))
     if json_output:
         typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     else:

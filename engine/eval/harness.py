@@ -45,6 +45,7 @@ class EvalConfig:
         sandbox: ``subprocess`` (default) or ``docker``.
         isolation: ``bwrap`` (default) or ``process`` for the subprocess sandbox.
         max_turns: Rounds per task (default: the suite's).
+        strict: Refuse blueprints the validator warns about (``--strict``).
     """
 
     model: str = ORACLE
@@ -57,6 +58,7 @@ class EvalConfig:
     sandbox: str = "subprocess"
     isolation: str = "bwrap"
     max_turns: int | None = None
+    strict: bool = False
 
 
 def _slug(text: str) -> str:
@@ -103,6 +105,7 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
         sandbox=config.sandbox,  # type: ignore[arg-type]
         isolation=config.isolation,  # type: ignore[arg-type]
         stream=False,
+        strict=config.strict,
     )
     if oracle:
         await agent.model.aclose()

@@ -51,6 +51,7 @@ def build(
     interceptors: Sequence[Any] = (),
     stream: bool = True,
     user: str | None = None,
+    strict: bool = False,
 ) -> Any:
     """Build the flow of a blueprint; see :meth:`codeact.engine.flow.FlowAgent.from_blueprint`.
 
@@ -59,7 +60,7 @@ def build(
     """
     from codeact.engine.agent._assemble import _close_now, toolkit_registry
     from codeact.engine.agent.agent import default_sandbox_factory
-    from codeact.engine.blueprint import Blueprint, load_path, validate_blueprint
+    from codeact.engine.blueprint import Blueprint, load_path, print_warnings, strict_error, validate_blueprint
     from codeact.engine.errors import BlueprintFactoryError
     from codeact.engine.store import Store, open_store
 
@@ -78,6 +79,10 @@ def build(
             code="blueprint.validation.failed",
             report=report,
         )
+    refused = strict_error(report) if strict else None
+    if refused is not None:
+        raise refused
+    print_warnings(report.warnings)  # the flow's and its agents' (the validator follows flow.agents)
     registry = toolkit_registry(toolkits)
     opened = store if isinstance(store, Store) else open_store(store)
     owned: list[Any] = [] if opened is store else [opened]

@@ -226,8 +226,9 @@ def submit(
     """Enqueue one run of a blueprint on ``input``; any worker of ``queue_name`` takes it.
 
     Args:
-        blueprint: A blueprint file (its text travels with the run, so workers need not share a disk),
-            or ``id:NAME`` for a blueprint of the workers' ``--blueprints`` folder.
+        blueprint: A blueprint file (it travels with the run, with the files it references: bases,
+            sub-agents, flow agents, prompts, scripted replies, so workers need not share a disk), or
+            ``id:NAME`` for a blueprint of the workers' ``--blueprints`` folder.
         input: The user's message.
         queue: The broker's Redis URL (``redis://HOST:PORT/DB``).
         session_id: Continue (or name) this session.
@@ -253,12 +254,16 @@ def submit(
     if text.startswith("id:"):
         request["blueprint_id"] = text[3:]
     else:
+        from codeact.engine.blueprint import pack_blueprint
+
         path = Path(blueprint)
         try:
             request["blueprint_text"] = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise CodeactError(f"cannot read blueprint {text!r}: {exc.strerror}", code="queue.blueprint_io") from None
         request["blueprint_dir"] = str(path.resolve().parent)
+        # The files the blueprint references travel with it: any worker resolves them as we do.
+        request["blueprint_bundle"] = pack_blueprint(path, model=model)
     client = _client(queue)
     return RunHandle(client, client.enqueue(request))
 

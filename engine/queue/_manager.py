@@ -130,6 +130,15 @@ class QueueRunManager:
                 code="service.invalid_request",
                 status=422,
             )
+        from codeact.engine.blueprint import pack_blueprint
+        from codeact.engine.errors import BlueprintLoadError
+
+        try:  # the files the blueprint references travel with it (docs/scaling.md)
+            bundle = pack_blueprint(source, model=self.model)
+        except BlueprintLoadError as exc:
+            raise ServiceError(
+                f"runner {runner_id!r} cannot be sent to the workers: {exc.message}", code=exc.code, status=422
+            ) from None
         deadline = getattr(getattr(context, "runtime", None), "deadline_at", None)
         request = {
             "timeout_s": max(0.001, float(deadline) - time.time()) if deadline is not None else None,
@@ -138,6 +147,7 @@ class QueueRunManager:
             "session_id": session_id,
             "blueprint_text": Path(source).read_text(encoding="utf-8"),
             "blueprint_dir": str(Path(source).resolve().parent),
+            "blueprint_bundle": bundle,
             "model": self.model,
             "base_url": self.base_url,
             "store": self.store,

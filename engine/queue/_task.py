@@ -56,6 +56,7 @@ class WorkerConfig:
         max_sandboxes: Global cap of sandboxes (runs) alive at once in this worker process.
         run_timeout_s: Run time limit when neither the request nor the blueprint gives one.
         max_round_seconds: The host's cap on a blueprint's round limit (``--max-round-seconds``; None: 600 s).
+        strict: Refuse (fail) a run whose blueprint the validator warns about (``--strict``).
     """
 
     name: str
@@ -65,6 +66,7 @@ class WorkerConfig:
     max_sandboxes: int = 4
     run_timeout_s: float | None = None
     max_round_seconds: float | None = None
+    strict: bool = False
     _slots: threading.BoundedSemaphore | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
@@ -114,8 +116,41 @@ class WorkerConfig:
             return self._leases
 
 
+_BUNDLES: list[Path] = []  # this process's folder of unpacked blueprint folders (made on first use)
+
+
+def _unpacked(bundle: Mapping[str, Any]) -> Path:
+    """The blueprint path of a packed blueprint folder, unpacked once per content in this process.
+
+    The folders live as long as the worker process (an agent built from one is cached and may be
+    used again); they are removed when it exits.
+    """
+    from codeact.engine.blueprint import unpack_blueprint
+    from codeact.engine.blueprint.bundle import bundle_digest
+
+    if not _BUNDLES:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="codeact-blueprints-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _BUNDLES.append(folder)
+    target = _BUNDLES[0] / bundle_digest(bundle)[:32]
+    return unpack_blueprint(bundle, target)
+
+
 def _agent_key(request: Mapping[str, Any], store: str | None) -> str:
-    keys = ("blueprint_id", "blueprint_text", "blueprint_dir", "model", "base_url", "user", "sandbox")
+    keys = (
+        "blueprint_id",
+        "blueprint_text",
+        "blueprint_bundle",
+        "blueprint_dir",
+        "model",
+        "base_url",
+        "user",
+        "sandbox",
+    )
     parts = [request.get(k) for k in keys]
     text = json.dumps([parts, request.get("store") or store], sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -308,7 +343,10 @@ class _Run:
                     code="queue.unknown_blueprint",
                 )
             blueprint = load_path(path)
-        else:
+        elif isinstance(request.get("blueprint_bundle"), Mapping):
+            # The blueprint's folder as the submitter packed it: unpacked here, its paths resolve as there.
+            blueprint = load_path(_unpacked(request["blueprint_bundle"]))
+        else:  # a request of an older submitter: the text alone
             blueprint = load_text(str(request.get("blueprint_text") or ""), base_dir=request.get("blueprint_dir"))
         return Agent.from_blueprint(
             blueprint,
@@ -320,6 +358,7 @@ class _Run:
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
             max_round_seconds=self.config.max_round_seconds,
+            strict=self.config.strict,
             **({"sandbox": request["sandbox"]} if request.get("sandbox") in ("subprocess", "docker") else {}),
         )
 

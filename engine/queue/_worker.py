@@ -106,6 +106,7 @@ def start_worker(
     max_round_seconds: float | None = None,
     name: str | None = None,
     loglevel: str = "WARNING",
+    strict: bool = False,
 ) -> None:
     """Run a worker in this process until it is stopped (SIGTERM: warm shutdown)."""
     from codeact.toolkits import load_registry
@@ -119,6 +120,7 @@ def start_worker(
         max_sandboxes=max_sandboxes or concurrency,
         run_timeout_s=run_timeout_s,
         max_round_seconds=max_round_seconds,
+        strict=strict,
     )
     app, state = build_worker_app(broker_url, state_url or broker_url, config)
     stop = threading.Event()

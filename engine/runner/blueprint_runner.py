@@ -266,7 +266,16 @@ class BlueprintRunner:
             k: v for k, v in context.config.items() if k in spec.variables and isinstance(v, str | int | float | bool)
         }
         if overrides:
-            spec = replace(spec, variables={**spec.variables, **overrides})
+            # The binding's config overrides the blueprint's variables (protocol v1): the instructions
+            # are rendered again with it, so the prompt's text and its language line agree.
+            from codeact.engine.blueprint import render_instructions
+
+            variables = {**spec.variables, **overrides}
+            spec = replace(
+                spec,
+                variables=variables,
+                instructions=render_instructions(spec.blueprint, spec.host, variables=variables),
+            )
         actor = context.actor.actor_id if context.actor is not None else None
         agent = Agent(
             spec,

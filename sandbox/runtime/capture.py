@@ -12,8 +12,9 @@ namespace). ``split_restorable`` turns captured variables back into data plus a 
 compiles under the same policy (imports first, each guarded so a narrower policy loses only it).
 
 Nothing is silently dropped: values that cannot be captured are listed in ``uncaptured`` with a
-reason. Names starting with ``_``, builtins and the names in ``baseline`` (toolkit proxies, runtime
-helpers) are skipped without a report.
+reason, and a value the codec cannot carry (not a callable) is kept as its ``repr()`` string, so the
+next round can still read it (the reason says so). Names starting with ``_``, builtins and the
+names in ``baseline`` (toolkit proxies, runtime helpers) are skipped without a report.
 """
 
 from __future__ import annotations
@@ -36,7 +37,15 @@ SOURCE_TAG: Final = "source"
 """``$type`` of a captured function or class definition."""
 
 _REPR_CHARS: Final = 80
+_KEPT_REPR_CHARS: Final = 4000  # the repr kept in place of a value the codec cannot carry
+_ADDRESS: Final = re.compile(r" at 0x[0-9A-Fa-f]+")
 _BUILTIN_IDS: Final = frozenset(id(value) for value in vars(builtins).values())
+
+
+REPR_NOTE: Final = "; the next round has its repr() as a str instead"
+"""Ends the reason of a value kept as its repr() string."""
+LIVE_REPR_NOTE: Final = "; a resumed session has its repr() as a str instead"
+"""The same, for a value the warm namespace still holds: the next round of this run has the value itself."""
 
 
 def capture(
@@ -88,7 +97,16 @@ def capture(
             )
             continue
         except codec.Unencodable as exc:
-            uncaptured.append(_missed(name, value, exc.reason))
+            # Never silently lost (seed 001 keeps such a value as text): the next round finds its
+            # repr() as a str, and the note says so (the model reads it in the Evaluation). Not for
+            # callables: a str where a function was would fail as "not callable" far from the cause;
+            # their note says how to keep them (define them with def, call the factory again).
+            kept = None if callable(value) else _as_repr(value, max_var_bytes, max_total_bytes - total)
+            note = "" if kept is None else REPR_NOTE
+            uncaptured.append(_missed(name, value, exc.reason, note))
+            if kept is not None:
+                variables[name], size = kept
+                total += size
             continue
         if total + size > max_total_bytes:
             uncaptured.append(
@@ -266,12 +284,32 @@ def _code_places(value: Any) -> list[tuple[str, int]]:
     return places
 
 
-def _missed(name: str, value: Any, reason: str) -> dict[str, str]:
+def _missed(name: str, value: Any, reason: str, note: str = "") -> dict[str, str]:
     kind = type(value)
     type_name = getattr(kind, "__qualname__", None) or kind.__name__
     if reason.startswith("cannot encode object of type") or reason == "circular reference":
         reason = f"{_advice(name, value, reason)}: {_short_repr(value)}"
-    return {"name": name, "type": str(type_name), "reason": reason}
+    return {"name": name, "type": str(type_name), "reason": reason + note}
+
+
+def _as_repr(value: Any, max_var_bytes: int, room: int) -> tuple[str, int] | None:
+    """``(repr(value), its encoded size)``, at most ``_KEPT_REPR_CHARS`` long; None when it does not fit."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the object's own __repr__ is sandboxed code
+        text = f"<{type(value).__name__} object (repr failed)>"
+    if not isinstance(text, str):  # pragma: no cover - repr() guarantees str
+        text = f"<{type(value).__name__} object>"
+    # `<Conn object at 0x7f..>`: the address differs from process to process, and replay compares the
+    # variables a round leaves; it tells the model nothing either.
+    text = _ADDRESS.sub("", text)
+    if len(text) > _KEPT_REPR_CHARS:
+        text = text[: _KEPT_REPR_CHARS - 3] + "..."
+    try:
+        encoded, size = codec.encode_sized(text, max_bytes=min(max_var_bytes, room))
+    except codec.Unencodable:  # TooLarge included: no room left under the caps
+        return None
+    return (encoded, size) if isinstance(encoded, str) else None
 
 
 def _advice(name: str, value: Any, reason: str) -> str:

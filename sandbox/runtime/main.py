@@ -516,6 +516,8 @@ def _last_assignment(source: str, name: str) -> int | None:
 
 def _uncaptured_json(lost: Any) -> list[dict[str, Any]]:
     """The values left out of the snapshot; ``live``: still in the namespace the next round continues."""
+    from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE, REPR_NOTE
+
     out: list[dict[str, Any]] = []
     for item in lost or ():
         if isinstance(item, dict):
@@ -523,6 +525,7 @@ def _uncaptured_json(lost: Any) -> list[dict[str, Any]]:
         else:
             out.append({k: str(getattr(item, k, "")) for k in ("name", "type", "reason")})
         out[-1]["live"] = True
+        out[-1]["reason"] = out[-1]["reason"].replace(REPR_NOTE, LIVE_REPR_NOTE)
     return out
 
 

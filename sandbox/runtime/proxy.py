@@ -457,6 +457,14 @@ def _call_head(toolkit: str, operation: str) -> str:
     return f',"method":"call","params":{{"toolkit":{_dumps(toolkit)},"operation":{_dumps(operation)},"arguments":'
 
 
+def _answer_text(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the object's own __repr__ is the model's code
+        text = f"<{type(value).__name__} object>"
+    return text if isinstance(text, str) else f"<{type(value).__name__} object>"
+
+
 class _Operation:
     """A callable toolkit operation: maps arguments to parameter names and sends the call."""
 
@@ -510,6 +518,11 @@ class _Operation:
             try:
                 arguments[name] = encode(value)
             except Exception as exc:
+                if self._label == "system.finish()" and name == "answer":
+                    # The answer is for a person, who reads it as text: an object the codec cannot
+                    # carry (an instance of a class the code defined) is answered as its repr().
+                    arguments[name] = _answer_text(value)
+                    continue
                 raise TypeError(f"argument {name!r} of {self._label} cannot be sent to the host: {exc}") from None
         return self._bridge._call(self._head, arguments)
 

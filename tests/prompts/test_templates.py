@@ -33,6 +33,7 @@ SECTION_VARS: dict[str, Any] = {
     "tokens": QWEN,
     "protocol": "chat",
     "purpose": "code",
+    "next_goal": False,
     "knowledge": ["A change belongs to one branch."],
     "experiences": [Experience(task="Ping the demo", code="print(await demo.ping())", note="one call is enough")],
 }
@@ -49,6 +50,12 @@ CASES = [
     ),
     pytest.param(
         "system_output_code.j2", {**SECTION_VARS, "protocol": "completion"}, id="system_output_code-completion"
+    ),
+    pytest.param("system_output_code.j2", {**SECTION_VARS, "next_goal": True}, id="system_output_code-next-goal"),
+    pytest.param(
+        "system_output_code.j2",
+        {**SECTION_VARS, "protocol": "completion", "next_goal": True},
+        id="system_output_code-completion-next-goal",
     ),
     pytest.param("system_output_thought.j2", SECTION_VARS, id="system_output_thought"),
     pytest.param("system_output_reflect.j2", SECTION_VARS, id="system_output_reflect"),

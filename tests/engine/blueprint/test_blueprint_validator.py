@@ -288,7 +288,7 @@ def test_first_issue_message_is_pinned(name: str, message: str) -> None:
 def test_unknown_field_messages() -> None:
     assert [issue.message for issue in report_for("validate/cx_field_unknown.yaml").issues] == [
         "Unknown field: model.routes.planner.",
-        "Unknown field: workflow.codeact.selfcheck.",
+        "Unknown field: workflow.codeact.selfcheck; did you mean 'selfCheck'?",
         "Unknown top-level field: allow_sandbox_declaration.",
     ]
 

@@ -352,3 +352,133 @@ def test_the_documented_example_validates(tmp_path: Path) -> None:
         "validate", str(tmp_path / "agent.yaml"), "--toolkit", f"{REPO}/examples/devops/toolkit.py:DevOps"
     )
     assert code == 0, out
+
+
+# -- kimi-cli's own bundled agents (issue 27 item 5) ----------------------------------------------
+# Written as kimi-cli ships them in kimi_cli/agents/default/: the default agent is nameless
+# (name: ""), and its coder/explore/plan sub-agents extend it, replace its prompt arguments' role
+# line, exclude the tools a sub-agent must not use and declare no sub-agents of their own.
+
+KIMI_SYSTEM_MD = """\
+You are Kimi CLI, an interactive general AI agent running on a user's computer.${ROLE_ADDITIONAL}
+
+# Working Environment
+The current date and time in ISO format is `${KIMI_NOW}`.
+The current working directory is `${KIMI_WORK_DIR}`. The directory listing:
+```
+${KIMI_WORK_DIR_LS}
+```
+${KIMI_AGENTS_MD}
+"""
+KIMI_DEFAULT = """\
+version: 1
+agent:
+  name: ""
+  system_prompt_path: ./system.md
+  system_prompt_args:
+    ROLE_ADDITIONAL: ""
+  tools:
+    - "kimi_cli.tools.multiagent:Task"
+    # - "kimi_cli.tools.multiagent:CreateSubagent"
+    # - "kimi_cli.tools.dmail:SendDMail"
+    - "kimi_cli.tools.think:Think"
+    - "kimi_cli.tools.todo:SetTodoList"
+    - "kimi_cli.tools.shell:Shell"
+    - "kimi_cli.tools.file:ReadFile"
+    - "kimi_cli.tools.file:ReadMediaFile"
+    - "kimi_cli.tools.file:Glob"
+    - "kimi_cli.tools.file:Grep"
+    - "kimi_cli.tools.file:WriteFile"
+    - "kimi_cli.tools.file:StrReplaceFile"
+    - "kimi_cli.tools.web:SearchWeb"
+    - "kimi_cli.tools.web:FetchURL"
+  subagents:
+    coder:
+      path: ./coder.yaml
+      description: "Good at general software engineering tasks."
+    explore:
+      path: ./explore.yaml
+      description: "Fast read-only agent for exploring codebases: finds files, searches code, answers questions."
+    plan:
+      path: ./plan.yaml
+      description: "Read-only agent that investigates and writes an implementation plan."
+"""
+KIMI_SUB = """\
+version: 1
+agent:
+  extend: ./agent.yaml
+  system_prompt_args:
+    ROLE_ADDITIONAL: |
+
+      You are now running as a subagent ({role}). All the `user` messages are sent by the main agent.
+      The main agent cannot see your context, it can only see your last message when you finish the task.
+  exclude_tools:
+    - "kimi_cli.tools.multiagent:Task"
+    - "kimi_cli.tools.multiagent:CreateSubagent"
+    - "kimi_cli.tools.dmail:SendDMail"
+    - "kimi_cli.tools.todo:SetTodoList"{more}
+  subagents:  # make sure no subagents are provided
+"""
+READ_ONLY = '\n    - "kimi_cli.tools.file:WriteFile"\n    - "kimi_cli.tools.file:StrReplaceFile"'
+
+
+def kimi_default_agent(folder: Path) -> Path:
+    write(folder / "system.md", KIMI_SYSTEM_MD)
+    write(folder / "coder.yaml", KIMI_SUB.format(role="coder", more=""))
+    write(folder / "explore.yaml", KIMI_SUB.format(role="explore", more=READ_ONLY))
+    write(folder / "plan.yaml", KIMI_SUB.format(role="plan", more=READ_ONLY + '\n    - "kimi_cli.tools.shell:Shell"'))
+    return write(folder / "agent.yaml", KIMI_DEFAULT)
+
+
+def test_kimi_clis_default_agent_and_its_subagents_load_with_kimis_values(tmp_path: Path) -> None:
+    path = kimi_default_agent(tmp_path / "default")
+    for name in ("agent", "coder", "explore", "plan"):
+        assert cli("validate", str(tmp_path / "default" / f"{name}.yaml"))[0] == 0, name
+    bp = load_path(path)
+    assert validate_blueprint(bp).issues == ()
+    # kimi-cli resolves name "" (a value, not a missing name); codeact's id falls back to the file's stem.
+    assert (bp.name, bp.id) == ("", "agent")
+    assert bp.instructions is not None and bp.instructions.variables["kimi_ROLE_ADDITIONAL"] == ""
+    assert (bp.instructions.system or "").startswith(
+        "You are Kimi CLI, an interactive general AI agent running on a user's computer.{{ kimi_ROLE_ADDITIONAL }}"
+    )
+    assert [(name, entry.description if entry else None) for name, entry in bp.subagents.items()] == [
+        ("coder", "Good at general software engineering tasks."),
+        ("explore", "Fast read-only agent for exploring codebases: finds files, searches code, answers questions."),
+        ("plan", "Read-only agent that investigates and writes an implementation plan."),
+    ]
+    assert [t.ref for t in bp.toolkits if t is not None] == ["system"]  # Think -> system.think; Task -> agents
+    for role in ("coder", "explore", "plan"):
+        child = bp.subagent_blueprints[role]
+        assert (child.name, child.id, child.subagents) == ("", role, {})  # name inherited; no sub-agents
+        assert child.instructions is not None
+        assert child.instructions.system == bp.instructions.system  # the base's system.md (its own folder)
+        assert child.instructions.variables["kimi_ROLE_ADDITIONAL"].startswith(
+            f"\nYou are now running as a subagent ({role})."
+        )
+
+
+def test_kimi_clis_default_agent_runs_with_its_subagents(
+    tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("CODEACT_MODEL", raising=False)
+    path = kimi_default_agent(tmp_path / "default")
+    openai_server.push(
+        "I'll ask the explore agent.",
+        "Let me delegate.\n```python\nfound = await agents.explore(task='Which file defines main?')\nprint(found)\n```",
+        "Quick look.",
+        "```python\nsystem.finish('main is in app.py')\n```",
+        "Done.",
+        "```python\nsystem.finish(f'explore says: {found}')\n```",
+    )
+    code, out, err = cli(
+        "run", str(path), "--input", "where is main?", "--model", "openai/test", "--base-url", openai_server.base_url,
+        "--store", f"sqlite:///{tmp_path / 's.db'}", "--isolation", "process",
+    )  # fmt: skip
+    assert code == 0, err
+    assert out == "explore says: main is in app.py\n"
+    prompts = [json.dumps(r.body) for r in openai_server.requests if r.method == "POST"]
+    assert "running as a subagent (explore)" in prompts[2]
+    assert "running as a subagent" not in prompts[0]
