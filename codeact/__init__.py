@@ -28,7 +28,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from codeact.engine.agent import Agent, RunResult
+    from codeact.engine.agent import Agent, RunConfig, RunResult
     from codeact.engine.errors import (
         BlueprintError,
         CodeactError,
@@ -49,6 +49,7 @@ __all__ = [
     "Event",
     "FlowAgent",
     "ModelError",
+    "RunConfig",
     "RunResult",
     "SandboxError",
     "StoreError",
@@ -69,6 +70,7 @@ _LAZY = {
     "Event": "codeact.engine.events",
     "FlowAgent": "codeact.engine.flow",
     "ModelError": "codeact.engine.errors",
+    "RunConfig": "codeact.engine.agent",
     "RunResult": "codeact.engine.agent",
     "SandboxError": "codeact.engine.errors",
     "StoreError": "codeact.engine.errors",

@@ -274,6 +274,10 @@ async def replay_session(
                 # An interrupted round never finished: it is recorded as it was, not re-executed.
                 replay = RoundReplay(index=record.index, status="skipped")
             else:
+                if record.edits:  # what hooks set before the round's code ran (engine/agent/hooks.py)
+                    removed = set(record.edits.get("removed", ()))
+                    previous = {k: v for k, v in previous.items() if k not in removed}
+                    previous.update(record.edits.get("set", {}))
                 replay = await _replay_round(
                     sandbox, switch, record, previous, registry, grants, known, live, deadline=deadline
                 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from codeact.engine.errors import CodeactError
@@ -25,6 +25,9 @@ class RunResult:
         reason: Why it ended (``finished``, ``ask_user``, ``max_turns``, ``stuck``, ...).
         rounds: Rounds recorded in the session so far.
         error: ``{"code", "message"}`` when failed.
+        variables: The session's variables when the run ended, decoded to plain JSON.
+        messages: The session's conversation as ``{"role", "content"}`` messages (user messages,
+            the agent's messages and its answer).
     """
 
     run_id: str
@@ -34,6 +37,8 @@ class RunResult:
     reason: str = ""
     rounds: int = 0
     error: dict[str, Any] | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    messages: list[dict[str, str]] = field(default_factory=list)
 
 
 _RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.busy", "store.session_busy"})
@@ -60,6 +65,9 @@ class _DriveState:
     ctx: RunContext | None = None
     stopping: bool = False  # the run's consumer left: no round may start
     cancelled: bool = False  # the run took the cancel and is recording what it did
+    history: tuple[tuple[str, str], ...] = ()  # the input's history messages, as (segment kind, text)
+    labels: dict[str, Any] = field(default_factory=dict)  # RunConfig.labels(): thread_id, tags, metadata
+    context: str | None = None  # the caller's context (Agent.run(context=...)), as the Context segment's text
 
     def stop(self) -> None:
         self.stopping = True

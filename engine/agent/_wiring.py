@@ -105,6 +105,7 @@ def build_bridge(
         grants=grants,
         context=ToolkitContext(
             session_id=ctx.session_id,
+            trace_id=_trace_id(ctx.trace) or ctx.run_id,
             run_id=ctx.run_id,
             user=ctx.user,
             model=model_access,
@@ -138,6 +139,15 @@ def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:
     own = ToolkitRegistry(bound for bound in registry)
     own.register(SystemToolkit)
     return own
+
+
+def _trace_id(run_trace: Any) -> str | None:
+    """The OpenTelemetry trace id of the run's span (32 hex digits), or None when tracing is off."""
+    span = getattr(run_trace, "run_span", None)
+    if span is None:
+        return None
+    trace_id = span.get_span_context().trace_id
+    return f"{trace_id:032x}" if trace_id else None
 
 
 def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:

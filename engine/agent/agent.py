@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
+import json
 import os
 import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from codeact.engine.agent._input import AgentInput, RunConfig, context_text, conversation, resolve_run, run_input
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from codeact.engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
@@ -34,6 +37,7 @@ from codeact.engine.model.client import stop_background_tasks
 from codeact.engine.replay import sandbox_note, session_hash_seed
 from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
+from codeact.sandbox.runtime.codec import plain
 from codeact.segments import PromptConfig, SegmentBuilder, SegmentHistory, SegmentKind
 from codeact.toolkits import ToolkitRegistry
 
@@ -51,6 +55,18 @@ __all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "g
 SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
     "codeact_session_link", default=None
 )
+
+
+def _labelled(extra: Mapping[str, Any], labels: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A session's ``extra`` with a run's tags (added) and metadata (merged, the run's values win)."""
+    out = dict(extra)
+    if not labels:
+        return out
+    if labels.get("tags"):
+        out["tags"] = list(dict.fromkeys([*out.get("tags", ()), *labels["tags"]]))
+    if labels.get("metadata"):
+        out["metadata"] = {**out.get("metadata", {}), **labels["metadata"]}
+    return out
 
 
 class Agent(Lifecycle):
@@ -236,7 +252,13 @@ class Agent(Lifecycle):
         )
 
     async def run(
-        self, input: str, *, session_id: str | None = None, user: str | None = None
+        self,
+        input: AgentInput,
+        *,
+        session_id: str | None = None,
+        user: str | None = None,
+        config: RunConfig | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Run the agent on ``input``; yields events, the last being ``run.completed`` or ``run.failed``.
 
@@ -246,10 +268,24 @@ class Agent(Lifecycle):
         is only closed when the garbage collector finalizes it, and the run goes on until then.
 
         Args:
-            input: The user's message.
-            session_id: Continue this session (history and variables restored), or start it.
+            input: The task: a string, a message ``{"role": "user", "content": ...}`` or a list of
+                messages (the last user message is the task, the others history the model sees).
+            session_id: Continue this session (history and variables restored), or start it
+                (default: a new session for every call).
             user: Who this run is for (memory scope, toolkit context); default the agent's ``user``.
+            config: The run's thread id (the session), tags, metadata and user
+                (:class:`~codeact.engine.agent.RunConfig`); tags and metadata go into ``run.started``,
+                the session record and the run's span.
+            context: Where the user is (page, URL, environment...): JSON values by name, shown to
+                the model as the run's Context segment (one ``key: value`` line each, cut at 4,000
+                characters with a note saying so) and recorded with the session.
+
+        Raises:
+            CodeactError: ``input.invalid``, ``input.image_unsupported`` or ``config.invalid`` or
+                ``context.invalid`` (before any event).
         """
+        read = run_input(input)
+        config, session_id, user = resolve_run(config, session_id, user)
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
@@ -259,8 +295,10 @@ class Agent(Lifecycle):
             queue.put_nowait(event)
             return event
 
-        state = _DriveState()
-        task = asyncio.create_task(self._drive(input, session_id or uuid.uuid4().hex, run_id, emit, state, user=user))
+        state = _DriveState(history=read.history, labels=config.labels(), context=context_text(context))
+        task = asyncio.create_task(
+            self._drive(read.task, session_id or uuid.uuid4().hex, run_id, emit, state, user=user)
+        )
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
             while (event := await queue.get()) is not None:
@@ -293,30 +331,100 @@ class Agent(Lifecycle):
 
     async def invoke(
         self,
-        input: str,
+        input: AgentInput,
         *,
         session_id: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         user: str | None = None,
+        config: RunConfig | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> RunResult:
-        """Run to the end and return the result (``on_event`` sees every event)."""
+        """Run to the end and return the result (``on_event`` sees every event).
+
+        Without ``session_id`` every call starts a new session; pass the ``session_id`` of a result
+        to continue it (its history and variables).
+        """
         last: Event | None = None
         session = session_id or ""
-        async for event in self.run(input, session_id=session_id, user=user):
+        async for event in self.run(input, session_id=session_id, user=user, config=config, context=context):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted):
                 session = event.session_id
             last = event
-        return _result(last, session)
+        result = _result(last, session)
+        with contextlib.suppress(CodeactError):  # the store went away: the result without the state
+            variables = await self.state(session) if session else {}
+            segments = await self.store.segments(session) if session else []
+            answer = result.answer if result.status != "failed" else None
+            result = dataclasses.replace(result, variables=variables, messages=conversation(segments, answer))
+        return result
+
+    async def state(self, session_id: str) -> dict[str, Any]:
+        """The session's variables, decoded to plain JSON (an unknown session has none)."""
+        return {name: plain(value) for name, value in (await self.store.variables(session_id)).items()}
+
+    async def update_state(
+        self, session_id: str, *, variables: Mapping[str, Any] | None = None, remove: Iterable[str] = ()
+    ) -> dict[str, Any]:
+        """Set (and remove) variables of a session between runs; the next run's code sees them.
+
+        The change is recorded as a round of its own (status ``host_edit``, no code), so the
+        session's record says who changed what and replay starts the next round from the same
+        variables. Returns the session's variables after the change (plain JSON).
+
+        Raises:
+            CodeactError: ``state.unknown_session``, ``state.value`` (a value the codec cannot keep),
+                or the store's busy error while a run holds the session.
+        """
+        import time
+
+        from codeact.engine.store import RoundRecord
+        from codeact.sandbox.runtime.codec import Unencodable, encode
+
+        meta = await self.store.get_session(session_id)
+        if meta is None:
+            raise CodeactError(
+                f"no session {session_id!r} in the store: run the agent first", code="state.unknown_session"
+            )
+        changes: dict[str, Any] = {}
+        for name, value in (variables or {}).items():
+            if not str(name).isidentifier():
+                raise CodeactError(f"variable name {name!r} is not a Python identifier", code="state.value")
+            try:
+                changes[str(name)] = encode(value)
+            except Unencodable as exc:
+                raise CodeactError(f"variable {name!r} cannot be kept: {exc}", code="state.value") from exc
+        removed = [str(n) for n in remove]
+        async with self.store.lock(session_id) as lock:
+            current = await self.store.variables(session_id)
+            after = {k: v for k, v in current.items() if k not in removed}
+            after.update(changes)
+            done = (await self.store.get_session(session_id) or meta).rounds
+            edit = {"set": sorted(changes), "removed": sorted(n for n in removed if n in current)}
+            record = RoundRecord(
+                session_id=session_id,
+                index=done + 1,
+                started_at=time.time(),
+                duration_s=0.0,
+                prompt_hash="",
+                reply="",
+                status="host_edit",
+                control={"kind": "host_edit", **edit},
+                variables=after,
+            )
+            await self.store.append_round(record, segments=(), variables=after, fence=lock.token)
+        return {name: plain(value) for name, value in after.items()}
 
     def run_sync(
         self,
-        input: str,
+        input: AgentInput,
         *,
         session_id: str | None = None,
         on_event: Callable[[Event], None] | None = None,
         user: str | None = None,
+        config: RunConfig | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> RunResult:
         """Run to the end from synchronous code and return the result; call it as often as you like.
 
@@ -331,18 +439,26 @@ class Agent(Lifecycle):
             "Agent.run_sync() was called inside a running event loop: use `await agent.invoke(...)` "
             "(or iterate `agent.run(...)`) in async code"
         )
-        return runner.run(self._invoke_on_own_loop(input, session_id=session_id, on_event=on_event, user=user))
+        return runner.run(
+            self._invoke_on_own_loop(
+                input, session_id=session_id, on_event=on_event, user=user, config=config, context=context
+            )
+        )
 
     async def _invoke_on_own_loop(
         self,
-        input: str,
+        input: AgentInput,
         *,
         session_id: str | None,
         on_event: Callable[[Event], None] | None,
         user: str | None = None,
+        config: RunConfig | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> RunResult:
         try:
-            return await self.invoke(input, session_id=session_id, on_event=on_event, user=user)
+            return await self.invoke(
+                input, session_id=session_id, on_event=on_event, user=user, config=config, context=context
+            )
         finally:
             # Nothing of the model client's stays pending on the loop between calls (or when it is dropped).
             await stop_background_tasks()
@@ -371,6 +487,13 @@ class Agent(Lifecycle):
             kind=spec.kind,
             options=options if isinstance(options, dict) else None,
         )
+        span = getattr(run_trace, "run_span", None)
+        if span is not None and state.labels:
+            if state.labels.get("tags"):
+                span.set_attribute("codeact.tags", list(state.labels["tags"]))
+            for key, value in state.labels.get("metadata", {}).items():
+                text = value if isinstance(value, str | int | float | bool) else json.dumps(value, ensure_ascii=False)
+                span.set_attribute(f"codeact.metadata.{key}", text)
         if run_trace is NULL_TRACE:
             await self._drive_run(input, session_id, run_id, emit, run_trace, state, user=user)
             return
@@ -414,7 +537,16 @@ class Agent(Lifecycle):
                 try:
                     # A run that died mid-round left its completed calls behind: record them first.
                     await fold_pending(self.store, session_id, fence=lock.token, reason=_gone_reason(lock))
-                    ctx = state.ctx = await self._open_session(input, session_id, run_id, tracked, link=link)
+                    ctx = state.ctx = await self._open_session(
+                        input,
+                        session_id,
+                        run_id,
+                        tracked,
+                        link=link,
+                        before=state.history,
+                        labels=state.labels,
+                        context=state.context,
+                    )
                     ctx.stopping = state.stopping
                     ctx.trace = run_trace
                     ctx.fence = lock.token
@@ -459,7 +591,7 @@ class Agent(Lifecycle):
                 meta = None
                 with contextlib.suppress(CodeactError):
                     meta = await self.store.get_session(session_id)
-                self._emit_started(emit, session_id, input, resumed=meta is not None)
+                self._emit_started(emit, session_id, input, resumed=meta is not None, labels=state.labels)
             emit(
                 RunFailed,
                 error={"code": exc.code, "message": exc.message},
@@ -467,8 +599,17 @@ class Agent(Lifecycle):
                 rounds=state.ctx.recorded if state.ctx is not None else 0,
             )
 
-    def _emit_started(self, emit: Callable[..., Event], session_id: str, input: str, *, resumed: bool) -> None:
+    def _emit_started(
+        self,
+        emit: Callable[..., Event],
+        session_id: str,
+        input: str,
+        *,
+        resumed: bool,
+        labels: Mapping[str, Any] | None = None,
+    ) -> None:
         spec = self.spec
+        labels = labels or {}
         emit(
             RunStarted,
             session_id=session_id,
@@ -476,6 +617,8 @@ class Agent(Lifecycle):
             model=spec.model.model,
             input=input,
             resumed=resumed,
+            tags=tuple(labels.get("tags", ())),
+            metadata=dict(labels.get("metadata", {})),
         )
 
     async def _open_session(
@@ -486,6 +629,9 @@ class Agent(Lifecycle):
         emit: Callable[..., Event],
         *,
         link: Mapping[str, Any] | None = None,
+        before: Sequence[tuple[str, str]] = (),
+        labels: Mapping[str, Any] | None = None,
+        context: str | None = None,
     ) -> RunContext:
         spec = self.spec
         meta = await self.store.get_session(session_id)
@@ -498,7 +644,7 @@ class Agent(Lifecycle):
                     model=spec.model.model,
                     title=input[:80],
                     input=input,
-                    extra={"kind": spec.kind, "grants": self.grants, **(link or {})},
+                    extra={"kind": spec.kind, "grants": self.grants, **(link or {}), **_labelled({}, labels)},
                 )
             )
             history, variables, done = SegmentHistory(), {}, 0
@@ -506,8 +652,11 @@ class Agent(Lifecycle):
             await self.store.check_session(session_id)  # an unreadable entry refuses the resume, naming it
             history = _restore_history(await self.store.segments(session_id))
             variables, done = await self.store.variables(session_id), meta.rounds
-            await self.store.update_session(session_id, status="active")
-        self._emit_started(emit, session_id, input, resumed=meta is not None)
+            if labels:
+                await self.store.update_session(session_id, status="active", extra=_labelled(meta.extra, labels))
+            else:
+                await self.store.update_session(session_id, status="active")
+        self._emit_started(emit, session_id, input, resumed=meta is not None, labels=labels)
         ctx = RunContext(
             spec=spec,
             run_id=run_id,
@@ -525,6 +674,14 @@ class Agent(Lifecycle):
             first_round=done + 1,
             recorded=done,
         )
+        for kind, text in before:  # the input's history messages (Agent.run of a list of messages)
+            earlier = history.add(kind, text, round_index=done, tags=("input",))
+            ctx.pending_segments.append(earlier)
+            emit(SegmentCreated, segment=earlier.model_dump(mode="json"), round=done)
+        if context is not None:  # the caller's context (Agent.run(context=...), --context)
+            segment = history.add(SegmentKind.CONTEXT, context, round_index=done, tags=("caller",))
+            ctx.pending_segments.append(segment)
+            emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=done)
         user = history.add(SegmentKind.USER, input, round_index=done)
         ctx.pending_segments.append(user)
         emit(SegmentCreated, segment=user.model_dump(mode="json"), round=done)

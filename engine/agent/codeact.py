@@ -75,6 +75,8 @@ class CodeActLoop:
             fields["context_ratio"] = compact.context_ratio
         if compact.preserve:
             fields["preserve"] = compact.preserve
+        if compact.strategy:
+            fields["strategy"] = compact.strategy  # validated: one of the implemented strategies
         window = ctx.spec.model.context_window or ctx.model.context_window(purpose="code") or _DEFAULT_WINDOW
 
         async def summarize(request: SummaryRequest) -> str:
@@ -257,6 +259,7 @@ class CodeActLoop:
             if goal is not None:
                 self._add(SegmentKind.NEXT_GOAL, goal)
         ctx.variables = dict(result.variables)
+        ctx.last_outcome = {"round": n, "status": result.status, "error": shown, "stdout": result.stdout[-2000:]}
         await self._record(
             started,
             t0,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from codeact.engine.agent.hooks import Hook, HookContext, Jump, ModelCall, chain
+from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, ModelCall, chain
 from codeact.engine.agent.recovery import (
     CLEANUP_S,
     INTERRUPTED_TAG,
@@ -36,6 +36,12 @@ if TYPE_CHECKING:
 __all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
 
 _MAX_MODEL_RETRIES_BY_HOOK = 3
+
+
+def hook_name(hook: Any) -> str:
+    """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
+    name = getattr(hook, "name", None)
+    return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
 
 
 class EndRun(Exception):  # noqa: N818 - a control-flow signal inside the engine, never surfaced
@@ -101,6 +107,10 @@ class RunContext:
     memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
     user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
     stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
+    # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
+    # round's record carries them as ``edits``, so replay applies them before running that round).
+    last_outcome: dict[str, Any] | None = None
+    pending_edits: dict[str, Any] = field(default_factory=dict)
 
     def check_stopping(self) -> None:
         """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""
@@ -127,6 +137,9 @@ class RunContext:
         segments = [s.model_dump(mode="json") for s in self.pending_segments]
         self.pending_segments.clear()
         fields.setdefault("prompt_hash", "")
+        if self.pending_edits:
+            fields.setdefault("edits", self.pending_edits)
+            self.pending_edits = {}
         record = RoundRecord(
             session_id=self.session_id,
             index=self.round,
@@ -191,7 +204,11 @@ class RunContext:
         return tuple(c.to_json() for c in self.handler.drain_calls())
 
     def hook_context(self, *, purpose: str | None = None, reply: str | None = None) -> HookContext:
-        """The view hooks get of this run."""
+        """The view hooks get of this run (its variables as plain JSON, the round, the last outcome)."""
+        from codeact.sandbox.runtime.codec import plain
+
+        variables = {name: plain(value) for name, value in self.variables.items()}
+        last = dict(self.last_outcome) if self.last_outcome is not None else None
         return HookContext(
             run_id=self.run_id,
             session_id=self.session_id,
@@ -200,15 +217,50 @@ class RunContext:
             input=self.input,
             purpose=purpose,
             reply=reply,
+            state={"variables": variables, "round": self.round, "last_outcome": last},
+            variables=variables,
+            last_outcome=last,
         )
 
     async def _run_hooks(self, method: str, ctx: HookContext, *, reverse: bool = False) -> Jump | None:
         hooks = list(reversed(self.hooks)) if reverse else list(self.hooks)
         for hook in hooks:
-            jump = await getattr(hook, method)(ctx)
-            if jump is not None:
-                return jump  # type: ignore[no-any-return]
+            returned = await getattr(hook, method)(ctx)
+            if isinstance(returned, HookResult):
+                self._apply_hook_edit(hook_name(hook), method, returned)
+                returned = returned.jump
+            if returned is not None:
+                return returned  # type: ignore[no-any-return]
         return None
+
+    def _apply_hook_edit(self, name: str, method: str, result: HookResult) -> None:
+        """Set/remove the variables a hook returned; kept for the next round's record (``edits``)."""
+        from codeact.sandbox.runtime.codec import Unencodable, encode
+
+        if not result.update and not result.remove:
+            return
+        encoded: dict[str, Any] = {}
+        for key, value in result.update.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise CodeactError(
+                    f"hook {name!r} ({method}): variable name {key!r} is not an identifier", code="hook.update"
+                )
+            try:
+                encoded[key] = encode(value)
+            except Unencodable as exc:
+                raise CodeactError(
+                    f"hook {name!r} ({method}): variable {key!r} cannot be kept: {exc}", code="hook.update"
+                ) from exc
+        removed = [k for k in result.remove if k in self.variables and k not in encoded]
+        variables = {k: v for k, v in self.variables.items() if k not in removed}
+        variables.update(encoded)
+        self.variables = variables
+        edits = self.pending_edits or {"set": {}, "removed": [], "by": []}
+        edits["set"] = {k: v for k, v in edits["set"].items() if k not in removed}
+        edits["set"].update(encoded)
+        edits["removed"] = sorted({*edits["removed"], *removed} - set(encoded))
+        edits["by"] = [*edits["by"], f"{name}.{method}"]
+        self.pending_edits = edits
 
     async def before_agent(self) -> None:
         """Run the before-agent hooks (``end`` stops the run before its first round)."""

@@ -4,19 +4,24 @@
   ``after_model`` around every model call. Before-hooks run in registration order, after-hooks in
   reverse order. A hook may return a :class:`Jump` to send the loop to ``model`` (ask the model
   again), ``tools`` (run the code it already has) or ``end`` (finish the run with a reason).
+* Hooks see the run's state (``ctx.variables`` as plain JSON, ``ctx.round``, ``ctx.last_outcome``)
+  and may change it: a :class:`HookResult` with ``update={...}`` (and ``remove=[...]``) sets
+  variables before the next model call; the change is recorded with the next round (``edits``),
+  so replay runs that round from the same variables.
 * Interceptors wrap a call: ``await interceptor.intercept(request, call_next)``. The first
   registered interceptor is the outermost, so it sees the request first and the response last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "Hook",
     "HookContext",
+    "HookResult",
     "Jump",
     "ModelCall",
     "ModelInterceptor",
@@ -42,8 +47,29 @@ class Jump:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HookResult:
+    """Returned by a hook to change the run's variables (and, optionally, where the loop goes next).
+
+    Attributes:
+        jump: As a returned :class:`Jump`, or None.
+        update: Variables to set (JSON values, or anything the codec keeps), applied before the next
+            model call; the round's code sees them.
+        remove: Variables to delete.
+    """
+
+    jump: Jump | None = None
+    update: Mapping[str, Any] = field(default_factory=dict)
+    remove: Sequence[str] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
 class HookContext:
-    """What a hook sees: the run, the round, and (for model hooks) the purpose and reply."""
+    """What a hook sees: the run, the round, its state, and (for model hooks) the purpose and reply.
+
+    ``variables`` are the run's variables as plain JSON; ``last_outcome`` is the last round's
+    ``{"round", "status", "error", "stdout"}`` (None before the first round); ``state`` holds the same
+    three (``variables``, ``round``, ``last_outcome``) as one dict.
+    """
 
     run_id: str
     session_id: str
@@ -53,26 +79,34 @@ class HookContext:
     purpose: str | None = None
     reply: str | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, Any] = field(default_factory=dict)
+    last_outcome: dict[str, Any] | None = None
+
+
+HookReturn = Jump | HookResult | None
 
 
 class Hook:
-    """Base class: override the points you need; each may return a :class:`Jump` or None."""
+    """Base class: override the points you need; each may return a :class:`Jump`, a :class:`HookResult` or None.
+
+    ``name`` labels the hook in traces and errors (default: the class name).
+    """
 
     name: str = "hook"
 
-    async def before_agent(self, ctx: HookContext) -> Jump | None:
+    async def before_agent(self, ctx: HookContext) -> HookReturn:
         """Before the first round of a run."""
         return None
 
-    async def after_agent(self, ctx: HookContext) -> Jump | None:
+    async def after_agent(self, ctx: HookContext) -> HookReturn:
         """After the run ended (a jump here is ignored but for ``end``'s reason)."""
         return None
 
-    async def before_model(self, ctx: HookContext) -> Jump | None:
+    async def before_model(self, ctx: HookContext) -> HookReturn:
         """Before each model call."""
         return None
 
-    async def after_model(self, ctx: HookContext) -> Jump | None:
+    async def after_model(self, ctx: HookContext) -> HookReturn:
         """After each model call (``ctx.reply`` holds the reply)."""
         return None
 

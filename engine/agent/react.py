@@ -33,6 +33,8 @@ class ReactLoop:
         messages.extend(
             {"role": "user", "content": s.content}
             if s.kind == SegmentKind.USER
+            else {"role": "user", "content": s.render()}
+            if s.kind == SegmentKind.CONTEXT
             else {"role": "assistant", "content": s.render()}
             for s in ctx.history.segments
         )

@@ -105,6 +105,10 @@ def sandbox_declared(blueprint: Blueprint) -> bool:
     )
 
 
+# session.compact.strategy values the engine implements (segments.budget.CompactConfig).
+COMPACT_STRATEGIES: tuple[str, ...] = ("structured-summary",)
+
+
 class _Checks:
     def __init__(self, blueprint: Blueprint) -> None:
         self.bp = blueprint
@@ -387,6 +391,13 @@ class _Checks:
                 config=memory.config,
             ):
                 self.error(path, "blueprint.memory.invalid", message)
+        strategy = _trim(session.compact.strategy) if session.compact is not None else None
+        if strategy is not None and strategy not in COMPACT_STRATEGIES:
+            self.error(
+                "$.session.compact.strategy",
+                "blueprint.compact.strategy.invalid",
+                f"session.compact.strategy must be one of: {', '.join(COMPACT_STRATEGIES)} (got {strategy!r}).",
+            )
         trigger = session.compact.trigger if session.compact is not None else None
         if trigger is None:
             return

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,6 +38,37 @@ class _Usage(Exception):
     def __init__(self, message: str, code: str = "cli.usage") -> None:
         super().__init__(message)
         self.code = code
+
+
+def _run_options(tags: list[str], meta: list[str], context_file: Path | None) -> dict[str, Any]:
+    """``Agent.run``'s ``config`` and ``context`` from ``--tag``, ``--meta KEY=VALUE`` and ``--context FILE``."""
+    from codeact.engine.agent import RunConfig
+    from codeact.engine.errors import CodeactError
+
+    out: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for item in meta:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise _Usage(f"--meta takes KEY=VALUE, not {item!r}")
+        try:
+            metadata[key.strip()] = json.loads(raw)
+        except ValueError:
+            metadata[key.strip()] = raw
+    if tags or metadata:
+        try:
+            out["config"] = RunConfig(tags=tags, metadata=metadata)
+        except CodeactError as exc:
+            raise _Usage(exc.message, exc.code) from None
+    if context_file is not None:
+        try:
+            context = json.loads(context_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise _Usage(f"--context {context_file}: not a readable JSON file: {exc}") from None
+        if not isinstance(context, dict):
+            raise _Usage(f"--context {context_file}: the file must hold a JSON object, not {type(context).__name__}")
+        out["context"] = context
+    return out
 
 
 def _registry(refs: list[str]) -> ToolkitRegistry:
@@ -99,7 +130,7 @@ def _ask(question: str) -> bool:
 
 def run_command(
     file: Annotated[Path, typer.Argument(help="The blueprint YAML file.", show_default=False)],
-    input: Annotated[str, typer.Option("--input", "-i", help="The user's message.")],
+    input: Annotated[str, typer.Option("--input", "-i", "--prompt", help="The user's message (alias --prompt).")],
     model: Annotated[str | None, typer.Option("--model", help="litellm model, e.g. openai/gpt-4.1-mini.")] = None,
     provider: Annotated[str | None, typer.Option("--provider", help="Model provider (openai-compatible, ...).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")] = None,
@@ -143,6 +174,15 @@ def run_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse the blueprint if the validator warns (exit 1), e.g. a typo.")
     ] = False,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag of the run (repeatable).")] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option("--meta", help="Run metadata KEY=VALUE (JSON or text; repeatable)."),
+    ] = None,
+    context_file: Annotated[
+        Path | None,
+        typer.Option("--context", help="JSON object file: where the user is, for the prompt."),
+    ] = None,
 ) -> None:
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
@@ -165,6 +205,11 @@ def run_command(
             )  # fmt: skip
         )
 
+    try:
+        run_options = _run_options(tag or [], meta or [], context_file)
+    except _Usage as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     # Off a terminal (a log file, a pipe) lines are not hard-wrapped at 80 columns: messages stay greppable.
     err = Console(stderr=True)
     if not err.is_terminal:
@@ -200,6 +245,12 @@ def run_command(
             sys.stdout.write(json.dumps(error, ensure_ascii=False) + "\n")
         # --strict refuses a blueprint the author can fix like any failed check: exit 1, not a usage error.
         raise typer.Exit(EXIT_FAILED if exc.code == STRICT_CODE else EXIT_USAGE) from None
+    from codeact.engine.agent import Agent
+
+    if run_options and not isinstance(agent, Agent):
+        _close_servers(getattr(agent, "_owned", ()))
+        typer.echo("--tag, --meta and --context apply to an agent blueprint, not to a flow", err=True)
+        raise typer.Exit(EXIT_USAGE)
     options: list[tuple[str, Any]] = [
         ("--model", model),
         ("--provider", provider),
@@ -219,6 +270,9 @@ def run_command(
         ("--artifacts", str(artifacts) if artifacts is not None else None),
         ("--trace", str(trace) if trace is not None else None),
         ("--user", user),
+        ("--tag", list(tag or [])),
+        ("--meta", list(meta or [])),
+        ("--context", str(context_file) if context_file is not None else None),
     ]
 
     def again(session_id: str, input_text: str = "ANSWER") -> str:
@@ -243,6 +297,7 @@ def run_command(
                 spinner=spinner,
                 again=again,
                 artifacts=artifacts,
+                run_options=run_options,
             )
         )
     finally:
@@ -427,6 +482,7 @@ async def _drive(
     spinner: _Spinner,
     again: Callable[..., str],
     artifacts: Path | None = None,
+    run_options: Mapping[str, Any] | None = None,
 ) -> int:
     from codeact.engine.events import ArtifactCreated, RunCompleted, RunFailed, RunStarted, render_event
 
@@ -439,7 +495,7 @@ async def _drive(
     try:
         if status is not None:
             status.start()
-        async for event in agent.run(input, session_id=session):
+        async for event in agent.run(input, session_id=session, **(run_options or {})):
             last = event
             if isinstance(event, RunStarted):
                 session_id = event.session_id

@@ -71,6 +71,8 @@ class RunStarted(Event):
         model: The model used for code.
         input: The user's input.
         resumed: True when the session already had rounds (``--session`` of an existing one).
+        tags: The run's tags (``RunConfig.tags``, ``--tag``).
+        metadata: The run's metadata (``RunConfig.metadata``, ``--meta k=v``).
     """
 
     type: ClassVar[str] = "run.started"
@@ -80,6 +82,8 @@ class RunStarted(Event):
     model: str = ""
     input: str = ""
     resumed: bool = False
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

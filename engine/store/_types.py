@@ -189,6 +189,8 @@ class RoundRecord:
         nondeterminism: What the code read from the clock and the system's randomness
             (``ExecutionResult.nondeterminism``: the round's random seed and the reads, in order), fed
             back by replay; empty when the round ran no code or was recorded before this existed.
+        edits: Variables hooks set or removed before this round's code ran: ``{"set": {name: encoded},
+            "removed": [...], "by": ["hook.method", ...]}``; replay applies them first. Empty when none.
         artifacts: Files the round wrote into ``outputs/``: ``{"name", "mime", "size", "refused",
             "data_b64"}`` (``refused`` set and no content when over a size cap).
     """
@@ -214,6 +216,7 @@ class RoundRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     nondeterminism: dict[str, Any] = field(default_factory=dict)
+    edits: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -221,6 +224,8 @@ class RoundRecord:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in _TUPLE_FIELDS:
             data[name] = list(data[name])
+        if not data["edits"]:
+            del data["edits"]  # records without hook edits read as they did before the field existed
         return data
 
     @classmethod

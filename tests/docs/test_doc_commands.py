@@ -59,6 +59,13 @@ NOT_RUN = {
     ("README.md", "from codeact import Agent"): "needs a model; docs/python-api.md's full example runs instead",
     ("python-api.md", "from codeact import Agent, operation, toolkit"): "run by tests/engine/test_python_api.py",
     ("python-api.md", "# needs a model server: see the example above"): "a fragment of that example (async form)",
+    ("python-api.md", "result = agent.run_sync("): "a fragment (test_agent_api.py runs it)",
+    (
+        "python-api.md",
+        'state = await agent.state(result.session_id)  # {"n": 3, ...}',
+    ): "a fragment; tests/engine/test_agent_api.py updates state between two runs",
+    ("python-api.md", "from codeact import RunConfig"): "a fragment (test_agent_api.py runs it)",
+    ("python-api.md", "from codeact.engine.agent import Hook, HookResult"): "a fragment (test_agent_api.py runs it)",
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
     (
         "flow.md",
