@@ -88,6 +88,14 @@ def serve_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse a blueprint the validator warns about (exit 1).")
     ] = False,
+    api_rate: Annotated[
+        str,
+        typer.Option("--api-rate", help="Run-scoped API calls per run: CALLS or CALLS/SECONDS (429 beyond)."),
+    ] = "50",
+    audit_log: Annotated[
+        Path | None,
+        typer.Option("--audit-log", help="Append one JSON line per run-scoped API call here (default: the log)."),
+    ] = None,
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
@@ -95,6 +103,7 @@ def serve_command(
 
         from codeact.engine.service import RunManager, ServiceState, Tokens, create_app
         from codeact.engine.service._log import configure_logging
+        from codeact.engine.service._run_api import AuditLog
     except ImportError as exc:
         raise MissingExtraError("codeact serve", extra="serve", module=str(exc.name)) from None
     if log_format not in ("plain", "json"):
@@ -109,6 +118,12 @@ def serve_command(
         files = _blueprint_files(blueprints or [])
         registry = _registry(list(toolkit or []))
         opened = open_store(store, concurrency=max_runs)
+        from codeact.engine.runner.proxy import RateLimit
+
+        try:
+            rate = RateLimit.parse(api_rate)
+        except ValueError:
+            raise _Usage(f"--api-rate is CALLS or CALLS/SECONDS (e.g. 50 or 600/60), got {api_rate!r}") from None
         if sandbox not in (None, "subprocess", "docker"):
             raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
         runners = _runners(
@@ -143,8 +158,9 @@ def serve_command(
         tokens=tokens,
         runs=_queue_runs(queue, runners, store, model, base_url, sandbox)
         if queue
-        else RunManager(runners, max_active=max_runs),
+        else RunManager(runners, max_active=max_runs, api_rate=rate),
         registry=registry,
+        audit=AuditLog(audit_log),
     )
     state = replace(state, extra_routes=_console_routes(state))
     try:

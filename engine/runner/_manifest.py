@@ -40,8 +40,10 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     (``instructions.variables``: one field each, typed by its default); capabilities from what the
     engine does (streaming, interrupt, interactions: approvals and ``ask_user``, tool calling and
     knowledge retrieval: a host's tools and knowledge bases become the ``host`` and ``knowledge``
-    toolkits of a run); permissions: the host resources a run may use through the proxy (models
-    invoke/stream, tools detail/call, knowledge bases list/retrieve, interactions). The metadata
+    toolkits of a run, ``knowledge.list()`` and ``knowledge.retrieve(...)``); permissions: the host
+    resources a run uses through the proxy (models invoke/stream, tools detail/call, knowledge
+    bases list/retrieve, interactions). The context policy claims no history or artifact pull:
+    codeact keeps its own sessions. The metadata
     lists the blueprint's own toolkits.
 
     Args:
@@ -90,6 +92,9 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
             "toolkits": granted,
             "max_turns": spec.max_turns,
             "stateful_session": True,
-            "context_policy": ContextPolicy().model_dump(mode="json"),
+            # codeact keeps its own sessions: it neither pulls the host's history nor its artifacts
+            "context_policy": ContextPolicy(supports_history_pull=False, supports_artifact_pull=False).model_dump(
+                mode="json"
+            ),
         },
     )

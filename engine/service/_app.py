@@ -24,6 +24,7 @@ from starlette.routing import Route
 from codeact.engine.errors import CodeactError
 from codeact.engine.service._http import authenticate, error_response, read_json, service_state, status_of
 from codeact.engine.service._log import AccessLog, log_event
+from codeact.engine.service._run_api import run_api_routes
 from codeact.engine.service._sessions import session_routes
 from codeact.engine.service._sse import SSE_HEADERS, envelope_json, parse_last_event_id, sse_stream
 from codeact.engine.service.errors import ServiceError
@@ -54,6 +55,7 @@ def create_app(state: ServiceState) -> Starlette:
             yield
         finally:
             await state.runs.close()
+            state.audit.close()
 
     routes = [
         Route("/v1/health", health, methods=["GET"]),
@@ -64,6 +66,7 @@ def create_app(state: ServiceState) -> Starlette:
         Route("/v1/runs/{run_id}/events", run_events, methods=["GET"]),
         Route("/v1/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
         Route("/v1/runs/{run_id}/interactions", interact, methods=["POST"]),
+        *run_api_routes(),
         *session_routes(),
         *state.extra_routes,
     ]

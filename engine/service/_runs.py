@@ -34,6 +34,7 @@ from codeact.engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
     from codeact.engine.runner import AuthorizationRegistry, BlueprintRunner, Interactions, RunnerContext, RunnerResult
+    from codeact.engine.runner.proxy import RateLimit
 
 __all__ = ["TERMINAL_TYPES", "RunInfo", "RunManager", "RunStatus", "Runs"]
 
@@ -108,6 +109,7 @@ class _Run:
     task: asyncio.Task[None] | None = None
     cancelling: bool = False
     question: dict[str, Any] | None = None  # the ask_user form of a run that ended with a question
+    api_state: dict[str, dict[str, Any]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
     continued_by: str | None = None
 
     @property
@@ -264,6 +266,7 @@ class RunManager:
         max_active: At most this many runs at once; ``start`` refuses more (HTTP 503).
         keep: Finished runs kept for late readers.
         keep_s: Seconds a finished run is kept.
+        api_rate: The rate limit of each run's run-scoped API calls (None: unlimited).
     """
 
     def __init__(
@@ -273,8 +276,10 @@ class RunManager:
         max_active: int = 256,
         keep: int = 1000,
         keep_s: float = 3600.0,
+        api_rate: RateLimit | None = None,
     ) -> None:
         self.runners = runners
+        self.api_rate = api_rate
         self.max_active = max_active
         self.keep = keep
         self.keep_s = keep_s
@@ -292,8 +297,12 @@ class RunManager:
         if self._authorizations is None:
             from codeact.engine.runner import AuthorizationRegistry
 
-            self._authorizations = AuthorizationRegistry()
+            self._authorizations = AuthorizationRegistry(rate=self.api_rate)
         return self._authorizations
+
+    def run_state(self, run_id: str) -> _Run | None:
+        """The run ``run_id`` (its context, session, stream and state), or None; the API serves registered runs."""
+        return self._runs.get(run_id)
 
     async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
         """Start a run of ``runner_id`` on ``context`` and return at once.
@@ -336,6 +345,7 @@ class RunManager:
         run = _Run(
             run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions(), context=context
         )
+        run.api_state = {k: dict(v) for k, v in context.state.model_dump(mode="json").items()}
         self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
         for earlier in self._runs.values():  # the conversation went on: an earlier open question is closed
             if earlier.session_id == session_id and earlier.asked() is not None:

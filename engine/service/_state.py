@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from codeact.engine.service._run_api import AuditLog, HostStorage
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -32,6 +34,8 @@ class ServiceState:
         extra_routes: More routes mounted after the API's (the console's pages).
         registry: The host toolkits, for replays (None: the entry-point toolkits).
         max_body_bytes: The largest request body accepted (HTTP 413 beyond).
+        audit: The audit log of run-scoped API calls (default: lines in the service log).
+        host_storage: The storage areas the run-scoped API serves (in memory).
     """
 
     store: Store
@@ -41,3 +45,5 @@ class ServiceState:
     extra_routes: Sequence[BaseRoute] = ()
     registry: ToolkitRegistry | None = None
     max_body_bytes: int = MAX_BODY_BYTES
+    audit: AuditLog = field(default_factory=AuditLog)
+    host_storage: HostStorage = field(default_factory=HostStorage)

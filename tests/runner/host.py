@@ -47,6 +47,16 @@ class ScriptedHost:
         if action == "retrieve_knowledge_base":
             passages = [{"content": f"{payload['kb_id']}: returns within 30 days", "score": 0.9}]
             return {"results": passages[: payload["top_k"]]}
+        if action == "invoke_rerank":  # scores by shared words with the query, as a rerank model ranks
+            words = set(payload["query"].lower().split())
+            scored = [
+                {"index": i, "relevance_score": len(words & set(doc.lower().split())) / max(len(words), 1)}
+                for i, doc in enumerate(payload["documents"])
+            ]
+            scored.sort(key=lambda r: -r["relevance_score"])
+            return {"results": scored[: payload["top_k"]] if payload.get("top_k") else scored}
+        if action == "call_platform_api":
+            return {"result": {"accepted": True, "action": payload["action"], "target": payload["target"]}}
         raise RunnerAPIError.make("invalid_argument", f"the test host does not serve {action!r}")
 
     async def stream(self, action: str, payload: dict[str, Any], *, timeout: float) -> AsyncIterator[dict[str, Any]]:

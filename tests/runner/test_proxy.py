@@ -149,6 +149,104 @@ def test_codeact_as_host_checks_each_call_in_the_seeds_order() -> None:
     assert time.time() > 0
 
 
+async def test_rerank_kb_list_and_platform_actions_go_through_the_proxy_with_the_seeds_checks() -> None:
+    models = [{"model_id": "m-1", "operations": ["invoke"]}, {"model_id": "rr-1", "operations": ["rerank"]}]
+    ctx = context(
+        "Which refund rule applies?",
+        run_id="h-1",
+        resources={
+            "models": models,
+            "knowledge_bases": [
+                {"kb_id": "kb-faq", "kb_name": "FAQ", "operations": ["list", "retrieve"]},
+                {"kb_id": "kb-internal", "operations": ["retrieve"]},
+            ],
+            "platform_capabilities": {"actions": ["pin_message"]},
+        },
+    )
+    registry = AuthorizationRegistry()
+    registry.register(ctx, runner_id="shop-runner")
+    host = ScriptedHost([], registry=registry, caller="shop-runner")
+    proxy = RunAPIProxy(ctx, host)
+
+    ranked = await proxy.rerank("rr-1", "refund policy", ["shipping times", "our refund policy", "refund"], top_k=2)
+    assert [r["index"] for r in ranked] == [1, 2]
+    assert proxy.list_knowledge_bases() == [{"uuid": "kb-faq", "name": "FAQ", "type": None}]
+    done = await proxy.request_action("pin_message", target={"message_id": "msg-9"}, payload={"silent": True})
+    assert done == {"accepted": True, "action": "pin_message", "target": {"message_id": "msg-9"}}
+    assert [(a, p["run_id"]) for a, p, _ in host.calls] == [("invoke_rerank", "h-1"), ("call_platform_api", "h-1")]
+
+    refused = []
+    for call in (
+        proxy.rerank("m-1", "q", ["d"]),  # an invoke-only model
+        proxy.request_action("delete_chat", target="chat-42"),  # not granted
+        proxy.storage_list("binding"),
+        proxy.history_page(),  # the host offered no context APIs
+    ):
+        with pytest.raises(RunnerAPIError) as info:
+            await call
+        refused.append(info.value.code)
+    assert refused == ["unauthorized"] * 4
+    assert len(host.calls) == 2  # refused before they left
+
+    late = RunAPIProxy(context("Late", run_id="h-1", deadline_in=-1.0, resources={"models": models}), host)
+    with pytest.raises(RunnerAPIError) as expired:
+        await late.rerank("rr-1", "q", ["d"])
+    assert expired.value.code == "deadline_exceeded" and len(host.calls) == 2
+
+
+def test_the_host_rate_limits_each_run_and_remembers_runs_that_ended_at_their_deadline() -> None:
+    from codeact.engine.runner.proxy import RateLimit
+
+    registry = AuthorizationRegistry(rate=RateLimit.parse("3/3600"))
+    registry.register(hosted(), runner_id="r")
+    registry.register(hosted(deadline_in=60.0).model_copy(update={"run_id": "h-2"}), runner_id="r")
+    good = {"run_id": "h-1", "llm_model_uuid": "m-1", "messages": []}
+    for _ in range(3):
+        registry.check("invoke_llm", good, caller="r")
+    with pytest.raises(RunnerAPIError) as limited:
+        registry.check("invoke_llm", good, caller="r")
+    assert limited.value.code == "rate_limited" and limited.value.retryable
+    registry.check("invoke_llm", {**good, "run_id": "h-2"}, caller="r")  # a bucket per run
+    with pytest.raises(RunnerAPIError) as first:  # a refusal before the rate check takes no call
+        registry.check("invoke_llm", {**good, "llm_model_uuid": "m-9"}, caller="r")
+    assert first.value.code == "unauthorized"
+    with pytest.raises(ValueError):
+        RateLimit.parse("0/60")
+
+    past = AuthorizationRegistry()
+    past.register(hosted(deadline_in=-0.5).model_copy(update={"run_id": "h-3"}), runner_id="r")
+    past.unregister("h-3")
+    for caller, expected in (("r", "deadline_exceeded"), ("other", "not_found")):
+        with pytest.raises(RunnerAPIError) as ended:
+            past.check("invoke_llm", {**good, "run_id": "h-3"}, caller=caller)
+        assert ended.value.code == expected
+
+
+async def test_the_code_lists_the_knowledge_bases_and_the_manifest_claims_only_that(make_runner: MakeRunner) -> None:
+    runner = make_runner([])
+    host = ScriptedHost(
+        [
+            code("bases = await knowledge.list()\nprint(bases)", "Which knowledge bases may I use?"),
+            code("system.finish(', '.join(b['name'] for b in bases))"),
+        ]
+    )
+    bases = [
+        {"kb_id": "kb-faq", "kb_name": "FAQ", "operations": ["list", "retrieve"]},
+        {"kb_id": "kb-internal", "kb_name": "Internal", "operations": ["retrieve"]},
+    ]
+    ctx = context(
+        "Which knowledge bases?", run_id="h-1", resources={"models": [{"model_id": "m-1"}], "knowledge_bases": bases}
+    )
+    results = await collect(runner, ctx, run_id="h-1", host=host)
+    assert results[-1].type == "run.completed", results[-1].data
+    assert [r.data["message"]["content"] for r in results if r.type == "message.completed"][-1] == "FAQ"
+    assert [a for a, _, _ in host.calls] == ["invoke_llm_stream", "invoke_llm_stream"]  # the list is local
+    manifest = runner.manifest
+    assert manifest.permissions.knowledge_bases == ["list", "retrieve"]
+    policy = manifest.metadata["context_policy"]
+    assert policy["supports_history_pull"] is False and policy["supports_artifact_pull"] is False
+
+
 def test_host_tool_names_become_identifiers_and_odd_schemas_still_give_a_stub() -> None:
     from codeact.engine.runner.entities import ToolResource
     from codeact.engine.runner.proxy import HostTools

@@ -267,6 +267,8 @@ class StorageResource(BaseModel):
 
     plugin_storage: bool = False
     workspace_storage: bool = False
+    binding_storage: bool = False
+    """Storage of this binding (this runner in this conversation's binding), protocol v1's ``binding`` scope."""
 
 
 class AgentResources(BaseModel):

@@ -9,7 +9,12 @@ and checks every run-scoped call in the seed's order (section 7):
 2. the caller is the runner the run belongs to (``unauthorized``);
 3. the resource is in the run's ``resources`` (``unauthorized``: "Model 'm' is not authorized.");
 4. the operation / scope is granted for it (``unauthorized``: "... is not authorized for operation 'stream'");
-5. the payload size and the deadline (``payload_too_large``, ``deadline_exceeded``).
+5. the payload size (``payload_too_large``);
+6. the run's rate limit (``rate_limited``, retryable, ``details.retry_after_s``);
+7. the deadline (``deadline_exceeded``).
+
+A run that ended at its deadline stays known for a while (the last 1000 ended runs): a late call
+for it is refused with ``deadline_exceeded`` (what happened), any other ended run's with ``not_found``.
 
 The snapshot is a deep copy frozen at registration: changing the context afterwards changes nothing.
 """
@@ -18,7 +23,9 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -29,9 +36,18 @@ from codeact.engine.runner.entities import AgentResources, RunnerAPIError, Runne
 __all__ = [
     "DEFAULT_OPERATIONS",
     "MAX_PAYLOAD_BYTES",
+    "STATE_SCOPES",
+    "STORAGE_AREAS",
     "AuthorizationRegistry",
+    "RateLimit",
     "RunAuthorization",
 ]
+
+STORAGE_AREAS = ("plugin", "workspace", "binding")
+"""The storage areas of protocol v1 (``storage.get/set/delete/list(area, ...)``)."""
+
+STATE_SCOPES = ("conversation", "actor", "subject", "runner", "binding")
+"""The scopes of the run's host-owned state (``AgentRunState``)."""
 
 DEFAULT_OPERATIONS: Mapping[str, frozenset[str]] = MappingProxyType(
     {
@@ -65,6 +81,9 @@ class RunAuthorization:
             ``knowledge_base``).
         plugin_storage: Whether plugin storage is granted.
         workspace_storage: Whether workspace storage is granted.
+        binding_storage: Whether the binding's storage is granted.
+        conversation_id: The run's conversation (history and events of other conversations are refused).
+        platform_actions: The platform actions the run may request (``platform_capabilities.actions``).
         context_apis: The context APIs the host offered (``history_page``, ``state``, ...).
         resources: The deep-copied resources (for listing them).
     """
@@ -75,6 +94,9 @@ class RunAuthorization:
     operations: Mapping[str, Mapping[str, frozenset[str]]]
     plugin_storage: bool = False
     workspace_storage: bool = False
+    binding_storage: bool = False
+    conversation_id: str | None = None
+    platform_actions: frozenset[str] = frozenset()
     context_apis: frozenset[str] = frozenset()
     resources: AgentResources
 
@@ -94,6 +116,7 @@ class RunAuthorization:
             ),
         }
         apis = context.context.available_apis.model_dump()
+        actions = resources.platform_capabilities.get("actions")
         return cls(
             run_id=context.run_id,
             runner_id=runner_id,
@@ -101,6 +124,11 @@ class RunAuthorization:
             operations=MappingProxyType(operations),
             plugin_storage=resources.storage.plugin_storage,
             workspace_storage=resources.storage.workspace_storage,
+            binding_storage=bool(getattr(resources.storage, "binding_storage", False)),
+            conversation_id=context.conversation.conversation_id if context.conversation is not None else None,
+            platform_actions=frozenset(a for a in actions if isinstance(a, str))
+            if isinstance(actions, list)
+            else frozenset(),
             context_apis=frozenset(name for name, on in apis.items() if on is True),
             resources=resources,
         )
@@ -148,13 +176,36 @@ class RunAuthorization:
             )
 
     def check_storage(self, area: str) -> None:
-        """The storage area (``plugin`` or ``workspace``) is granted."""
-        if area == "plugin" and not self.plugin_storage:
-            raise _unauthorized("Plugin storage is not authorized.", area=area)
-        if area == "workspace" and not self.workspace_storage:
-            raise _unauthorized("Workspace storage is not authorized.", area=area)
-        if area not in ("plugin", "workspace"):
-            raise RunnerAPIError.make("invalid_argument", f"unknown storage area {area!r}; use plugin or workspace")
+        """The storage area (``plugin``, ``workspace`` or ``binding``) is granted."""
+        if area not in STORAGE_AREAS:
+            raise RunnerAPIError.make(
+                "invalid_argument", f"unknown storage area {area!r}; use plugin, workspace or binding", area=area
+            )
+        if not getattr(self, f"{area}_storage"):
+            raise _unauthorized(f"{area.capitalize()} storage is not authorized.", area=area)
+
+    def check_state_scope(self, scope: str) -> None:
+        """``scope`` is a state scope (``conversation``, ``actor``, ``subject``, ``runner``, ``binding``)."""
+        if scope not in STATE_SCOPES:
+            raise RunnerAPIError.make(
+                "invalid_argument", f"unknown state scope {scope!r}; use one of {', '.join(STATE_SCOPES)}", scope=scope
+            )
+
+    def check_conversation(self, conversation_id: Any) -> None:
+        """History and events of the run's own conversation only (None: the run's)."""
+        if conversation_id is not None and conversation_id != self.conversation_id:
+            raise _unauthorized(
+                f"conversation {conversation_id!r} is not this run's; a run reads its own conversation only",
+                conversation_id=conversation_id,
+            )
+
+    def check_platform_action(self, action: str) -> None:
+        """The platform action is granted (``resources.platform_capabilities.actions``); none is by default."""
+        if action not in self.platform_actions:
+            raise _unauthorized(
+                f"platform action {action!r} is not authorized. Allowed actions: {sorted(self.platform_actions)}",
+                action=action,
+            )
 
     def check_context_api(self, name: str) -> None:
         """The host offered the context API ``name`` (``history_page``, ``state``, ...) for this run."""
@@ -185,7 +236,7 @@ _RESOURCE_ACTIONS: Mapping[str, tuple[str, str, str]] = MappingProxyType(
 _STORAGE_ACTIONS: Mapping[str, str] = MappingProxyType(
     {
         f"{verb}_{area}_storage{suffix}": area
-        for area in ("plugin", "workspace")
+        for area in STORAGE_AREAS
         for verb, suffix in (("get", ""), ("set", ""), ("delete", ""), ("get", "_keys"))
     }
 )
@@ -199,8 +250,52 @@ _CONTEXT_ACTIONS: Mapping[str, str] = MappingProxyType(
         "state_set": "state",
         "state_delete": "state",
         "state_list": "state",
+        "artifact_metadata": "artifact_metadata",
+        "artifact_read": "artifact_read",
     }
 )
+_CONVERSATION_ACTIONS = frozenset({"history_page", "event_page"})
+_STATE_ACTIONS = frozenset({"state_get", "state_set", "state_delete", "state_list"})
+_OPEN_ACTIONS = frozenset({"list_knowledge_bases"})  # answers only what the run was granted
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``calls`` run-scoped calls per ``per_s`` seconds per run (a token bucket: bursts up to ``calls``)."""
+
+    calls: int
+    per_s: float = 1.0
+
+    @classmethod
+    def parse(cls, text: str) -> RateLimit:
+        """``"50"`` (per second) or ``"600/60"`` (calls / seconds).
+
+        Raises:
+            ValueError: not that shape, or not positive.
+        """
+        calls, _, per = text.partition("/")
+        limit = cls(int(calls), float(per) if per else 1.0)
+        if limit.calls < 1 or limit.per_s <= 0:
+            raise ValueError(f"a rate limit is CALLS or CALLS/SECONDS with both positive, got {text!r}")
+        return limit
+
+
+class _Bucket:
+    def __init__(self, limit: RateLimit) -> None:
+        self.limit = limit
+        self.tokens = float(limit.calls)
+        self.at = time.monotonic()
+
+    def take(self) -> float:
+        """0.0 when a call may go now (one token taken), else the seconds until it may."""
+        now = time.monotonic()
+        refill = self.limit.calls / self.limit.per_s
+        self.tokens = min(float(self.limit.calls), self.tokens + (now - self.at) * refill)
+        self.at = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / refill
 
 
 class AuthorizationRegistry:
@@ -210,18 +305,31 @@ class AuthorizationRegistry:
     call is checked with :meth:`check` before it is served.
     """
 
-    def __init__(self) -> None:
+    _ENDED_KEPT = 1000
+
+    def __init__(self, *, rate: RateLimit | None = None) -> None:
+        self.rate = rate
         self._runs: dict[str, RunAuthorization] = {}
+        self._buckets: dict[str, _Bucket] = {}
+        self._ended: OrderedDict[str, RunAuthorization] = OrderedDict()
+        self._lock = threading.Lock()
 
     def register(self, context: RunnerContext, *, runner_id: str) -> RunAuthorization:
         """Snapshot ``context``'s grants for its run (frozen deep copy) and make the run active."""
         auth = RunAuthorization.from_context(context, runner_id=runner_id)
         self._runs[context.run_id] = auth
+        if self.rate is not None:
+            self._buckets[context.run_id] = _Bucket(self.rate)
         return auth
 
     def unregister(self, run_id: str) -> None:
-        """The run ended: later calls with its id fail with ``not_found``."""
-        self._runs.pop(run_id, None)
+        """The run ended: later calls with its id fail with ``not_found`` (``deadline_exceeded`` past its deadline)."""
+        auth = self._runs.pop(run_id, None)
+        self._buckets.pop(run_id, None)
+        if auth is not None and auth.deadline_at is not None:
+            self._ended[run_id] = auth
+            while len(self._ended) > self._ENDED_KEPT:
+                self._ended.popitem(last=False)
 
     def get(self, run_id: str) -> RunAuthorization | None:
         """The active run's snapshot, or None."""
@@ -243,6 +351,9 @@ class AuthorizationRegistry:
         run_id = payload.get("run_id")
         auth = self._runs.get(run_id) if isinstance(run_id, str) else None
         if auth is None:
+            ended = self._ended.get(run_id) if isinstance(run_id, str) else None
+            if ended is not None and caller == ended.runner_id and (ended.remaining() or 0.0) <= 0:
+                ended.timeout(1.0)  # deadline_exceeded: the run ended at its deadline
             raise RunnerAPIError.make(
                 "not_found", f"no active run {run_id!r}: it ended or never started", run_id=run_id
             )
@@ -255,8 +366,26 @@ class AuthorizationRegistry:
             auth.check_storage(_STORAGE_ACTIONS[action])
         elif action in _CONTEXT_ACTIONS:
             auth.check_context_api(_CONTEXT_ACTIONS[action])
-        else:
+            if action in _CONVERSATION_ACTIONS:
+                auth.check_conversation(payload.get("conversation_id"))
+            if action in _STATE_ACTIONS:
+                auth.check_state_scope(str(payload.get("scope", "")))
+        elif action == "call_platform_api":
+            auth.check_platform_action(str(payload.get("action", "")))
+        elif action not in _OPEN_ACTIONS:
             raise RunnerAPIError.make("invalid_argument", f"unknown run-scoped action {action!r}", action=action)
         auth.check_payload(dict(payload))
+        bucket = self._buckets.get(auth.run_id)
+        if bucket is not None:
+            with self._lock:
+                wait = bucket.take()
+            if wait > 0:
+                raise RunnerAPIError.make(
+                    "rate_limited",
+                    f"run {auth.run_id!r} made more than {bucket.limit.calls} calls in {bucket.limit.per_s:g} s; "
+                    f"retry in {wait:.2f} s",
+                    retryable=True,
+                    retry_after_s=round(wait, 3),
+                )
         auth.timeout(1.0)  # the deadline: deadline_exceeded once it has passed
         return auth

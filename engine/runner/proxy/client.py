@@ -160,18 +160,151 @@ class RunAPIProxy:
 
     # -- storage ---------------------------------------------------------------------------------
     async def storage_get(self, area: str, key: str) -> bytes:
-        """A value of ``plugin`` or ``workspace`` storage."""
+        """A value of ``plugin``, ``workspace`` or ``binding`` storage."""
         self.auth.check_storage(area)
         response = await self._call(f"get_{area}_storage", {"key": key}, default_timeout=15.0)
         return base64.b64decode(str(self._expect(response, "value_base64", f"get_{area}_storage")))
 
     async def storage_set(self, area: str, key: str, value: bytes) -> None:
-        """Store a value in ``plugin`` or ``workspace`` storage."""
+        """Store a value in ``plugin``, ``workspace`` or ``binding`` storage."""
         self.auth.check_storage(area)
         payload = {"key": key, "value_base64": base64.b64encode(value).decode()}
         await self._call(f"set_{area}_storage", payload, default_timeout=15.0)
 
     async def storage_delete(self, area: str, key: str) -> None:
-        """Delete a value of ``plugin`` or ``workspace`` storage."""
+        """Delete a value of ``plugin``, ``workspace`` or ``binding`` storage."""
         self.auth.check_storage(area)
         await self._call(f"delete_{area}_storage", {"key": key}, default_timeout=15.0)
+
+    async def storage_list(self, area: str, prefix: str | None = None) -> list[str]:
+        """The keys of ``plugin``, ``workspace`` or ``binding`` storage (those starting with ``prefix``)."""
+        self.auth.check_storage(area)
+        response = await self._call(f"get_{area}_storage_keys", {}, default_timeout=15.0)
+        keys = self._expect(response, "keys", f"get_{area}_storage_keys")
+        return [str(k) for k in keys if prefix is None or str(k).startswith(prefix)]
+
+    # -- models: rerank --------------------------------------------------------------------------
+    async def rerank(
+        self, model_id: str, query: str, documents: list[str], *, top_k: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Score ``documents`` against ``query`` with a host rerank model: ``[{"index", "relevance_score"}]``."""
+        self.auth.check_resource("model", model_id, "rerank")
+        payload = {"rerank_model_uuid": model_id, "query": query, "documents": documents, "top_k": top_k}
+        response = await self._call("invoke_rerank", payload, default_timeout=60.0)
+        results = self._expect(response, "results", "invoke_rerank")
+        return list(results) if isinstance(results, list) else [results]
+
+    # -- knowledge: list -------------------------------------------------------------------------
+    def list_knowledge_bases(self) -> list[dict[str, Any]]:
+        """The knowledge bases granted for ``list`` (answered from the run's grants, as the SDK does)."""
+        granted = self.auth.operations.get("knowledge_base", {})
+        return [
+            {"uuid": kb.kb_id, "name": kb.kb_name, "type": kb.kb_type}
+            for kb in self.auth.resources.knowledge_bases
+            if "list" in granted.get(kb.kb_id, frozenset())
+        ]
+
+    # -- context: history, events, artifacts -----------------------------------------------------
+    async def history_page(
+        self,
+        *,
+        conversation_id: str | None = None,
+        before_cursor: str | None = None,
+        after_cursor: str | None = None,
+        limit: int = 50,
+        direction: str = "backward",
+        include_attachments: bool = False,
+    ) -> dict[str, Any]:
+        """A page of the conversation's transcript (``HistoryPage``: ``items``, cursors, ``has_more``)."""
+        self.auth.check_context_api("history_page")
+        self.auth.check_conversation(conversation_id)
+        payload = {
+            "conversation_id": conversation_id,
+            "before_cursor": before_cursor,
+            "after_cursor": after_cursor,
+            "limit": limit,
+            "direction": direction,
+            "include_attachments": include_attachments,
+        }
+        return await self._call("history_page", payload, default_timeout=30.0)
+
+    async def history_search(
+        self, query: str, *, filters: dict[str, Any] | None = None, top_k: int = 10
+    ) -> dict[str, Any]:
+        """Transcript items matching ``query`` (``HistorySearchResult``)."""
+        self.auth.check_context_api("history_search")
+        payload = {"query": query, "filters": filters or {}, "top_k": top_k}
+        return await self._call("history_search", payload, default_timeout=30.0)
+
+    async def event_get(self, event_id: str) -> dict[str, Any]:
+        """One event record (``AgentEventRecord``)."""
+        self.auth.check_context_api("event_get")
+        return await self._call("event_get", {"event_id": event_id}, default_timeout=15.0)
+
+    async def event_page(
+        self,
+        *,
+        conversation_id: str | None = None,
+        event_types: list[str] | None = None,
+        before_cursor: str | None = None,
+        limit: int = 50,
+    ) -> dict[str, Any]:
+        """A page of event records (``EventPage``)."""
+        self.auth.check_context_api("event_page")
+        self.auth.check_conversation(conversation_id)
+        payload = {
+            "conversation_id": conversation_id,
+            "event_types": event_types,
+            "before_cursor": before_cursor,
+            "limit": limit,
+        }
+        return await self._call("event_page", payload, default_timeout=30.0)
+
+    async def artifact_metadata(self, artifact_id: str) -> dict[str, Any]:
+        """An artifact's name, MIME type and size."""
+        self.auth.check_context_api("artifact_metadata")
+        return await self._call("artifact_metadata", {"artifact_id": artifact_id}, default_timeout=15.0)
+
+    async def artifact_read(self, artifact_id: str, *, offset: int = 0, length: int = 65536) -> bytes:
+        """``length`` bytes of an artifact from ``offset`` (fewer at its end)."""
+        self.auth.check_context_api("artifact_read")
+        payload = {"artifact_id": artifact_id, "offset": offset, "length": length}
+        response = await self._call("artifact_read", payload, default_timeout=30.0)
+        return base64.b64decode(str(self._expect(response, "data_base64", "artifact_read")))
+
+    # -- state -----------------------------------------------------------------------------------
+    async def state_get(self, scope: str, key: str) -> Any:
+        """A value of the run's host-owned state (None when unset)."""
+        self._check_state(scope)
+        response = await self._call("state_get", {"scope": scope, "key": key}, default_timeout=15.0)
+        return response.get("value")
+
+    async def state_set(self, scope: str, key: str, value: Any) -> None:
+        """Set a JSON value of the run's host-owned state."""
+        self._check_state(scope)
+        await self._call("state_set", {"scope": scope, "key": key, "value": value}, default_timeout=15.0)
+
+    async def state_delete(self, scope: str, key: str) -> bool:
+        """Delete a state value; True when it existed."""
+        self._check_state(scope)
+        response = await self._call("state_delete", {"scope": scope, "key": key}, default_timeout=15.0)
+        return bool(response.get("success"))
+
+    async def state_list(self, scope: str, *, prefix: str | None = None, limit: int = 100) -> list[str]:
+        """The keys of a state scope."""
+        self._check_state(scope)
+        payload = {"scope": scope, "prefix": prefix, "limit": limit}
+        response = await self._call("state_list", payload, default_timeout=15.0)
+        return [str(k) for k in self._expect(response, "keys", "state_list")]
+
+    def _check_state(self, scope: str) -> None:
+        self.auth.check_context_api("state")
+        self.auth.check_state_scope(scope)
+
+    # -- platform --------------------------------------------------------------------------------
+    async def request_action(self, action: str, target: Any = None, payload: dict[str, Any] | None = None) -> Any:
+        """Ask the platform to perform ``action`` (restricted: only actions the run was granted)."""
+        self.auth.check_platform_action(action)
+        body = {"action": action, "target": target, "params": payload or {}}
+        response = await self._call("call_platform_api", body, default_timeout=180.0)
+        return self._expect(response, "result", "call_platform_api")

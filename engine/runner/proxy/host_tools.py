@@ -75,7 +75,7 @@ class HostTools(DynamicToolkit):
 
 
 class HostKnowledge(DynamicToolkit):
-    """The run's host knowledge bases (``knowledge.retrieve(kb_id, query)`` in the code).
+    """The run's host knowledge bases (``knowledge.retrieve(kb_id, query)``, ``knowledge.list()`` in the code).
 
     Args:
         proxy: The run's API proxy.
@@ -104,12 +104,22 @@ class HostKnowledge(DynamicToolkit):
             returns_description="The passages found, best first.",
         )
 
+        self._list = OperationSpec.from_json_schema(
+            "list",
+            description="The knowledge bases this run may list: their uuid, name and type.",
+            schema={"type": "object", "properties": {}},
+            returns="list",
+            returns_description="One {uuid, name, type} per knowledge base.",
+        )
+
     def operations(self) -> list[OperationSpec]:
-        """``retrieve``."""
-        return [self._spec]
+        """``retrieve`` and ``list``."""
+        return [self._spec, self._list]
 
     async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
-        """Search through the proxy."""
+        """Search (or list the granted knowledge bases) through the proxy."""
+        if operation == "list":
+            return self.proxy.list_knowledge_bases()
         top_k = params.get("top_k")
         return await self.proxy.retrieve_knowledge(
             str(params["kb_id"]), str(params["query"]), top_k=top_k if isinstance(top_k, int) else 5

@@ -1,0 +1,482 @@
+"""The run-scoped API of protocol v1 (seed 003 section 7), answered by ``codeact serve`` for its own runs.
+
+``POST /v1/runs/{run_id}/api/{action}`` with the action's JSON payload (the SDK's action names and
+payloads: ``history_page``, ``event_get``, ``artifact_read``, ``state_set``, ``get_binding_storage_keys``,
+...). The caller names itself with ``X-Runner-Id`` (the runner the run belongs to) and presents a
+bearer token that may use that runner. Every call is checked by the run manager's
+``AuthorizationRegistry`` in the seed's order (run, caller, resource, scope, size, rate, deadline)
+before it is served, and written to the audit log (one JSON line: never a token, key value or payload).
+
+Errors are the seed's ``AgentAPIError``: ``{"error": {"code", "message", "retryable", "details"}}``
+with ``not_found`` 404, ``unauthorized`` 403, ``invalid_argument`` 422, ``payload_too_large`` 413,
+``rate_limited`` 429 (``Retry-After``), ``deadline_exceeded`` 504, ``runtime_error`` 500.
+
+What the host serves from what it has:
+
+- ``history_page`` / ``history_search``: the run's session as transcript items (its segments: the
+  user's messages, the model's code and answers, the evaluations), the run's conversation only;
+- ``event_get`` / ``event_page``: the run's result stream (each envelope an event record, its
+  ``data`` summarized, never inlined);
+- ``artifact_metadata`` / ``artifact_read``: the files the session's rounds wrote (``ROUND/NAME`` ids),
+  read in ranges of at most 1 MiB;
+- ``state_get`` / ``state_set`` / ``state_delete`` / ``state_list``: the run's ``ctx.state`` (a JSON
+  value per key, per scope, at most 64 KiB each);
+- ``{get,set,delete}_{area}_storage`` and ``get_{area}_storage_keys``: storage of the areas
+  ``plugin`` (the runner's), ``workspace`` (shared) and ``binding`` (the runner in this
+  conversation), kept in the server's memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from codeact.engine.service._http import authenticate, read_json, service_state
+from codeact.engine.service._log import log_event, request_id
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from codeact.engine.runner import RunnerAPIError
+    from codeact.engine.service._runs import RunManager, _Run
+    from codeact.engine.service._state import ServiceState
+
+__all__ = ["MAX_READ_BYTES", "MAX_STATE_BYTES", "AuditLog", "HostStorage", "run_api_routes"]
+
+MAX_READ_BYTES = 1 << 20
+"""The largest ``artifact_read`` range."""
+MAX_STATE_BYTES = 64 * 1024
+"""The largest state value (compact JSON)."""
+_MAX_LIMIT = 200
+_SUMMARY = 200
+_STATUS = {
+    "not_found": 404,
+    "unauthorized": 403,
+    "invalid_argument": 422,
+    "payload_too_large": 413,
+    "rate_limited": 429,
+    "deadline_exceeded": 504,
+    "runtime_error": 500,
+}
+
+
+def run_api_routes() -> list[Route]:
+    """The ``/v1/runs/{run_id}/api/{action}`` route."""
+    return [Route("/v1/runs/{run_id}/api/{action}", run_api, methods=["POST"])]
+
+
+class AuditLog:
+    """One JSON line per run-scoped call: who called what, for which run, and the outcome.
+
+    Args:
+        path: The file lines are appended to; None sends them to the service log (event ``api.call``).
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._file: TextIO | None = None
+        self._lock = threading.Lock()
+
+    def write(self, **fields: Any) -> None:
+        """Append one line (``time`` and ``request_id`` added; None values left out)."""
+        line = {"time": round(time.time(), 3), "request_id": request_id.get(), **fields}
+        line = {k: v for k, v in line.items() if v is not None}
+        if self.path is None:
+            log_event("api.call", **{k: v for k, v in line.items() if k not in ("time", "request_id")})
+            return
+        text = json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":"))
+        with self._lock:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8", buffering=1)
+            self._file.write(text + "\n")
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+
+class HostStorage:
+    """The storage areas the host serves, in memory.
+
+    ``plugin`` per runner, ``workspace`` shared, ``binding`` per runner and conversation.
+    """
+
+    def __init__(self) -> None:
+        self._areas: dict[tuple[str, ...], dict[str, bytes]] = {}
+
+    @staticmethod
+    def owner(area: str, runner_id: str, conversation_id: str | None) -> tuple[str, ...]:
+        """The key of an area's values for a run."""
+        if area == "plugin":
+            return ("plugin", runner_id)
+        if area == "binding":
+            return ("binding", runner_id, conversation_id or "")
+        return ("workspace",)
+
+    def area(self, owner: tuple[str, ...]) -> dict[str, bytes]:
+        """The values of one area (created empty)."""
+        return self._areas.setdefault(owner, {})
+
+
+def _error(code: str, message: str, **details: Any) -> RunnerAPIError:
+    from codeact.engine.runner import RunnerAPIError
+
+    return RunnerAPIError.make(code, message, **details)
+
+
+def _int(payload: Mapping[str, Any], key: str, default: int, *, low: int = 1, high: int = _MAX_LIMIT) -> int:
+    value = payload.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise _error("invalid_argument", f"{key} must be a whole number from {low} to {high}, got {value!r}", key=key)
+    return value
+
+
+def _cursor(payload: Mapping[str, Any], key: str) -> int | None:
+    value = payload.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    raise _error("invalid_argument", f"{key} must be a cursor from an earlier page, got {value!r}", key=key)
+
+
+def _key(payload: Mapping[str, Any]) -> str:
+    key = payload.get("key")
+    if not isinstance(key, str) or not key or len(key) > 256:
+        raise _error("invalid_argument", "key must be a non-empty string of at most 256 characters")
+    return key
+
+
+def _summary(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _SUMMARY else text[: _SUMMARY - 1] + "…"
+
+
+class _Call:
+    """One checked call: the run, the state it reads and writes, and what it touches (for the audit line)."""
+
+    def __init__(self, state: ServiceState, manager: RunManager, run: _Run, payload: dict[str, Any]) -> None:
+        self.state = state
+        self.manager = manager
+        self.run = run
+        self.payload = payload
+        self.resource: str | None = None
+        self.scope: str | None = None
+
+    @property
+    def conversation_id(self) -> str | None:
+        context = self.run.context
+        return context.conversation.conversation_id if context is not None and context.conversation else None
+
+    # -- history ---------------------------------------------------------------------------------
+    async def _transcript(self) -> list[dict[str, Any]]:
+        segments = await self.state.store.segments(self.run.session_id)
+        items = []
+        for seq, segment in enumerate(segments, start=1):
+            kind = str(segment.get("kind", "")).lower()
+            role, item_type = {
+                "user": ("user", "message"),
+                "answer": ("assistant", "message"),
+                "code": ("assistant", "tool_call"),
+                "evaluation": ("tool", "tool_result"),
+                "observation": ("tool", "tool_result"),
+            }.get(kind, ("system", "system") if kind in ("context", "summary", "system") else ("assistant", "message"))
+            content = str(segment.get("content", ""))
+            items.append(
+                {
+                    "transcript_id": f"{self.run.session_id}:{seq}",
+                    "event_id": str(segment.get("id") or seq),
+                    "conversation_id": self.conversation_id,
+                    "role": role,
+                    "item_type": item_type,
+                    "content": content if len(content) <= 4000 else content[:3999] + "…",
+                    "seq": seq,
+                    "cursor": str(seq),
+                    "created_at": int(segment.get("timestamp") or 0) or None,
+                    "metadata": {"kind": segment.get("kind"), "round": segment.get("round_index")},
+                }
+            )
+        return items
+
+    async def history_page(self) -> dict[str, Any]:
+        self.scope = "conversation"
+        items = await self._transcript()
+        limit = _int(self.payload, "limit", 50)
+        direction = self.payload.get("direction", "backward")
+        if direction not in ("backward", "forward"):
+            raise _error("invalid_argument", f"direction must be backward or forward, got {direction!r}")
+        before, after = _cursor(self.payload, "before_cursor"), _cursor(self.payload, "after_cursor")
+        chosen = [i for i in items if (before is None or i["seq"] < before) and (after is None or i["seq"] > after)]
+        page = chosen[-limit:] if direction == "backward" else chosen[:limit]
+        has_more = len(chosen) > len(page)
+        return {
+            "items": page,
+            "next_cursor": str(page[-1]["seq"]) if page else None,
+            "prev_cursor": str(page[0]["seq"]) if page else None,
+            "has_more": has_more,
+            "total_count": len(items),
+        }
+
+    async def history_search(self) -> dict[str, Any]:
+        self.scope = "conversation"
+        query = self.payload.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise _error("invalid_argument", "query must be a non-empty string")
+        top_k = _int(self.payload, "top_k", 10)
+        needle = query.lower()
+        found = [i for i in reversed(await self._transcript()) if needle in (i["content"] or "").lower()]
+        return {"items": found[:top_k], "total_count": len(found), "query": query}
+
+    # -- events ----------------------------------------------------------------------------------
+    def _event(self, envelope: Any) -> dict[str, Any]:
+        seq = int(envelope.sequence or 0)
+        data = envelope.data if isinstance(envelope.data, dict) else {}
+        return {
+            "event_id": f"{self.run.run_id}:{seq}",
+            "event_type": envelope.type,
+            "event_time": int(envelope.timestamp) if envelope.timestamp is not None else None,
+            "source": "runner",
+            "conversation_id": self.conversation_id,
+            "actor_type": "runner",
+            "actor_id": self.run.runner_id,
+            "input_summary": _summary(data) if data else None,
+            "seq": seq,
+            "cursor": str(seq),
+            "created_at": int(envelope.timestamp) if envelope.timestamp is not None else None,
+            "metadata": {"run_id": self.run.run_id},
+        }
+
+    async def event_get(self) -> dict[str, Any]:
+        event_id = self.payload.get("event_id")
+        self.resource = str(event_id)
+        run_part, _, seq = str(event_id).rpartition(":")
+        for envelope in self.run.buffer if run_part == self.run.run_id else ():
+            if str(envelope.sequence) == seq:
+                return self._event(envelope)
+        raise _error("not_found", f"no event {event_id!r} in run {self.run.run_id!r}", event_id=event_id)
+
+    async def event_page(self) -> dict[str, Any]:
+        limit = _int(self.payload, "limit", 50)
+        before = _cursor(self.payload, "before_cursor")
+        types = self.payload.get("event_types")
+        records = [
+            self._event(e)
+            for e in list(self.run.buffer)
+            if (before is None or int(e.sequence or 0) < before) and (not types or e.type in types)
+        ]
+        page = records[-limit:]
+        return {
+            "items": page,
+            "next_cursor": None,
+            "prev_cursor": str(page[0]["seq"]) if page else None,
+            "has_more": len(records) > len(page),
+            "total_count": len(records),
+        }
+
+    # -- artifacts -------------------------------------------------------------------------------
+    async def _artifact(self) -> dict[str, Any]:
+        artifact_id = self.payload.get("artifact_id")
+        self.resource = str(artifact_id)
+        index, _, name = str(artifact_id).partition("/")
+        record = await self.state.store.round(self.run.session_id, int(index)) if index.isdigit() else None
+        found = next((a for a in (record.artifacts if record else ()) if a.get("name") == name), None)
+        if found is None:
+            raise _error(
+                "not_found",
+                f"no artifact {artifact_id!r} in this run's session (ids are ROUND/NAME)",
+                artifact=artifact_id,
+            )
+        return dict(found)
+
+    def _artifact_meta(self, found: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "artifact_id": self.resource,
+            "name": found.get("name"),
+            "mime_type": found.get("mime") or "application/octet-stream",
+            "size_bytes": found.get("size"),
+            "readable": isinstance(found.get("data_b64"), str),
+            "refused": found.get("refused"),
+        }
+
+    async def artifact_metadata(self) -> dict[str, Any]:
+        return self._artifact_meta(await self._artifact())
+
+    async def artifact_read(self) -> dict[str, Any]:
+        found = await self._artifact()
+        offset = _int(self.payload, "offset", 0, low=0, high=1 << 40)
+        length = _int(self.payload, "length", 65536, low=1, high=MAX_READ_BYTES)
+        if not isinstance(found.get("data_b64"), str):
+            raise _error("not_found", f"artifact {self.resource!r} has no content (it was refused: too large)")
+        try:
+            content = base64.b64decode(found["data_b64"], validate=True)
+        except (binascii.Error, ValueError):
+            raise _error("runtime_error", f"artifact {self.resource!r} is unreadable in the store") from None
+        chunk = content[offset : offset + length]
+        return {
+            **self._artifact_meta(found),
+            "offset": offset,
+            "length": len(chunk),
+            "data_base64": base64.b64encode(chunk).decode(),
+            "eof": offset + len(chunk) >= len(content),
+        }
+
+    # -- state -----------------------------------------------------------------------------------
+    def _scope(self) -> dict[str, Any]:
+        self.scope = str(self.payload.get("scope"))
+        return self.run.api_state.setdefault(self.scope, {})
+
+    async def state_get(self) -> dict[str, Any]:
+        values = self._scope()
+        key = _key(self.payload)
+        self.resource = key
+        return {"value": values.get(key)}
+
+    async def state_set(self) -> dict[str, Any]:
+        values = self._scope()
+        key = _key(self.payload)
+        self.resource = key
+        value = self.payload.get("value")
+        size = len(json.dumps(value, separators=(",", ":"), default=str).encode())
+        if size > MAX_STATE_BYTES:
+            raise _error(
+                "payload_too_large", f"a state value is at most {MAX_STATE_BYTES} bytes of JSON; this one is {size}"
+            )
+        values[key] = value
+        return {"success": True}
+
+    async def state_delete(self) -> dict[str, Any]:
+        values = self._scope()
+        key = _key(self.payload)
+        self.resource = key
+        return {"success": values.pop(key, None) is not None}
+
+    async def state_list(self) -> dict[str, Any]:
+        values = self._scope()
+        prefix = self.payload.get("prefix") or ""
+        limit = _int(self.payload, "limit", 100, high=100)
+        keys = sorted(k for k in values if k.startswith(str(prefix)))
+        return {"keys": keys[:limit], "has_more": len(keys) > limit}
+
+    # -- storage ---------------------------------------------------------------------------------
+    def _storage(self, area: str) -> dict[str, bytes]:
+        self.scope = area
+        return self.state.host_storage.area(HostStorage.owner(area, self.run.runner_id, self.conversation_id))
+
+    async def storage(self, verb: str, area: str) -> dict[str, Any]:
+        values = self._storage(area)
+        if verb == "keys":
+            return {"keys": sorted(values)}
+        key = _key(self.payload)
+        self.resource = key
+        if verb == "get":
+            if key not in values:
+                raise _error("not_found", f"no {area} storage key {key!r}", area=area, key=key)
+            return {"value_base64": base64.b64encode(values[key]).decode()}
+        if verb == "set":
+            try:
+                values[key] = base64.b64decode(str(self.payload.get("value_base64", "")), validate=True)
+            except (binascii.Error, ValueError):
+                raise _error("invalid_argument", "value_base64 must be base64") from None
+            return {}
+        values.pop(key, None)
+        return {}
+
+
+def _handler(call: _Call, action: str) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+    for area in ("plugin", "workspace", "binding"):
+        for verb, name in (("get", f"get_{area}_storage"), ("set", f"set_{area}_storage"),
+                           ("delete", f"delete_{area}_storage"), ("keys", f"get_{area}_storage_keys")):  # fmt: skip
+            if action == name:
+                return lambda verb=verb, area=area: call.storage(verb, area)  # type: ignore[misc]
+    served = {
+        "history_page", "history_search", "event_get", "event_page", "artifact_metadata", "artifact_read",
+        "state_get", "state_set", "state_delete", "state_list",
+    }  # fmt: skip
+    return getattr(call, action) if action in served else None
+
+
+def _refusal(exc: RunnerAPIError) -> Response:
+    error = exc.error.model_dump(mode="json")
+    headers = {}
+    if error["code"] == "rate_limited":
+        headers["Retry-After"] = str(max(1, round(float(error["details"].get("retry_after_s", 1)) + 0.5)))
+    return JSONResponse({"error": error}, status_code=_STATUS.get(error["code"], 500), headers=headers)
+
+
+async def run_api(request: Request) -> Response:
+    """``POST /v1/runs/{run_id}/api/{action}``: one run-scoped call, checked, served and audited."""
+    from codeact.engine.runner import RunnerAPIError
+    from codeact.engine.service._runs import RunManager
+
+    started = time.perf_counter()
+    scope = authenticate(request)
+    state = service_state(request)
+    run_id: str = request.path_params["run_id"]
+    action: str = request.path_params["action"]
+    caller = request.headers.get("x-runner-id", "")
+    audit = state.audit
+    outcome: dict[str, Any] = {"result": "error"}
+    call: _Call | None = None
+    try:
+        if not caller or not scope.allows(caller):
+            raise _error(
+                "unauthorized",
+                "name the calling runner in X-Runner-Id, with a token that may use it"
+                if not caller
+                else f"this token may not act as runner {caller!r}",
+                caller=caller or None,
+            )
+        body = await read_json(request) if request.headers.get("content-length", "0") != "0" else {}
+        if not isinstance(body, dict):
+            raise _error("invalid_argument", "the payload must be a JSON object")
+        payload = {**body, "run_id": run_id}
+        manager = state.runs
+        if not isinstance(manager, RunManager):
+            raise _error("not_found", f"run {run_id!r} is not run by this server (queued runs: ask their worker)")
+        manager.authorizations.check(action, payload, caller=caller)
+        run = manager.run_state(run_id)
+        if run is None:  # pragma: no cover - registered runs are active
+            raise _error("not_found", f"no active run {run_id!r}")
+        call = _Call(state, manager, run, payload)
+        handler = _handler(call, action)
+        if handler is None:
+            raise _error(
+                "invalid_argument",
+                f"this host does not serve {action!r} (it serves history, events, artifacts, state and storage)",
+                action=action,
+            )
+        result = await handler()
+        outcome = {"result": "ok", "status": 200}
+        return JSONResponse(result)
+    except RunnerAPIError as exc:
+        outcome = {"result": exc.error.code, "status": _STATUS.get(exc.error.code, 500)}
+        return _refusal(exc)
+    finally:
+        run_info = None if call is None else call.run
+        audit.write(
+            event="api.call",
+            run_id=run_id,
+            runner_id=run_info.runner_id if run_info is not None else None,
+            caller=caller or None,
+            token=scope.fingerprint,
+            action=action,
+            resource=call.resource if call is not None else None,
+            scope=call.scope if call is not None else None,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            **outcome,
+        )
