@@ -179,6 +179,8 @@ class CodeActLoop:
             history = [s.content for s in ctx.history.segments if s.kind == SegmentKind.CODE]
             granted = tuple(ctx.bridge.grants) if ctx.bridge is not None else ()
             block = extract_code(full.text, frame=prompt.frame, history=history, toolkits=granted)
+            if history and self._repeats_success(block.code, history[-1]):
+                raise CodeParseError(_REPEAT, reason="repeat", reply=full.text)
         except CodeParseError as exc:
             # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
             status, said = no_code_outcome(exc)
@@ -283,6 +285,15 @@ class CodeActLoop:
         signature = f"{error['type']}:{error['message']}" if error else None
         return self._stuck_check(code=block.code, error=signature)
 
+    def _repeats_success(self, code: str, last: str) -> bool:
+        """True when ``code`` is the code that ran last and it ran without error (no round ran since).
+
+        Real models that printed the answer but did not finish send the same code again (and again):
+        running it again would repeat its toolkit calls (a second deploy) and tell the model nothing new.
+        """
+        outcome = self.ctx.last_outcome
+        return bool(outcome) and outcome.get("status") == "ok" and code.strip() == last.strip()
+
     def _add_thought(self, text: str, *, quiet: bool = False, goal: bool = True) -> None:
         try:
             parts = parse_thought(text, round_index=self.ctx.round)
@@ -366,6 +377,14 @@ class CodeActLoop:
 
 
 _DEFAULT_WINDOW = 32_768
+
+
+_REPEAT = (
+    "Not run: this is the code of the previous round, which already ran; its output is above. If that "
+    "output answers the task, reply with `await system.finish(answer=...)` giving the answer (the value "
+    "itself, or the variable that holds it). Otherwise write the next step (to run the same code again on "
+    "purpose, e.g. to poll, change it: wait first with `await system.sleep(seconds=...)`)."
+)
 
 
 def _live_note(reason: str) -> str:

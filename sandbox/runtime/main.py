@@ -158,11 +158,13 @@ def format_error(
         ``{"type", "message", "line", "traceback"}``.
     """
     frames: list[tuple[str, int, str]] = []
+    innermost: tuple[types.FrameType, int, str] | None = None
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename in user_files:
             frames.append((code.co_filename, tb.tb_lineno or 0, code.co_name))
+            innermost = (tb.tb_frame, tb.tb_lineno or 0, code.co_filename)
         tb = tb.tb_next
     line: int | None = None
     for filename, lineno, _ in reversed(frames):
@@ -175,6 +177,11 @@ def format_error(
         message = str(exc)
     except Exception:
         message = f"<{type(exc).__name__}: str() failed>"
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and innermost is not None:
+        frame, lineno, filename = innermost
+        source_lines = sources.get(filename, "").splitlines()
+        if 0 < lineno <= len(source_lines):
+            message += _missing_key_hint(exc.args[0], source_lines[lineno - 1], frame)
     message = message[:_MAX_MESSAGE]
     out = ["Traceback (most recent call last):"]
     split: dict[str, list[str]] = {}
@@ -186,6 +193,53 @@ def format_error(
     out.append(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
     text = "\n".join(out)
     return {"type": type(exc).__name__, "message": message, "line": line, "traceback": text[:_MAX_MESSAGE]}
+
+
+def _missing_key_hint(key: Any, line: str, frame: types.FrameType) -> str:
+    """``; `hotels[0]` has the keys 'name', 'nightly'`` for a KeyError on that line, else "".
+
+    Real models guess the shape of a tool's result (``h["price"]`` where the key is ``nightly``) and
+    retry the same guess when told only ``KeyError: 'price'``. The subscripted expression is looked up
+    again, read-only: only names and constant subscripts of plain dicts, lists and tuples (nothing that
+    runs the code's own methods).
+    """
+    import ast
+
+    try:
+        tree = ast.parse(line.strip())
+    except (SyntaxError, ValueError):
+        return ""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)):
+            continue
+        if type(node.slice.value) is not type(key) or node.slice.value != key:
+            continue
+        found, value = _plain_lookup(node.value, frame)
+        if found and type(value) is dict:
+            keys = list(value)
+            shown = ", ".join(repr(k)[:40] for k in keys[:20]) + (", ..." if len(keys) > 20 else "")
+            return f"; `{ast.unparse(node.value)[:80]}` has the keys {shown}" if keys else f"; `{ast.unparse(node.value)[:80]}` is empty"
+    return ""
+
+
+def _plain_lookup(node: Any, frame: types.FrameType) -> tuple[bool, Any]:
+    import ast
+
+    if isinstance(node, ast.Name):
+        for scope in (frame.f_locals, frame.f_globals):
+            if node.id in scope:
+                return True, scope[node.id]
+        return False, None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        found, container = _plain_lookup(node.value, frame)
+        index = node.slice.value
+        if not found or type(container) not in (dict, list, tuple):
+            return False, None
+        try:
+            return True, container[index]
+        except (KeyError, IndexError, TypeError):
+            return False, None
+    return False, None
 
 
 class Runtime:

@@ -1,0 +1,110 @@
+"""A real model that printed the answer but did not finish sends the same code again (issue 29).
+
+Qwen2.5-Coder-1.5B does this on most tasks: round 1 computes and prints the answer, then it repeats
+round 1's code until the run is stopped as stuck. The engine does not run such a repeat (its toolkit
+calls would happen twice: a second deploy) and tells the model what to do instead, through
+``codeact run`` against the local OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codeact.engine.cli import app
+from codeact.engine.store import SQLiteStore
+from tests.engine.openai_server import OpenAIServer
+
+REPO = Path(__file__).resolve().parents[2]
+BLUEPRINT = """\
+version: codeact.agent/v1
+extend: codeact-base
+id: repeats
+model: {provider: openai-compatible, model: openai/test-model}
+workflow: {maxTurns: 6, codeact: {thought: 'off'}}
+toolkits: [{ref: devops}]
+"""
+# What the model wrote, frame echo included (the 1.5B repeats the program header and handler).
+DEPLOY = """```python
+# Variables from earlier rounds (defined; reuse, do not redefine):
+#   (none yet)
+
+try:
+    deploy = await devops.deploy_app(app_id="checkout-api", version="2.4.0")
+    print(deploy)
+except Exception as e:
+    print(f"Error: {e!r}")
+    raise
+```"""
+SAME_AGAIN = """```python
+deploy = await devops.deploy_app(app_id="checkout-api", version="2.4.0")
+print(deploy)
+```"""
+FINISH = """```python
+await system.finish(answer=deploy["id"])
+```"""
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def _rounds(db: Path) -> list[object]:
+    async def read() -> list[object]:
+        store = SQLiteStore(db)
+        try:
+            return list(await store.rounds("S"))
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def test_the_same_code_after_a_round_that_ran_is_not_run_again_and_the_model_is_told_to_finish(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(BLUEPRINT)
+    db = tmp_path / "s.db"
+    openai_server.push(DEPLOY, SAME_AGAIN, FINISH)
+    result = CliRunner().invoke(
+        app,
+        ["run", str(path), "--input", "Deploy 2.4.0 of checkout-api", "--store", f"sqlite:///{db}",
+         "--session", "S", "--base-url", openai_server.base_url, "--isolation", "process",
+         "--toolkit", f"{REPO / 'examples' / 'devops' / 'toolkit.py'}:DevOps"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    records = _rounds(db)
+    assert [r.status for r in records] == ["ok", "no_code", "ok"]  # type: ignore[attr-defined]
+    deploys = [c for r in records for c in r.calls if c["operation"] == "deploy_app"]  # type: ignore[attr-defined]
+    assert len(deploys) == 1  # the repeat did not deploy a second time
+    assert result.stdout.strip() == str(deploys[0]["result"]["id"])
+    third = json.dumps([r.body for r in openai_server.requests if r.method == "POST"][2]["messages"])
+    assert "Not run: this is the code of the previous round" in third
+    assert "await system.finish(answer=...)" in third
+
+
+def test_the_same_code_after_a_failed_round_runs_again(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """A retry of code that failed is not refused (the failure may be transient); maxRepeats bounds it."""
+    path = tmp_path / "agent.yaml"
+    path.write_text(BLUEPRINT.replace("toolkits: [{ref: devops}]\n", ""))
+    db = tmp_path / "s.db"
+    flaky = "```python\nprint(undefined_name)\n```"
+    openai_server.push(flaky, flaky, "```python\nawait system.finish(answer='gave up')\n```")
+    result = CliRunner().invoke(
+        app,
+        ["run", str(path), "--input", "Try", "--store", f"sqlite:///{db}", "--session", "S",
+         "--base-url", openai_server.base_url, "--isolation", "process"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
