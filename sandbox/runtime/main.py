@@ -218,7 +218,8 @@ def _missing_key_hint(key: Any, line: str, frame: types.FrameType) -> str:
         if found and type(value) is dict:
             keys = list(value)
             shown = ", ".join(repr(k)[:40] for k in keys[:20]) + (", ..." if len(keys) > 20 else "")
-            return f"; `{ast.unparse(node.value)[:80]}` has the keys {shown}" if keys else f"; `{ast.unparse(node.value)[:80]}` is empty"
+            where = ast.unparse(node.value)[:80]
+            return f"; `{where}` has the keys {shown}" if keys else f"; `{where}` is empty"
     return ""
 
 
