@@ -292,7 +292,7 @@ class CodeActLoop:
         running it again would repeat its toolkit calls (a second deploy) and tell the model nothing new.
         """
         outcome = self.ctx.last_outcome
-        return bool(outcome) and outcome.get("status") == "ok" and code.strip() == last.strip()
+        return outcome is not None and outcome.get("status") == "ok" and code.strip() == last.strip()
 
     def _add_thought(self, text: str, *, quiet: bool = False, goal: bool = True) -> None:
         try:
