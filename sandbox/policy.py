@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
 from codeact.sandbox._await_insert import _AwaitInserter
+from codeact.sandbox._last_value import show_last_value
 from codeact.sandbox.runtime.guards import (
     ALLOWED_DUNDER_METHODS,
     ALLOWED_UNDERSCORE_ATTRIBUTES,
@@ -177,6 +178,8 @@ def _compile_cached(source: str, policy: Policy, toolkit_names: frozenset[str], 
         raise _syntax_failure(exc, lines, filename) from None
     inserter = _AwaitInserter(toolkit_names)
     tree = inserter.visit(tree)
+    if filename == "<code>":  # the round's own code, not the prelude of restored definitions
+        tree = show_last_value(tree, inserter.internal_names)
     if policy.restricted:
         tree = _restrict(tree, lines, inserter.internal_names)
     ast.fix_missing_locations(tree)

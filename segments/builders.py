@@ -162,6 +162,7 @@ class BasePromptBuilder:
             "protocol": self.config.protocol,
             "purpose": self.purpose,
             "next_goal": self.config.next_goal,
+            "layout": self.config.layout,
             "knowledge": list(self.config.knowledge),
             "experiences": list(self.config.experiences),
         }
@@ -301,6 +302,8 @@ class CmdPromptBuilder(BasePromptBuilder):
                 static=self._static,
                 static_hash=self._static_hash,
             )
+        if self.config.layout == "turns":
+            return self._turns(history, frame)
         rendered = history.render()
         # A normal chat request (no model-specific FIM markers: a chat model reads those as text): the
         # program in a code block, the hole a placeholder line at the body's indentation.
@@ -313,6 +316,52 @@ class CmdPromptBuilder(BasePromptBuilder):
         )
         user = f"{rendered}\n{framed}" if rendered else framed
         return self._chat(user.rstrip("\n"), frame=frame, tokens=self.tokens, stop=CHAT_STOP)
+
+    def _turns(self, history: SegmentHistory, frame: CodeFrame) -> Prompt:
+        """The ``turns`` layout: each round's code an assistant message, what followed it a user message.
+
+        The program still runs inside ``frame`` (the variables header, ``try:``, the handler); the
+        model sees only the header's comment lines, in the last user message, with what to reply.
+        """
+        messages: list[dict[str, str]] = [{"role": "system", "content": self.system}]
+        said: list[str] = []  # the model's own words of the round (Thought, Plan) go with its code
+        told: list[str] = []
+        for segment in history:
+            if segment.kind == SegmentKind.CODE:
+                if told:
+                    messages.append({"role": "user", "content": "\n".join(told)})
+                    told = []
+                code = segment.content.rstrip("\n")
+                messages.append({"role": "assistant", "content": "\n".join([*said, f"```python\n{code}\n```"])})
+                said = []
+            elif segment.kind in (SegmentKind.THOUGHT, SegmentKind.PLAN):
+                said.append(segment.render())
+            else:
+                told.extend(said)
+                said = []
+                told.append(segment.render())
+        told.extend(said)
+        header = "\n".join(line for line in frame.prefix.split("\n") if line.startswith("#"))
+        cue = prompts.render(
+            "turns_cue.j2",
+            header=header,
+            ran=any(s.kind == SegmentKind.CODE for s in history),
+            toolkits=self._toolkit_names,
+        ).strip("\n")
+        messages.append({"role": "user", "content": "\n".join([*told, cue])})
+        user = "\n".join(m["content"] for m in messages[1:])
+        return Prompt(
+            purpose=self.purpose,
+            protocol="chat",
+            system=self.system,
+            user=user,
+            messages=tuple(messages),
+            frame=frame,
+            tokens=self.tokens,
+            stop=CHAT_STOP,
+            static=self.system,
+            static_hash=self.system_hash,
+        )
 
 
 def _completion_rows(history: SegmentHistory) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 Protocol = Literal["chat", "completion"]
+Layout = Literal["frame", "turns"]
 Purpose = str  # "thought", "code", "reflect" or a custom builder's purpose
 
 SECTION_NAMES: tuple[str, ...] = (
@@ -125,6 +126,10 @@ class PromptConfig(BaseModel):
         imports: Import statements placed in the frame before ``try:``.
         reraise: The frame's handler re-raises after printing, so errors keep their line numbers.
         max_repr: Longest variable repr shown in the frame header.
+        layout: How a ``chat`` code prompt lays out the rounds: ``frame`` (every segment in one user
+            message, ending with the round's program to fill in) or ``turns`` (each round's code is an
+            assistant message, what it printed the next user message, which ends with the variables
+            and what to reply: how chat models are trained; small ones follow it far better).
         next_goal: The code prompt invites the reply to state the next round's goal (``NextGoal:``),
             which the next frame's header shows (``# Goal:``); the agent sets it in the inline
             thought mode, where the code reply is the round's only reply.
@@ -147,6 +152,7 @@ class PromptConfig(BaseModel):
     reraise: bool = True
     max_repr: int = Field(default=80, ge=10, le=400)
     next_goal: bool = False
+    layout: Layout = "frame"
 
     @field_validator("sections")
     @classmethod

@@ -154,6 +154,7 @@ class Agent(Lifecycle):
                 "literal": True,
             },
             protocol=codeact.protocol,
+            layout=codeact.layout,
             model=spec.model.model,
             fim=codeact.fim_family or "auto",
             fim_tokens=fim_tokens,

@@ -247,6 +247,7 @@ class CodeActBlock(_Block):
 
     thought: Annotated[str | None, BeforeValidator(_yaml_off)] = None
     protocol: str | None = None
+    layout: str | None = None  # chat code prompts: frame (default) or turns
     fim: FimBlock | None = None
     self_check: bool | None = None
     max_self_checks: int | None = None

@@ -269,6 +269,9 @@ class CodeActSettings:
     Attributes:
         thought: ``separate`` (a thought call, then a code call), ``inline`` (one call) or ``off``.
         protocol: ``chat`` (FIM frame in a chat message) or ``completion`` (raw FIM tokens).
+        layout: How a chat code prompt lays out the rounds: ``frame`` (one user message ending with the
+            round's program) or ``turns`` (each round's code an assistant message, its output the next
+            user message; small models follow it far better).
         fim_family: Model family whose FIM token table to use, or None to infer it.
         fim_markers: Explicit FIM markers overriding the family table, or None.
         self_check: Whether a self-check model call judges completion.
@@ -280,6 +283,7 @@ class CodeActSettings:
 
     thought: Literal["separate", "inline", "off"] = "separate"
     protocol: Literal["chat", "completion"] = "chat"
+    layout: Literal["frame", "turns"] = "frame"
     fim_family: str | None = None
     fim_markers: FimMarkers | None = None
     self_check: bool = False

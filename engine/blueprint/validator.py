@@ -27,6 +27,7 @@ from codeact.engine.blueprint.templates import builtin_variables, render_templat
 from codeact.engine.errors import TemplateError
 
 __all__ = [
+    "CHAT_LAYOUTS",
     "FIM_PROTOCOLS",
     "KNOWN_MODEL_OPTIONS",
     "SANDBOX_BACKENDS",
@@ -46,6 +47,7 @@ SANDBOX_BACKENDS: Final = ("subprocess", "docker")
 SANDBOX_RUNTIMES: Final = ("runc", "gvisor")
 THOUGHT_MODES: Final = ("separate", "inline", "off")
 FIM_PROTOCOLS: Final = ("chat", "completion")
+CHAT_LAYOUTS: Final = ("frame", "turns")
 KNOWN_MODEL_OPTIONS: Final = frozenset(
     {
         "temperature",
@@ -510,7 +512,7 @@ class _Checks:
                 "blueprint.workflow.codeact.ignored",
                 "workflow.codeact is ignored because workflow.mode is not codeact; set mode: codeact.",
             )
-        for field, allowed in (("thought", THOUGHT_MODES), ("protocol", FIM_PROTOCOLS)):
+        for field, allowed in (("thought", THOUGHT_MODES), ("protocol", FIM_PROTOCOLS), ("layout", CHAT_LAYOUTS)):
             value = _trim(getattr(codeact, field))
             if value is not None and value not in allowed:
                 self.error(

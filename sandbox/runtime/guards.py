@@ -474,6 +474,7 @@ class _Namespace:
             safe["__import__"] = self.guarded_import
         ns["__builtins__"] = safe
         ns["__name__"] = SANDBOX_MODULE_NAME
+        ns["_codeact_show_"] = show_value
         if restricted:
             ns.update(
                 {
@@ -492,6 +493,12 @@ class _Namespace:
                 }
             )
         return ns
+
+
+def show_value(value: Any) -> None:
+    """``_codeact_show_``: the round's last expression, printed as in a notebook (sandbox/_last_value.py)."""
+    if value is not None:
+        print(repr(value))
 
 
 def restricted_globals(*, allowed_imports: Collection[str]) -> dict[str, Any]:

@@ -449,6 +449,7 @@ class Runtime:
         g.update(self.proxies)
         g["_codeact_sync_"] = self.bridge.sync
         g["_codeact_coro_"] = _as_coroutine
+        g["_codeact_show_"] = guards.show_value
         g["ToolError"] = self._proxy.ToolError
         g.setdefault("__name__", "__main__")
         return g

@@ -36,3 +36,21 @@ async def test_the_hint_never_runs_the_codes_own_methods() -> None:
         result = await sandbox.execute(code)
     assert result.error is not None and result.error.message == "'b'"
     assert result.stdout == ""
+
+
+async def test_the_last_expression_is_shown_as_in_a_notebook() -> None:
+    """Real models end a round with the call whose result they want to see, without print (issue 29)."""
+    framed = 'try:\n    word = "ab"\n    word.upper()\nexcept Exception as e:\n    print(f"Error: {e!r}")\n    raise'
+    async with SubprocessSandbox() as box:
+        value = await box.execute("x = 2\nx * 21")
+        in_frame = await box.execute(framed)
+        none = await box.execute("items = []\nitems.append(1)")
+        printed = await box.execute("print('once')")
+        literal = await box.execute('"a docstring"')
+        earlier = await box.execute("3 + 4\ny = 1")
+    assert value.stdout == "42\n"
+    assert in_frame.stdout == "'AB'\n"  # the last statement of the frame's try body
+    assert none.stdout == ""  # None is not shown
+    assert printed.stdout == "once\n"  # print is not wrapped (no "None" after it)
+    assert literal.stdout == ""
+    assert earlier.stdout == ""  # only the last statement
