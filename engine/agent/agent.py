@@ -34,6 +34,7 @@ from codeact.engine.agent.support import Approver
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, EventSequence, RunCompleted, RunFailed, RunStarted, SegmentCreated
 from codeact.engine.model.client import stop_background_tasks
+from codeact.engine.model.local import default_layout
 from codeact.engine.replay import sandbox_note, session_hash_seed
 from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
@@ -154,7 +155,7 @@ class Agent(Lifecycle):
                 "literal": True,
             },
             protocol=codeact.protocol,
-            layout=codeact.layout,
+            layout=codeact.layout or default_layout(spec.model.model, spec.model.provider),
             model=spec.model.model,
             fim=codeact.fim_family or "auto",
             fim_tokens=fim_tokens,

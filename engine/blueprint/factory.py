@@ -510,7 +510,7 @@ class AgentFactory:
         return CodeActSettings(
             thought=cast(Literal["separate", "inline", "off"], _trim(block.thought) or defaults.thought),
             protocol=cast(Literal["chat", "completion"], _trim(block.protocol) or defaults.protocol),
-            layout=cast(Literal["frame", "turns"], _trim(block.layout) or defaults.layout),
+            layout=cast(Literal["frame", "turns"] | None, _trim(block.layout) or defaults.layout),
             fim_family=_trim(block.fim.family) if block.fim is not None else None,
             fim_markers=FimMarkers(prefix=tokens.prefix or "", suffix=tokens.suffix or "", middle=tokens.middle or "")
             if tokens is not None

@@ -271,7 +271,8 @@ class CodeActSettings:
         protocol: ``chat`` (FIM frame in a chat message) or ``completion`` (raw FIM tokens).
         layout: How a chat code prompt lays out the rounds: ``frame`` (one user message ending with the
             round's program) or ``turns`` (each round's code an assistant message, its output the next
-            user message; small models follow it far better).
+            user message; small models follow it far better); None: the model's default (``turns``
+            for the registry's local models, else ``frame``).
         fim_family: Model family whose FIM token table to use, or None to infer it.
         fim_markers: Explicit FIM markers overriding the family table, or None.
         self_check: Whether a self-check model call judges completion.
@@ -283,7 +284,7 @@ class CodeActSettings:
 
     thought: Literal["separate", "inline", "off"] = "separate"
     protocol: Literal["chat", "completion"] = "chat"
-    layout: Literal["frame", "turns"] = "frame"
+    layout: Literal["frame", "turns"] | None = None
     fim_family: str | None = None
     fim_markers: FimMarkers | None = None
     self_check: bool = False

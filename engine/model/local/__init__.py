@@ -9,6 +9,7 @@ so litellm talks to it like to any other server. Nothing here imports xllamacpp 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from codeact.engine.model.errors import LocalModelError
 from codeact.engine.model.local.cache import (
@@ -38,6 +39,7 @@ __all__ = [
     "add_model",
     "cached_model",
     "cached_models",
+    "default_layout",
     "default_threads",
     "ensure_server",
     "is_local",
@@ -70,6 +72,14 @@ def local_name(settings: ModelSettings) -> str:
     """NAME of ``local/NAME``."""
     model = settings.model
     return model[len(LOCAL_PREFIX) :] if model.startswith(LOCAL_PREFIX) else model
+
+
+def default_layout(model: str, provider: str | None = None) -> Literal["frame", "turns"]:
+    """The chat code prompt's layout for ``model`` when the blueprint names none (docs/models.md)."""
+    if not (model.startswith(LOCAL_PREFIX) or provider == "local"):
+        return "frame"
+    entry = known_model(model.removeprefix(LOCAL_PREFIX))
+    return entry.default_layout if entry is not None else "turns"
 
 
 def local_context_window(settings: ModelSettings) -> int:

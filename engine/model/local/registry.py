@@ -14,6 +14,7 @@ registers a GGUF file the user trusts instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = ["KNOWN_MODELS", "LocalModel", "known_model"]
 
@@ -34,6 +35,8 @@ class LocalModel:
         fim_family: The FIM token family (:data:`codeact.segments.fim.FIM_FAMILIES`).
         chat_template: The chat template family the GGUF carries (llama.cpp applies it).
         default_protocol: The frame protocol a run uses unless the blueprint says otherwise.
+        default_layout: The chat code prompt's layout a run uses unless the blueprint says otherwise
+            (``turns``: the small Qwen coders repeat their first code under the ``frame`` layout).
         context_window: The context size the server gets when the run does not say.
         upstream: The model this file is a quantization of, and its license.
     """
@@ -49,6 +52,7 @@ class LocalModel:
     fim_family: str = "qwen"
     chat_template: str = "chatml"
     default_protocol: str = "chat"
+    default_layout: Literal["frame", "turns"] = "turns"
     context_window: int = 8192
     upstream: str = ""
 
