@@ -215,7 +215,7 @@ def _missing_key_hint(key: Any, line: str, frame: types.FrameType) -> str:
         if type(node.slice.value) is not type(key) or node.slice.value != key:
             continue
         found, value = _plain_lookup(node.value, frame)
-        if found and type(value) is dict:
+        if found and type(value) is dict and key not in value:  # not `flights[0]["price"]` on the same line
             keys = list(value)
             shown = ", ".join(repr(k)[:40] for k in keys[:20]) + (", ..." if len(keys) > 20 else "")
             where = ast.unparse(node.value)[:80]

@@ -15,11 +15,16 @@ async def test_a_missing_key_names_the_keys_of_the_dict_on_that_line() -> None:
         direct = await box.execute(hotels + 'total = hotels[0]["price"] * 2')
         nested = await box.execute(hotels + 'cheapest = min(h["price"] for h in hotels)')
         empty = await box.execute('found = {}\nprint(found["id"])')
+        second = await box.execute(
+            'flights = [{"id": "F1", "price": 80.0}]\n' + hotels + 'total = flights[0]["price"] + hotels[0]["price"]'
+        )
     assert direct.error is not None and direct.error.type == "KeyError"
     assert direct.error.message == "'price'; `hotels[0]` has the keys 'name', 'nightly'"
     assert direct.error.line == 2
     assert nested.error is not None and nested.error.message == "'price'; `h` has the keys 'name', 'nightly'"
     assert empty.error is not None and empty.error.message == "'id'; `found` is empty"
+    # the dict that lacks the key, not the first subscript with that key on the line
+    assert second.error is not None and second.error.message == "'price'; `hotels[0]` has the keys 'name', 'nightly'"
 
 
 async def test_the_hint_never_runs_the_codes_own_methods() -> None:
