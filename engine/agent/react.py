@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
 from codeact.engine.events import RoundStarted, SegmentCreated
-from codeact.engine.model import ModelReply
 from codeact.sandbox.runtime import protocol as _p
 from codeact.segments import SegmentKind
+
+if TYPE_CHECKING:
+    from codeact.engine.model import ModelReply
 
 __all__ = ["ReactLoop"]
 
@@ -75,7 +77,8 @@ class ReactLoop:
         ctx.emit(RoundStarted, round=ctx.round)
         reply = await ctx.call_model("code", messages=messages, tools=tools or None)
         if reply.tool_calls and (broken := _broken(reply)):
-            return await self._unparsable(messages, reply, broken, started, t0)
+            await self._unparsable(messages, reply, broken, started, t0)
+            return None
         if not reply.tool_calls:
             self._segment(SegmentKind.EXPRESS, reply.text)
             await self._record(started, t0, reply.text, reply)
@@ -119,7 +122,9 @@ class ReactLoop:
         The broken calls are not echoed back as ``tool_calls`` (servers that parse the arguments of
         earlier calls would refuse the conversation): the reply's text, then the error as a user message.
         """
-        message = f"{broken}. Nothing of that reply ran: send the tool calls again, each with its complete JSON arguments."
+        message = (
+            f"{broken}. Nothing of that reply ran: send the tool calls again, each with its complete JSON arguments."
+        )
         if reply.text:
             messages.append({"role": "assistant", "content": reply.text})
         messages.append({"role": "user", "content": message})

@@ -296,7 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _stream(self, reply: Reply, *, chat: bool, model: str, usage: dict[str, Any] | None) -> None:
-        frames = [f"data: {json.dumps(event)}\n\n".encode() for event in _events(reply, chat=chat, model=model, usage=usage)]
+        frames = [
+            f"data: {json.dumps(event)}\n\n".encode() for event in _events(reply, chat=chat, model=model, usage=usage)
+        ]
         frames.append(b"data: [DONE]\n\n")
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")

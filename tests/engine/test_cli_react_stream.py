@@ -32,7 +32,12 @@ workflow:
   mode: react
   maxTurns: 4
 """
-USAGE = {"prompt_tokens": 180, "completion_tokens": 41, "total_tokens": 221, "prompt_tokens_details": {"cached_tokens": 128}}
+USAGE = {
+    "prompt_tokens": 180,
+    "completion_tokens": 41,
+    "total_tokens": 221,
+    "prompt_tokens_details": {"cached_tokens": 128},
+}
 LOOKUP = Reply(
     text="I'll look up the project and its apps first.",
     tool_calls=(
@@ -62,7 +67,9 @@ def cli(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def run(tmp_path: Path, server: OpenAIServer, session: str, *flags: str, task: str = "Who owns P-123?") -> tuple[int, str, str]:
+def run(
+    tmp_path: Path, server: OpenAIServer, session: str, *flags: str, task: str = "Who owns P-123?"
+) -> tuple[int, str, str]:
     path = tmp_path / "react.yaml"
     path.write_text(REACT)
     return cli(
@@ -152,7 +159,9 @@ def test_a_stream_cut_off_mid_tool_call_fails_the_run_clearly_and_runs_nothing(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
     # role, 3 text pieces, the deploy call's first fragment and two argument pieces: then the connection drops
-    deploy = ToolCallReply(id="call_d", name="devops__deploy_app", arguments={"app_id": "checkout-api", "version": "2.4.0"})
+    deploy = ToolCallReply(
+        id="call_d", name="devops__deploy_app", arguments={"app_id": "checkout-api", "version": "2.4.0"}
+    )
     openai_server.push(Reply(text="Deploying it now.", tool_calls=(deploy,), tool_chunk=6, drop_after=7))
     rc, out, err = run(tmp_path, openai_server, "cut", "--json", task="Deploy 2.4.0 of checkout-api")
 
@@ -169,7 +178,9 @@ def test_a_stream_cut_off_mid_tool_call_fails_the_run_clearly_and_runs_nothing(
         "(17 characters of text, tool call 'devops__deploy_app' with 12 characters of arguments received; "
         "nothing of it was used): "
     )
-    assert message.endswith("check the server (its logs, a proxy's timeouts) and run again: a session resumes where it stopped")
+    assert message.endswith(
+        "check the server (its logs, a proxy's timeouts) and run again: a session resumes where it stopped"
+    )
     assert len(posts(openai_server)) == 1  # its text was streamed already: not asked again
     assert openai_server.pending == 0
 
@@ -196,7 +207,9 @@ def test_a_stream_cut_before_any_text_is_asked_again(tmp_path: Path, openai_serv
         pytest.param(
             Reply(
                 text="Deploying now.",
-                tool_calls=(ToolCallReply(id="c1", name="devops__deploy_app", arguments='{"app_id": "checkout-api", "vers'),),
+                tool_calls=(
+                    ToolCallReply(id="c1", name="devops__deploy_app", arguments='{"app_id": "checkout-api", "vers'),
+                ),
                 finish_reason="length",
             ),
             "your reply was cut off at the token limit during its tool calls ('devops__deploy_app')",
@@ -231,7 +244,8 @@ def test_a_tool_call_that_did_not_arrive_whole_is_a_parse_error_round(
         {"role": "assistant", "content": "Deploying now."},
         {
             "role": "user",
-            "content": f"{said}. Nothing of that reply ran: send the tool calls again, each with its complete JSON arguments.",
+            "content": f"{said}. Nothing of that reply ran: "
+            "send the tool calls again, each with its complete JSON arguments.",
         },
     ]
     first, second, third = rounds(tmp_path, "broken")

@@ -39,5 +39,7 @@ async def test_the_manifest_claims_streaming_exactly_when_a_run_streams(
     assert bool(deltas) is streams
     if streams:
         assert "".join(deltas).startswith(TEXT)
-        called = [r.data for r in results if r.type == "tool.call.started" and r.data["tool_name"].startswith("inventory")]
+        called = [
+            r.data for r in results if r.type == "tool.call.started" and r.data["tool_name"].startswith("inventory")
+        ]
         assert [(c["tool_name"], c["parameters"]) for c in called] == [("inventory.stock", {"sku": "A-1"})]

@@ -1,4 +1,4 @@
-"""`codeact serve` streams a react runner's reply over SSE: its text as `message.delta`, its assembled tool calls run."""
+"""`codeact serve` streams a react run over SSE: its text as `message.delta`, its assembled tool calls run."""
 
 from __future__ import annotations
 
