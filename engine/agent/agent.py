@@ -316,6 +316,16 @@ class Agent(Lifecycle):
                 if not task.cancelled():
                     task.result()  # an error of the run's clean-up surfaces as before
 
+    @property
+    def streams_deltas(self) -> bool:
+        """Whether this agent's runs emit ``message.delta`` events (a runner manifest's ``streaming``).
+
+        It is the switch a run's model calls obey (``RunContext.stream``): both loops make every model
+        call through ``RunContext.call_model``, which streams it (react's tool-calling turns too, their
+        tool calls assembled from the stream), so it is the ``stream`` option. A sub-agent does not stream.
+        """
+        return self.stream
+
     def _subagent(self, sub: SubagentSpec) -> Agent:
         """A sub-agent of this agent: its own spec, this agent's model, store, toolkits and approver (no streaming)."""
         return Agent(
@@ -671,7 +681,7 @@ class Agent(Lifecycle):
             emit=emit,
             hooks=self.hooks,
             interceptors=self.interceptors,
-            stream=self.stream,
+            stream=self.streams_deltas,
             round=done,
             first_round=done + 1,
             recorded=done,

@@ -319,8 +319,10 @@ class RunContext:
 
     def _final(self, tools: list[dict[str, Any]] | None) -> Callable[[ModelCall], Any]:
         async def _complete(request: ModelCall) -> ModelReply:
+            # Every call streams when the run does, tool-calling ones too: the client assembles the
+            # tool calls from their streamed fragments (the same ToolCall objects as unstreamed).
             on_delta = None
-            if self.stream and tools is None:
+            if self.stream:
 
                 def on_delta(text: str) -> None:
                     self.emit(MessageDelta, text=text, purpose=request.purpose, round=self.round)

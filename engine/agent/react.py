@@ -3,18 +3,26 @@
 Each turn the model either calls toolkit operations (run on the host through the same bridge the
 sandbox uses, so grants, validation, approvals and the call log are identical) or answers in text,
 which ends the run. ``system__finish`` also ends it; ``system__ask_user`` pauses it, as in CodeAct.
+
+Replies stream as in CodeAct (``message.delta`` events for the text; the model client assembles the
+tool calls from their streamed fragments). Nothing of a reply whose tool calls did not arrive whole
+runs: arguments that are not a JSON object, or a reply cut off at the token limit, make the turn a
+``parse_error`` round whose error the model reads in the next turn (as CodeAct's unparsable code).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
 from codeact.engine.events import RoundStarted, SegmentCreated
 from codeact.sandbox.runtime import protocol as _p
 from codeact.segments import SegmentKind
+
+if TYPE_CHECKING:
+    from codeact.engine.model import ModelReply
 
 __all__ = ["ReactLoop"]
 
@@ -68,6 +76,9 @@ class ReactLoop:
         started, t0 = time.time(), time.perf_counter()
         ctx.emit(RoundStarted, round=ctx.round)
         reply = await ctx.call_model("code", messages=messages, tools=tools or None)
+        if reply.tool_calls and (broken := _broken(reply)):
+            await self._unparsable(messages, reply, broken, started, t0)
+            return None
         if not reply.tool_calls:
             self._segment(SegmentKind.EXPRESS, reply.text)
             await self._record(started, t0, reply.text, reply)
@@ -103,6 +114,26 @@ class ReactLoop:
             return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
         return None
 
+    async def _unparsable(
+        self, messages: list[dict[str, Any]], reply: ModelReply, broken: str, started: float, t0: float
+    ) -> None:
+        """A reply whose tool calls did not arrive whole: nothing runs; the model reads why next turn.
+
+        The broken calls are not echoed back as ``tool_calls`` (servers that parse the arguments of
+        earlier calls would refuse the conversation): the reply's text, then the error as a user message.
+        """
+        message = (
+            f"{broken}. Nothing of that reply ran: send the tool calls again, each with its complete JSON arguments."
+        )
+        if reply.text:
+            messages.append({"role": "assistant", "content": reply.text})
+        messages.append({"role": "user", "content": message})
+        self._segment(SegmentKind.EVALUATION, message)
+        usage = {"code": usage_of(reply)}
+        await self.ctx.record_round(
+            started=started, t0=t0, reply=reply.text, status="parse_error", parse_error=broken, usage=usage
+        )
+
     def _segment(self, kind: str, content: str) -> None:
         segment = self.ctx.history.add(kind, content, round_index=self.ctx.round)
         self.ctx.pending_segments.append(segment)
@@ -111,3 +142,23 @@ class ReactLoop:
     async def _record(self, started: float, t0: float, reply: str, model_reply: Any = None) -> None:
         usage = {"code": usage_of(model_reply)} if model_reply is not None else {}
         await self.ctx.record_round(started=started, t0=t0, reply=reply, status="ok", usage=usage)
+
+
+def _broken(reply: ModelReply) -> str:
+    """Why the reply's tool calls cannot run (empty when they can): cut off, or arguments that are not an object."""
+    names = ", ".join(repr(c.name or "?") for c in reply.tool_calls)
+    if reply.finish_reason == "length":
+        return f"your reply was cut off at the token limit during its tool calls ({names})"
+    bad = [c for c in reply.tool_calls if not c.name or not c.arguments_valid]
+    if not bad:
+        return ""
+    what = "; ".join(
+        f"tool call {c.name or '(no name)'!r} has arguments that are not a JSON object: {_clip(c.raw_arguments)}"
+        for c in bad
+    )
+    cut = "" if reply.finish_reason else " (the reply ended before its tool calls were complete)"
+    return what + cut
+
+
+def _clip(raw: str, limit: int = 200) -> str:
+    return repr(raw if len(raw) <= limit else raw[:limit] + "...")

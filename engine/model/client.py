@@ -46,6 +46,7 @@ from codeact.engine.model.errors import (
     ModelProviderError,
     ModelRateLimitError,
     ModelServerError,
+    ModelStreamCutError,
     ModelTimeoutError,
 )
 from codeact.engine.model.local import is_local, local_context_window, local_route
@@ -71,6 +72,7 @@ class _Stream:
     usage: Any = None
     finish: str | None = None
     emitted: bool = False
+    chunks: int = 0  # chunks received (a connection error after some is a stream cut off mid-reply)
 
 
 class ModelClient:
@@ -179,8 +181,11 @@ class ModelClient:
 
         A ``prompt`` goes to the raw completion endpoint when the route's protocol is ``completion``
         (see :mod:`codeact.engine.model.routes`), else it is sent as one user message. With ``on_delta`` the
-        reply is streamed and every text piece is passed to it (sync or async). Retryable failures
-        are retried ``max_retries`` times, except once a delta was delivered (it cannot be unsent).
+        reply is streamed and every text piece is passed to it (sync or async); streamed tool calls
+        are assembled from their fragments (index, id, name, argument pieces) into the same
+        :class:`ToolCall` objects a non-streamed reply gives. Retryable failures are retried
+        ``max_retries`` times, except once a delta was delivered (it cannot be unsent): a stream that
+        breaks off after that raises :class:`ModelStreamCutError`.
 
         Args:
             purpose: ``code``, ``thought``, ``utility`` (or any configured route).
@@ -196,6 +201,7 @@ class ModelClient:
         Raises:
             ModelConfigError: Neither or both of ``messages`` and ``prompt``; no raw route for the provider.
             ModelProviderError: The provider call failed (a subclass says how), after retries.
+            ModelStreamCutError: The stream broke off after its text had been streamed.
             ScriptExhaustedError: The scripted model has no reply left.
         """
         if (messages is None) == (prompt is None):
@@ -225,7 +231,7 @@ class ModelClient:
                     response = await self._call(route, kwargs, messages=chat_messages, on_delta=on_delta, state=state)
             except ModelProviderError as error:
                 if not error.retryable or attempt == attempts or state.emitted:
-                    raise self._final(error, attempt, settings, route) from error
+                    raise self._final(error, attempt, settings, route, state) from error
                 await asyncio.sleep(self._delay(attempt, error))
                 continue
             latency = time.monotonic() - started
@@ -277,6 +283,7 @@ class ModelClient:
                     chunk = await anext(iterator)
                 except StopAsyncIteration:
                     break
+            state.chunks += 1
             for piece in _absorb(chunk, state):
                 state.emitted = True
                 result = on_delta(piece)
@@ -361,10 +368,12 @@ class ModelClient:
         return delay
 
     def _final(self, error: ModelProviderError, attempts: int, settings: ModelSettings,
-               route: Route) -> ModelProviderError:  # fmt: skip
+               route: Route, state: _Stream | None = None) -> ModelProviderError:  # fmt: skip
         where = f" at {route.api_base}" if route.api_base else ""
         status = f" (HTTP {error.status_code})" if error.status_code else ""
         tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if state is not None and state.chunks and type(error) is ModelConnectionError:
+            return _stream_cut(error, state, route=route, where=where, tries=tries, attempts=attempts)
         message = (
             f"model {route.display!r}{where} {_what(error)}{status}{tries}: {error.message}; "
             f"{self._fix(error, settings, route)}"
@@ -465,6 +474,31 @@ class ModelClient:
         await self.aclose()
 
 
+def _stream_cut(error: ModelProviderError, state: _Stream, *, route: Route, where: str, tries: str,
+                attempts: int) -> ModelStreamCutError:  # fmt: skip
+    """The error of a stream that broke off after ``state.chunks`` chunks: what had arrived, and what to do."""
+    text = "".join(state.text)
+    calls = tuple((slot["name"], slot["arguments"]) for _, slot in sorted(state.tools.items()))
+    received = [f"{len(text)} characters of text"]
+    received += [f"tool call {name!r} with {len(arguments)} characters of arguments" for name, arguments in calls]
+    message = (
+        f"model {route.display!r}{where}: the streamed reply broke off after {state.chunks} chunks{tries} "
+        f"({', '.join(received)} received; nothing of it was used): {error.message}; "
+        "check the server (its logs, a proxy's timeouts) and run again: a session resumes where it stopped"
+    )
+    return ModelStreamCutError(
+        message,
+        chunks=state.chunks,
+        partial_text=text,
+        partial_tool_calls=calls,
+        retryable=True,  # the run may be run again (it resumes); this call is not repeated (its text was sent)
+        status_code=error.status_code,
+        provider=error.provider or route.provider,
+        model=route.display,
+        attempts=attempts,
+    )
+
+
 def _absorb(chunk: Any, state: _Stream) -> list[str]:
     """Fold one stream chunk into ``state``; return its text pieces."""
     usage: Any = getattr(chunk, "usage", None)
@@ -478,16 +512,35 @@ def _absorb(chunk: Any, state: _Stream) -> list[str]:
             state.text.append(piece)
             pieces.append(piece)
         for call in (getattr(delta, "tool_calls", None) or []) if delta is not None else []:
-            slot = state.tools.setdefault(call.index or 0, {"id": "", "name": "", "arguments": ""})
-            if call.id:
-                slot["id"] = call.id
-            function = call.function
-            if function is not None:
-                slot["name"] += function.name or ""
-                slot["arguments"] += function.arguments or ""
+            _absorb_tool_call(call, state.tools)
         if getattr(choice, "finish_reason", None):
             state.finish = choice.finish_reason
     return pieces
+
+
+def _absorb_tool_call(call: Any, tools: dict[int, dict[str, str]]) -> None:
+    """Fold one streamed tool-call fragment into ``tools`` (slots by the call's ``index``).
+
+    OpenAI's shape: the first fragment of a call has its ``index``, ``id`` and function ``name`` (and
+    ``arguments: ""``); later ones the ``index`` and a piece of the arguments. The name is set, not
+    appended (as litellm's own chunk builder does: some servers repeat it in every fragment). A server
+    that gives no index starts a new call when a fragment brings a new id, else continues the last one.
+    """
+    index = getattr(call, "index", None)
+    call_id = getattr(call, "id", None)
+    if index is None:
+        last = max(tools) if tools else None
+        same = last is not None and (not call_id or tools[last]["id"] in ("", call_id))
+        index = last if same and last is not None else (0 if last is None else last + 1)
+    slot = tools.setdefault(index, {"id": "", "name": "", "arguments": ""})
+    if call_id:
+        slot["id"] = call_id
+    function = getattr(call, "function", None)
+    if function is not None:
+        name = getattr(function, "name", None)
+        if name:
+            slot["name"] = name
+        slot["arguments"] += getattr(function, "arguments", None) or ""
 
 
 def _tool_call(index: int, data: Mapping[str, str]) -> ToolCall:

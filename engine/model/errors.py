@@ -10,7 +10,8 @@
     └── ModelProviderError              the provider call failed (after retries); .retryable etc.
         ├── ModelRateLimitError         429                      retryable
         ├── ModelConnectionError        no connection            retryable
-        │   └── ModelTimeoutError       the call timed out       retryable
+        │   ├── ModelTimeoutError       the call timed out       retryable
+        │   └── ModelStreamCutError     a streamed reply broke off mid-way
         ├── ModelServerError            5xx                      retryable
         ├── ModelAuthError              401/403, missing key
         └── ModelBadRequestError        other 4xx
@@ -22,6 +23,8 @@ the model client only ever sees these classes.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from codeact.engine.errors import ModelError
 
@@ -36,6 +39,7 @@ __all__ = [
     "ModelProviderError",
     "ModelRateLimitError",
     "ModelServerError",
+    "ModelStreamCutError",
     "ModelTimeoutError",
     "ProfileError",
     "ScriptExhaustedError",
@@ -146,6 +150,36 @@ class ModelTimeoutError(ModelConnectionError):
     """The call did not complete within ``timeout_s``."""
 
     code = "model.timeout"
+
+
+class ModelStreamCutError(ModelConnectionError):
+    """A streamed reply broke off part-way (the connection dropped after some chunks had arrived).
+
+    It is raised only when the call cannot simply be repeated: its text was already streamed as
+    ``message.delta`` events (a stream cut before any text reached the caller is retried like any
+    connection error). Nothing of the partial reply is used: a half-received tool call never runs.
+
+    Attributes:
+        chunks: How many stream chunks had arrived.
+        partial_text: The reply text received before the cut.
+        partial_tool_calls: ``(name, raw arguments so far)`` of the tool calls being streamed.
+    """
+
+    code = "model.stream_cut"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        chunks: int = 0,
+        partial_text: str = "",
+        partial_tool_calls: tuple[tuple[str, str], ...] = (),
+        **fields: Any,
+    ) -> None:
+        super().__init__(message, **fields)
+        self.chunks = chunks
+        self.partial_text = partial_text
+        self.partial_tool_calls = partial_tool_calls
 
 
 class ModelServerError(ModelProviderError):

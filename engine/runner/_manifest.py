@@ -32,7 +32,7 @@ def _config_field(name: str, default: Any) -> ConfigField:
     )
 
 
-def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bool = True) -> RunnerManifest:
+def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bool) -> RunnerManifest:
     """The manifest of the runner that runs ``spec``.
 
     ``id``, ``name``, label and description come from the blueprint (``id``, ``name``,
@@ -49,7 +49,8 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     Args:
         spec: The resolved blueprint.
         toolkits: Names of the toolkits it is granted (default: its ``toolkits[]``/``tools[]`` refs).
-        streaming: Whether the runner streams model replies.
+        streaming: Whether its runs return ``message.delta`` (``mapper.streams_results``: what the
+            agent's loop streams and what the mapper passes on).
     """
     granted = sorted(set(toolkits) or {g.ref for g in spec.toolkits} | {t.ref.split(".")[0] for t in spec.tools})
     extensions = spec.blueprint.extensions if spec.blueprint is not None else {}

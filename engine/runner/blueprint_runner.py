@@ -18,7 +18,7 @@ from codeact.engine.runner.attachments import AttachmentReader, Attachments
 from codeact.engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
 from codeact.engine.runner.flow_runner import FlowEvents, flow_manifest
 from codeact.engine.runner.interactions import Interactions, approval_request, decision_from
-from codeact.engine.runner.mapper import ResultMapper
+from codeact.engine.runner.mapper import ResultMapper, streams_results
 from codeact.engine.runner.proxy import (
     HOST_TOOLKIT,
     KNOWLEDGE_TOOLKIT,
@@ -85,7 +85,9 @@ class BlueprintRunner:
         self.agent = agent
         self.show_work = show_work
         self.attachment_reader = attachment_reader
-        self.manifest: RunnerManifest = manifest_for(agent.spec, toolkits=agent.grants, streaming=agent.stream)
+        self.manifest: RunnerManifest = manifest_for(
+            agent.spec, toolkits=agent.grants, streaming=streams_results(agent, show_work=show_work)
+        )
 
     @classmethod
     def from_blueprint(
@@ -347,7 +349,7 @@ class FlowRunner(BlueprintRunner):
         self.blueprint_id = blueprint.id or flow.name
         self.show_work = show_work
         self.attachment_reader = None
-        self.manifest = flow_manifest(blueprint, flow)
+        self.manifest = flow_manifest(blueprint, flow, streaming=streams_results(flow, show_work=show_work))
 
     async def aclose(self) -> None:
         """Close what the flow opened (model clients, the store)."""

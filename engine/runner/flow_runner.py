@@ -24,8 +24,11 @@ __all__ = ["FlowEvents", "flow_manifest"]
 _STEP_LIFECYCLE = frozenset({"run.started", "run.completed", "run.failed"})
 
 
-def flow_manifest(blueprint: Blueprint, flow: FlowAgent) -> RunnerManifest:
-    """The manifest of a flow blueprint's runner (id and label from the blueprint, description from ``flow:``)."""
+def flow_manifest(blueprint: Blueprint, flow: FlowAgent, *, streaming: bool) -> RunnerManifest:
+    """The manifest of a flow blueprint's runner (id and label from the blueprint, description from ``flow:``).
+
+    ``streaming``: whether its runs return ``message.delta`` (``mapper.streams_results``).
+    """
     runner_id = blueprint.id or flow.name
     described = getattr(blueprint, "description", None) or flow.description
     return RunnerManifest(
@@ -34,7 +37,7 @@ def flow_manifest(blueprint: Blueprint, flow: FlowAgent) -> RunnerManifest:
         label={"en_US": blueprint.name or runner_id},
         description={"en_US": described.strip() if described and described.strip() else f"codeact flow {runner_id!r}"},
         usages=["agent"],
-        capabilities=RunnerCapabilities(streaming=True, interrupt=True),
+        capabilities=RunnerCapabilities(streaming=streaming, interrupt=True),
         permissions=RunnerPermissions(),
         config_schema=[],
         metadata={

@@ -75,7 +75,15 @@ from codeact.engine.runner.entities.interaction import INTERACTION_REQUESTED_ACT
 from codeact.engine.runner.interactions import approval_request, question_request
 from codeact.sandbox.runtime.codec import plain
 
-__all__ = ["OUTPUT_CAP", "PYTHON_TOOL", "SESSION_STATE_KEY", "VARIABLES_STATE_KEY", "ResultMapper", "runner_code"]
+__all__ = [
+    "OUTPUT_CAP",
+    "PYTHON_TOOL",
+    "SESSION_STATE_KEY",
+    "VARIABLES_STATE_KEY",
+    "ResultMapper",
+    "runner_code",
+    "streams_results",
+]
 
 SESSION_STATE_KEY = "codeact.session_id"
 """The conversation state key under which a run reports its session."""
@@ -121,6 +129,25 @@ def _question_id(run_id: str) -> str:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(plain(value), ensure_ascii=False, default=str)
+
+
+def streams_results(agent: object, *, show_work: bool) -> bool:
+    """Whether the runs of ``agent`` (an ``Agent`` or a flow) return ``message.delta`` results.
+
+    Derived from what a run does, so a manifest's ``streaming`` cannot claim more: the agent's model
+    calls stream (``Agent.streams_deltas``: codeact and react alike; a flow streams when any of its
+    steps' agents does), and the mapper passes those deltas on. The model's streamed replies are
+    working replies (``code``, ``thought``, ``utility``), passed only with ``show_work``; messages
+    to the user (``system.express``, the answer) arrive whole, as ``message.completed``.
+    """
+    return show_work and _streams_deltas(agent)
+
+
+def _streams_deltas(agent: object) -> bool:
+    steps = getattr(agent, "steps", None)
+    if steps is not None:  # a flow: its steps' agents (or flows) stream, or not
+        return any(_streams_deltas(step.agent) for step in steps)
+    return bool(getattr(agent, "streams_deltas", False))
 
 
 def _purpose(engine_purpose: str) -> str:

@@ -3,7 +3,10 @@
 litellm talks to it exactly as it would to OpenAI, vLLM or Ollama's ``/v1`` API, so tests exercise
 litellm's real request building, SSE parsing, error mapping and usage parsing without any network.
 
-* ``POST /v1/chat/completions``: JSON or ``stream=true`` (SSE) replies, including ``tool_calls``.
+* ``POST /v1/chat/completions``: JSON or ``stream=true`` (SSE) replies, including ``tool_calls``
+  (streamed as OpenAI does: a first fragment with the call's index, id and name, then the
+  arguments in pieces of ``Reply.tool_chunk`` characters); ``Reply.drop_after`` cuts a stream off
+  after that many events (the connection closes short of the body it announced).
 * ``POST /v1/completions``: the raw-prompt endpoint; every request is recorded, so a test can
   assert that a FIM prompt arrived byte for byte (``server.requests[-1].body["prompt"]``).
 * ``GET /v1/models``: lists the model names seen so far (some clients probe it).
@@ -59,9 +62,11 @@ class Reply:
 
     text: str = ""
     tool_calls: tuple[ToolCallReply, ...] = ()
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None  # may carry ``prompt_tokens_details: {cached_tokens: N}``
     finish_reason: str | None = None
     chunks: tuple[str, ...] | None = None  # stream pieces; default: split after each space
+    tool_chunk: int = 7  # characters of a tool call's arguments per streamed fragment
+    drop_after: int | None = None  # stream: the connection drops after this many events (no [DONE])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +133,7 @@ class OpenAIServer:
             self.requests.append(request)
 
 
-def _usage(reply: Reply, prompt_text: str) -> dict[str, int]:
+def _usage(reply: Reply, prompt_text: str) -> dict[str, Any]:
     if reply.usage is not None:
         return dict(reply.usage)
     prompt_tokens = max(1, len(prompt_text.split()))
@@ -264,7 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _finish(reply: Reply) -> str:
         return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
-    def _chat_body(self, reply: Reply, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    def _chat_body(self, reply: Reply, model: str, usage: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": reply.text if reply.text or not reply.tool_calls else None,
@@ -280,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": usage,
         }
 
-    def _text_body(self, reply: Reply, model: str, usage: dict[str, int]) -> dict[str, Any]:
+    def _text_body(self, reply: Reply, model: str, usage: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": "cmpl-test",
             "object": "text_completion",
@@ -290,19 +295,39 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": usage,
         }
 
-    def _stream(self, reply: Reply, *, chat: bool, model: str, usage: dict[str, int] | None) -> None:
+    def _stream(self, reply: Reply, *, chat: bool, model: str, usage: dict[str, Any] | None) -> None:
+        frames = [
+            f"data: {json.dumps(event)}\n\n".encode() for event in _events(reply, chat=chat, model=model, usage=usage)
+        ]
+        frames.append(b"data: [DONE]\n\n")
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
+        if reply.drop_after is not None:
+            # announce the whole body, send part of it, close: the client sees the connection drop
+            self.send_header("content-length", str(sum(len(frame) for frame in frames)))
+            self.send_header("connection", "close")
+            frames = frames[: reply.drop_after]
         self.end_headers()
-        for event in _events(reply, chat=chat, model=model, usage=usage):
-            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+        for frame in frames:
+            self.wfile.write(frame)
             self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        if reply.drop_after is not None:
+            self.close_connection = True
 
 
-def _events(reply: Reply, *, chat: bool, model: str, usage: dict[str, int] | None) -> Iterator[dict[str, Any]]:
+def _fragments(reply: Reply) -> Iterator[dict[str, Any]]:
+    """Each tool call as OpenAI streams it: index, id, type and name first, then argument pieces."""
+    for call in _tool_calls_json(reply):
+        function = call["function"]
+        yield {**call, "function": {"name": function["name"], "arguments": ""}}
+        arguments: str = function["arguments"]
+        size = max(1, reply.tool_chunk)
+        for start in range(0, len(arguments), size):
+            yield {"index": call["index"], "function": {"arguments": arguments[start : start + size]}}
+
+
+def _events(reply: Reply, *, chat: bool, model: str, usage: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
     created = int(time.time())
     finish = _Handler._finish(reply)
     if chat:
@@ -310,8 +335,8 @@ def _events(reply: Reply, *, chat: bool, model: str, usage: dict[str, int] | Non
         yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
         for piece in _pieces(reply):
             yield {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
-        for call in _tool_calls_json(reply):
-            yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+        for fragment in _fragments(reply):
+            yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [fragment]}, "finish_reason": None}]}
         yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
         if usage is not None:
             yield {**base, "choices": [], "usage": usage}

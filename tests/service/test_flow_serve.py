@@ -37,6 +37,8 @@ def test_a_flow_blueprint_is_served_and_its_run_completes_with_its_steps_recorde
         assert types.count("run.completed") == 1  # the steps' own ends are not in the stream
         assert [e.id for e in events] == list(range(1, len(events) + 1))
         assert "tool.call.completed" in types  # the steps' work streams (the DevOps toolkit's calls)
+        assert manifest["capabilities"]["streaming"] is True
+        assert "message.delta" in types  # as the manifest says (the codeact and the react step both stream)
         run = client.get(f"/v1/runs/{ctx['run_id']}").json()
         assert run["status"] == "completed"
         shown = client.get(f"/v1/sessions/{run['session_id']}").json()
