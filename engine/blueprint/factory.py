@@ -610,8 +610,8 @@ def knowledge_settings(blueprint: Blueprint) -> KnowledgeSettings | None:
             continue
         path = Path(raw) if Path(raw).is_absolute() else base / raw
         try:
-            label = path.relative_to(base).as_posix()
-        except ValueError:
+            label = Path(os.path.relpath(path, base)).as_posix()
+        except ValueError:  # another drive on Windows
             label = path.as_posix()
         folder = _trim(entry.folder) is not None
         sources.append(
