@@ -12,7 +12,6 @@ The factory never reads keys, profiles or plugin folders: the host supplies ever
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -624,13 +623,12 @@ def knowledge_settings(blueprint: Blueprint) -> KnowledgeSettings | None:
                 glob=_trim(entry.glob),
             )
         )
-    settings = KnowledgeSettings(sources=tuple(sources))
-    updates: dict[str, int] = {}
-    if block.budget is not None:
-        updates["budget"] = block.budget
-    if block.chunk_chars is not None:
-        updates["chunk_chars"] = block.chunk_chars
-    return dataclasses.replace(settings, **updates) if updates else settings
+    defaults = KnowledgeSettings()
+    return KnowledgeSettings(
+        sources=tuple(sources),
+        budget=block.budget if block.budget is not None else defaults.budget,
+        chunk_chars=block.chunk_chars if block.chunk_chars is not None else defaults.chunk_chars,
+    )
 
 
 def render_instructions(

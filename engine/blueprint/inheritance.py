@@ -8,8 +8,8 @@ Rules (after the agent-spec resolver of the seeds, with its two gaps closed):
   ``null`` *clears* the inherited value. Mappings (blocks, ``options``, ``config``,
   ``instructions.variables``, ``subagents``) merge key by key with the child winning; scalars and
   lists replace the inherited value as a whole.
-* Path-valued fields (``extend``, ``subagents.<name>.path``, ``knowledge.sources[].file``) are resolved against the file that
-  declares them, before merging.
+* Path-valued fields (``extend``, ``subagents.<name>.path``, ``knowledge.sources[].file``/``folder``)
+  are resolved against the file that declares them, before merging.
 * A cycle, a missing base, a base with an unsupported version or a chain deeper than
   :data:`MAX_EXTEND_DEPTH` is a validation error at ``$.extend`` naming the chain; a base that
   cannot be read or parsed (an empty file included) is a load error.

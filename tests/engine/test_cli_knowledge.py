@@ -114,9 +114,7 @@ def test_matching_task_gets_the_domain_knowledge_and_it_is_recorded(
     assert "docs/returns.md" in knowledge[0]["tags"]  # which source it came from
 
 
-def test_unrelated_task_gets_only_the_constraints(
-    tmp_path: Path, blueprint: Path, openai_server: OpenAIServer
-) -> None:
+def test_unrelated_task_gets_only_the_constraints(tmp_path: Path, blueprint: Path, openai_server: OpenAIServer) -> None:
     openai_server.push(REPLY)
     prompt = run(tmp_path, openai_server, blueprint, "What is the weather like in Paris?", session="s-weather")
     assert RULE in prompt
