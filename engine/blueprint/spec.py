@@ -325,6 +325,19 @@ class KnowledgeSourceSpec:
     title: str | None = None
     glob: str | None = None
 
+    def files(self) -> list[Path]:
+        """The files the source reads: its file, or its folder's matching files (sorted; hidden ones left out)."""
+        if self.path is None:
+            return []
+        if not self.folder:
+            return [self.path]
+        found: set[Path] = set()
+        for pattern in (self.glob,) if self.glob else KNOWLEDGE_FOLDER_GLOBS:
+            for path in self.path.rglob(pattern):
+                if path.is_file() and not any(part.startswith(".") for part in path.relative_to(self.path).parts):
+                    found.add(path)
+        return sorted(found)
+
 
 @dataclass(frozen=True, kw_only=True)
 class KnowledgeSettings:

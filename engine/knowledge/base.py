@@ -189,18 +189,7 @@ def _read(path: Path, label: str) -> str:
 
 def source_files(source: KnowledgeSourceSpec) -> list[Path]:
     """The files a source reads (a folder's matching files, sorted; hidden ones left out)."""
-    if source.path is None:
-        return []
-    if not source.folder:
-        return [source.path]
-    patterns = (source.glob,) if source.glob else FOLDER_GLOBS
-    found: set[Path] = set()
-    for pattern in patterns:
-        for path in source.path.rglob(pattern):
-            relative = path.relative_to(source.path).parts
-            if path.is_file() and not any(part.startswith(".") for part in relative):
-                found.add(path)
-    return sorted(found)
+    return source.files()
 
 
 class KnowledgeBase:

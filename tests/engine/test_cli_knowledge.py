@@ -219,3 +219,19 @@ def test_budget_bounds_the_selection(blueprint: Path) -> None:
     assert [c["text"] for c in data["constraints"]] == [RULE]
     assert data["domain"] == []
     assert data["dropped"] == 2 and data["tokens"] <= 25
+
+
+def test_a_queued_run_carries_the_knowledge_files(tmp_path: Path, blueprint: Path) -> None:
+    from codeact.engine.blueprint.bundle import pack_blueprint, unpack_blueprint
+
+    bundle = pack_blueprint(blueprint)
+    assert sorted(bundle["files"]) == [
+        "agent.yaml",
+        "docs/returns.md",
+        "kb/cards/gift.txt",
+        "kb/shipping.md",
+    ]  # the folder's text files; the image is not one of them
+    copy = unpack_blueprint(bundle, tmp_path / "worker")
+    shown = CliRunner().invoke(app, ["knowledge", "show", str(copy), "--query", "refund", "--json"])
+    assert shown.exit_code == 0, shown.stderr
+    assert REFUND_FACT in shown.stdout
