@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequenc
 from typing import TYPE_CHECKING, Any, Literal
 
 from codeact.engine.agent._input import AgentInput, RunConfig, context_text, conversation, resolve_run, run_input
+from codeact.engine.agent._knowledge import knowledge_prompt_config
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent._memory import end_memory, memory_prompt_config, start_memory
 from codeact.engine.agent._results import RunResult, _DriveState, _gone_reason, _result, _retryable
@@ -44,6 +45,7 @@ from codeact.toolkits import ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint import AgentSpec, Blueprint, SubagentSpec
+    from codeact.engine.knowledge import KnowledgeBase
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
     from codeact.sandbox import Sandbox
@@ -162,6 +164,12 @@ class Agent(Lifecycle):
             # inline thought: the code reply is the round's only reply, so it states the next goal too
             next_goal=codeact.thought == "inline",
         )
+        # The blueprint's knowledge, read, chunked and indexed once per agent; each run selects from it.
+        self.knowledge: KnowledgeBase | None = None
+        if spec.knowledge is not None:
+            from codeact.engine.knowledge import KnowledgeBase
+
+            self.knowledge = KnowledgeBase.from_settings(spec.knowledge)
 
     # -- public API ----------------------------------------------------------------------------
     @classmethod
@@ -732,6 +740,7 @@ class Agent(Lifecycle):
             await self._note_sandbox(ctx.session_id, sandbox)
             try:
                 config = await memory_prompt_config(ctx, self.prompt_config)
+                config = knowledge_prompt_config(ctx, self.knowledge, config)
                 builder = SegmentBuilder(config, stubs=bridge.stubs())
                 return await CodeActLoop(ctx, builder, sandbox).run()
             finally:

@@ -214,6 +214,9 @@ class _Walker:
         return self.block(node.model, value, path)
 
     def block(self, model: type[BaseModel], value: Any, path: str, *, top: bool = False) -> dict[str, Any]:
+        shorthand: str | None = getattr(model, "list_shorthand", None)
+        if shorthand is not None and isinstance(value, list):  # ``knowledge: [...]`` is ``{sources: [...]}``
+            value = {shorthand: value}
         if not isinstance(value, dict):
             raise _fail("blueprint.type.map", path, "a map", value)
         fields = _fields(model, self.codeact)

@@ -2,7 +2,8 @@
 
 A queued run is built by a worker that may run in another directory or on another machine. Paths in
 a blueprint are relative to the file that declares them (``extend``, ``subagents.<name>.path``, flow
-agents, a kimi agent's ``system_prompt_path`` and its bases, a ``scripted/FILE`` model), so the text
+agents, a kimi agent's ``system_prompt_path`` and its bases, a ``scripted/FILE`` model, the files of
+``knowledge.sources``), so the text
 alone is not enough: :func:`pack_blueprint` loads the blueprint as the submitter sees it, records
 every file the loader read plus the scripted reply files its models name, and keeps them with their
 paths relative to one common folder. :func:`unpack_blueprint` writes that folder again (in a
@@ -56,6 +57,7 @@ def pack_blueprint(path: str | os.PathLike[str], *, model: str | None = None) ->
         blueprint = load_path(source)
     files = [source, *reads]
     files.extend(_scripted_files(blueprint))
+    files.extend(_knowledge_files(blueprint))
     if model is not None:
         files.extend(_scripted_file(model, source.parent))
     chosen = [file for file in dict.fromkeys(files) if not file.is_relative_to(BUILTIN_DIR)]
@@ -141,6 +143,19 @@ def _scripted_file(model: str | None, base: Path) -> list[Path]:
         return []
     candidate = (base / file).resolve()
     return [candidate] if candidate.is_file() else []
+
+
+def _knowledge_files(blueprint: Blueprint) -> list[Path]:
+    """The files the ``knowledge`` sources of ``blueprint``, its sub-agents and its flow agents read."""
+    from codeact.engine.blueprint.factory import knowledge_settings
+
+    found: list[Path] = []
+    settings = knowledge_settings(blueprint)
+    for source in settings.sources if settings is not None else ():
+        found.extend(path.resolve() for path in source.files() if path.is_file())
+    for child in (*blueprint.subagent_blueprints.values(), *blueprint.flow_blueprints.values()):
+        found.extend(_knowledge_files(child))
+    return found
 
 
 def _scripted_files(blueprint: Blueprint) -> list[Path]:

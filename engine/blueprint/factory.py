@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +39,8 @@ from codeact.engine.blueprint.spec import (
     CompactSettings,
     FimMarkers,
     HostContext,
+    KnowledgeSettings,
+    KnowledgeSourceSpec,
     MemorySettings,
     ModelOptions,
     ModelSettings,
@@ -61,6 +64,7 @@ __all__ = [
     "blueprint_hash",
     "format_factory_error",
     "format_load_error",
+    "knowledge_settings",
     "map_options",
     "print_warnings",
     "render_instructions",
@@ -128,6 +132,13 @@ def blueprint_hash(blueprint: Blueprint) -> str:
                 "blueprint": blueprint_hash(child) if child is not None else entry.path,
             }
     data["subagents"] = subagents
+    knowledge = data.get("knowledge")
+    if isinstance(knowledge, dict) and blueprint.source_path is not None:  # where the folder lives is not hashed
+        base = blueprint.source_path.parent
+        for entry in knowledge.get("sources") or []:
+            for key in ("file", "folder"):
+                if isinstance(entry, dict) and isinstance(entry.get(key), str):
+                    entry[key] = os.path.relpath(entry[key], base)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -323,6 +334,7 @@ class AgentFactory:
             else DEFAULT_MAX_TURNS,
             codeact=self._codeact(blueprint, round_seconds=_round_seconds(blueprint, sandbox, host, report)),
             run_seconds=_run_seconds(workflow, report),
+            knowledge=knowledge_settings(blueprint),
             blueprint_hash=blueprint_hash(blueprint),
             source_path=blueprint.source_path,
             extends=blueprint.extends,
@@ -573,6 +585,51 @@ def _round_seconds(
 def _run_seconds(workflow: WorkflowBlock | None, report: ValidationReport) -> float | None:
     """``workflow.runSeconds``: the whole run's wall-clock limit (None: no limit)."""
     return _positive(workflow.run_seconds if workflow is not None else None, "workflow.runSeconds", report)
+
+
+def knowledge_settings(blueprint: Blueprint) -> KnowledgeSettings | None:
+    """The blueprint's ``knowledge`` resolved (None when it declares no source); validate it first.
+
+    Paths are absolute already (the loader resolved them against the file that declares them); a
+    label names each source as the author wrote it: relative to the blueprint's folder when inside it.
+    """
+    block = blueprint.knowledge
+    if block is None or not any(entry is not None for entry in block.sources):
+        return None
+    base = blueprint.source_path.parent if blueprint.source_path is not None else Path.cwd()
+    sources: list[KnowledgeSourceSpec] = []
+    for index, entry in enumerate(block.sources):
+        if entry is None:
+            continue
+        kind: Literal["domain", "constraint"] = "constraint" if _trim(entry.kind) == "constraint" else "domain"
+        raw = _trim(entry.file) or _trim(entry.folder)
+        if raw is None:
+            sources.append(
+                KnowledgeSourceSpec(label=f"text[{index}]", kind=kind, text=entry.text or "", title=_trim(entry.title))
+            )
+            continue
+        path = Path(raw) if Path(raw).is_absolute() else base / raw
+        try:
+            label = Path(os.path.relpath(path, base)).as_posix()
+        except ValueError:  # another drive on Windows
+            label = path.as_posix()
+        folder = _trim(entry.folder) is not None
+        sources.append(
+            KnowledgeSourceSpec(
+                label=label + ("/" if folder else ""),
+                kind=kind,
+                path=path,
+                folder=folder,
+                title=_trim(entry.title),
+                glob=_trim(entry.glob),
+            )
+        )
+    defaults = KnowledgeSettings()
+    return KnowledgeSettings(
+        sources=tuple(sources),
+        budget=block.budget if block.budget is not None else defaults.budget,
+        chunk_chars=block.chunk_chars if block.chunk_chars is not None else defaults.chunk_chars,
+    )
 
 
 def render_instructions(

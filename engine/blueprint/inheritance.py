@@ -8,8 +8,8 @@ Rules (after the agent-spec resolver of the seeds, with its two gaps closed):
   ``null`` *clears* the inherited value. Mappings (blocks, ``options``, ``config``,
   ``instructions.variables``, ``subagents``) merge key by key with the child winning; scalars and
   lists replace the inherited value as a whole.
-* Path-valued fields (``extend``, ``subagents.<name>.path``) are resolved against the file that
-  declares them, before merging.
+* Path-valued fields (``extend``, ``subagents.<name>.path``, ``knowledge.sources[].file``/``folder``)
+  are resolved against the file that declares them, before merging.
 * A cycle, a missing base, a base with an unsupported version or a chain deeper than
   :data:`MAX_EXTEND_DEPTH` is a validation error at ``$.extend`` naming the chain; a base that
   cannot be read or parsed (an empty file included) is a load error.
@@ -139,9 +139,10 @@ def peek_version(document: Any) -> str | None:
 def resolve_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """Return ``data`` with its path-valued fields made absolute against ``base_dir``.
 
-    Only ``subagents.<name>.path`` is path-valued besides ``extend`` (resolved when followed).
+    ``subagents.<name>.path``, ``flow.agents[].path`` and ``knowledge.sources[].file``/``folder`` are
+    path-valued besides ``extend`` (resolved when followed).
     """
-    data = _resolve_flow_paths(data, base_dir)
+    data = _resolve_knowledge_paths(_resolve_flow_paths(data, base_dir), base_dir)
     subagents = data.get("subagents")
     if not isinstance(subagents, dict):
         return data
@@ -166,6 +167,23 @@ def _resolve_flow_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         for entry in agents
     ]
     return {**data, "flow": {**flow, "agents": resolved}}
+
+
+def _resolve_knowledge_paths(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``knowledge.sources[].file``/``folder`` made absolute against ``base_dir`` (the declaring file's folder)."""
+    knowledge = data.get("knowledge")
+    sources = knowledge.get("sources") if isinstance(knowledge, dict) else None
+    if not isinstance(knowledge, dict) or not isinstance(sources, list):
+        return data
+    resolved = []
+    for entry in sources:
+        if isinstance(entry, dict):
+            for key in ("file", "folder"):
+                value = entry.get(key)
+                if isinstance(value, str) and value.strip():
+                    entry = {**entry, key: os.path.normpath(base_dir / value.strip())}
+        resolved.append(entry)
+    return {**data, "knowledge": {**knowledge, "sources": resolved}}
 
 
 def merge_layers(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:

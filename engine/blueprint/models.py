@@ -45,6 +45,8 @@ __all__ = [
     "FlowAgentEntry",
     "FlowBlock",
     "InstructionsBlock",
+    "KnowledgeBlock",
+    "KnowledgeSource",
     "LoopBlock",
     "LoopCondition",
     "MAX_SUBAGENT_DEPTH",
@@ -266,6 +268,36 @@ class WorkflowBlock(_Block):
     run_seconds: float | None = None  # wall-clock seconds of the whole run; None: no limit
 
 
+class KnowledgeSource(_Block):
+    """``knowledge.sources[]`` (codeact): one of ``text``, ``file`` or ``folder``, and its ``kind``.
+
+    ``kind`` is ``domain`` (the default: included when relevant to the task) or ``constraint`` (rules
+    the agent must follow: always included). ``glob`` picks a folder's files (default: Markdown, text
+    and reStructuredText files, recursively).
+    """
+
+    text: str | None = None
+    file: str | None = None
+    folder: str | None = None
+    kind: str | None = None
+    title: str | None = None
+    glob: str | None = None
+
+
+class KnowledgeBlock(_Block):
+    """``knowledge`` (codeact): sources retrieved per task into the prompt's Knowledge section.
+
+    A bare list is short for ``{sources: [...]}``. ``budget`` bounds the section (estimated tokens,
+    4 characters each), ``chunkChars`` the size of one retrievable chunk.
+    """
+
+    list_shorthand: ClassVar[str] = "sources"
+
+    sources: Annotated[list[KnowledgeSource | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
+    budget: int | None = None
+    chunk_chars: int | None = None
+
+
 class FlowAgentEntry(_Block):
     """``flow.agents[]`` (codeact): a sub-agent blueprint of a flow and how its result is kept."""
 
@@ -319,7 +351,7 @@ class Blueprint(_Block):
     The fields after ``extensions`` are filled by the loader, never from the file.
     """
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents", "flow"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents", "flow", "knowledge"})
 
     schema_uri: str | None = Field(default=None, alias="$schema")
     version: str | None = None
@@ -337,6 +369,7 @@ class Blueprint(_Block):
     sandbox: SandboxBlock | None = None
     workflow: WorkflowBlock | None = None
     flow: FlowBlock | None = None
+    knowledge: KnowledgeBlock | None = None
     extensions: _Options = Field(default_factory=dict)
 
     # Filled by the loader; excluded from dumps (and so from the blueprint hash).

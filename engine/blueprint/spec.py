@@ -27,6 +27,12 @@ __all__ = [
     "DEFAULT_ROUND_SECONDS",
     "FimMarkers",
     "HostContext",
+    "KNOWLEDGE_DEFAULT_BUDGET",
+    "KNOWLEDGE_DEFAULT_CHUNK_CHARS",
+    "KNOWLEDGE_FOLDER_GLOBS",
+    "KNOWLEDGE_KINDS",
+    "KnowledgeSettings",
+    "KnowledgeSourceSpec",
     "MemorySettings",
     "ModelOptions",
     "ModelSettings",
@@ -293,6 +299,60 @@ class CodeActSettings:
     round_seconds: float = DEFAULT_ROUND_SECONDS
 
 
+KNOWLEDGE_KINDS: Final = ("domain", "constraint")
+KNOWLEDGE_DEFAULT_BUDGET: Final = 1000
+"""Estimated tokens (4 characters each) of knowledge a run's prompt gets unless ``knowledge.budget`` says."""
+KNOWLEDGE_DEFAULT_CHUNK_CHARS: Final = 1200
+"""The most characters of one retrievable chunk unless ``knowledge.chunkChars`` says."""
+KNOWLEDGE_FOLDER_GLOBS: Final = ("*.md", "*.markdown", "*.txt", "*.rst")
+"""The files a ``knowledge.sources[].folder`` contributes (recursively) unless its ``glob`` says."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnowledgeSourceSpec:
+    """One ``knowledge.sources[]`` entry, resolved.
+
+    Attributes:
+        label: How listings and messages name it (``text[0]``, or the path relative to the blueprint).
+        kind: ``domain`` (retrieved when relevant) or ``constraint`` (always included).
+        text: The inline text, for a ``text`` entry.
+        path: The file or folder (absolute), for a ``file`` / ``folder`` entry.
+        folder: ``path`` is a folder.
+        title: A title for an inline text (shown before its chunks and indexed with them).
+        glob: The folder's file pattern (None: :data:`KNOWLEDGE_FOLDER_GLOBS`).
+    """
+
+    label: str
+    kind: Literal["domain", "constraint"] = "domain"
+    text: str | None = None
+    path: Path | None = None
+    folder: bool = False
+    title: str | None = None
+    glob: str | None = None
+
+    def files(self) -> list[Path]:
+        """The files the source reads: its file, or its folder's matching files (sorted; hidden ones left out)."""
+        if self.path is None:
+            return []
+        if not self.folder:
+            return [self.path]
+        found: set[Path] = set()
+        for pattern in (self.glob,) if self.glob else KNOWLEDGE_FOLDER_GLOBS:
+            for path in self.path.rglob(pattern):
+                if path.is_file() and not any(part.startswith(".") for part in path.relative_to(self.path).parts):
+                    found.add(path)
+        return sorted(found)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnowledgeSettings:
+    """``knowledge``: the sources and the bounds of what a run retrieves from them (docs/knowledge.md)."""
+
+    sources: tuple[KnowledgeSourceSpec, ...] = ()
+    budget: int = KNOWLEDGE_DEFAULT_BUDGET
+    chunk_chars: int = KNOWLEDGE_DEFAULT_CHUNK_CHARS
+
+
 @dataclass(frozen=True, kw_only=True)
 class SubagentSpec:
     """A fixed sub-agent: its name, what it is for, and its own resolved spec."""
@@ -326,6 +386,7 @@ class AgentSpec:
         max_turns: Upper bound on rounds (``workflow.maxTurns`` or the default 20).
         run_seconds: Wall-clock seconds the whole run may take (``workflow.runSeconds``); None: no limit.
         codeact: CodeAct loop settings (defaults when ``kind`` is ``react``).
+        knowledge: The knowledge sources (None when the blueprint declares none).
         blueprint_hash: sha256 of the canonical JSON of the merged blueprint (sub-agents by hash).
         source_path: The blueprint file, if loaded from one.
         extends: The base blueprints merged in, nearest first.
@@ -357,6 +418,7 @@ class AgentSpec:
     blueprint: Blueprint = field(repr=False, compare=False)
     host: HostContext = field(repr=False, compare=False)
     run_seconds: float | None = None
+    knowledge: KnowledgeSettings | None = None
 
     def model_for(self, purpose: RoutePurpose) -> ModelSettings:
         """The model for ``purpose``: its route if declared, else the main model."""

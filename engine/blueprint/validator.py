@@ -1,6 +1,6 @@
 """The blueprint validator: ai4j's checks and codes, in ai4j's order, plus the codeact fields.
 
-Order: version, extend, id, model, instructions, plugins, tools, toolkits, subagents, session,
+Order: version, extend, id, model, instructions, plugins, tools, toolkits, subagents, knowledge, session,
 sandbox, workflow, unknown fields. The ai4j checks keep their codes, paths and severities; the
 codeact fields follow the same ``blueprint.<field>.<problem>`` style.
 """
@@ -8,8 +8,10 @@ codeact fields follow the same ``blueprint.<field>.<problem>`` style.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from codeact.engine.blueprint._coerce import known_keys
@@ -133,6 +135,7 @@ class _Checks:
         self.tools()
         self.toolkits()
         self.subagents()
+        self.knowledge()
         self.session(self.bp.session)
         self.sandbox(self.bp.sandbox)
         self.workflow(self.bp.workflow)
@@ -366,6 +369,98 @@ class _Checks:
                             code=issue.code,
                             message=f"Subagent {name!r} at {issue.path}: {issue.message}",
                         )
+                    )
+
+    def knowledge(self) -> None:
+        block = self.bp.knowledge
+        if block is None:
+            return
+        from codeact.engine.blueprint.spec import KNOWLEDGE_FOLDER_GLOBS, KNOWLEDGE_KINDS
+
+        if block.budget is not None and block.budget <= 0:
+            self.error("$.knowledge.budget", "blueprint.knowledge.budget.invalid", "knowledge.budget must be positive.")
+        if block.chunk_chars is not None and block.chunk_chars < 100:
+            self.error(
+                "$.knowledge.chunkChars",
+                "blueprint.knowledge.chunkChars.invalid",
+                f"knowledge.chunkChars must be at least 100 (got {block.chunk_chars}).",
+            )
+        mode = _trim(self.bp.workflow.mode) if self.bp.workflow is not None else None
+        if any(entry is not None for entry in block.sources) and mode != "codeact":
+            self.warning(
+                "$.knowledge",
+                "blueprint.knowledge.ignored",
+                "knowledge is retrieved into the prompt of workflow.mode: codeact only; set mode: codeact.",
+            )
+        base = self.bp.source_path.parent if self.bp.source_path is not None else Path.cwd()
+        for index, entry in enumerate(block.sources):
+            if entry is None:
+                continue
+            path = f"$.knowledge.sources[{index}]"
+            given = [name for name in ("text", "file", "folder") if getattr(entry, name) is not None]
+            if len(given) != 1:
+                self.error(
+                    path,
+                    "blueprint.knowledge.source.invalid",
+                    f"knowledge.sources[{index}] needs exactly one of text, file or folder "
+                    f"(got {' and '.join(given) if given else 'none'}).",
+                )
+                continue
+            kind = _trim(entry.kind)
+            if kind is not None and kind not in KNOWLEDGE_KINDS:
+                close = difflib.get_close_matches(kind, KNOWLEDGE_KINDS, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else "."
+                self.error(
+                    f"{path}.kind",
+                    "blueprint.knowledge.kind.invalid",
+                    f"knowledge.sources[{index}].kind must be one of: {', '.join(KNOWLEDGE_KINDS)} "
+                    f"(got {kind!r}){hint}",
+                )
+            if entry.text is not None:
+                if not entry.text.strip():
+                    self.error(
+                        f"{path}.text", "blueprint.knowledge.text.empty", f"knowledge.sources[{index}].text is empty."
+                    )
+                continue
+            field = given[0]
+            raw = _trim(getattr(entry, field))
+            if raw is None:
+                self.error(
+                    f"{path}.{field}",
+                    "blueprint.knowledge.path.required",
+                    f"knowledge.sources[{index}].{field} is empty: name a {field} relative to the blueprint's folder.",
+                )
+                continue
+            target = Path(raw) if Path(raw).is_absolute() else base / raw
+            shown = os.path.relpath(target, base) if target.is_relative_to(base) else str(target)
+            if not target.exists():
+                self.error(
+                    f"{path}.{field}",
+                    "blueprint.knowledge.notFound",
+                    f"knowledge.sources[{index}]: {field} {shown!r} was not found (looked for {str(target)!r}); "
+                    "a path is relative to the blueprint file that declares it: fix the path or remove the entry.",
+                )
+            elif field == "file" and not target.is_file():
+                self.error(
+                    f"{path}.file",
+                    "blueprint.knowledge.notAFile",
+                    f"knowledge.sources[{index}]: {shown!r} is a folder; write folder: {shown!r} instead of file:.",
+                )
+            elif field == "folder" and not target.is_dir():
+                self.error(
+                    f"{path}.folder",
+                    "blueprint.knowledge.notAFolder",
+                    f"knowledge.sources[{index}]: {shown!r} is a file; write file: {shown!r} instead of folder:.",
+                )
+            elif field == "folder":
+                glob = _trim(entry.glob)
+                patterns: tuple[str, ...] = (glob,) if glob is not None else KNOWLEDGE_FOLDER_GLOBS
+                if not any(item.is_file() for pattern in patterns for item in target.rglob(pattern)):
+                    self.warning(
+                        f"{path}.folder",
+                        "blueprint.knowledge.empty",
+                        f"knowledge.sources[{index}]: folder {shown!r} has no file matching "
+                        f"{', '.join(patterns)}; add files or set glob.",
                     )
 
     def session(self, session: SessionBlock | None) -> None:

@@ -16,6 +16,7 @@ from codeact.engine.cli import (
     _a2a,
     _eval,
     _exec,
+    _knowledge,
     _mcp,
     _memory,
     _models,
@@ -54,6 +55,7 @@ for _module in (
     _mcp,
     _a2a,
     _memory,
+    _knowledge,
     _models,
 ):
     _module.register(app)

@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from codeact.engine.errors import MissingExtraError
 from codeact.engine.memory.records import MemoryItem
@@ -54,14 +54,25 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-class LexicalIndex:
-    """A BM25 index over records (``bm25s``).
+class _Indexed(Protocol):
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_Indexed)
+
+
+class LexicalIndex(Generic[_T]):
+    """A BM25 index over records (``bm25s``): memory records, knowledge chunks, anything with a title and a text.
 
     Args:
         items: The records; each one's ``title`` and ``text`` are indexed.
     """
 
-    def __init__(self, items: Sequence[MemoryItem]) -> None:
+    def __init__(self, items: Sequence[_T]) -> None:
         self.items = list(items)
         self._retriever: Any = None
         self._vocab: dict[str, int] = {}
@@ -77,7 +88,7 @@ class LexicalIndex:
         self._retriever = retriever
         self._vocab = dict(retriever.vocab_dict)
 
-    def search(self, query: str, k: int) -> list[tuple[MemoryItem, float]]:
+    def search(self, query: str, k: int) -> list[tuple[_T, float]]:
         """The ``k`` best records for ``query`` with a score > 0, best first."""
         if self._retriever is None or k <= 0:
             return []
@@ -96,7 +107,7 @@ class LexicalIndex:
 @dataclass
 class _Cached:
     version: int
-    index: LexicalIndex
+    index: LexicalIndex[MemoryItem]
 
 
 _CACHE: dict[tuple[str, ...], _Cached] = {}
@@ -104,13 +115,15 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_SIZE = 32
 
 
-def cached_index(key: tuple[str, ...], version: int, build: Callable[[], Sequence[MemoryItem]]) -> LexicalIndex:
+def cached_index(
+    key: tuple[str, ...], version: int, build: Callable[[], Sequence[MemoryItem]]
+) -> LexicalIndex[MemoryItem]:
     """The index for ``key`` at ``version``: the cached one, or one built from ``build()``."""
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None and hit.version == version:
             return hit.index
-    index = LexicalIndex(build())
+    index: LexicalIndex[MemoryItem] = LexicalIndex(build())
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))

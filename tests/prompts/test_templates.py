@@ -65,6 +65,11 @@ CASES = [
     pytest.param("system_common_errors.j2", SECTION_VARS, id="system_common_errors"),
     pytest.param("system_developer.j2", SECTION_VARS, id="system_developer"),
     pytest.param("system_knowledge.j2", SECTION_VARS, id="system_knowledge"),
+    pytest.param(  # a chunk of several lines (blueprint knowledge): continuation lines stay inside its item
+        "system_knowledge.j2",
+        {**SECTION_VARS, "knowledge": ["(Refunds) Refunds over 500 EUR need a manager.\nAsk in #support.", "Short."]},
+        id="system_knowledge-multiline",
+    ),
     pytest.param("system_experience.j2", SECTION_VARS, id="system_experience"),
     pytest.param(
         "memory_distill.j2",
