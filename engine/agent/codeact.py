@@ -173,6 +173,7 @@ class CodeActLoop:
             # a NextGoal it states is the goal of the round after this one: added after the Evaluation
             self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True, goal=False)
 
+        repeated: str | None = None
         try:
             if full.truncated:
                 raise truncated_error(full.text, full.continuations)
@@ -180,6 +181,7 @@ class CodeActLoop:
             granted = tuple(ctx.bridge.grants) if ctx.bridge is not None else ()
             block = extract_code(full.text, frame=prompt.frame, history=history, toolkits=granted)
             if history and self._repeats_success(block.code, history[-1]):
+                repeated = block.code
                 raise CodeParseError(_REPEAT, reason="repeat", reply=full.text)
         except CodeParseError as exc:
             # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
@@ -199,6 +201,9 @@ class CodeActLoop:
                 usage=usage,
                 error=record_error,
             )
+            # a refused repeat counts as the same code again (maxRepeats), not as a new error
+            if exc.reason == "repeat":
+                return self._stuck_check(code=repeated, error=None)
             return self._stuck_check(code=None, error=f"parse:{exc.message}")
 
         frame = prompt.frame

@@ -34,6 +34,7 @@ SECTION_VARS: dict[str, Any] = {
     "protocol": "chat",
     "purpose": "code",
     "next_goal": False,
+    "layout": "frame",
     "knowledge": ["A change belongs to one branch."],
     "experiences": [Experience(task="Ping the demo", code="print(await demo.ping())", note="one call is enough")],
 }
@@ -56,6 +57,22 @@ CASES = [
         "system_output_code.j2",
         {**SECTION_VARS, "protocol": "completion", "next_goal": True},
         id="system_output_code-completion-next-goal",
+    ),
+    pytest.param("system_output_code.j2", {**SECTION_VARS, "layout": "turns"}, id="system_output_code-turns"),
+    pytest.param(
+        "system_output_code.j2",
+        {**SECTION_VARS, "layout": "turns", "next_goal": True},
+        id="system_output_code-turns-goal",
+    ),
+    pytest.param("turns_cue.j2", {"header": "", "ran": False, "toolkits": ["system", "demo"]}, id="turns_cue-first"),
+    pytest.param(
+        "turns_cue.j2",
+        {
+            "header": "# Variables from earlier rounds (defined; reuse, do not redefine):\n#   n: int = 3",
+            "ran": True,
+            "toolkits": ["system", "demo"],
+        },
+        id="turns_cue-after-a-round",
     ),
     pytest.param("system_output_thought.j2", SECTION_VARS, id="system_output_thought"),
     pytest.param("system_output_reflect.j2", SECTION_VARS, id="system_output_reflect"),
