@@ -173,16 +173,13 @@ class CodeActLoop:
             # a NextGoal it states is the goal of the round after this one: added after the Evaluation
             self._add_thought(_FENCE.sub("", cut_invented_turn(full.text)[0]), quiet=True, goal=False)
 
-        repeated: str | None = None
         try:
             if full.truncated:
                 raise truncated_error(full.text, full.continuations)
             history = [s.content for s in ctx.history.segments if s.kind == SegmentKind.CODE]
             granted = tuple(ctx.bridge.grants) if ctx.bridge is not None else ()
             block = extract_code(full.text, frame=prompt.frame, history=history, toolkits=granted)
-            if history and self._repeats_success(block.code, history[-1]):
-                repeated = block.code
-                raise CodeParseError(_REPEAT, reason="repeat", reply=full.text)
+            repeated = bool(history) and self._repeats_success(block.code, history[-1])
         except CodeParseError as exc:
             # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
             status, said = no_code_outcome(exc)
@@ -201,9 +198,6 @@ class CodeActLoop:
                 usage=usage,
                 error=record_error,
             )
-            # a refused repeat counts as the same code again (maxRepeats), not as a new error
-            if exc.reason == "repeat":
-                return self._stuck_check(code=repeated, error=None)
             return self._stuck_check(code=None, error=f"parse:{exc.message}")
 
         frame = prompt.frame
@@ -256,7 +250,7 @@ class CodeActLoop:
             middle=block.code,
             changed=changed,
             uncaptured=[f"{u.name}: {u.reason}{_live_note(u.reason) if u.live else ''}" for u in result.uncaptured],
-            notes=block.notes,
+            notes=(*block.notes, _REPEAT) if repeated else block.notes,
         )
         evaluation = with_artifacts(evaluation, result.artifacts)
         emit_artifacts(ctx, n, result.artifacts)
@@ -294,7 +288,7 @@ class CodeActLoop:
         """True when ``code`` is the code that ran last and it ran without error (no round ran since).
 
         Real models that printed the answer but did not finish send the same code again (and again):
-        running it again would repeat its toolkit calls (a second deploy) and tell the model nothing new.
+        it runs (code may repeat on purpose: a counter, a poll), and the Evaluation says what to do.
         """
         outcome = self.ctx.last_outcome
         return outcome is not None and outcome.get("status") == "ok" and code.strip() == last.strip()
@@ -385,10 +379,9 @@ _DEFAULT_WINDOW = 32_768
 
 
 _REPEAT = (
-    "Not run: this is the code of the previous round, which already ran; its output is above. If that "
-    "output answers the task, reply with `await system.finish(answer=...)` giving the answer (the value "
-    "itself, or the variable that holds it). Otherwise write the next step (to run the same code again on "
-    "purpose, e.g. to poll, change it: wait first with `await system.sleep(seconds=...)`)."
+    "this was the code of the previous round again, and it ran again. If its output answers the task, "
+    "reply with `await system.finish(answer=...)` giving the answer (the value itself, or the variable "
+    "that holds it); otherwise write the next step, not the same code"
 )
 
 
