@@ -103,7 +103,7 @@ def serve_command(
 
         from codeact.engine.service import RunManager, ServiceState, Tokens, create_app
         from codeact.engine.service._log import configure_logging
-        from codeact.engine.service._run_api import AuditLog
+        from codeact.engine.service._run_store import AuditLog
     except ImportError as exc:
         raise MissingExtraError("codeact serve", extra="serve", module=str(exc.name)) from None
     if log_format not in ("plain", "json"):

@@ -31,17 +31,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from codeact.engine.service._http import authenticate, read_json, service_state
-from codeact.engine.service._log import log_event, request_id
+from codeact.engine.service._run_store import HostStorage
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -50,7 +48,7 @@ if TYPE_CHECKING:
     from codeact.engine.service._runs import RunManager, _Run
     from codeact.engine.service._state import ServiceState
 
-__all__ = ["MAX_READ_BYTES", "MAX_STATE_BYTES", "AuditLog", "HostStorage", "run_api_routes"]
+__all__ = ["MAX_READ_BYTES", "MAX_STATE_BYTES", "run_api_routes"]
 
 MAX_READ_BYTES = 1 << 20
 """The largest ``artifact_read`` range."""
@@ -72,63 +70,6 @@ _STATUS = {
 def run_api_routes() -> list[Route]:
     """The ``/v1/runs/{run_id}/api/{action}`` route."""
     return [Route("/v1/runs/{run_id}/api/{action}", run_api, methods=["POST"])]
-
-
-class AuditLog:
-    """One JSON line per run-scoped call: who called what, for which run, and the outcome.
-
-    Args:
-        path: The file lines are appended to; None sends them to the service log (event ``api.call``).
-    """
-
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else None
-        self._file: TextIO | None = None
-        self._lock = threading.Lock()
-
-    def write(self, **fields: Any) -> None:
-        """Append one line (``time`` and ``request_id`` added; None values left out)."""
-        line = {"time": round(time.time(), 3), "request_id": request_id.get(), **fields}
-        line = {k: v for k, v in line.items() if v is not None}
-        if self.path is None:
-            log_event("api.call", **{k: v for k, v in line.items() if k not in ("time", "request_id")})
-            return
-        text = json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":"))
-        with self._lock:
-            if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = self.path.open("a", encoding="utf-8", buffering=1)
-            self._file.write(text + "\n")
-
-    def close(self) -> None:
-        """Close the file."""
-        with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
-
-
-class HostStorage:
-    """The storage areas the host serves, in memory.
-
-    ``plugin`` per runner, ``workspace`` shared, ``binding`` per runner and conversation.
-    """
-
-    def __init__(self) -> None:
-        self._areas: dict[tuple[str, ...], dict[str, bytes]] = {}
-
-    @staticmethod
-    def owner(area: str, runner_id: str, conversation_id: str | None) -> tuple[str, ...]:
-        """The key of an area's values for a run."""
-        if area == "plugin":
-            return ("plugin", runner_id)
-        if area == "binding":
-            return ("binding", runner_id, conversation_id or "")
-        return ("workspace",)
-
-    def area(self, owner: tuple[str, ...]) -> dict[str, bytes]:
-        """The values of one area (created empty)."""
-        return self._areas.setdefault(owner, {})
 
 
 def _error(code: str, message: str, **details: Any) -> RunnerAPIError:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codeact.engine.service._run_api import AuditLog, HostStorage
+from codeact.engine.service._run_store import AuditLog, HostStorage
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
