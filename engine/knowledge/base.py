@@ -13,7 +13,6 @@ run agree without a tokenizer).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from codeact.engine.blueprint.spec import (
     KnowledgeSourceSpec,
 )
 from codeact.engine.errors import BlueprintLoadError
+from codeact.engine.model.scripted import approx_tokens
 
 if TYPE_CHECKING:
     from codeact.engine.memory.retrieval import LexicalIndex
@@ -54,9 +54,8 @@ FOLDER_GLOBS = KNOWLEDGE_FOLDER_GLOBS
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens of ``text`` as the knowledge budget counts them (4 characters each, rounded up)."""
-    return math.ceil(len(text) / 4)
+estimate_tokens = approx_tokens
+"""Tokens of ``text`` as the knowledge budget counts them (4 characters each, rounded up)."""
 
 
 @dataclass(frozen=True, kw_only=True)
