@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +27,15 @@ async def _litellm_worker_stopped() -> AsyncIterator[None]:
     """
     yield
     await stop_background_tasks()
+
+
+@pytest.fixture
+def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CLI test's own world: CODEACT_HOME and the working directory in ``tmp_path``, no model/store/profile
+    from the environment, litellm's local price map, a dummy OpenAI key (the local test server takes any)."""
+    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)

@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from codeact.engine.agent import Agent
 from codeact.engine.blueprint import load_text, validate_blueprint
-from codeact.engine.cli import app
 from codeact.engine.errors import BlueprintFactoryError
+from tests.engine.cli_support import cli
 from tests.engine.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.usefixtures("cli_home")
 
 TYPO = "WARNING $.toolkit blueprint.field.unknown: Unknown top-level field: toolkit; did you mean 'toolkits'?"
 TYPO_BLUEPRINT = """\
@@ -29,23 +30,6 @@ toolkit:
   - ref: system
 workflow: {mode: codeact, maxTurns: 3, codeact: {thought: 'off'}}
 """
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_run_prints_the_typo_with_its_suggestion_before_the_run(tmp_path: Path, openai_server: OpenAIServer) -> None:

@@ -20,6 +20,8 @@ from codeact.engine.cli import app
 from codeact.engine.store import open_store
 from tests.engine.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
 BLUEPRINT = """\
 version: codeact.agent/v1
 extend: codeact-base
@@ -47,16 +49,6 @@ RULE = "Never issue a refund above 500 EUR without a manager's approval."
 REFUND_FACT = "A refund goes back to the original payment method within 5 business days."
 # The way models answer: a line of prose, then the code.
 REPLY = "The knowledge says how long refunds take.\n```python\nsystem.finish('5 business days')\n```"
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from codeact.engine.cli import app
 from tests.engine.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
 BLUEPRINT = """\
 version: codeact.agent/v1
 extend: codeact-base
@@ -35,16 +37,6 @@ ROUND_2 = """The api app is there.
 system.finish(f"deployed {apps[0]} 2.4.0")
 ```"""
 INVITE = "one line `NextGoal: <what the round after this one should do>`"
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def run(tmp_path: Path, server: OpenAIServer, *, thought: str, protocol: str = "chat") -> list[str]:

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from codeact.engine.cli import app
+from tests.engine.cli_support import cli
 from tests.engine.openai_server import OpenAIServer, Reply, ToolCallReply
+
+pytestmark = pytest.mark.usefixtures("cli_home")
 
 REPO = Path(__file__).resolve().parents[2]
 DEVOPS = f"{REPO / 'examples' / 'devops' / 'toolkit.py'}:DevOps"
@@ -48,23 +49,6 @@ LOOKUP = Reply(
     tool_chunk=4,
 )
 ANSWER = "Project Checkout (P-123) is owned by lin.wei and has 2 apps: checkout-api and checkout-web."
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def run(

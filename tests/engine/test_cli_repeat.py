@@ -19,6 +19,8 @@ from codeact.engine.cli import app
 from codeact.engine.store import SQLiteStore
 from tests.engine.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
 REPO = Path(__file__).resolve().parents[2]
 BLUEPRINT = """\
 version: codeact.agent/v1
@@ -47,16 +49,6 @@ print(deploy)
 FINISH = """```python
 await system.finish(answer=deploy["id"])
 ```"""
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def _rounds(db: Path) -> list[object]:

@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from codeact.engine.cli import app
+from tests.engine.cli_support import cli
 from tests.engine.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.usefixtures("cli_home")
 
 BLUEPRINT = """\
 version: codeact.agent/v1
@@ -39,23 +40,6 @@ print(type(conn).__name__, conn)
 system.finish(conn)
 ```"""
 NOTE = "a resumed session has its repr() as a str instead"
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_an_object_without_a_codec_form_comes_back_as_its_repr(tmp_path: Path, openai_server: OpenAIServer) -> None:

@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from codeact.engine.cli import app
 from tests.engine.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.usefixtures("cli_home")
+
 BLUEPRINT = """\
 version: codeact.agent/v1
 extend: codeact-base
@@ -29,16 +31,6 @@ gc = round(21 / 33, 4)
 print(gc)
 ```"""
 ROUND_2 = "```python\nawait system.finish(answer=gc)\n```"
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 def test_each_round_is_a_chat_turn_and_the_last_message_says_what_to_reply(
