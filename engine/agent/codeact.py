@@ -25,6 +25,7 @@ from codeact.engine.agent.artifacts import emit_artifacts, with_artifacts
 from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
 from codeact.engine.agent.support import describe_variables
 from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
+from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE
 from codeact.segments import (
     CodeParseError,
     CompactConfig,
@@ -387,7 +388,7 @@ _REPEAT = (
 
 def _live_note(reason: str) -> str:
     """What the model is told of a value the store did not keep but this run's sandbox still holds."""
-    if reason.endswith("repr() as a str instead"):  # a resume gets the text (sandbox.runtime.capture)
+    if reason.endswith(LIVE_REPR_NOTE):  # a resume gets the text
         return " (still defined, as it is, while this run's sandbox lives)"
     return " (still defined while this run's sandbox lives; not saved, so a resumed session will not have it)"
 
