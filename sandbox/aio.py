@@ -5,6 +5,8 @@ call completes (CPython gh-86296, fixed in 3.12 where ``wait_for`` is built on `
 the caller gets the result and goes on as if nobody had cancelled it. A run cancelled at that
 instant would run its next round. :func:`wait_for` here has ``wait_for``'s contract without that
 race, and :func:`cancel_and_wait` stops a task even when something inside it swallowed a cancel.
+:func:`finish_through_cancels` is the other side: clean-up that must end (a started container
+removed) even while :func:`cancel_and_wait` keeps cancelling its caller.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-__all__ = ["cancel_and_wait", "wait_for"]
+__all__ = ["cancel_and_wait", "finish_through_cancels", "wait_for"]
 
 T = TypeVar("T")
 
@@ -57,3 +59,28 @@ async def cancel_and_wait(
             raise
     if not task.cancelled():
         task.exception()
+
+
+async def finish_through_cancels(aw: Awaitable[T]) -> T:
+    """Await ``aw`` to its end even if the caller is cancelled meanwhile (once or many times).
+
+    For clean-up that must not be cut short: :func:`cancel_and_wait` cancels a task again every
+    ``poll`` seconds, and a clean-up that awaits a slow engine (a container that is still starting)
+    would otherwise stop half-way and leave what it was cleaning up. ``aw`` bounds the wait (it must
+    end on its own). The caller goes on after it; a cancel received meanwhile is raised then.
+
+    Raises:
+        asyncio.CancelledError: The caller was cancelled while it waited (after ``aw`` is done).
+    """
+    task = asyncio.ensure_future(aw)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        if not task.cancelled():
+            task.exception()  # retrieved: asyncio does not log it
+        raise asyncio.CancelledError
+    return task.result()

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from codeact.sandbox import _spawn
 from codeact.sandbox._cgroup import SandboxCgroup, cgroup_support
 from codeact.sandbox._owner import dir_prefix, host_tag, session_of
-from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.aio import cancel_and_wait, finish_through_cancels, wait_for
 from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
 from codeact.sandbox.errors import IsolationUnavailableError, SandboxError
@@ -463,7 +463,7 @@ class SubprocessSandbox(Sandbox):
             proc.stdin.close()
             await self._wait_connected(worker)
         except BaseException:
-            await worker.aclose()
+            await finish_through_cancels(worker.aclose())  # cancel_and_wait cancels again: finish anyway
             raise
         worker.mark_started()
         return worker

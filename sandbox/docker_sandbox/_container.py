@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from codeact.sandbox._owner import session_of
-from codeact.sandbox.aio import wait_for
+from codeact.sandbox.aio import finish_through_cancels, wait_for
 from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
 from codeact.sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
@@ -407,18 +407,25 @@ class DockerSandbox(Sandbox):
         try:
             container = await asyncio.shield(starting)
         except BaseException:
-            # Cancelled (or failed): let the thread finish, then remove whatever it started.
+            # Cancelled (or failed): let the thread finish, then remove whatever it started. The
+            # clean-up runs to its end through further cancels (cancel_and_wait repeats them every
+            # second, and a start on a busy gVisor engine takes longer): cut short, it left a
+            # started container behind whose bridge directory was already gone.
             abandoned.set()
-            with contextlib.suppress(BaseException):
-                leftover = await starting
-                await asyncio.to_thread(_force_remove, leftover)
-            await channel.close()
+
+            async def remove_started() -> None:
+                with contextlib.suppress(BaseException):
+                    leftover = await starting
+                    await asyncio.to_thread(_force_remove, leftover)
+                await channel.close()
+
+            await finish_through_cancels(remove_started())
             raise
         worker = _ContainerWorker(channel=channel, isolation=self.isolation, container=container)
         try:
             await self._wait_connected(worker)
         except BaseException:
-            await worker.aclose()
+            await finish_through_cancels(worker.aclose())
             raise
         return worker
 

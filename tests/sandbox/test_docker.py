@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from codeact.engine.cli import app
 from codeact.sandbox import DockerSandbox, Limits, SandboxError, SandboxImageMissingError
+from codeact.sandbox.aio import cancel_and_wait
 from codeact.sandbox.docker_sandbox import remove_orphans
 from codeact.sandbox.image import ensure_image, image_tag
 
@@ -268,6 +269,28 @@ async def test_close_retries_a_removal_the_engine_refused(sandbox_image: str, do
     worker.container = Refusing()  # type: ignore[attr-defined]
     await sb.aclose()
     assert refusals["left"] == 0
+    assert _session_containers(docker_client, sb.session_id) == []
+
+
+@pytest.mark.parametrize("phase", ["created", "running"])
+async def test_a_start_cancelled_again_and_again_leaves_no_container(
+    sandbox_image: str, docker_client: Any, phase: str
+) -> None:
+    """Closing a sandbox cancels a pool refill every second until it ends (cancel_and_wait); a start
+    on a busy gVisor engine takes longer, so the clean-up of a cancelled start is itself cancelled.
+    It must still remove the container (it once left one whose bridge directory was already gone)."""
+    sb = DockerSandbox(session_id=f"test-recancel-{uuid.uuid4().hex[:8]}")
+    starting = asyncio.ensure_future(sb.start())
+    for _ in range(600):  # the container exists (in the phase under test): the start is under way
+        found = _session_containers(docker_client, sb.session_id)
+        if found and (phase == "created" or found[0].status == "running"):
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError(f"no {phase} container appeared")
+    await cancel_and_wait(starting, poll=0.01)  # a cancel every 10 ms, through the clean-up too
+    assert starting.cancelled()
+    await sb.aclose()
     assert _session_containers(docker_client, sb.session_id) == []
 
 
