@@ -19,6 +19,8 @@ from typing import Any
 from codeact.engine.eval.errors import EvalError
 from codeact.engine.eval.oracle import ORACLE, OracleModel
 from codeact.engine.eval.suite import Suite, Task, check_answer
+from codeact.toolkits.bound import bind_toolkit
+from codeact.toolkits.builtin.system import SystemToolkit
 
 __all__ = ["MODES", "EvalConfig", "result_path", "run_eval"]
 
@@ -61,6 +63,9 @@ class EvalConfig:
     strict: bool = False
 
 
+_SYSTEM_OPERATIONS = tuple(op for op in bind_toolkit(SystemToolkit).operations if op != "ask_user")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
@@ -73,7 +78,9 @@ def result_path(config: EvalConfig, mode: str, task: Task) -> Path:
 def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> str:
     kind = "react" if mode == "react" else "codeact"
     turns = config.max_turns or suite.max_turns
-    grants = ", ".join(f"{{ref: {name}}}" for name in ("system", *task.toolkits))
+    # No user answers an eval task: system.ask_user is not granted (a small model asked instead of finishing)
+    system = f"{{ref: system, operations: [{', '.join(_SYSTEM_OPERATIONS)}]}}"
+    grants = ", ".join([system, *(f"{{ref: {name}}}" for name in task.toolkits)])
     lines = [
         "version: codeact.agent/v1",
         f"extend: {json.dumps(str(config.blueprint.resolve())) if config.blueprint else 'codeact-base'}",

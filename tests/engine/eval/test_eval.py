@@ -168,4 +168,7 @@ def test_a_real_model_over_http_is_evaluated(
     assert row["input_tokens"] > 0 and len(row["per_round"]) == 2
     posts = [r for r in openai_server.requests if r.method == "POST"]
     assert len(posts) == 2 and posts[0].body["model"] == "test-model"
+    # no user answers an eval task: the model is offered system.finish, never system.ask_user
+    prompt = json.dumps(posts[0].body["messages"])
+    assert "def finish(" in prompt and "ask_user" not in prompt
     assert (out / "results" / "openai_test-model" / "chat-blocks" / "cipher-01.json").is_file()
