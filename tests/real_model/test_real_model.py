@@ -121,7 +121,7 @@ def test_devops_example_deploys_and_reports_the_deploy_id(model: str, tmp_path: 
 
 # one task per multitool domain: the simplest of each (an instruction, one or two tool calls)
 TASKS = [
-    pytest.param("cipher-01", id="cipher"),
+    pytest.param("cipher-03", id="cipher"),
     pytest.param("dna-01", id="dna"),
     pytest.param("trade-01", id="trade"),
     pytest.param("travel-01", id="travel"),

@@ -34,7 +34,6 @@ class LocalModel:
         sha256: The assembled file's sha256 (hex).
         fim_family: The FIM token family (:data:`codeact.segments.fim.FIM_FAMILIES`).
         chat_template: The chat template family the GGUF carries (llama.cpp applies it).
-        default_protocol: The frame protocol a run uses unless the blueprint says otherwise.
         default_layout: The chat code prompt's layout a run uses unless the blueprint says otherwise
             (``turns``: the small Qwen coders repeat their first code under the ``frame`` layout).
         context_window: The context size the server gets when the run does not say.
@@ -51,7 +50,6 @@ class LocalModel:
     sha256: str
     fim_family: str = "qwen"
     chat_template: str = "chatml"
-    default_protocol: str = "chat"
     default_layout: Literal["frame", "turns"] = "turns"
     context_window: int = 8192
     upstream: str = ""
