@@ -30,6 +30,7 @@ import inspect
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,6 +100,7 @@ class ModelClient:
         self._backoff = retry_backoff
         self._env = os.environ if env is None else env
         self._resolved: dict[str, Route] = {}
+        self._resolving = threading.Lock()
         self._scripts: list[ScriptedReplies] = []  # keeps per-client scripts alive (the registry is weak)
 
     # -- configuration ------------------------------------------------------------------------------
@@ -109,6 +111,11 @@ class ModelClient:
             if key in self._routes:
                 return self._routes[key]
         return next(iter(self._routes.values()))
+
+    def _resolve_once(self, purpose: str) -> None:
+        with self._resolving:  # two first calls at once bind one script, start one server
+            _litellm()
+            self._route(purpose)
 
     def _route(self, purpose: str) -> Route:
         settings = self.settings_for(purpose)
@@ -207,9 +214,11 @@ class ModelClient:
         if (messages is None) == (prompt is None):
             raise ModelConfigError("ModelClient.complete() needs exactly one of messages= or prompt=")
         settings = self.settings_for(purpose)
-        if purpose not in self._resolved and is_local(settings):
-            # the first call starts the embedded server (seconds): off the event loop
-            await asyncio.to_thread(self._route, purpose)
+        if purpose not in self._resolved:
+            # The first call imports litellm (3 s, far more on a busy machine) and may start the embedded
+            # server: off the event loop, whose other runs (a parallel flow's branches, a service's
+            # requests) and timers would otherwise stand still meanwhile.
+            await asyncio.to_thread(self._resolve_once, purpose)
         route = self._route(purpose)
         raw = prompt is not None and settings.protocol == "completion"
         if raw and route.text_model is None:

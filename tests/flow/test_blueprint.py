@@ -362,10 +362,6 @@ def test_cycles_are_refused_and_child_issues_name_the_entry(tmp_path: Path) -> N
     ) in found
 
 
-# Known bug, seen on d918e21 too with today's locked dependencies: a branch of the parallel step waits
-# 10 s for the shared SQLite store to create its session ("did not create a session within 10 s") and the
-# flow fails; litellm then finalizes the dropped call's coroutine unawaited. Not strict: it may pass.
-@pytest.mark.xfail(strict=False, reason="parallel flow branches stall on the shared SQLite store (see the notes)")
 @pytest.mark.filterwarnings("ignore:coroutine .*acompletion' was never awaited:RuntimeWarning")
 def test_from_blueprint_builds_the_tree_and_refuses_an_invalid_one(tmp_path: Path) -> None:
     leaf(tmp_path, "a", ["A"])

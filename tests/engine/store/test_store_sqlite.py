@@ -195,3 +195,30 @@ async def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
         holder.stdin.close()
         holder.wait(timeout=30)
         holder.stdout.close()
+
+
+async def test_a_blocked_event_loop_is_not_a_hung_disk(tmp_path: Path) -> None:
+    """The operation timeout fires late when the event loop itself was held up (a parallel flow's branch
+    importing litellm on a busy machine): the operation finished meanwhile, so it succeeds."""
+    import time
+
+    store = SQLiteStore(tmp_path / "s.db", busy_timeout=0.1, op_timeout=0.3)
+    try:
+        creating = asyncio.ensure_future(store.create_session(make_meta("late")))
+        await asyncio.sleep(0)  # the write is handed to the store's thread
+        time.sleep(0.8)  # the loop is blocked past the timeout; the write completes meanwhile
+        await creating
+        assert (await store.get_session("late")) is not None
+    finally:
+        await store.close()
+
+
+async def test_an_operation_that_hangs_is_store_unavailable(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db", busy_timeout=0.1, op_timeout=0.3)
+    try:
+        with store._lock:  # another operation of this store holds the connection (a hung disk)
+            with pytest.raises(StoreError) as caught:
+                await store.create_session(make_meta("hung"))
+        assert caught.value.code == "store.unavailable" and "within 0.3 s" in str(caught.value)
+    finally:
+        await store.close()
