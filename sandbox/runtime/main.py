@@ -196,7 +196,10 @@ def format_error(
 
 
 def _missing_key_hint(key: Any, line: str, frame: types.FrameType) -> str:
-    """``; `hotels[0]` has the keys 'name', 'nightly'`` for a KeyError on that line, else "".
+    """``; `hotels[0]` is {'name': 'Alfama', 'nightly': 61.0}`` for a KeyError on that line, else "".
+
+    A small dict of plain values is shown whole; a larger one (or one holding other objects) by its keys:
+    ``; `hotels[0]` has the keys 'name', 'nightly'``.
 
     Real models guess the shape of a tool's result (``h["price"]`` where the key is ``nightly``) and
     retry the same guess when told only ``KeyError: 'price'``. The subscripted expression is looked up
@@ -217,10 +220,21 @@ def _missing_key_hint(key: Any, line: str, frame: types.FrameType) -> str:
         found, value = _plain_lookup(node.value, frame)
         if found and type(value) is dict and key not in value:  # not `flights[0]["price"]` on the same line
             keys = list(value)
-            shown = ", ".join(repr(k)[:40] for k in keys[:20]) + (", ..." if len(keys) > 20 else "")
             where = ast.unparse(node.value)[:80]
-            return f"; `{where}` has the keys {shown}" if keys else f"; `{where}` is empty"
+            if not keys:
+                return f"; `{where}` is empty"
+            if all(type(k) in _SCALARS and type(v) in _SCALARS for k, v in value.items()):
+                # a small model maps 'price' to 'nightly' from the values it sees, not from the key names
+                whole = repr(value)
+                if len(whole) <= _WHOLE_DICT_CHARS:
+                    return f"; `{where}` is {whole}"
+            shown = ", ".join(repr(k)[:40] for k in keys[:20]) + (", ..." if len(keys) > 20 else "")
+            return f"; `{where}` has the keys {shown}"
     return ""
+
+
+_SCALARS = (str, int, float, bool, type(None))  # their repr runs none of the code's own methods
+_WHOLE_DICT_CHARS = 240
 
 
 def _plain_lookup(node: Any, frame: types.FrameType) -> tuple[bool, Any]:

@@ -18,13 +18,21 @@ async def test_a_missing_key_names_the_keys_of_the_dict_on_that_line() -> None:
         second = await box.execute(
             'flights = [{"id": "F1", "price": 80.0}]\n' + hotels + 'total = flights[0]["price"] + hotels[0]["price"]'
         )
+        big = await box.execute('wide = {f"k{i}": "v" * 20 for i in range(30)}\nwide["x"]')
+        nested_obj = await box.execute('deep = {"a": [1], "b": 2}\ndeep["x"]')
     assert direct.error is not None and direct.error.type == "KeyError"
-    assert direct.error.message == "'price'; `hotels[0]` has the keys 'name', 'nightly'"
+    assert direct.error.message == "'price'; `hotels[0]` is {'name': 'Alfama', 'nightly': 61.0}"
     assert direct.error.line == 2
-    assert nested.error is not None and nested.error.message == "'price'; `h` has the keys 'name', 'nightly'"
+    assert nested.error is not None and nested.error.message == "'price'; `h` is {'name': 'Alfama', 'nightly': 61.0}"
     assert empty.error is not None and empty.error.message == "'id'; `found` is empty"
     # the dict that lacks the key, not the first subscript with that key on the line
-    assert second.error is not None and second.error.message == "'price'; `hotels[0]` has the keys 'name', 'nightly'"
+    assert (
+        second.error is not None
+        and second.error.message == "'price'; `hotels[0]` is {'name': 'Alfama', 'nightly': 61.0}"
+    )
+    # a large dict, or one holding other objects, is named by its keys
+    assert big.error is not None and big.error.message.startswith("'x'; `wide` has the keys 'k0', 'k1', ")
+    assert nested_obj.error is not None and nested_obj.error.message == "'x'; `deep` has the keys 'a', 'b'"
 
 
 async def test_the_hint_never_runs_the_codes_own_methods() -> None:
