@@ -66,6 +66,26 @@ class EvalConfig:
 _SYSTEM_OPERATIONS = tuple(op for op in bind_toolkit(SystemToolkit).operations if op != "ask_user")
 
 
+def task_input(task: Task) -> str:
+    """The task's instruction, plus the answer's form when the checker compares values.
+
+    The checkers compare the answer itself (349, not "Summit 2 tent. Price: 349 EUR."), so the model is
+    told the form, as M3ToolEval's tasks do; every mode gets the same words.
+    """
+    if task.checker.type == "python":
+        return task.instruction
+    expected = task.expected
+    if isinstance(expected, bool):
+        form = "true or false"
+    elif isinstance(expected, int | float):
+        form = "the number alone, not a sentence"
+    elif isinstance(expected, list):
+        form = "a list of the values alone"
+    else:
+        form = "the text alone, not a sentence"
+    return f"{task.instruction}\nFinish with {form}."
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
@@ -121,7 +141,7 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
     session_id = f"eval-{_slug(config.model)}-{mode}-{_slug(task.id)}-{uuid.uuid4().hex[:8]}"
     t0 = time.perf_counter()
     try:
-        result = await agent.invoke(task.instruction, session_id=session_id)
+        result = await agent.invoke(task_input(task), session_id=session_id)
     finally:
         await agent.aclose()
     wall = time.perf_counter() - t0

@@ -171,4 +171,6 @@ def test_a_real_model_over_http_is_evaluated(
     # no user answers an eval task: the model is offered system.finish, never system.ask_user
     prompt = json.dumps(posts[0].body["messages"])
     assert "def finish(" in prompt and "ask_user" not in prompt
+    # the checker compares the answer itself: the task says which form it takes
+    assert task.instruction + "\\nFinish with the text alone, not a sentence." in prompt
     assert (out / "results" / "openai_test-model" / "chat-blocks" / "cipher-01.json").is_file()
