@@ -107,6 +107,7 @@ class RunContext:
     memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
     user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
     stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
+    input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
     # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
     # round's record carries them as ``edits``, so replay applies them before running that round).
     last_outcome: dict[str, Any] | None = None
