@@ -149,8 +149,9 @@ def check_name(name: Any, where: str) -> str:
 def _decode(text: str, where: str, limit: int) -> bytes:
     """Base64 (or a ``data:`` URL's base64 body) -> bytes; the size is checked before decoding."""
     body = text.strip()
-    if len(body) * 3 // 4 > limit + 3:
-        raise _too_large(where, len(body) * 3 // 4, limit, "CODEACT_INPUT_FILE_BYTES")
+    size = len(body) * 3 // 4 - (len(body) - len(body.rstrip("=")))  # the decoded size, padding off
+    if size > limit:
+        raise _too_large(where, size, limit, "CODEACT_INPUT_FILE_BYTES")
     try:
         return base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
@@ -255,22 +256,19 @@ def check_files(files: Sequence[InputFile], limits: InputLimits) -> tuple[InputF
 
 
 def task_with_files(task: str, files: Sequence[InputFile], *, kind: str) -> str:
-    """The task, ended with the files the code can open; a react agent (no sandbox) takes images only.
+    """The task, ended with the files the code can open (codeact agents only: a react agent has no sandbox).
 
     Raises:
-        CodeactError: ``input.files_unsupported`` for a file (not an image) given to a react agent.
+        CodeactError: ``input.files_unsupported`` for files given to a react agent.
     """
     if not files:
         return task
-    if kind == "react":
-        others = [f.name for f in files if not f.image]
-        if others:
-            raise CodeactError(
-                f"a react agent has no sandbox to put files in ({', '.join(others)}); "
-                "use a codeact agent (workflow.mode: codeact)",
-                code="input.files_unsupported",
-            )
-        return task
+    if kind != "codeact":
+        raise CodeactError(
+            f"a {kind} agent has no sandbox to put files in ({', '.join(f.name for f in files)}); "
+            "send image and file parts to a codeact agent (workflow.mode: codeact)",
+            code="input.files_unsupported",
+        )
     from codeact import prompts
 
     shown = [{"name": f.name, "size": f.size, "mime": f.mime, "image": f.image} for f in files[:_NOTE_FILES]]
