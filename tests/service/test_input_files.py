@@ -25,6 +25,7 @@ from tests.service.conftest import REPO
 from tests.service.helpers import Served, start_server, stop_server, stream_run
 
 FILE_LIMIT = 4096
+BODY_LIMIT = 64 * 1024
 CSV = "region,amount\nnorth,120\nsouth,80\neast,45\n"
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -67,7 +68,7 @@ def model_server() -> Iterator[OpenAIServer]:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer) -> Iterator[Served]:
-    """`codeact serve` with a vision runner and a text-only runner; input files capped at 4 KiB."""
+    """`codeact serve` with a vision runner and a text-only runner; input files capped at 4 KiB, bodies at 64 KiB."""
     tmp = tmp_path_factory.mktemp("inputs")
     paths = []
     for runner_id, vision in (("seeing", True), ("reading", False)):
@@ -79,6 +80,7 @@ def service(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer
         paths,
         "--model", "openai/test-model",
         "--base-url", model_server.base_url,
+        "--max-body-bytes", str(BODY_LIMIT),
         env={"PYTHONPATH": str(REPO), "CODEACT_INPUT_FILE_BYTES": str(FILE_LIMIT)},
     )  # fmt: skip
     yield served
@@ -179,3 +181,14 @@ def uuid_like(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def test_a_body_over_the_servers_limit_names_the_option_that_raises_it(service: Served) -> None:
+    ctx = host_context("too-big", ContentElement.from_file_base64(b64(b"x" * BODY_LIMIT), "big.csv"))
+    with service.client() as client:
+        answer = client.post("/v1/runs", json={"runner_id": "reading", "context": ctx})
+    assert answer.status_code == 413
+    error = answer.json()["error"]
+    assert error["code"] == "service.payload_too_large"
+    assert f"over the server's limit of {BODY_LIMIT} bytes" in error["message"]
+    assert "codeact serve --max-body-bytes" in error["message"]
