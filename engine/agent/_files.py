@@ -322,11 +322,16 @@ def use_files(ctx: Any, files: Sequence[InputFile]) -> None:
     ctx.input_files = tuple(files)
     images = [f for f in files if f.image]
     if images:
-        model = ctx.model
+        model, spec = ctx.model, ctx.spec
 
         def supports(purpose: str) -> bool:
             check = getattr(model, "supports_vision", None)
-            return bool(check(purpose=purpose)) if callable(check) else False
+            if callable(check):  # codeact's model client: the option, else litellm's model info
+                return bool(check(purpose=purpose))
+            # another client (a host's model through the run-scoped API): only the blueprint's option
+            routes = getattr(spec, "routes", {})
+            options = getattr(routes.get(purpose, spec.model), "options", None)
+            return getattr(options, "vision", None) is True
 
         ctx.interceptors = (*ctx.interceptors, ImageParts(images, supports))
 

@@ -120,3 +120,25 @@ async def test_a_bad_part_is_refused_before_anything_runs(
     assert caught.value.code == code
     assert text in caught.value.message
     assert openai_server.requests == []
+
+
+def test_the_documented_example_runs(tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/python-api.md's "Images and files" example, as written, with an agent and the two files."""
+    import contextlib
+    import io
+    import re
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "python-api.md").read_text()
+    (block,) = [m for m in re.findall(r"^```python notest\n(.*?)^```", docs, re.M | re.S) if "import base64" in m]
+    (tmp_path / "sales.csv").write_text(CSV)
+    (tmp_path / "chart.png").write_bytes(PNG)
+    monkeypatch.chdir(tmp_path)
+    openai_server.push(READ_CSV)
+    agent = make_agent(tmp_path, openai_server)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(block, "python-api.md", "exec"), {"agent": agent})  # noqa: S102 - the docs' example
+    finally:
+        agent.close()
+    assert out.getvalue() == "The total is 245 over 3 regions (image: 70 bytes).\n"
