@@ -76,7 +76,7 @@ def _env_bytes(name: str, default: int) -> int:
 
 
 def input_limits() -> InputLimits:
-    """The limits in force: the defaults, raised or lowered by ``CODEACT_INPUT_FILE_BYTES`` / ``CODEACT_INPUT_TOTAL_BYTES``."""
+    """The limits in force: the defaults, changed by ``CODEACT_INPUT_FILE_BYTES`` / ``CODEACT_INPUT_TOTAL_BYTES``."""
     return InputLimits(
         file_bytes=min(_env_bytes("CODEACT_INPUT_FILE_BYTES", 4 * _MiB), _FRAME_FILE_CAP),
         total_bytes=_env_bytes("CODEACT_INPUT_TOTAL_BYTES", 16 * _MiB),
@@ -204,21 +204,23 @@ def file_from_part(part: Mapping[str, Any], where: str, *, image_number: int, li
             raise _invalid(f"{where}: an image part's data URL has type {mime!r}, not image/...")
         return _sized(InputFile(name=name, data=data, mime=mime, image=True), where, limits)
     if kind in FILE_PARTS:
-        spec = part.get("file") if isinstance(part.get("file"), Mapping) else part
+        nested = part.get("file")
+        spec: Mapping[str, Any] = nested if isinstance(nested, Mapping) else part
         name = check_name(spec.get("filename") or spec.get("name"), where)
         what = f"{where}: file {name!r}"
         content = spec.get("file_data", spec.get("data"))
-        mime = spec.get("mime_type") if isinstance(spec.get("mime_type"), str) else None
+        given_mime = spec.get("mime_type")
+        file_mime: str | None = given_mime if isinstance(given_mime, str) else None
         if isinstance(content, bytes | bytearray):
             data = bytes(content)
         elif isinstance(content, str) and content.startswith("data:"):
-            mime, data = _data_url(content, what, limits.file_bytes)
+            file_mime, data = _data_url(content, what, limits.file_bytes)
         elif isinstance(content, str):
             data = _decode(content, what, limits.file_bytes)
         else:
             raise _invalid(f"{where}: a file part needs file_data (a data: URL, base64 or bytes)")
-        mime = mime or mimetypes.guess_type(name)[0] or "application/octet-stream"
-        return _sized(InputFile(name=name, data=data, mime=mime), where, limits)
+        file_mime = file_mime or mimetypes.guess_type(name)[0] or "application/octet-stream"
+        return _sized(InputFile(name=name, data=data, mime=file_mime), where, limits)
     raise _invalid(f"{where}: {kind!r} is not an image or file part")
 
 
@@ -301,8 +303,11 @@ class ImageParts:
     async def intercept_model(self, request: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         """Add the image parts, then go on."""
         messages = list(request.messages)
-        if request.prompt is not None or request.purpose == "utility" or not messages or not self.vision(
-            request.purpose
+        if (
+            request.prompt is not None
+            or request.purpose == "utility"
+            or not messages
+            or not self.vision(request.purpose)
         ):
             return await call_next(request)
         last = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)

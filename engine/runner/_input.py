@@ -67,6 +67,7 @@ def content_parts(contents: list[ContentElement]) -> tuple[list[dict[str, Any]],
             linked.append(InputAttachment(type="file", url=element.file_url, source="url", name=name))
     return parts, linked
 
+
 _EVENT_DATA_CHARS = 4000
 
 

@@ -58,7 +58,9 @@ def image_parts(server: OpenAIServer) -> list[dict[str, Any]]:
 async def test_the_code_reads_the_file_and_a_vision_model_sees_the_image(
     tmp_path: Path, openai_server: OpenAIServer, vision: bool
 ) -> None:
-    text = BLUEPRINT.replace("id: api-agent\n", f"id: api-agent\nmodel:\n  options:\n    vision: {str(vision).lower()}\n")
+    text = BLUEPRINT.replace(
+        "id: api-agent\n", f"id: api-agent\nmodel:\n  options:\n    vision: {str(vision).lower()}\n"
+    )
     openai_server.push(READ_CSV)
     async with make_agent(tmp_path, openai_server, text) as agent:
         result = await agent.invoke(message())
@@ -66,7 +68,9 @@ async def test_the_code_reads_the_file_and_a_vision_model_sees_the_image(
     assert result.answer == f"The total is 245 over 3 regions (image: {len(PNG)} bytes)."
     parts = image_parts(openai_server)
     if vision:
-        assert parts == [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}]
+        assert parts == [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}
+        ]
     else:
         assert parts == []
         assert "vision" not in openai_server.requests[-1].body  # an engine option, never sent
@@ -76,7 +80,10 @@ async def test_the_code_reads_the_file_and_a_vision_model_sees_the_image(
         for p in (m["content"] if isinstance(m["content"], list) else [m["content"]])
         if not isinstance(p, dict) or p.get("type") == "text"
     )
-    assert f"- sales.csv (text/csv, {len(CSV)} bytes)" in prompt and f"- image-1.png (image/png, {len(PNG)} bytes, image)" in prompt
+    assert (
+        f"- sales.csv (text/csv, {len(CSV)} bytes)" in prompt
+        and f"- image-1.png (image/png, {len(PNG)} bytes, image)" in prompt
+    )
     assert "iVBOR" not in str(openai_server.requests[-1].body) or vision  # a text-only model gets no image bytes
 
 
@@ -111,7 +118,12 @@ async def test_the_code_reads_the_file_and_a_vision_model_sees_the_image(
     ],
 )
 async def test_a_bad_part_is_refused_before_anything_runs(
-    tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch, part: dict[str, Any], code: str, text: str
+    tmp_path: Path,
+    openai_server: OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    part: dict[str, Any],
+    code: str,
+    text: str,
 ) -> None:
     monkeypatch.setenv("CODEACT_INPUT_FILE_BYTES", "2048")
     async with make_agent(tmp_path, openai_server) as agent:
@@ -122,7 +134,9 @@ async def test_a_bad_part_is_refused_before_anything_runs(
     assert openai_server.requests == []
 
 
-def test_the_documented_example_runs(tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_documented_example_runs(
+    tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """docs/python-api.md's "Images and files" example, as written, with an agent and the two files."""
     import contextlib
     import io
