@@ -36,6 +36,7 @@ __all__ = [
     "InputLimits",
     "check_files",
     "file_from_part",
+    "input_artifacts",
     "input_limits",
     "place_files",
     "task_with_files",
@@ -339,6 +340,28 @@ def use_files(ctx: Any, files: Sequence[InputFile]) -> None:
             return getattr(options, "vision", None) is True
 
         ctx.interceptors = (*ctx.interceptors, ImageParts(images, supports))
+
+
+INPUTS_PREFIX = "inputs/"
+
+
+def input_artifacts(files: Sequence[InputFile]) -> tuple[dict[str, Any], ...]:
+    """The input files as artifacts of the run's first round (``inputs/<name>``, ``"input": true``).
+
+    The store keeps them with the round's other artifacts (the sessions API serves them, replay
+    places them in the sandbox again before it re-executes the round).
+    """
+    return tuple(
+        {
+            "name": INPUTS_PREFIX + f.name,
+            "mime": f.mime,
+            "size": f.size,
+            "refused": None,
+            "input": True,
+            "data_b64": base64.b64encode(f.data).decode("ascii"),
+        }
+        for f in files
+    )
 
 
 def place_files(sandbox: Any, files: Sequence[InputFile]) -> None:

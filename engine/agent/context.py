@@ -141,6 +141,10 @@ class RunContext:
         if self.pending_edits:
             fields.setdefault("edits", self.pending_edits)
             self.pending_edits = {}
+        if self.input_files and self.round == self.first_round:  # the run's input files, kept for replay
+            from codeact.engine.agent._files import input_artifacts
+
+            fields["artifacts"] = (*input_artifacts(self.input_files), *fields.get("artifacts", ()))
         record = RoundRecord(
             session_id=self.session_id,
             index=self.round,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from codeact.engine import CodeactError
+from codeact.engine.replay import replay_session
 from tests.engine.openai_server import OpenAIServer
 from tests.engine.test_agent_api import BLUEPRINT, make_agent, model_env  # noqa: F401 - the autouse fixture
 
@@ -64,7 +65,13 @@ async def test_the_code_reads_the_file_and_a_vision_model_sees_the_image(
     openai_server.push(READ_CSV)
     async with make_agent(tmp_path, openai_server, text) as agent:
         result = await agent.invoke(message())
+        (first,) = await agent.store.rounds(result.session_id)
+        report = await replay_session(agent.store, result.session_id)  # the files are placed again
     assert result.status == "completed", result
+    assert report.ok, report.to_json()
+    recorded = {a["name"]: a for a in first.artifacts}
+    assert recorded["inputs/sales.csv"]["input"] is True and recorded["inputs/sales.csv"]["size"] == len(CSV)
+    assert base64.b64decode(recorded["inputs/image-1.png"]["data_b64"]) == PNG
     assert result.answer == f"The total is 245 over 3 regions (image: {len(PNG)} bytes)."
     parts = image_parts(openai_server)
     if vision:
