@@ -340,6 +340,9 @@ async def _replay_round(
     # A call still running when the deadline killed the round was recorded under the old rule (the deadline
     # counted waiting on calls too): such a round replays under that rule, or its hung call would pause the
     # round's clock for good.
+    placed = _input_files(record)
+    if placed:  # the run's input files, recorded with its first round (engine/agent/_files.py)
+        sandbox.put_files(placed)
     result = await sandbox.execute(
         record.code,
         variables=variables,
@@ -377,3 +380,24 @@ async def _replay_round(
         differences=tuple(diffs),
         duration_s=result.duration_s,
     )
+
+
+def _input_files(record: RoundRecord) -> dict[str, bytes]:
+    """The input files a round's record carries (artifacts ``inputs/<name>`` marked ``"input": true``)."""
+    import base64
+    import binascii
+
+    from codeact.sandbox.base import plain_file_name
+
+    files: dict[str, bytes] = {}
+    for artifact in record.artifacts:
+        name = artifact.get("name")
+        if artifact.get("input") is not True or not isinstance(name, str) or not name.startswith("inputs/"):
+            continue
+        try:
+            data = base64.b64decode(str(artifact.get("data_b64") or ""), validate=True)
+        except (binascii.Error, ValueError):
+            continue  # a damaged entry: the round's code then misses the file, and the replay says so
+        if plain_file_name(name[len("inputs/") :]):
+            files[name[len("inputs/") :]] = data
+    return files

@@ -31,8 +31,11 @@ from codeact.sandbox.runtime import protocol as _p
 if TYPE_CHECKING:
     from codeact.sandbox.policy import Policy
 
-__all__ = ["Limits", "RuntimeWorker", "Sandbox"]
+__all__ = ["Limits", "RuntimeWorker", "Sandbox", "plain_file_name"]
 
+
+_PLACE_FILE_S = 30.0
+"""How long writing one input file into a runtime may take."""
 
 _QUICK_DEATH_S = 0.5
 """A crash this soon after a round started, with no call made, is a runtime that was already dead."""
@@ -78,6 +81,9 @@ class Sandbox(abc.ABC):
         # it, the variables that round returned). Continued only by ``execute(..., warm=True)`` with
         # exactly those variables, on that worker.
         self._warm: tuple[RuntimeWorker, str, dict[str, Any]] | None = None
+        # The run's input files (put_files) and the runtime that has them in its working directory.
+        self._input_files: dict[str, bytes] = {}
+        self._files_worker: RuntimeWorker | None = None
 
     # -- backend hooks ---------------------------------------------------------------------------
     @abc.abstractmethod
@@ -259,6 +265,41 @@ class Sandbox(abc.ABC):
             with contextlib.suppress(Exception):
                 self.close()
 
+    # -- input files -----------------------------------------------------------------------------
+    def put_files(self, files: Mapping[str, bytes]) -> None:
+        """Files every runtime of this sandbox finds in its working directory (the run's input files).
+
+        Each name is a plain file name (no folder, no leading dot, not ``outputs``); the code reads
+        one with ``open(name)`` (read-only under RestrictedPython). They are written before the next
+        round, and again into a runtime that replaces a dead one, so a crash does not lose them.
+
+        Raises:
+            SandboxError: ``sandbox.input_files`` for a name that is not a plain file name.
+        """
+        for name, data in files.items():
+            if not plain_file_name(name) or not isinstance(data, bytes):
+                raise SandboxError(
+                    f"input file {name!r} is not a plain file name with bytes content", code="sandbox.input_files"
+                )
+        self._input_files.update(files)
+        self._files_worker = None
+
+    @property
+    def input_files(self) -> dict[str, int]:
+        """The input files given with :meth:`put_files`: name -> size in bytes."""
+        return {name: len(data) for name, data in self._input_files.items()}
+
+    async def _place_files(self, worker: RuntimeWorker) -> str | None:
+        """Write the input files into ``worker``'s working directory; the reason when that failed."""
+        for name, data in self._input_files.items():
+            params = {"name": name, "data": base64.b64encode(data).decode("ascii")}
+            try:
+                await wait_for(worker.channel.request("put_file", params), timeout=_PLACE_FILE_S)
+            except (ChannelClosedError, _p.RpcError, TimeoutError) as exc:
+                return f"{name!r}: {exc or type(exc).__name__}"
+        self._files_worker = worker
+        return None
+
     # -- one round -------------------------------------------------------------------------------
     async def execute(
         self,
@@ -377,6 +418,15 @@ class Sandbox(abc.ABC):
                 await worker.aclose()
             self._worker = None
             worker = self._worker = await self._take()
+        if self._input_files and self._files_worker is not worker:
+            failed = await self._place_files(worker)
+            if failed is not None:
+                await self._discard(worker)
+                error = ExecutionError(
+                    type="SandboxError",
+                    message=f"the run's input file {failed} could not be placed in the sandbox; the round did not run",
+                )
+                return self._result(started, variables=variables, status="crashed", error=error)
         kept, self._warm = self._warm, None
         if kept is not None and kept[0] is worker and kept[2] == variables:
             params["warm"] = kept[1]
@@ -580,3 +630,16 @@ def _is_read(entry: Any) -> bool:
 def _consume_exception(task: asyncio.Task[None]) -> None:
     if not task.cancelled():
         task.exception()
+
+
+def plain_file_name(name: object) -> bool:
+    """Whether ``name`` is a plain file name: one path component, no leading dot, not ``outputs``."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 255
+        and "/" not in name
+        and "\\" not in name
+        and not any(ord(c) < 32 for c in name)
+        and not name.startswith(".")
+        and name != "outputs"
+    )

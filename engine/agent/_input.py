@@ -7,7 +7,9 @@
   message is the task, the messages around it are history the model sees (user messages as User
   segments, assistant messages as Express segments, system/developer messages as Context segments).
 
-Image parts are refused with a clear error: the codeact prompt is built from text segments only.
+Image and file parts (``{"type": "image_url", ...}``, ``{"type": "file", "file": {...}}``) become the
+run's input files (``engine/agent/_files.py``): files in the sandbox's working directory, and images
+also image parts for a model that takes them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeact.engine.agent._files import FILE_PARTS, IMAGE_PARTS, InputFile, check_files, file_from_part, input_limits
 from codeact.engine.errors import CodeactError
 from codeact.segments import SegmentKind
 
@@ -30,49 +33,55 @@ _KINDS = {
     "system": SegmentKind.CONTEXT,
     "developer": SegmentKind.CONTEXT,
 }
-_IMAGE_PARTS = frozenset({"image", "image_url", "input_image"})
 
 
 @dataclass(frozen=True)
 class RunInput:
-    """A run's input, read: the task text and the history around it as ``(segment kind, text)``."""
+    """A run's input, read: the task text, the history around it as ``(segment kind, text)``, its files."""
 
     task: str
     history: tuple[tuple[str, str], ...] = ()
+    files: tuple[InputFile, ...] = ()
 
 
 def _invalid(message: str) -> CodeactError:
     return CodeactError(message, code="input.invalid")
 
 
-def _text(message: Mapping[str, Any], index: int) -> str:
+def _text(message: Mapping[str, Any], index: int, files: list[InputFile]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence) and not isinstance(content, bytes):
         texts: list[str] = []
-        for part in content:
+        for number, part in enumerate(content):
             kind = part.get("type") if isinstance(part, Mapping) else None
-            if kind in _IMAGE_PARTS:
-                raise CodeactError(
-                    f"message {index} has an image part ({kind}): image input is not supported (the codeact prompt "
-                    "is built from text segments); describe the image in a text part instead",
-                    code="input.image_unsupported",
-                )
+            if kind in IMAGE_PARTS or kind in FILE_PARTS:
+                images = sum(1 for f in files if f.image)
+                where = f"message {index}, part {number}"
+                files.append(file_from_part(part, where, image_number=images + 1, limits=input_limits()))
+                continue
             if kind != "text" or not isinstance(part.get("text"), str):
                 raise _invalid(
-                    f'message {index}: a content part must be {{"type": "text", "text": "..."}}, not {part!r}'
+                    f'message {index}: a content part must be {{"type": "text", "text": "..."}}, an image part '
+                    f'{{"type": "image_url", ...}} or a file part {{"type": "file", ...}}, not {_short(part)}'
                 )
             texts.append(part["text"])
         return "\n".join(texts)
-    raise _invalid(f"message {index}: content must be a string or a list of text parts, not {type(content).__name__}")
+    raise _invalid(f"message {index}: content must be a string or a list of parts, not {type(content).__name__}")
+
+
+def _short(part: Any) -> str:
+    text = repr(part)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def run_input(value: Any) -> RunInput:
     """Read ``value`` (a string, a message or a list of messages) as a task and its history.
 
     Raises:
-        CodeactError: ``input.invalid`` (the message says what is wrong) or ``input.image_unsupported``.
+        CodeactError: ``input.invalid`` (the message says what is wrong), ``input.file_name``,
+            ``input.image_url`` or ``input.too_large`` (a part, see ``engine/agent/_files.py``).
     """
     if isinstance(value, str):
         return RunInput(task=value)
@@ -83,18 +92,19 @@ def run_input(value: Any) -> RunInput:
             f"not {value!r}"
         )
     read: list[tuple[str, str]] = []
+    files: list[InputFile] = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping):
             raise _invalid(f"message {index} is a {type(message).__name__}, not a {{'role', 'content'}} mapping")
         role = message.get("role")
         if role not in _KINDS:
             raise _invalid(f"message {index} has role {role!r}; the roles are {', '.join(sorted(_KINDS))}")
-        read.append((str(role), _text(message, index)))
+        read.append((str(role), _text(message, index, files)))
     last = max((i for i, (role, _) in enumerate(read) if role == "user"), default=None)
     if last is None:
         raise _invalid("the messages hold no user message: the last user message is the task")
     history = tuple((_KINDS[role], text) for i, (role, text) in enumerate(read) if i != last)
-    return RunInput(task=read[last][1], history=history)
+    return RunInput(task=read[last][1], history=history, files=check_files(files, input_limits()))
 
 
 def conversation(segments: Sequence[Mapping[str, Any]], answer: Any = None) -> list[dict[str, str]]:

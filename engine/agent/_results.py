@@ -68,6 +68,7 @@ class _DriveState:
     history: tuple[tuple[str, str], ...] = ()  # the input's history messages, as (segment kind, text)
     labels: dict[str, Any] = field(default_factory=dict)  # RunConfig.labels(): thread_id, tags, metadata
     context: str | None = None  # the caller's context (Agent.run(context=...)), as the Context segment's text
+    files: tuple[Any, ...] = ()  # the input's files and images (engine/agent/_files.py InputFile)
 
     def stop(self) -> None:
         self.stopping = True

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from codeact.engine.agent._files import place_files, task_with_files, use_files
 from codeact.engine.agent._input import AgentInput, RunConfig, context_text, conversation, resolve_run, run_input
 from codeact.engine.agent._knowledge import knowledge_prompt_config
 from codeact.engine.agent._lifecycle import Lifecycle
@@ -291,8 +292,8 @@ class Agent(Lifecycle):
                 characters with a note saying so) and recorded with the session.
 
         Raises:
-            CodeactError: ``input.invalid``, ``input.image_unsupported`` or ``config.invalid`` or
-                ``context.invalid`` (before any event).
+            CodeactError: ``input.invalid``, ``input.file_name``, ``input.image_url``, ``input.too_large``,
+                ``input.files_unsupported``, ``config.invalid`` or ``context.invalid`` (before any event).
         """
         read = run_input(input)
         config, session_id, user = resolve_run(config, session_id, user)
@@ -305,9 +306,12 @@ class Agent(Lifecycle):
             queue.put_nowait(event)
             return event
 
-        state = _DriveState(history=read.history, labels=config.labels(), context=context_text(context))
+        task_text = task_with_files(read.task, read.files, kind=self.spec.kind)
+        state = _DriveState(
+            history=read.history, labels=config.labels(), context=context_text(context), files=read.files
+        )
         task = asyncio.create_task(
-            self._drive(read.task, session_id or uuid.uuid4().hex, run_id, emit, state, user=user)
+            self._drive(task_text, session_id or uuid.uuid4().hex, run_id, emit, state, user=user)
         )
         task.add_done_callback(lambda _t: queue.put_nowait(None))
         try:
@@ -572,6 +576,7 @@ class Agent(Lifecycle):
                     ctx.fence = lock.token
                     ctx.user = user if user is not None else self.user
                     ctx.writer = PendingWriter(self.store, session_id)
+                    use_files(ctx, state.files)
                     outcome = await run_within(self.spec.run_seconds, self._run_loop(ctx), ctx)
                     await end_memory(ctx, outcome)
                     await ctx.after_agent()
@@ -737,6 +742,7 @@ class Agent(Lifecycle):
                 return await ReactLoop(ctx, handler).run()
             sandbox = self.sandbox_factory(handler, self.spec)
             ctx.sandbox = sandbox
+            place_files(sandbox, ctx.input_files)
             await self._note_sandbox(ctx.session_id, sandbox)
             try:
                 config = await memory_prompt_config(ctx, self.prompt_config)

@@ -107,6 +107,7 @@ class RunContext:
     memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
     user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
     stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
+    input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
     # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
     # round's record carries them as ``edits``, so replay applies them before running that round).
     last_outcome: dict[str, Any] | None = None
@@ -140,6 +141,10 @@ class RunContext:
         if self.pending_edits:
             fields.setdefault("edits", self.pending_edits)
             self.pending_edits = {}
+        if self.input_files and self.round == self.first_round:  # the run's input files, kept for replay
+            from codeact.engine.agent._files import input_artifacts
+
+            fields["artifacts"] = (*input_artifacts(self.input_files), *fields.get("artifacts", ()))
         record = RoundRecord(
             session_id=self.session_id,
             index=self.round,

@@ -217,6 +217,7 @@ def map_options(options: Mapping[str, Any], path: str) -> ModelOptions:
         user=None if user is None else str(user),
         seed=_integer(options.get("seed"), f"{path}.seed"),
         stop=_stop(options.get("stop"), f"{path}.stop"),
+        vision=_boolean(options.get("vision"), f"{path}.vision"),
     )
 
 

@@ -116,6 +116,7 @@ class ModelOptions:
     user: str | None = None
     seed: int | None = None
     stop: tuple[str, ...] | None = None
+    vision: bool | None = None  # the model takes image parts (None: litellm's model info decides); not sent
 
     def as_kwargs(self) -> dict[str, Any]:
         """OpenAI-style keyword arguments (the names litellm's ``completion()`` takes), None omitted.

@@ -66,6 +66,7 @@ KNOWN_MODEL_OPTIONS: Final = frozenset(
         "user",
         "seed",
         "stop",
+        "vision",
     }
 )
 

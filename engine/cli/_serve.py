@@ -96,6 +96,14 @@ def serve_command(
         Path | None,
         typer.Option("--audit-log", help="Append one JSON line per run-scoped API call here (default: the log)."),
     ] = None,
+    max_body_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-body-bytes",
+            help="The largest request body (1048576; raise it for inline image and file contents; 413 beyond).",
+            min=1024,
+        ),
+    ] = 1 << 20,
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
@@ -161,6 +169,7 @@ def serve_command(
         else RunManager(runners, max_active=max_runs, api_rate=rate),
         registry=registry,
         audit=AuditLog(audit_log),
+        max_body_bytes=max_body_bytes,
     )
     state = replace(state, extra_routes=_console_routes(state))
     try:

@@ -59,6 +59,7 @@ __all__ = ["DeltaCallback", "MAX_HOSTED_STOP", "ModelClient", "map_litellm_error
 
 MAX_HOSTED_STOP = 4
 """Stop strings sent to a hosted API (OpenAI's cap); a model server with a base URL gets every one."""
+_ENGINE_OPTIONS = frozenset({"vision"})  # model options codeact reads itself; never sent to the provider
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
 
@@ -249,7 +250,7 @@ class ModelClient:
 
     def _kwargs(self, settings: ModelSettings, route: Route, *, purpose: str, raw: bool,
                 stop: Sequence[str] | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:  # fmt: skip
-        kwargs: dict[str, Any] = dict(settings.options)
+        kwargs: dict[str, Any] = {k: v for k, v in settings.options.items() if k not in _ENGINE_OPTIONS}
         base = route.text_api_base if raw else route.api_base
         if stop is not None:
             # Hosted APIs take at most 4 stop strings (OpenAI refuses more); a server of one's own
@@ -464,6 +465,27 @@ class ModelClient:
             return None
         value = info.get("max_input_tokens") or info.get("max_tokens")
         return int(value) if value else None
+
+    def supports_vision(self, *, purpose: str = "code") -> bool:
+        """Whether the route's model takes image parts.
+
+        ``model.options.vision`` (true/false) decides when the blueprint sets it; else litellm's model
+        info (``supports_vision``); a model litellm does not know, a local or a scripted one is text-only.
+        """
+        settings = self.settings_for(purpose)
+        declared = settings.options.get("vision")
+        if isinstance(declared, bool):
+            return declared
+        if is_local(settings):
+            return False
+        route = self._route(purpose)
+        if route.scripted:
+            return False
+        litellm = _litellm()
+        try:
+            return bool(litellm.supports_vision(model=route.chat_model))
+        except Exception:  # not in litellm's model map
+            return False
 
     async def aclose(self) -> None:
         """Release per-client state (scripts). litellm's HTTP clients are process-wide and stay.

@@ -108,7 +108,14 @@ class QueueRunManager:
                 status=503,
                 headers={"Retry-After": "1"},
             )
-        text, _attachments = compose_input(context)
+        text, _attachments, parts = compose_input(context)
+        if parts:
+            raise ServiceError(
+                f"the context has {len(parts)} image or file contents; queued runs take text only: "
+                "serve the runner without --queue to send files",
+                code="service.invalid_request",
+                status=422,
+            )
         if not text:
             raise ServiceError(
                 "the context has no text input (queued runs take input.text or an interaction answer)",

@@ -38,7 +38,9 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     ``id``, ``name``, label and description come from the blueprint (``id``, ``name``,
     ``description``, else ``extensions.description``); the config schema from its declared inputs
     (``instructions.variables``: one field each, typed by its default); capabilities from what the
-    engine does (streaming, interrupt, interactions: approvals and ``ask_user``, tool calling and
+    engine does (streaming, interrupt, interactions: approvals and ``ask_user``, multimodal input for
+    a codeact blueprint: image and file contents become files in the sandbox, images also image
+    parts for a vision model (``engine/runner/_input.py``), tool calling and
     knowledge retrieval: a host's tools and knowledge bases become the ``host`` and ``knowledge``
     toolkits of a run, ``knowledge.list()`` and ``knowledge.retrieve(...)``); permissions: the host
     resources a run uses through the proxy (models invoke/stream, tools detail/call, knowledge
@@ -75,7 +77,7 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
             streaming=streaming,
             tool_calling=True,
             knowledge_retrieval=True,
-            multimodal_input=True,
+            multimodal_input=spec.kind == "codeact",  # files need a sandbox: a react agent takes text
             interrupt=True,
             interactions=True,
         ),

@@ -193,20 +193,28 @@ class BlueprintRunner:
             )
             return
         try:
-            text, attachments = compose_input(context, readable_refs=self.attachment_reader is not None)
+            text, attachments, parts = compose_input(context, readable_refs=self.attachment_reader is not None)
             proxy = RunAPIProxy(context, host) if host is not None else None
             reader = self.attachment_reader
             agent = self._agent_for(context, interactions, Attachments(attachments, reader=reader), proxy)
         except CodeactError as exc:  # the context cannot be run (a host tool schema, a template)
             yield mapper.failed(f"[{exc.code}] {exc.message}", code="runner.invalid_context")
             return
-        if not text and not attachments:
+        if not text and not attachments and not parts:
             yield mapper.failed(
                 "the context has no input: give input.text, input.contents, attachments or an interaction answer",
                 code="runner.invalid_context",
             )
             return
-        events = agent.run(text, session_id=session_id_for(context))
+        if parts and isinstance(agent, FlowEvents):
+            yield mapper.failed(
+                "a flow runner takes text input only: send the image and file contents to a codeact blueprint's runner",
+                code="runner.invalid_context",
+            )
+            return
+        # Image and file contents travel as the message's parts: the same path as Agent.run(message).
+        message: Any = {"role": "user", "content": [{"type": "text", "text": text}, *parts]} if parts else text
+        events = agent.run(message, session_id=session_id_for(context))
         ended = False
         try:
             while not ended:
@@ -220,6 +228,9 @@ class BlueprintRunner:
                         event = await wait_for(anext(events), remaining)
                 except StopAsyncIteration:
                     break
+                except CodeactError as exc:  # the input was refused before the run started (a file part)
+                    yield mapper.failed(f"[{exc.code}] {exc.message}", code="runner.invalid_context")
+                    return
                 except TimeoutError:
                     await events.aclose()
                     yield mapper.failed(

@@ -139,7 +139,8 @@ async def read_json(request: Request) -> Any:
 
 def _too_large(limit: int) -> ServiceError:
     return ServiceError(
-        f"the request body is over the server's limit of {limit} bytes; send large inputs as attachments",
+        f"the request body is over the server's limit of {limit} bytes; send large inputs as attachments "
+        "held by the host, or start the server with a higher `codeact serve --max-body-bytes`",
         code="service.payload_too_large",
         status=413,
     )

@@ -6,6 +6,7 @@ Standard library only (runs inside the sandbox).
 from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # C helpers behind str.format parsing (stdlib)
+import os
 import string
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -138,3 +139,29 @@ class _ClassFactory:
         cls: type = _calculate_metaclass(bases)(name, bases, namespace, **kwargs)
         self._owned.add(cls)
         return cls
+
+
+_READ_MODES = frozenset({"r", "rt", "rb", "tr", "br"})
+
+
+def _read_only_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,
+                    errors: str | None = None, newline: str | None = None) -> Any:  # fmt: skip
+    """``open()`` of sandboxed code: reads files inside the working directory, nothing else.
+
+    The run's input files are placed there (``Sandbox.input_files``); the path is resolved (``..``
+    and symlinks followed) before the check, so nothing outside the working directory is reachable.
+    Writing is refused: results leave the sandbox as variables, or as files a plain-CPython sandbox
+    writes into ``outputs/``.
+    """
+    if type(file) is not str:
+        raise TypeError(f"open() in sandboxed code takes a file name (str), not {type(file).__name__}")
+    if mode not in _READ_MODES:
+        raise PermissionError(
+            f"open({file!r}, {mode!r}): sandboxed code may only read files (mode 'r' or 'rb'); "
+            "keep results in variables instead"
+        )
+    root = os.path.realpath(os.getcwd())
+    path = os.path.realpath(os.path.join(root, file))
+    if os.path.commonpath([root, path]) != root:
+        raise PermissionError(f"open({file!r}): sandboxed code may only read files in its working directory")
+    return open(path, mode, buffering, encoding, errors, newline)  # noqa: PTH123, SIM115 - the guarded open

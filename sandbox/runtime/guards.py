@@ -13,9 +13,10 @@ and every ``for`` loop through ``_getiter_``. The functions here are the run-tim
 * ``_write_``: returns the object itself for ``dict``/``list`` and instances of classes the sandboxed
   code defined (recorded by the ``__metaclass__`` class factory, so it cannot be forged), and a proxy
   that refuses attribute writes otherwise (stdlib modules, classes and objects stay read-only).
-* Safe builtins: no ``eval``/``exec``/``compile``/``open``/``input``/``breakpoint``/``globals``/``locals``/
+* Safe builtins: no ``eval``/``exec``/``compile``/``input``/``breakpoint``/``globals``/``locals``/
   ``vars``/``memoryview`` (stubs that raise a clear error), guarded ``getattr``/``hasattr``/``setattr``/
-  ``delattr``/``dir``, a ``type`` that only answers ``type(obj)``, and a guarded ``__import__``.
+  ``delattr``/``dir``, a ``type`` that only answers ``type(obj)``, an ``open`` that only reads files
+  inside the working directory (the run's input files), and a guarded ``__import__``.
 
 ``restricted_globals`` returns a fresh namespace wired with all of these; the runtime runs the code
 (and the prelude of restored definitions) in that very dict.
@@ -35,6 +36,7 @@ from codeact.sandbox.runtime._guard_helpers import (
     _disabled,
     _GuardedFormatter,
     _needs_guarded_format,
+    _read_only_open,
     _SafeType,
     _WriteProxy,
 )
@@ -132,7 +134,7 @@ _SAFE_BUILTIN_NAMES: Final = (
     "True", "False", "__build_class__",
 )  # fmt: skip
 _DISABLED_BUILTINS: Final = (
-    "eval", "exec", "compile", "open", "input", "breakpoint", "globals", "locals", "vars", "memoryview",
+    "eval", "exec", "compile", "input", "breakpoint", "globals", "locals", "vars", "memoryview",
     "help", "exit", "quit", "copyright", "credits", "license",
 )  # fmt: skip
 _DANGEROUS_VALUES: Final = frozenset(id(getattr(builtins, name)) for name in ("compile", "open"))
@@ -467,6 +469,7 @@ class _Namespace:
                 "delattr": guarded_delattr,
                 "dir": guarded_dir,
                 "type": _SafeType,
+                "open": _read_only_open,
             }
         )
         if not restricted:

@@ -305,10 +305,16 @@ class Runtime:
             if method == "shutdown":
                 self._reply(id_, {"ok": True})
                 return
+            params = request.get("params")
+            if method == "put_file":
+                try:
+                    self._reply(id_, _put_file(params if isinstance(params, dict) else {}))
+                except (OSError, ValueError, TypeError) as exc:
+                    self._reply_error(id_, -32602, f"cannot place the input file: {type(exc).__name__}: {exc}")
+                continue
             if method != "execute":
                 self._reply_error(id_, -32601, f"unknown method {method!r}")
                 continue
-            params = request.get("params")
             try:
                 result = self.execute(params if isinstance(params, dict) else {})
             except self._proxy.HostGone:
@@ -601,6 +607,33 @@ def _uncaptured_json(lost: Any) -> list[dict[str, Any]]:
 
 _REAP_CHILDREN = False
 """Kill every other process after each round (set at start-up: only inside a private pid namespace)."""
+
+
+def _put_file(params: dict[str, Any]) -> dict[str, Any]:
+    """Write one input file (``{"name", "data"}``: a plain file name, base64 content) into the working directory.
+
+    The host already checked the name; it is checked again here: one path component, no ``..``, no
+    leading dot, not ``outputs`` (the artifacts folder). An existing file of that name is replaced.
+    """
+    name, data = params.get("name"), params.get("data")
+    if not isinstance(name, str) or not isinstance(data, str):
+        raise TypeError("put_file needs a name and base64 data")
+    if (
+        not name
+        or name != os.path.basename(name)
+        or name.startswith(".")
+        or "\\" in name
+        or "\x00" in name
+        or name == "outputs"
+    ):
+        raise ValueError(f"input file name {name!r} is not a plain file name")
+    content = base64.b64decode(data, validate=True)
+    path = os.path.join(os.getcwd(), name)
+    if os.path.islink(path):
+        os.unlink(path)
+    with open(path, "wb") as handle:  # noqa: PTH123 - the runtime stays on os/open
+        handle.write(content)
+    return {"name": name, "size": len(content)}
 
 
 def _reap_children() -> None:

@@ -85,10 +85,10 @@ async def test_a_single_message_and_bad_inputs(tmp_path: Path, openai_server: Op
     async with make_agent(tmp_path, openai_server) as agent:
         result = await agent.invoke({"role": "user", "content": "What is 2 + 2?"})
         assert (result.status, result.answer) == ("completed", 4)
-        image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]}
-        with pytest.raises(CodeactError, match="image input is not supported") as caught:
+        image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}]}
+        with pytest.raises(CodeactError, match="codeact fetches no URLs") as caught:
             await agent.invoke(image)
-        assert caught.value.code == "input.image_unsupported"
+        assert caught.value.code == "input.image_url"
         with pytest.raises(CodeactError, match="no user message"):
             await agent.invoke([{"role": "assistant", "content": "hi"}])
         with pytest.raises(CodeactError, match="role 'robot'"):

@@ -178,6 +178,17 @@ CASES = [
         },
         id="artifacts",
     ),
+    pytest.param(
+        "input_files.j2",
+        {
+            "files": [
+                {"name": "sales.csv", "mime": "text/csv", "size": 1204, "image": False},
+                {"name": "image-1.png", "mime": "image/png", "size": 20480, "image": True},
+            ],
+            "more": 2,
+        },
+        id="input_files",
+    ),
     pytest.param("reply_error.j2", {"reason": "empty"}, id="reply_error-empty"),
     pytest.param(
         "reply_error.j2",

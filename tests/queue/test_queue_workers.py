@@ -299,6 +299,11 @@ def test_serve_with_queue_enqueues_runs_and_relays_their_approvals(cluster: Clus
             with client.stream("GET", f"/v1/runs/{run_id}/events", headers=accept) as stream:
                 everything = list(read_sse(stream))
             assert client.get(f"/v1/runs/{run_id}").json()["status"] == "completed"
+            with_file = context("Sum the file.")  # queued runs take text only: a file is refused, not dropped
+            with_file["input"]["contents"] = [{"type": "file_base64", "file_base64": "eA==", "file_name": "a.csv"}]
+            refused = client.post("/v1/runs", json={"runner_id": "queue-agent", "context": with_file})
+            assert refused.status_code == 422, refused.text
+            assert "serve the runner without --queue to send files" in refused.json()["error"]["message"]
     finally:
         assert stop_server(served) == 0, served.stderr.read_text()
     ids = [e.id for e in first + rest]

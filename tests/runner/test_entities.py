@@ -87,7 +87,7 @@ def test_input_template_snapshot() -> None:
             ],
         },
     )
-    text, attachments = compose_input(ctx)
+    text, attachments, _parts = compose_input(ctx)
     assert [a.name for a in attachments] == ["report.csv", "photo.png"]
     check_snapshot(SNAPSHOTS, "runner_input.txt", text + "\n")
     event_only = context(

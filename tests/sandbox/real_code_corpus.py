@@ -22,7 +22,7 @@ DIFFERS: Final[dict[str, str]] = {
     "sys-maxsize": "`sys` is not importable (interpreter internals: modules, frames, the real stdout)",
     "print-to-stderr": "`sys` is not importable (write to stdout, or raise, instead)",
     "os-environ": "`os` is not importable (processes, files, the environment)",
-    "open-write-read": "`open()` is not available under the policy (files: the OS layer alone, policy off)",
+    "open-write-read": "`open()` under the policy only reads files of the working directory (writing is refused)",
     "eval-expression": "`eval()`/`exec()` are refused at compile time",
     "dunder-class-name": "`__class__` is a dunder attribute: write `type(self).__name__`",
     "slots-class": "`__slots__` is a reserved dunder name",

@@ -108,7 +108,10 @@ HOSTILE_RUNTIME = [
     pytest.param("from json import tool", ImportError, "'json.tool'", id="from-json-tool"),
     pytest.param("f = eval\nf('1')", NameError, "eval() is not allowed in sandboxed code", id="eval-alias"),
     pytest.param("compile('1', '', 'eval')", NameError, "compile() is not allowed in sandboxed code", id="compile"),
-    pytest.param("open('/etc/passwd')", NameError, "open() is not allowed in sandboxed code", id="open"),
+    pytest.param("open('/etc/passwd')", PermissionError, "may only read files in its working directory", id="open"),
+    pytest.param("open('../x.txt')", PermissionError, "may only read files in its working directory", id="open-up"),
+    pytest.param("open('x.txt', 'w')", PermissionError, "may only read files (mode 'r' or 'rb')", id="open-write"),
+    pytest.param("open(0)", TypeError, "takes a file name (str), not int", id="open-fd"),
     pytest.param("globals()", NameError, "globals() is not allowed", id="globals"),
     pytest.param("locals()", NameError, "locals() is not allowed", id="locals"),
     pytest.param("vars(1)", NameError, "vars() is not allowed", id="vars"),
@@ -478,7 +481,7 @@ def test_relative_import_is_refused() -> None:
 
 def test_restricted_namespace_has_no_dangerous_builtins() -> None:
     builtins_ = restricted_globals(allowed_imports=DEFAULT_IMPORTS)["__builtins__"]
-    for name in ("eval", "exec", "compile", "open", "breakpoint", "globals", "locals", "vars", "input"):
+    for name in ("eval", "exec", "compile", "breakpoint", "globals", "locals", "vars", "input"):
         with pytest.raises(NameError, match=f"{name}\\(\\) is not allowed in sandboxed code"):
             builtins_[name]()
     assert builtins_["print"] is print
@@ -508,3 +511,14 @@ def test_each_namespace_owns_only_its_own_classes() -> None:
     compiled = compile_code("foreign.x = 1", policy=Policy())
     with pytest.raises(AttributeError, match="'A' object in sandboxed code"):
         exec(marshal.loads(compiled.code), second)  # noqa: S102
+
+
+def test_open_reads_a_file_of_the_working_directory(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sales.csv").write_text("region,amount\nnorth,3\nsouth,4\n")
+    monkeypatch.chdir(tmp_path)
+    namespace = run(
+        "import csv\nwith open('sales.csv', newline='') as f:\n"
+        "    total = sum(int(row['amount']) for row in csv.DictReader(f))\n"
+        "with open('sales.csv', 'rb') as f:\n    raw = f.read()[:6]"
+    )
+    assert namespace["total"] == 7 and namespace["raw"] == b"region"

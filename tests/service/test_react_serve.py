@@ -58,6 +58,7 @@ def test_a_react_run_streams_its_text_and_runs_the_assembled_tool_call(
     with react_service.client() as client:
         [manifest] = client.get("/v1/runners").json()["runners"]
         assert manifest["id"] == RUNNER and manifest["capabilities"]["streaming"] is True
+        assert manifest["capabilities"]["multimodal_input"] is False  # no sandbox for files: not claimed
         events = stream_run(client, RUNNER, context("Who owns P-123?"))
 
     types = [e.event for e in events]
