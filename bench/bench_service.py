@@ -5,12 +5,19 @@
   round trip of ``GET /v1/health`` for scale (what any HTTP request costs on this machine);
 * ``CONCURRENT`` (100) streamed runs at once (scripted model, one trivial round each): completed
   count, wall time, events/s, and the server's peak RSS (``VmHWM``, the server process without its
-  sandboxes), against the same runs gathered in-process.
+  sandboxes), against the same runs gathered in-process;
+* the run-scoped API (``POST /v1/runs/{run_id}/api/{action}``) of a run kept alive (it waits for an
+  approval): ``API_CALLS`` (200) sequential ``state_get`` and ``get_binding_storage`` calls over one
+  keep-alive client, each next to a ``GET /v1/health`` round trip on the same client; median and p95
+  of each, and ``api_call_overhead_ms`` = median ``state_get`` minus median health round trip (what
+  the API layer adds to any HTTP request: token, authorization, rate limit, audit line; goal <= 5 ms).
+  The server keeps an audit log file and a rate limit (high enough never to refuse), as a host would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -25,8 +32,11 @@ from typing import Any
 
 import httpx
 
+from codeact.toolkits import operation, toolkit
+
 CONCURRENT = 100
 SEQUENTIAL = 15
+API_CALLS = 200
 TOKEN = "bench-token-1234"
 RUNNER = "bench-runner"
 _REPLY = "Done.\n```python\nsystem.finish('ok')\n```\n"
@@ -39,6 +49,29 @@ toolkits:
   - ref: system
 workflow: {{maxTurns: 2, codeact: {{thought: 'off'}}}}
 """
+
+API_RUNNER = "bench-api-runner"
+API_BLUEPRINT = f"""\
+version: codeact.agent/v1
+extend: codeact-base
+id: {API_RUNNER}
+model: {{provider: scripted, model: scripted/replies.yaml}}
+toolkits:
+  - ref: system
+  - ref: bench_ping
+    approval: ask
+workflow: {{maxTurns: 3, codeact: {{thought: 'off'}}}}
+"""
+_ASK = "Now the ping, which needs approval.\n```python\npong = await bench_ping.ping()\n```\n"
+_FINISH = "Approved; finishing.\n```python\nsystem.finish('done: ' + pong)\n```\n"
+
+
+@toolkit(name="bench_ping", description="A service whose call waits for an approval (keeps a run alive)")
+class BenchPing:
+    @operation
+    async def ping(self) -> str:
+        """Answer at once."""
+        return "pong"
 
 
 def _write(tmp: Path, replies: int) -> Path:
@@ -61,10 +94,11 @@ def _context(tag: str) -> dict[str, Any]:
     }
 
 
-def _start_server(tmp: Path, blueprint: Path) -> tuple[subprocess.Popen[str], str]:
+def _start_server(tmp: Path, blueprint: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "CODEACT_API_TOKENS": TOKEN, "CODEACT_HOME": str(tmp / "home")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH")]))
     argv = [str(Path(sys.executable).parent / "codeact"), "serve", "--blueprints", str(blueprint), "--port", "0"]
-    argv += ["--store", f"sqlite:///{tmp / 'served.db'}", "--max-runs", str(CONCURRENT * 2)]
+    argv += ["--store", f"sqlite:///{tmp / 'served.db'}", "--max-runs", str(CONCURRENT * 2), *extra]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     assert process.stdout is not None
     found = re.search(r"listening on (http://\S+)", process.stdout.readline())
@@ -177,11 +211,96 @@ async def _measure(tmp: Path, concurrent: int, sequential: int) -> dict[str, Any
     }
 
 
-def run(concurrent: int = CONCURRENT, sequential: int = SEQUENTIAL) -> dict[str, Any]:
+def _ms(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"median_ms": round(statistics.median(ordered) * 1000, 3), "p95_ms": round(p95 * 1000, 3)}
+
+
+async def _timed(client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> float:
+    started = time.perf_counter()
+    (await client.request(method, url, **kwargs)).raise_for_status()
+    return time.perf_counter() - started
+
+
+async def _measure_api(tmp: Path, calls: int) -> dict[str, Any]:
+    """The run-scoped API's figures (see the module docstring), one server with a run waiting for an approval."""
+    tmp.mkdir()
+    (tmp / "replies.yaml").write_text(json.dumps([{"text": r, "chunks": [r]} for r in (_ASK, _FINISH)]))
+    blueprint = tmp / "agent.yaml"
+    blueprint.write_text(API_BLUEPRINT)
+    rate = f"{calls * 100}/3600"  # checked on every call, never reached
+    toolkit_ref = f"{__name__}:BenchPing" if __name__ != "__main__" else "bench.bench_service:BenchPing"
+    process, url = _start_server(
+        tmp, blueprint, "--toolkit", toolkit_ref, "--api-rate", rate, "--audit-log", str(tmp / "audit.jsonl")
+    )
+    ctx = _context("api")
+    ctx["resources"] = {"storage": {"plugin_storage": False, "workspace_storage": False, "binding_storage": True}}
+    ctx["context"] = {"conversation_id": ctx["conversation"]["conversation_id"], "available_apis": {"state": True}}
+    ctx["state"] = {"conversation": {"topic": "refunds"}}
+    run_id = ctx["run_id"]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    call_headers = {"X-Runner-Id": API_RUNNER}
+    try:
+        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+            body = {"runner_id": API_RUNNER, "context": ctx}
+            async with client.stream("POST", "/v1/runs", json=body, headers={"Accept": "text/event-stream"}) as sse:
+                sse.raise_for_status()
+                async for line in sse.aiter_lines():
+                    if line == "event: action.requested":
+                        break
+            shown = (await client.get(f"/v1/runs/{run_id}")).json()
+            if shown["status"] != "waiting":
+                raise RuntimeError(f"the run did not wait for its approval: {shown['status']} {shown.get('error')}")
+            api = f"/v1/runs/{run_id}/api"
+            state = {"scope": "conversation", "key": "topic"}
+            stored = {"key": "cache", "value_base64": base64.b64encode(b"cached value").decode()}
+            await _timed(client, "POST", f"{api}/set_binding_storage", json=stored, headers=call_headers)
+            health: list[float] = []
+            state_get: list[float] = []
+            storage_get: list[float] = []
+            for i in range(calls + 10):  # the first 10 warm the path up and are not counted
+                timed = [
+                    await _timed(client, "GET", "/v1/health"),
+                    await _timed(client, "POST", f"{api}/state_get", json=state, headers=call_headers),
+                    await _timed(
+                        client, "POST", f"{api}/get_binding_storage", json={"key": "cache"}, headers=call_headers
+                    ),
+                ]
+                if i >= 10:
+                    for samples, took in zip((health, state_get, storage_get), timed, strict=True):
+                        samples.append(took)
+            [pending] = (await client.get(f"/v1/runs/{run_id}")).json()["pending"]
+            approve = {"interaction_id": pending["interaction_id"], "action_id": "approve", "values": {}}
+            (await client.post(f"/v1/runs/{run_id}/interactions", json=approve)).raise_for_status()
+            for _ in range(600):  # the run ends (its status read back), so the server stops cleanly
+                if (await client.get(f"/v1/runs/{run_id}")).json()["status"] != "waiting":
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    audited = len((tmp / "audit.jsonl").read_text().splitlines())
+    figures = {"health": _ms(health), "state_get": _ms(state_get), "get_binding_storage": _ms(storage_get)}
+    overhead = figures["state_get"]["median_ms"] - figures["health"]["median_ms"]
+    return {
+        "api_calls": calls,
+        "api_state_get_ms": figures["state_get"],
+        "api_storage_get_ms": figures["get_binding_storage"],
+        "api_health_roundtrip_ms": figures["health"],
+        "api_call_overhead_ms": round(overhead, 3),
+        "api_call_overhead_goal_ms": 5,
+        "api_audit_lines": audited,
+    }
+
+
+def run(concurrent: int = CONCURRENT, sequential: int = SEQUENTIAL, api_calls: int = API_CALLS) -> dict[str, Any]:
     """The figures (see the module docstring)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
-        return asyncio.run(_measure(Path(tmp), concurrent, sequential))
+        figures = asyncio.run(_measure(Path(tmp), concurrent, sequential))
+        figures.update(asyncio.run(_measure_api(Path(tmp) / "api", api_calls)))
+        return figures
 
 
 if __name__ == "__main__":
