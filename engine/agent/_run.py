@@ -338,7 +338,7 @@ async def _loop(ctx: RunContext, wiring: Wiring) -> Outcome:
         await ctx.before_agent()
         if ctx.spec.kind == "react":
             return await ReactLoop(ctx, ctx.handler).run()
-        sandbox = ctx.sandbox = wiring.sandbox_factory(ctx.handler, ctx.spec)
+        sandbox = wiring.sandbox_factory(ctx.handler, ctx.spec)
         await _note_sandbox(ctx, sandbox)
         try:
             config = await _memory_prompt(ctx, wiring.prompt_config)

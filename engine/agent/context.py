@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from codeact.engine.blueprint import AgentSpec
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
-    from codeact.sandbox import Sandbox
     from codeact.toolkits import ToolkitBridge
 
 __all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
@@ -93,7 +92,6 @@ class RunContext:
     variables: dict[str, Any] = field(default_factory=dict)
     hooks: Sequence[Hook] = ()
     interceptors: Sequence[Any] = ()
-    sandbox: Sandbox | None = None
     bridge: ToolkitBridge | None = None
     handler: EventingBridge | None = None
     stream: bool = True
