@@ -1,22 +1,61 @@
-"""What an agent is wired from: grants, the sandbox factory, the toolkit bridge, the restored history."""
+"""What an agent's runs are wired from, assembled once per agent, above the loops.
+
+:class:`~codeact.engine.agent.Agent` builds its parts here when it is made (the registry with
+``system`` and the sub-agents, the grants and approval policies, the prompt config, the knowledge
+base); each run takes a :class:`Wiring`, a snapshot of those parts, and builds its own bridge,
+memory and sandbox from it (``_run.py``). Nothing here knows a run.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from codeact.engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval, grant_policy
-from codeact.engine.events import MessageCompleted, SegmentCreated
-from codeact.segments import Segment, SegmentHistory, SegmentKind
-from codeact.segments.budget import COMPACTED_TAG
-from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext, ToolkitRegistry
+from codeact.engine.agent.support import Approver, grant_policy
+from codeact.engine.model.local import default_layout
+from codeact.segments import PromptConfig
+from codeact.toolkits import ToolkitRegistry
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.context import RunContext
-    from codeact.engine.blueprint import AgentSpec
+    from codeact.engine.agent.hooks import Hook
+    from codeact.engine.blueprint import AgentSpec, SubagentSpec
+    from codeact.engine.knowledge import KnowledgeBase
+    from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
     from codeact.sandbox import RpcHandler, Sandbox
 
+__all__ = [
+    "SandboxFactory",
+    "Wiring",
+    "default_sandbox_factory",
+    "grants_for",
+    "knowledge_for",
+    "prompt_config_for",
+    "registry_for",
+]
+
 SandboxFactory = Callable[["RpcHandler", "AgentSpec"], "Sandbox"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wiring:
+    """The parts one run of an agent is wired from (the agent's, as they are when the run starts)."""
+
+    spec: AgentSpec
+    model: ModelClient
+    store: Store
+    registry: ToolkitRegistry
+    grants: dict[str, Any]
+    policies: dict[str, str]
+    sandbox_factory: SandboxFactory
+    approver: Approver | None
+    hooks: Sequence[Hook]
+    interceptors: Sequence[Any]
+    stream: bool
+    user: str | None
+    prompt_config: PromptConfig
+    knowledge: KnowledgeBase | None
 
 
 def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
@@ -39,6 +78,71 @@ def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
         if tool.approval is not None:
             policies[toolkit] = grant_policy(tool.approval)
     return grants, policies
+
+
+def registry_for(
+    registry: ToolkitRegistry,
+    spec: AgentSpec,
+    grants: dict[str, Any],
+    spawn: Callable[[SubagentSpec], Any],
+) -> ToolkitRegistry:
+    """The registry an agent's runs resolve grants against: ``registry`` with ``system``, and the sub-agents.
+
+    Sub-agents are the operations of an ``agents`` toolkit only this agent is granted (added to
+    ``grants``; ``spawn`` builds one); the host's registry is copied, never changed.
+    """
+    if "system" not in registry:
+        from codeact.toolkits.builtin.system import SystemToolkit
+
+        registry = ToolkitRegistry(bound for bound in registry)
+        registry.register(SystemToolkit)
+    if not spec.subagents:
+        return registry
+    from codeact.engine.agent.subagents import SUBAGENT_TOOLKIT, SubagentToolkit
+
+    own = ToolkitRegistry()
+    for name in registry.names():
+        bound = registry.get(name)
+        if bound is not None and name != SUBAGENT_TOOLKIT:
+            own.register(bound)
+    own.register(SubagentToolkit(spawn, spec.subagents))
+    grants[SUBAGENT_TOOLKIT] = "*"
+    return own
+
+
+def prompt_config_for(spec: AgentSpec) -> PromptConfig:
+    """The prompt builder's configuration of the spec (instructions, protocol, layout, FIM family)."""
+    codeact = spec.codeact
+    fim_tokens = None
+    if codeact.fim_markers is not None:
+        m = codeact.fim_markers
+        fim_tokens = {"family": "custom", "prefix": m.prefix, "suffix": m.suffix, "middle": m.middle}
+    variables = {k: v for k, v in spec.variables.items() if isinstance(v, str | int | float | bool)}
+    return PromptConfig.from_blueprint(
+        instructions={
+            "system": spec.instructions.system,
+            "developer": spec.instructions.developer,
+            "variables": variables,
+            # The factory rendered a codeact file's instructions; an ai4j file's are text: never again.
+            "literal": True,
+        },
+        protocol=codeact.protocol,
+        layout=codeact.layout or default_layout(spec.model.model, spec.model.provider),
+        model=spec.model.model,
+        fim=codeact.fim_family or "auto",
+        fim_tokens=fim_tokens,
+        # inline thought: the code reply is the round's only reply, so it states the next goal too
+        next_goal=codeact.thought == "inline",
+    )
+
+
+def knowledge_for(spec: AgentSpec) -> KnowledgeBase | None:
+    """The blueprint's knowledge, read, chunked and indexed once per agent (each run selects from it)."""
+    if spec.knowledge is None:
+        return None
+    from codeact.engine.knowledge import KnowledgeBase
+
+    return KnowledgeBase.from_settings(spec.knowledge)
 
 
 def default_sandbox_factory(
@@ -69,102 +173,3 @@ def default_sandbox_factory(
         )
 
     return _make
-
-
-def build_bridge(
-    ctx: RunContext,
-    *,
-    registry: ToolkitRegistry,
-    grants: Mapping[str, Any],
-    policies: Mapping[str, str],
-    approver: Any,
-    interceptors: Sequence[Any],
-) -> tuple[ToolkitBridge, EventingBridge]:
-    """The run's toolkit bridge and the eventing handler the sandbox calls through (from the agent's wiring)."""
-
-    def express(kind: str, data: dict[str, Any]) -> None:
-        if kind == "express" and isinstance(data.get("text"), str):
-            segment = ctx.history.add(SegmentKind.EXPRESS, data["text"], round_index=ctx.round)
-            ctx.pending_segments.append(segment)
-            ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=ctx.round)
-            ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
-        elif kind == "a2a.update":  # a remote agent's progress (toolkits.a2a), shown as it streams
-            text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
-            ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
-
-    async def approve(request: ApprovalRequest) -> ApprovalDecision:
-        if GRANT_APPROVED.get():
-            return ApprovalDecision(allow=True, reason="approved for its grant")
-        return await ask_approval(
-            approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
-        )
-
-    model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
-    bridge = ToolkitBridge(
-        registry,
-        grants=grants,
-        context=ToolkitContext(
-            session_id=ctx.session_id,
-            trace_id=_trace_id(ctx.trace) or ctx.run_id,
-            run_id=ctx.run_id,
-            user=ctx.user,
-            model=model_access,
-            emit=express,
-            memory=ctx.memory.access if ctx.memory is not None else None,
-        ),
-        approval=approve,
-        # The eventing bridge logs and reports every call, including the ones it refuses.
-        record=False,
-        call_events=False,
-    )
-    handler = EventingBridge(
-        bridge,
-        emit=ctx.emit,
-        round_ref=lambda: ctx.round,
-        policies=policies,
-        approver=approver,
-        interceptors=interceptors,
-        on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
-        trace=lambda: ctx.trace,
-    )
-    return bridge, handler
-
-
-def _with_system(registry: ToolkitRegistry) -> ToolkitRegistry:
-    """``registry``, or a copy of it with the built-in ``system`` toolkit (every agent is granted it)."""
-    if "system" in registry:
-        return registry
-    from codeact.toolkits.builtin.system import SystemToolkit
-
-    own = ToolkitRegistry(bound for bound in registry)
-    own.register(SystemToolkit)
-    return own
-
-
-def _trace_id(run_trace: Any) -> str | None:
-    """The OpenTelemetry trace id of the run's span (32 hex digits), or None when tracing is off."""
-    span = getattr(run_trace, "run_span", None)
-    if span is None:
-        return None
-    trace_id = span.get_span_context().trace_id
-    return f"{trace_id:032x}" if trace_id else None
-
-
-def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
-    """The session's history from its stored segments, with recorded compactions applied again.
-
-    A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
-    1..its ``round_index`` when it was made; the store keeps the originals (append-only), so they are
-    dropped here and the summary takes the place of the first of them, as ``segments.Compactor`` did.
-    """
-    kept: list[Segment] = []
-    for data in stored:
-        segment = Segment.model_validate(data)
-        if segment.kind == SegmentKind.ROUND and COMPACTED_TAG in segment.tags:
-            covered = [i for i, s in enumerate(kept) if 0 < s.round_index <= segment.round_index]
-            if covered:
-                kept = [s for s in kept if not 0 < s.round_index <= segment.round_index]
-                kept.insert(covered[0], segment)
-                continue
-        kept.append(segment)
-    return SegmentHistory(kept)

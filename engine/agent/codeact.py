@@ -108,16 +108,10 @@ class CodeActLoop:
         if compaction.summary is None:
             return False
         self.ctx.history = compaction.history
-        # Stored with this round, so a resumed session rebuilds the same history (see agent._restore_history).
+        # Stored with this round, so a resumed session rebuilds the same history (see _run._restore_history).
         self.ctx.pending_segments.append(compaction.summary)
         self.ctx.emit(SegmentCreated, segment=compaction.summary.model_dump(mode="json"), round=self.ctx.round)
         return True
-
-    def _add(self, kind: str, content: str, **extra: Any) -> Segment:
-        segment = self.ctx.history.add(kind, content, round_index=self.ctx.round, **extra)
-        self.ctx.pending_segments.append(segment)
-        self.ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.ctx.round)
-        return segment
 
     async def run(self) -> Outcome:
         """Run rounds until the run ends; returns how it ended."""
@@ -184,7 +178,7 @@ class CodeActLoop:
         except CodeParseError as exc:
             # Nothing runs: the reason is the round's outcome (see engine.agent._reply).
             status, said = no_code_outcome(exc)
-            self._add(SegmentKind.EVALUATION, exc.message, tags=("error",))
+            self.ctx.add_segment(SegmentKind.EVALUATION, exc.message, tags=("error",))
             ctx.emit(CodeCompleted, round=n, status=status, error=said, reply=reply_excerpt(full.text))
             record_error = {("model_line" if k == "line" else k): v for k, v in said.items()}
             await self._record(
@@ -203,7 +197,7 @@ class CodeActLoop:
 
         frame = prompt.frame
         program = frame.program(block.code) if frame is not None else block.code
-        self._add(SegmentKind.CODE, block.code)
+        self.ctx.add_segment(SegmentKind.CODE, block.code)
         ctx.check_stopping()
         ctx.emit(CodeStarted, round=n, code=block.code, notes=block.notes)
         ctx.note_code(program=program, middle=block.code, reply=reply.text)
@@ -255,11 +249,11 @@ class CodeActLoop:
         )
         evaluation = with_artifacts(evaluation, result.artifacts)
         emit_artifacts(ctx, n, result.artifacts)
-        self._add(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
+        self.ctx.add_segment(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())
         if self.thought_mode == "inline":
             goal = stated_goal(full.text)  # seed 001's order: Code, Evaluation, NextGoal
             if goal is not None:
-                self._add(SegmentKind.NEXT_GOAL, goal)
+                self.ctx.add_segment(SegmentKind.NEXT_GOAL, goal)
         ctx.variables = dict(result.variables)
         ctx.last_outcome = {"round": n, "status": result.status, "error": shown, "stdout": result.stdout[-2000:]}
         await self._record(
@@ -303,7 +297,7 @@ class CodeActLoop:
             parts = [Segment(kind=SegmentKind.THOUGHT, content="(the model gave no thought)")]
         for part in parts:
             if goal or part.kind != SegmentKind.NEXT_GOAL:
-                self._add(part.kind, part.content)
+                self.ctx.add_segment(part.kind, part.content)
 
     def _stuck_check(self, *, code: str | None, error: str | None) -> Outcome | None:
         self._codes.append(code.strip() if code is not None else "")
@@ -332,7 +326,7 @@ class CodeActLoop:
         if verdict.upper().startswith("DONE"):
             return Outcome(status="completed", reason="self_check", answer=answer)
         reasons = verdict.split("\n", 1)[1].strip() if "\n" in verdict else verdict
-        self._add(
+        self.ctx.add_segment(
             SegmentKind.EVALUATION,
             f"Self-check: the task is not done yet: {reasons or 'no reason given'}. Continue, then call "
             "system.finish(answer) again.",

@@ -1,4 +1,11 @@
-"""One run's state and the model call with hooks, interceptors and streaming around it."""
+"""One run's state, the object every step of a run reads and updates, and the model call around it.
+
+A :class:`RunContext` is made when ``Agent.run`` is called (``_run.start_run``) and passed down: the run's
+pipeline (``_run.py``) opens the session into it, the loops (``codeact.py``, ``react.py``) drive rounds over
+it. It owns the run's events (:meth:`RunContext.emit`, the queue ``Agent.run`` yields from), the session's
+history and variables, the round counter, the pending writes and what an interrupted round records, and the
+model call with hooks, interceptors and streaming around it (:meth:`RunContext.call_model`).
+"""
 
 from __future__ import annotations
 
@@ -19,18 +26,17 @@ from codeact.engine.agent.recovery import (
     interrupted_record,
 )
 from codeact.engine.errors import CodeactError
-from codeact.engine.events import Event, MessageCompleted, MessageDelta
+from codeact.engine.events import Event, EventSequence, MessageCompleted, MessageDelta, SegmentCreated
 from codeact.engine.model import ModelReply
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
 from codeact.sandbox.aio import wait_for
-from codeact.segments import Prompt, SegmentHistory, SegmentKind
+from codeact.segments import Prompt, Segment, SegmentHistory, SegmentKind
 
 if TYPE_CHECKING:
     from codeact.engine.agent.support import EventingBridge
     from codeact.engine.blueprint import AgentSpec
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
-    from codeact.sandbox import Sandbox
     from codeact.toolkits import ToolkitBridge
 
 __all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
@@ -71,7 +77,7 @@ class Outcome:
 
 @dataclass(kw_only=True)
 class RunContext:
-    """Everything one run of a loop needs; the loops read and update it.
+    """One run's state; the run's pipeline and its loops read and update it.
 
     ``round`` is the round in progress (or the last one); ``recorded`` the last round written to the store.
     """
@@ -82,12 +88,10 @@ class RunContext:
     input: str
     model: ModelClient
     store: Store
-    history: SegmentHistory
-    variables: dict[str, Any]
-    emit: Callable[..., Event]
+    history: SegmentHistory = field(default_factory=SegmentHistory)
+    variables: dict[str, Any] = field(default_factory=dict)
     hooks: Sequence[Hook] = ()
     interceptors: Sequence[Any] = ()
-    sandbox: Sandbox | None = None
     bridge: ToolkitBridge | None = None
     handler: EventingBridge | None = None
     stream: bool = True
@@ -95,6 +99,12 @@ class RunContext:
     first_round: int = 1
     recorded: int = 0
     pending_segments: list[Any] = field(default_factory=list)
+    # What the caller gave besides the task: the input's history messages as (segment kind, text), the
+    # run's labels (RunConfig.labels(): thread_id, tags, metadata), the caller's context as text.
+    inputs: tuple[tuple[str, str], ...] = ()
+    labels: dict[str, Any] = field(default_factory=dict)
+    caller_context: str | None = None
+    input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
     # Recovery (engine/agent/recovery.py): the lock's fencing token, the pending-calls writer, and
     # what the round in progress is running, for an interrupted round's record.
     fence: str | None = None
@@ -106,12 +116,33 @@ class RunContext:
     trace: RunTrace = NULL_TRACE
     memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
     user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
+    started: bool = False  # run.started was emitted
     stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
-    input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
+    cancelled: bool = False  # the run took the cancel and is recording what it did
     # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
     # round's record carries them as ``edits``, so replay applies them before running that round).
     last_outcome: dict[str, Any] | None = None
     pending_edits: dict[str, Any] = field(default_factory=dict)
+    # The run's events: stamped in order, queued for the stream ``Agent.run`` yields (None ends it).
+    sequence: EventSequence = field(init=False)
+    events: asyncio.Queue[Event | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sequence = EventSequence(self.run_id)
+        self.events = asyncio.Queue()
+
+    def emit(self, cls: type[Event], /, **payload: Any) -> Event:
+        """Stamp the run's next event and queue it for the stream."""
+        event = self.sequence.emit(cls, **payload)
+        self.events.put_nowait(event)
+        return event
+
+    def add_segment(self, kind: str, content: str, *, tags: tuple[str, ...] = ()) -> Segment:
+        """Add a segment to the history at the current round, keep it for the round's record, emit it."""
+        segment = self.history.add(kind, content, round_index=self.round, tags=tags)
+        self.pending_segments.append(segment)
+        self.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.round)
+        return segment
 
     def check_stopping(self) -> None:
         """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""

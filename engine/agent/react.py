@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
-from codeact.engine.events import RoundStarted, SegmentCreated
+from codeact.engine.events import RoundStarted
 from codeact.sandbox.runtime import protocol as _p
 from codeact.segments import SegmentKind
 
@@ -80,7 +80,7 @@ class ReactLoop:
             await self._unparsable(messages, reply, broken, started, t0)
             return None
         if not reply.tool_calls:
-            self._segment(SegmentKind.EXPRESS, reply.text)
+            self.ctx.add_segment(SegmentKind.EXPRESS, reply.text)
             await self._record(started, t0, reply.text, reply)
             return Outcome(status="completed", reason="answered", answer=reply.text)
         messages.append(
@@ -106,7 +106,7 @@ class ReactLoop:
             except _p.RpcError as exc:
                 content = json.dumps({"error": exc.name, "message": exc.message})
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            self._segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
+            self.ctx.add_segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
         await self._record(started, t0, reply.text, reply)
         if control is not None and control.get("kind") == "finish":
             return Outcome(status="completed", reason="finished", answer=control.get("answer"))
@@ -128,16 +128,11 @@ class ReactLoop:
         if reply.text:
             messages.append({"role": "assistant", "content": reply.text})
         messages.append({"role": "user", "content": message})
-        self._segment(SegmentKind.EVALUATION, message)
+        self.ctx.add_segment(SegmentKind.EVALUATION, message)
         usage = {"code": usage_of(reply)}
         await self.ctx.record_round(
             started=started, t0=t0, reply=reply.text, status="parse_error", parse_error=broken, usage=usage
         )
-
-    def _segment(self, kind: str, content: str) -> None:
-        segment = self.ctx.history.add(kind, content, round_index=self.ctx.round)
-        self.ctx.pending_segments.append(segment)
-        self.ctx.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.ctx.round)
 
     async def _record(self, started: float, t0: float, reply: str, model_reply: Any = None) -> None:
         usage = {"code": usage_of(model_reply)} if model_reply is not None else {}

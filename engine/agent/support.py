@@ -28,7 +28,6 @@ APPROVAL_REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar
 """While the approver is asked: the ``request_id`` of the ``action.requested`` event it answers."""
 
 _RUN = frozenset({"always", "safe", "auto"})
-_ASK = frozenset({"ask", "manual"})
 _DENY = frozenset({"deny", "never"})
 
 

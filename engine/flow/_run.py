@@ -85,7 +85,7 @@ class _FlowRun:
                 export=exported,
             )
         else:
-            from codeact.engine.agent.agent import SESSION_LINK
+            from codeact.engine.agent._run import SESSION_LINK
 
             # The step's session records its parent when it is created (no extra write).
             SESSION_LINK.set({"flow": self._link(position, name)})

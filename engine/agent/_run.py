@@ -1,0 +1,522 @@
+"""One run, top to bottom: from ``Agent.run``'s input to ``run.completed`` or ``run.failed``.
+
+``Agent.run`` (``agent.py``) hands a run its :class:`~codeact.engine.agent._wiring.Wiring` (what the
+agent is built from) and its input; everything else one run does happens here, in this order, on one
+object, the run's :class:`~codeact.engine.agent.context.RunContext`:
+
+1. :func:`start_run`: the input is read (``_input.py``) into a new ``RunContext``, before any event.
+2. :func:`stream`: the run goes on in a task of its own and its events are yielded as they come;
+   closing the stream cancels the run (the round in progress is recorded as ``interrupted``).
+3. ``_traced``: the run's spans (``engine.telemetry``; a no-op unless tracing is on).
+4. ``_locked``: the session lock; the toolkit calls a dead run left behind are folded into an
+   ``interrupted`` round first (``recovery.py``); a cancel or an error sets the session's status.
+5. ``_open_session``: a new session, or the stored one resumed (its history and variables);
+   ``run.started``; the input's segments (history messages, the caller's context, the task).
+6. ``_loop``, within ``workflow.runSeconds`` (``_within``): the run's memory, its toolkit bridge
+   (``support.EventingBridge`` around ``toolkits.ToolkitBridge``), the ``before_agent`` hooks, then
+   react's turns (``react.py``), or the sandbox, the prompt (memory, knowledge) and the CodeAct rounds
+   (``codeact.py``).
+7. ``_end``: memory's summary and experience, the ``after_agent`` hooks, the last pending write, the
+   session's status; then ``run.completed`` or ``run.failed``, the last event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import logging
+import uuid
+from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from codeact.engine.agent._files import place_files, task_with_files, use_files
+from codeact.engine.agent._input import AgentInput, RunConfig, context_text, resolve_run, run_input
+from codeact.engine.agent.codeact import CodeActLoop
+from codeact.engine.agent.context import EndRun, Outcome, RunContext
+from codeact.engine.agent.react import ReactLoop
+from codeact.engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted
+from codeact.engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import Event, MessageCompleted, RunCompleted, RunFailed, RunStarted
+from codeact.engine.replay import sandbox_note, session_hash_seed
+from codeact.engine.store import SessionMeta
+from codeact.sandbox.aio import cancel_and_wait
+from codeact.segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
+from codeact.segments.budget import COMPACTED_TAG
+from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext
+
+if TYPE_CHECKING:
+    from codeact.engine.agent._wiring import Wiring
+    from codeact.engine.store import SessionLock
+    from codeact.sandbox import Sandbox
+
+__all__ = ["KNOWLEDGE_INTRO", "KNOWLEDGE_TAG", "SESSION_LINK", "start_run", "stream"]
+
+# Extra session metadata for the next session a run creates in this context (a flow step's link to its
+# parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
+SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+    "codeact_session_link", default=None
+)
+
+KNOWLEDGE_TAG = "knowledge"
+KNOWLEDGE_INTRO = "From the agent's knowledge, relevant to this task:"
+
+_DEFAULT_WINDOW = 32_768
+_log = logging.getLogger("codeact.memory")
+
+
+# -- 1, 2: the run's state, its task and its events ---------------------------------------------------
+def start_run(
+    wiring: Wiring,
+    input: AgentInput,
+    *,
+    session_id: str | None,
+    user: str | None,
+    config: RunConfig | None,
+    context: Mapping[str, Any] | None,
+) -> RunContext:
+    """The state of a new run of ``input`` (nothing runs yet).
+
+    Raises:
+        CodeactError: ``input.invalid``, ``input.file_name``, ``input.image_url``, ``input.too_large``,
+            ``input.files_unsupported``, ``config.invalid`` or ``context.invalid``.
+    """
+    read = run_input(input)
+    config, session_id, user = resolve_run(config, session_id, user)
+    return RunContext(
+        spec=wiring.spec,
+        run_id=uuid.uuid4().hex,
+        session_id=session_id or uuid.uuid4().hex,
+        input=task_with_files(read.task, read.files, kind=wiring.spec.kind),
+        model=wiring.model,
+        store=wiring.store,
+        hooks=wiring.hooks,
+        interceptors=wiring.interceptors,
+        stream=wiring.stream,
+        user=user if user is not None else wiring.user,
+        inputs=read.history,
+        labels=config.labels(),
+        caller_context=context_text(context),
+        input_files=read.files,
+    )
+
+
+async def stream(ctx: RunContext, wiring: Wiring) -> AsyncGenerator[Event, None]:
+    """Run ``ctx`` in a task of its own and yield its events; closing the generator cancels the run."""
+    task = asyncio.create_task(_traced(ctx, wiring))
+    task.add_done_callback(lambda _t: ctx.events.put_nowait(None))
+    try:
+        while (event := await ctx.events.get()) is not None:
+            yield event
+        await task
+    finally:
+        if not task.done():
+            # No round starts after this, even if something inside the run swallowed the cancel
+            # (Python 3.11's asyncio.wait_for does, as its call completes): the cancel is repeated
+            # until the run takes it, then its clean-up (recording the round) runs undisturbed.
+            ctx.stopping = True
+            await cancel_and_wait(task, acknowledged=lambda: ctx.cancelled)
+            if not task.cancelled():
+                task.result()  # an error of the run's clean-up surfaces as before
+
+
+# -- 3: the run's spans -----------------------------------------------------------------------------
+async def _traced(ctx: RunContext, wiring: Wiring) -> None:
+    from codeact.engine.telemetry._state import start_run as start_trace
+
+    spec = ctx.spec
+    options = spec.blueprint.extensions.get("telemetry") if spec.blueprint is not None else None
+    ctx.trace = start_trace(
+        run_id=ctx.run_id,
+        session_id=ctx.session_id,
+        agent_id=spec.id,
+        model=spec.model.model,
+        kind=spec.kind,
+        options=options if isinstance(options, dict) else None,
+    )
+    span = getattr(ctx.trace, "run_span", None)
+    if span is not None and ctx.labels:
+        if ctx.labels.get("tags"):
+            span.set_attribute("codeact.tags", list(ctx.labels["tags"]))
+        for key, value in ctx.labels.get("metadata", {}).items():
+            text = value if isinstance(value, str | int | float | bool) else json.dumps(value, ensure_ascii=False)
+            span.set_attribute(f"codeact.metadata.{key}", text)
+    try:
+        await _locked(ctx, wiring)
+    finally:
+        ctx.trace.end(status="interrupted")  # a cancelled run (the span ends once)
+
+
+def _completed(ctx: RunContext, outcome: Outcome) -> None:
+    ctx.emit(RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=ctx.recorded)
+    status = "paused" if outcome.reason == "ask_user" else "completed"
+    ctx.trace.end(status=status, reason=outcome.reason, rounds=ctx.recorded)
+
+
+def _failed(ctx: RunContext, error: dict[str, Any], *, retryable: bool = False) -> None:
+    ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.recorded)
+    ctx.trace.end(status="failed", error=error, rounds=ctx.recorded)
+
+
+# -- 4: the session lock, and what a cancel or an error leaves behind -------------------------------------
+_RETRYABLE_STORE_CODES = frozenset({"store.unavailable", "store.busy", "store.session_busy"})
+
+
+async def _locked(ctx: RunContext, wiring: Wiring) -> None:
+    # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
+    # run fails before it could open the session (busy, store down).
+    link, _ = SESSION_LINK.get(), SESSION_LINK.set(None)  # this task's context only
+    store, session_id = ctx.store, ctx.session_id
+    try:
+        async with store.lock(session_id) as lock:
+            try:
+                # A run that died mid-round left its completed calls behind: record them first.
+                await fold_pending(store, session_id, fence=lock.token, reason=_gone_reason(lock))
+                await _open_session(ctx, wiring, link)
+                ctx.fence = lock.token
+                ctx.writer = PendingWriter(store, session_id)
+                use_files(ctx, ctx.input_files)
+                outcome = await _within(ctx.spec.run_seconds, _loop(ctx, wiring), ctx)
+                await _end(ctx, outcome)
+            except asyncio.CancelledError:
+                # Ctrl-C or a cancel: keep what the round in progress did, then stop.
+                ctx.cancelled = True
+                if ctx.started:
+                    await ctx.record_interrupted(reason="Ctrl-C or a cancel stopped the run")
+                else:
+                    await mark_opened_interrupted(store, session_id)
+                raise
+            except CodeactError as exc:
+                if exc.code == "store.unavailable":
+                    pass  # the store is down: the session reads `interrupted` once it is back (repair_status)
+                elif exc.code != "store.lock_lost":  # a fenced-out run must not touch the new owner's session
+                    # Only the run holding the lock may mark the session failed (never a busy one).
+                    with contextlib.suppress(CodeactError):
+                        if await store.get_session(session_id) is not None:
+                            await store.update_session(session_id, status="failed")
+                raise
+            finally:
+                if ctx.writer is not None:
+                    await ctx.writer.aclose()
+                    ctx.writer = None
+                if ctx.memory is not None:
+                    await ctx.memory.close()
+        if outcome.status == "failed":
+            _failed(ctx, outcome.error or {"code": "run.failed", "message": outcome.reason})
+        else:
+            _completed(ctx, outcome)
+    except CodeactError as exc:
+        if not ctx.started:
+            meta = None
+            with contextlib.suppress(CodeactError):
+                meta = await store.get_session(session_id)
+            _emit_started(ctx, resumed=meta is not None)
+        _failed(ctx, {"code": exc.code, "message": exc.message}, retryable=_retryable(exc))
+
+
+def _gone_reason(lock: SessionLock) -> str:
+    """Why the session's previous run stopped mid-round, as far as the lock tells."""
+    if lock.took_over is not None:
+        return f"its run's process {lock.took_over.owner} died"
+    return "its run stopped before recording it: the host process died, the store became unavailable, or the run failed"
+
+
+def _retryable(exc: CodeactError) -> bool:
+    """Model errors say so themselves; a store outage or a busy session may pass too."""
+    flag = getattr(exc, "retryable", None)
+    if isinstance(flag, bool):
+        return flag
+    return exc.code in _RETRYABLE_STORE_CODES
+
+
+# -- 5: the session, new or resumed, and the input's segments -----------------------------------------
+async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any] | None) -> None:
+    spec, store, session_id = ctx.spec, ctx.store, ctx.session_id
+    meta = await store.get_session(session_id)
+    if meta is None:
+        await store.create_session(
+            SessionMeta(
+                session_id=session_id,
+                blueprint_id=spec.id,
+                blueprint_hash=spec.blueprint_hash,
+                model=spec.model.model,
+                title=ctx.input[:80],
+                input=ctx.input,
+                extra={"kind": spec.kind, "grants": wiring.grants, **(link or {}), **_labelled({}, ctx.labels)},
+            )
+        )
+    else:
+        await store.check_session(session_id)  # an unreadable entry refuses the resume, naming it
+        ctx.history = _restore_history(await store.segments(session_id))
+        ctx.variables = dict(await store.variables(session_id))
+        ctx.round = ctx.recorded = meta.rounds
+        ctx.first_round = meta.rounds + 1
+        if ctx.labels:
+            await store.update_session(session_id, status="active", extra=_labelled(meta.extra, ctx.labels))
+        else:
+            await store.update_session(session_id, status="active")
+    _emit_started(ctx, resumed=meta is not None)
+    for kind, text in ctx.inputs:  # the input's history messages (Agent.run of a list of messages)
+        ctx.add_segment(kind, text, tags=("input",))
+    if ctx.caller_context is not None:  # the caller's context (Agent.run(context=...), --context)
+        ctx.add_segment(SegmentKind.CONTEXT, ctx.caller_context, tags=("caller",))
+    ctx.add_segment(SegmentKind.USER, ctx.input)
+
+
+def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
+    ctx.started = True
+    ctx.emit(
+        RunStarted,
+        session_id=ctx.session_id,
+        blueprint_id=ctx.spec.id,
+        model=ctx.spec.model.model,
+        input=ctx.input,
+        resumed=resumed,
+        tags=tuple(ctx.labels.get("tags", ())),
+        metadata=dict(ctx.labels.get("metadata", {})),
+    )
+
+
+def _labelled(extra: Mapping[str, Any], labels: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A session's ``extra`` with a run's tags (added) and metadata (merged, the run's values win)."""
+    out = dict(extra)
+    if not labels:
+        return out
+    if labels.get("tags"):
+        out["tags"] = list(dict.fromkeys([*out.get("tags", ()), *labels["tags"]]))
+    if labels.get("metadata"):
+        out["metadata"] = {**out.get("metadata", {}), **labels["metadata"]}
+    return out
+
+
+def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
+    """The session's history from its stored segments, with recorded compactions applied again.
+
+    A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
+    1..its ``round_index`` when it was made; the store keeps the originals (append-only), so they are
+    dropped here and the summary takes the place of the first of them, as ``segments.Compactor`` did.
+    """
+    kept: list[Segment] = []
+    for data in stored:
+        segment = Segment.model_validate(data)
+        if segment.kind == SegmentKind.ROUND and COMPACTED_TAG in segment.tags:
+            covered = [i for i, s in enumerate(kept) if 0 < s.round_index <= segment.round_index]
+            if covered:
+                kept = [s for s in kept if not 0 < s.round_index <= segment.round_index]
+                kept.insert(covered[0], segment)
+                continue
+        kept.append(segment)
+    return SegmentHistory(kept)
+
+
+# -- 6: the run's wiring, then its loop -------------------------------------------------------------------
+async def _within(seconds: float | None, loop: Coroutine[Any, Any, Outcome], ctx: RunContext) -> Outcome:
+    """Await the run's ``loop`` for at most ``seconds`` (``workflow.runSeconds``; None: no limit).
+
+    The round's own limit (seconds of code, host time not counted) is the sandbox's business; this one is
+    wall-clock time over everything the run does: model calls, rounds, toolkit calls, approvals and
+    sub-agents. When the time is up the loop is cancelled (the round in progress is recorded as
+    ``interrupted`` with the toolkit calls it completed) and the run fails with ``run.time_limit``.
+    """
+    if seconds is None:
+        return await loop
+    scope = asyncio.timeout(seconds)
+    try:
+        async with scope:
+            return await loop
+    except TimeoutError:
+        if not scope.expired():
+            raise  # a TimeoutError of the run's own, not the limit
+    reason = f"the run passed its time limit of {seconds:g} s (workflow.runSeconds)"
+    await ctx.record_interrupted(reason=reason)
+    message = f"{reason}; the round in progress was stopped. Raise workflow.runSeconds, or continue the session"
+    return Outcome(status="failed", reason="time_limit", error={"code": "run.time_limit", "message": message})
+
+
+async def _loop(ctx: RunContext, wiring: Wiring) -> Outcome:
+    await _open_memory(ctx, base_url=getattr(wiring.model, "base_url", None))
+    ctx.bridge, ctx.handler = _bridge(ctx, wiring)
+    try:
+        await ctx.before_agent()
+        if ctx.spec.kind == "react":
+            return await ReactLoop(ctx, ctx.handler).run()
+        sandbox = wiring.sandbox_factory(ctx.handler, ctx.spec)
+        place_files(sandbox, ctx.input_files)
+        await _note_sandbox(ctx, sandbox)
+        try:
+            config = await _memory_prompt(ctx, wiring.prompt_config)
+            config = _knowledge_prompt(ctx, wiring, config)
+            builder = SegmentBuilder(config, stubs=ctx.bridge.stubs())
+            return await CodeActLoop(ctx, builder, sandbox).run()
+        finally:
+            await sandbox.aclose()
+    except EndRun as exc:
+        return Outcome(status="completed", reason="hook", answer=exc.reason)
+
+
+def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBridge]:
+    """The run's toolkit bridge and the eventing handler the sandbox (or react's turns) calls through."""
+
+    def express(kind: str, data: dict[str, Any]) -> None:
+        if kind == "express" and isinstance(data.get("text"), str):
+            ctx.add_segment(SegmentKind.EXPRESS, data["text"])
+            ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
+        elif kind == "a2a.update":  # a remote agent's progress (toolkits.a2a), shown as it streams
+            text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
+            ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
+
+    async def approve(request: ApprovalRequest) -> ApprovalDecision:
+        if GRANT_APPROVED.get():
+            return ApprovalDecision(allow=True, reason="approved for its grant")
+        return await ask_approval(
+            wiring.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
+        )
+
+    model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
+    bridge = ToolkitBridge(
+        wiring.registry,
+        grants=wiring.grants,
+        context=ToolkitContext(
+            session_id=ctx.session_id,
+            trace_id=_trace_id(ctx.trace) or ctx.run_id,
+            run_id=ctx.run_id,
+            user=ctx.user,
+            model=model_access,
+            emit=express,
+            memory=ctx.memory.access if ctx.memory is not None else None,
+        ),
+        approval=approve,
+        # The eventing bridge logs and reports every call, including the ones it refuses.
+        record=False,
+        call_events=False,
+    )
+    handler = EventingBridge(
+        bridge,
+        emit=ctx.emit,
+        round_ref=lambda: ctx.round,
+        policies=wiring.policies,
+        approver=wiring.approver,
+        interceptors=wiring.interceptors,
+        on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
+        trace=lambda: ctx.trace,
+    )
+    return bridge, handler
+
+
+def _trace_id(run_trace: Any) -> str | None:
+    """The OpenTelemetry trace id of the run's span (32 hex digits), or None when tracing is off."""
+    span = getattr(run_trace, "run_span", None)
+    if span is None:
+        return None
+    trace_id = span.get_span_context().trace_id
+    return f"{trace_id:032x}" if trace_id else None
+
+
+async def _note_sandbox(ctx: RunContext, sandbox: Sandbox) -> None:
+    """Note the sandbox in the session's metadata: replay rebuilds the same one (backend, policy) from it."""
+    from codeact.engine.agent.sandboxes import env_note
+
+    meta = await ctx.store.get_session(ctx.session_id)
+    extra = dict(meta.extra) if meta is not None else {}
+    sandbox.hash_seed = session_hash_seed(extra.get("sandbox"))  # the session's, kept on resume
+    extra["sandbox"] = sandbox_note(sandbox, deadline_s=ctx.spec.codeact.round_seconds)
+    declared_env = env_note(ctx.spec.sandbox)
+    if declared_env is not None:
+        extra["sandbox"]["env"] = declared_env
+    await ctx.store.update_session(ctx.session_id, extra=extra)
+
+
+async def _open_memory(ctx: RunContext, *, base_url: str | None) -> None:
+    """Open the run's memory (``ctx.memory``; stays None when the blueprint enables none)."""
+    if ctx.spec.session.memory is None or not ctx.spec.session.memory.enabled:
+        return
+    from codeact.engine.memory import open_run_memory
+
+    ctx.memory = await open_run_memory(
+        ctx.spec, ctx.store, session_id=ctx.session_id, user=ctx.user, embedding_base=base_url
+    )
+
+
+async def _memory_prompt(ctx: RunContext, config: PromptConfig) -> PromptConfig:
+    """Before the first code round: the Context segment and the Experience section from memory."""
+    memory = ctx.memory
+    if memory is None:
+        return config
+    from codeact.engine.memory import memory_budget
+
+    compact = ctx.spec.session.compact
+    ratio = (compact.context_ratio or 0.75) if compact is not None and compact.enabled else None
+    window = ctx.spec.model.context_window or ctx.model.context_window(purpose="code") or _DEFAULT_WINDOW
+    budget = memory_budget(memory.config, window=window, compact_ratio=ratio)
+
+    def count(text: str) -> int:
+        return ctx.model.count_tokens(text, purpose="code")
+
+    found = await memory.prepare(ctx.input, budget=budget, count=count)
+    if found.context:
+        last = ctx.history.last(SegmentKind.CONTEXT)
+        if last is None or last.content != found.context:
+            ctx.add_segment(SegmentKind.CONTEXT, found.context, tags=("memory",))
+    if not found.experiences:
+        return config
+    return config.model_copy(update={"experiences": (*config.experiences, *found.experiences)})
+
+
+def _knowledge_prompt(ctx: RunContext, wiring: Wiring, config: PromptConfig) -> PromptConfig:
+    """Before the first code round: the blueprint's knowledge chosen for the task (docs/knowledge.md).
+
+    Constraint chunks go into the system prompt's Knowledge section (the same for every task, so the
+    system prompt stays cacheable), the matching domain chunks into one Knowledge segment of the task's
+    round (recorded with the session, and the same in every round's prompt).
+    """
+    if wiring.knowledge is None:
+        return config
+    selection = wiring.knowledge.select(ctx.input)
+    if selection.domain:
+        sources = sorted({chunk.source for chunk, _ in selection.domain})
+        text = f"{KNOWLEDGE_INTRO}\n{selection.domain_text()}"
+        ctx.add_segment(SegmentKind.KNOWLEDGE, text, tags=(KNOWLEDGE_TAG, *sources))
+    if not selection.constraints:
+        return config
+    return config.model_copy(update={"knowledge": (*config.knowledge, *(c.render() for c in selection.constraints))})
+
+
+# -- 7: the end of the run ----------------------------------------------------------------------------------
+async def _end(ctx: RunContext, outcome: Outcome) -> None:
+    await _close_memory(ctx, outcome)
+    await ctx.after_agent()
+    if ctx.writer is not None:  # (closed already when the run's time limit stopped it)
+        await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
+    await ctx.store.update_session(ctx.session_id, status=outcome.status)
+
+
+async def _close_memory(ctx: RunContext, outcome: Outcome) -> None:
+    """When the run ends: distill and store its summary and experience (never fails the run)."""
+    memory = ctx.memory
+    if memory is None:
+        return
+
+    async def distill(prompt: str) -> Any:
+        reply = await ctx.call_model("utility", messages=({"role": "user", "content": prompt},))
+        return reply.text
+
+    try:
+        rounds = [r for r in await ctx.store.rounds(ctx.session_id) if r.index >= ctx.first_round]
+        codes: dict[int, str] = {}
+        for segment in ctx.history.segments:
+            if segment.kind == SegmentKind.CODE and segment.round_index >= ctx.first_round:
+                codes[segment.round_index] = segment.content
+        await memory.finish(
+            task=ctx.input,
+            status=outcome.status,
+            reason=outcome.reason,
+            answer=outcome.answer,
+            rounds=rounds,
+            codes=codes,
+            run_id=ctx.run_id,
+            distill=distill,
+        )
+    except (CodeactError, EndRun, OSError) as exc:
+        _log.warning("memory: the run's summary/experience was not stored: %s", exc)
