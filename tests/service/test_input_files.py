@@ -59,14 +59,6 @@ toolkits:
 
 
 @pytest.fixture(scope="module")
-def model_server() -> Iterator[OpenAIServer]:
-    from tests.engine.openai_server import serve
-
-    with serve() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer) -> Iterator[Served]:
     """`codeact serve` with a vision runner and a text-only runner; input files capped at 4 KiB, bodies at 64 KiB."""
     tmp = tmp_path_factory.mktemp("inputs")
