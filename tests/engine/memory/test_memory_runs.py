@@ -22,14 +22,7 @@ from tests.engine.openai_server import OpenAIServer
 CODEACT = str(Path(sys.executable).parent / "codeact")
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("cli_home")  # tests/engine/conftest.py: CODEACT_HOME, cwd, env in tmp_path
 
 
 def blueprint(tmp_path: Path, memory: str = "{enabled: true, scope: agent}", *, model: str = "scripted/r.json") -> Path:
