@@ -122,7 +122,8 @@ def test_a_pending_approval_is_given_from_the_page_and_the_run_goes_on_live(
     page.evaluate("window.__same_page = true")  # gone if the page reloads
     form.get_by_role("button", name="Allow").click()
     page.locator("#round-3").wait_for()
-    assert page.locator("#session-status").inner_text() == "completed"
+    # The status comes as its own event after the round's: wait for it, the page is not reloaded.
+    page.wait_for_function("document.getElementById('session-status').textContent === 'completed'")
     assert page.evaluate("window.__same_page === true")  # the rounds came over SSE, no reload
     second = page.locator("#round-2")
     assert second.locator("code.op").inner_text() == "slow.ping"

@@ -275,7 +275,8 @@ def test_a_session_run_elsewhere_is_followed_live_from_the_store(
         gate.set()
         p.locator("#round-3").wait_for()
         assert "truck: ready" in p.locator("#round-2 .stdout").inner_text()
-        assert p.locator("#session-status").inner_text() == "completed"
+        # The status comes as its own event after the round's.
+        p.wait_for_function("document.getElementById('session-status').textContent === 'completed'")
         assert p.evaluate("window.__same_page === true")
     finally:
         gate.set()
