@@ -1,10 +1,17 @@
-"""Step 1b of compiling the model's code (sandbox/policy.py): the round's last expression is shown.
+"""Step 1b of compiling the model's code (sandbox/policy.py): bare expressions are shown, as in a REPL.
 
 As in a notebook, a round whose last statement is an expression (``await dna.gc_content(seq=s)``,
 ``total``) prints that value's ``repr()`` unless it is None: real models write the call and expect
-to see its result (Qwen2.5-Coder-1.5B did on every multitool task, then answered from memory). The
-last statement is the program's, or, when that is a ``try`` (the FIM frame around the model's code),
-the last of its body. A ``print(...)`` call is left as it is.
+to see its result (Qwen2.5-Coder-1.5B did on every multitool task, then answered from memory).
+Real models also write several bare tool calls in a row (``await trade.price(symbol="A")`` then
+``await trade.fee(...)``) and answer from the one value a notebook shows, so every earlier bare
+expression that only reads a value (an ``await``, a name, an attribute, a subscript, arithmetic) is
+shown too, as a REPL does. A plain call in the middle (``items.append(x)``, ``f.write(s)``) is run
+for its effect and not shown. When more than one value is shown, each is labelled with its
+expression (``await trade.fee(symbol='A') -> 0.5``) so the model can tell them apart.
+
+The statements looked at are the program's, or, when its last statement is a ``try`` (the FIM frame
+around the model's code), that ``try``'s body. ``print(...)`` and stray literals are left alone.
 """
 
 from __future__ import annotations
@@ -13,24 +20,46 @@ import ast
 from typing import Final
 
 SHOW_HELPER: Final = "_codeact_show_"
-"""The runtime-provided function that prints a value's repr() unless it is None."""
+"""The runtime-provided function that prints a value's repr() unless it is None (with a label when given)."""
+
+_LABEL_CHARS: Final = 80
+"""A label longer than this is cut, with "..." at its end."""
+
+_READS: Final = (ast.Await, ast.Name, ast.Attribute, ast.Subscript, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)
+"""Expressions a statement in the middle of the code is shown for: ones written to see a value."""
 
 
 def show_last_value(tree: ast.Module, internal_names: list[ast.Name]) -> ast.Module:
-    """Wrap the last expression statement in ``_codeact_show_(...)``; ``internal_names`` gets the helper's name."""
+    """Wrap the bare expressions to show in ``_codeact_show_(...)``; ``internal_names`` gets the helper names."""
     body = tree.body
     if body and isinstance(body[-1], ast.Try) and body[-1].body:
         body = body[-1].body
-    if not body or not isinstance(body[-1], ast.Expr):
-        return tree
-    statement = body[-1]
-    value = statement.value
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print":
-        return tree
-    if isinstance(value, ast.Constant):  # a docstring or a stray literal: nothing the model asked to see
-        return tree
-    helper = ast.Name(id=SHOW_HELPER, ctx=ast.Load())
-    internal_names.append(helper)
-    statement.value = ast.copy_location(ast.Call(func=helper, args=[value], keywords=[]), value)
-    ast.copy_location(helper, value)
+    shown = [
+        statement
+        for position, statement in enumerate(body)
+        if isinstance(statement, ast.Expr) and _to_show(statement.value, last=position == len(body) - 1)
+    ]
+    for statement in shown:
+        value = statement.value
+        helper = ast.copy_location(ast.Name(id=SHOW_HELPER, ctx=ast.Load()), value)
+        internal_names.append(helper)
+        args: list[ast.expr] = [value]
+        if len(shown) > 1:
+            args.append(ast.copy_location(ast.Constant(value=_label(value)), value))
+        statement.value = ast.copy_location(ast.Call(func=helper, args=args, keywords=[]), value)
     return tree
+
+
+def _to_show(value: ast.expr, *, last: bool) -> bool:
+    """Whether a bare expression statement's value is shown: any but print and literals last, reads before."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print":
+        return False
+    if isinstance(value, ast.Constant):  # a docstring or a stray literal: nothing the model asked to see
+        return False
+    return last or isinstance(value, _READS)
+
+
+def _label(value: ast.expr) -> str:
+    """The expression's source on one line, cut to ``_LABEL_CHARS``."""
+    text = " ".join(ast.unparse(value).split())
+    return text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 3] + "..."

@@ -498,10 +498,13 @@ class _Namespace:
         return ns
 
 
-def show_value(value: Any) -> None:
-    """``_codeact_show_``: the round's last expression, printed as in a notebook (sandbox/_last_value.py)."""
+def show_value(value: Any, label: str | None = None) -> None:
+    """``_codeact_show_``: a bare expression's value, printed as in a REPL (sandbox/_last_value.py).
+
+    None is not shown; with ``label`` (when a round shows several values) the line is ``label -> repr``.
+    """
     if value is not None:
-        print(repr(value))
+        print(f"{label} -> {value!r}" if label else repr(value))
 
 
 def restricted_globals(*, allowed_imports: Collection[str]) -> dict[str, Any]:

@@ -61,9 +61,34 @@ async def test_the_last_expression_is_shown_as_in_a_notebook() -> None:
         printed = await box.execute("print('once')")
         literal = await box.execute('"a docstring"')
         earlier = await box.execute("3 + 4\ny = 1")
+        effect = await box.execute("log = []\nlog.append(1)\nlog.pop()\nz = 0")
     assert value.stdout == "42\n"
     assert in_frame.stdout == "'AB'\n"  # the last statement of the frame's try body
     assert none.stdout == ""  # None is not shown
     assert printed.stdout == "once\n"  # print is not wrapped (no "None" after it)
     assert literal.stdout == ""
-    assert earlier.stdout == ""  # only the last statement
+    assert earlier.stdout == "7\n"  # a bare read before the end is shown too, as in a REPL
+    assert effect.stdout == ""  # a plain call before the end is run for its effect, not shown
+
+
+async def test_several_bare_tool_calls_each_show_their_value_labelled() -> None:
+    """Qwen2.5-Coder-1.5B wrote four bare awaits and answered from the last, the only one shown (issue 29)."""
+    code = (
+        "import asyncio\n"
+        "await asyncio.sleep(0, result=27.03)\n"
+        "await asyncio.sleep(0)\n"  # None: not shown
+        "fee = 0.5\n"
+        "fee\n"
+        "await asyncio.sleep(0, result={'symbol': 'ACME', 'note': 'a long note written inline, so its label is cut'})"
+    )
+    framed = "try:\n    a = 2\n    a * 3\n    a + 1\nexcept Exception:\n    raise"
+    async with SubprocessSandbox() as box:
+        several = await box.execute(code)
+        in_frame = await box.execute(framed)
+    lines = several.stdout.splitlines()
+    assert lines[:2] == ["await asyncio.sleep(0, result=27.03) -> 27.03", "fee -> 0.5"]
+    label, value = lines[2].split(" -> ", 1)
+    assert label.endswith("...") and len(label) == 80  # a long expression is cut
+    assert value == "{'symbol': 'ACME', 'note': 'a long note written inline, so its label is cut'}"
+    assert len(lines) == 3
+    assert in_frame.stdout == "a * 3 -> 6\na + 1 -> 3\n"
