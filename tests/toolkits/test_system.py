@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections import deque
 from typing import Any
@@ -114,6 +115,26 @@ async def test_parse_uses_the_utility_model(reply: str, parsed: Any) -> None:
     [(prompt, purpose)] = model.prompts
     assert purpose == "utility"
     assert prompt == prompts.render("system_parse.j2", data="Ana <ana@x.org>", instruction="a list of {name, email}")
+
+
+class SlowModel(ScriptedModel):
+    """A model that takes ``delay`` seconds per reply, as a local model on a busy CPU does."""
+
+    def __init__(self, delay: float, *replies: str) -> None:
+        super().__init__(*replies)
+        self.delay = delay
+
+    async def complete(self, prompt: str, *, purpose: str = "utility") -> str:
+        await asyncio.sleep(self.delay)
+        return await super().complete(prompt, purpose=purpose)
+
+
+async def test_model_operations_outlast_the_default_call_timeout() -> None:
+    """The model client bounds its own calls: think and parse are not cut at the bridge's default."""
+    bridge = _bridge(SlowModel(0.6, '{"a": 1}', "slowly reasoned"), default_timeout=0.2)
+    assert codec.decode(await _call(bridge, "parse", data="a=1", instruction="a dict")) == {"a": 1}
+    assert codec.decode(await _call(bridge, "think", question="Why?")) == "slowly reasoned"
+    assert codec.decode(await _call(bridge, "sleep", seconds=0.6)) < 0.2  # other operations keep the default
 
 
 async def test_parse_serialises_structured_data() -> None:

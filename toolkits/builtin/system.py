@@ -22,6 +22,12 @@ _SLEEP_MARGIN_S = 0.05
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n(?P<body>.*?)\n?```\s*$", re.DOTALL)
 
 
+_MODEL_CALL_TIMEOUT_S = 900.0
+"""The bridge's bound on ``think`` and ``parse``: the model client bounds each attempt itself (a hosted
+model's ``timeout_s``, retries), and a local model on a busy CPU needs minutes, not the 30 s default of
+other operations (issue 29: ``system.parse`` on the 1.5B model ran past 30 s under load)."""
+
+
 def _model(context: ToolkitContext, operation_name: str) -> ModelAccess:
     if context.model is None:
         raise ToolkitError(
@@ -94,7 +100,7 @@ class SystemToolkit:
         await asyncio.sleep(seconds)
         return round(time.monotonic() - started, 3)
 
-    @operation
+    @operation(timeout=_MODEL_CALL_TIMEOUT_S)
     async def think(self, question: str, context: ToolkitContext) -> str:
         """Think deeply about a hard question with a stronger model, and get its reasoned answer.
 
@@ -108,7 +114,7 @@ class SystemToolkit:
         prompt = prompts.render("system_think.j2", question=question)
         return await _model(context, "think").complete(prompt, purpose="thought")
 
-    @operation
+    @operation(timeout=_MODEL_CALL_TIMEOUT_S)
     async def parse(self, data: Any, instruction: str, context: ToolkitContext) -> Any:
         """Extract structured information from text or data with a language model.
 
