@@ -16,7 +16,7 @@ import signal
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, Final
 
 from codeact.sandbox.runtime import artifacts as _artifacts
@@ -536,15 +536,20 @@ class ToolkitProxy:
     __slots__ = ()
     _toolkit_name: str = ""
     _operations: tuple[str, ...] = ()
+    _elsewhere: Mapping[str, tuple[str, ...]] = {}
+    """Operation name -> the other toolkits of the session that have it (for the error's hint)."""
 
     def __getattr__(self, name: str) -> Any:
         cls = type(self)
         if name.startswith("_"):
             raise AttributeError(f"private attribute {name!r} of toolkit {cls._toolkit_name!r} is not accessible")
         granted = ", ".join(cls._operations) or "none"
+        # Real models put an operation on the wrong toolkit (`browser.parse` for `system.parse`, issue 29).
+        owners = cls._elsewhere.get(name, ())
+        hint = f"; it is {' or '.join(f'`{owner}.{name}`' for owner in owners)}" if owners else ""
         raise AttributeError(
-            f"toolkit {cls._toolkit_name!r} has no operation {name!r} granted to this session; "
-            f"granted operations: {granted}"
+            f"toolkit {cls._toolkit_name!r} has no operation {name!r} granted to this session{hint}; "
+            f"granted operations of {cls._toolkit_name}: {granted}"
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -593,4 +598,10 @@ def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -
         attrs["__doc__"] = doc if isinstance(doc, str) else None
         cls = type(f"{name}_toolkit", (ToolkitProxy,), attrs)
         proxies[name] = cls()
+    owners: dict[str, list[str]] = {}
+    for name, proxy in proxies.items():
+        for op in type(proxy)._operations:
+            owners.setdefault(op, []).append(name)
+    for name, proxy in proxies.items():
+        type(proxy)._elsewhere = {op: tuple(t for t in ts if t != name) for op, ts in owners.items() if name not in ts}
     return proxies

@@ -213,7 +213,7 @@ async def test_gathered_calls_overlap_on_the_host() -> None:
             "echo.deploy()",
             "AttributeError",
             "toolkit 'echo' has no operation 'deploy' granted to this session; "
-            "granted operations: echo, fail, finish, forbidden, pair, slow",
+            "granted operations of echo: echo, fail, finish, forbidden, pair, slow",
             id="not-granted",
         ),
     ],

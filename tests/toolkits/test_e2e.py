@@ -138,8 +138,15 @@ async def test_ungranted_operations_fail_in_the_sandbox(box: Sandbox, world: Wor
     assert result.error is not None
     assert result.error.type == "AttributeError"
     assert result.error.message == (
-        "toolkit 'devops' has no operation 'drop_database' granted to this session; granted operations: "
+        "toolkit 'devops' has no operation 'drop_database' granted to this session; granted operations of devops: "
         "big, deploy_app, echo, fail, get_project_info, search_requirements, slow"
+    )
+    # an operation of another toolkit, written on the wrong one (real models do: `browser.parse`)
+    result = await box.execute("devops.parse('a=1', 'a dict')\n")
+    assert result.error is not None and result.error.type == "AttributeError"
+    assert result.error.message.startswith(
+        "toolkit 'devops' has no operation 'parse' granted to this session; it is `system.parse`; "
+        "granted operations of devops: big, "
     )
     result = await box.execute("canary.trip()\n")
     assert result.error is not None and result.error.type == "NameError"
