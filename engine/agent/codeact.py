@@ -245,7 +245,7 @@ class CodeActLoop:
             middle=block.code,
             changed=changed,
             uncaptured=[f"{u.name}: {u.reason}{_live_note(u.reason) if u.live else ''}" for u in result.uncaptured],
-            notes=(*block.notes, _REPEAT) if repeated else block.notes,
+            notes=(*block.notes, *([_REPEAT] if repeated else []), *self._error_again(error)),
         )
         evaluation = with_artifacts(evaluation, result.artifacts)
         emit_artifacts(ctx, n, result.artifacts)
@@ -278,6 +278,21 @@ class CodeActLoop:
                 return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
         signature = f"{error['type']}:{error['message']}" if error else None
         return self._stuck_check(code=block.code, error=signature)
+
+    def _error_again(self, error: dict[str, Any] | None) -> list[str]:
+        """The note for an error the round before also ended with (same type and message), else none.
+
+        Real models send the failing step again unchanged (the 1.5B model wrote ``hotels[0]["price"]``
+        seven rounds in a row although the KeyError showed the dict's keys). A timeout may pass, so it
+        gets no note.
+        """
+        last = self.ctx.last_outcome
+        before = last.get("error") if last is not None else None
+        if error is None or not isinstance(before, dict) or "Timeout" in str(error.get("type")):
+            return []
+        if (before.get("type"), before.get("message")) != (error.get("type"), error.get("message")):
+            return []
+        return [_SAME_ERROR]
 
     def _repeats_success(self, code: str, last: str) -> bool:
         """True when ``code`` is the code that ran last and it ran without error (no round ran since).
@@ -377,6 +392,13 @@ _REPEAT = (
     "this was the code of the previous round again, and it ran again. If its output answers the task, "
     "reply with `await system.finish(answer=...)` giving the answer (the value itself, or the variable "
     "that holds it); otherwise write the next step, not the same code"
+)
+
+
+_SAME_ERROR = (
+    "this is the same error as in the round before: the step that failed was written the same way "
+    "again. Do not repeat it: change that line as the error message says (the names, keys or arguments "
+    "it lists are the ones that exist), or take another way"
 )
 
 

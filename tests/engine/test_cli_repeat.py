@@ -102,3 +102,29 @@ def test_the_same_code_after_a_failed_round_runs_again(tmp_path: Path, openai_se
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
+
+
+def test_the_same_error_twice_tells_the_model_to_change_the_failing_line(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """The 1.5B model wrote `hotels[0]["price"]` seven rounds running, though the KeyError named the keys."""
+    path = tmp_path / "agent.yaml"
+    path.write_text(BLUEPRINT.replace("toolkits: [{ref: devops}]\n", ""))
+    db = tmp_path / "s.db"
+    hotels = 'hotels = [{"name": "Alfama", "nightly": 61.0}]\n'
+    price = f"I read the price.\n```python\n{hotels}total = hotels[0]['price'] * 2\nprint(total)\n```"
+    other = f"```python\n{hotels}cheapest = hotels[0]['price']\n```"  # other code, same error
+    nightly = "```python\nawait system.finish(answer=hotels[0]['nightly'] * 2)\n```"
+    openai_server.push(price, other, nightly)
+    result = CliRunner().invoke(
+        app,
+        ["run", str(path), "--input", "Two nights at Alfama?", "--store", f"sqlite:///{db}", "--session", "S",
+         "--base-url", openai_server.base_url, "--isolation", "process"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "122.0"
+    assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
+    posts = [json.dumps(r.body["messages"]) for r in openai_server.requests if r.method == "POST"]
+    assert "'nightly'" in posts[1]  # the hint names the key that exists
+    assert "the same error as in the round before" not in posts[1]
+    assert "the same error as in the round before" in posts[2]
