@@ -7,8 +7,9 @@ Real models also write several bare tool calls in a row (``await trade.price(sym
 ``await trade.fee(...)``) and answer from the one value a notebook shows, so every earlier bare
 expression that only reads a value (an ``await``, a name, an attribute, a subscript, arithmetic) is
 shown too, as a REPL does. A plain call in the middle (``items.append(x)``, ``f.write(s)``) is run
-for its effect and not shown. When more than one value is shown, each is labelled with its
-expression (``await trade.fee(symbol='A') -> 0.5``) so the model can tell them apart.
+for its effect and not shown. A value shown before the end (or one of several) is labelled with its
+expression (``await trade.fee(symbol='A') -> 0.5``) so the model can tell it from printed output;
+the last expression alone is shown bare, as in a notebook.
 
 The statements looked at are the program's, or, when its last statement is a ``try`` (the FIM frame
 around the model's code), that ``try``'s body. ``print(...)`` and stray literals are left alone.
@@ -44,7 +45,7 @@ def show_last_value(tree: ast.Module, internal_names: list[ast.Name]) -> ast.Mod
         helper = ast.copy_location(ast.Name(id=SHOW_HELPER, ctx=ast.Load()), value)
         internal_names.append(helper)
         args: list[ast.expr] = [value]
-        if len(shown) > 1:
+        if len(shown) > 1 or statement is not body[-1]:
             args.append(ast.copy_location(ast.Constant(value=_label(value)), value))
         statement.value = ast.copy_location(ast.Call(func=helper, args=args, keywords=[]), value)
     return tree

@@ -215,7 +215,8 @@ def test_a_cut_off_reply_is_continued_then_runs_whole(
         assert bodies[1]["messages"][-2] == {"role": "assistant", "content": cut}
         assert "cut off at the token limit. Continue exactly where it stopped" in bodies[1]["messages"][-1]["content"]
     first = show(tmp_path, env)["rounds"][0]
-    assert (first["status"], first["stdout"]) == ("ok", "6\n")
+    # the awaited call before the end is shown as a REPL shows it, labelled
+    assert (first["status"], first["stdout"]) == ("ok", "await ledger.add(item='first') -> 'first'\n6\n")
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -67,7 +67,7 @@ async def test_the_last_expression_is_shown_as_in_a_notebook() -> None:
     assert none.stdout == ""  # None is not shown
     assert printed.stdout == "once\n"  # print is not wrapped (no "None" after it)
     assert literal.stdout == ""
-    assert earlier.stdout == "7\n"  # a bare read before the end is shown too, as in a REPL
+    assert earlier.stdout == "3 + 4 -> 7\n"  # a bare read before the end is shown too, labelled
     assert effect.stdout == ""  # a plain call before the end is run for its effect, not shown
 
 
