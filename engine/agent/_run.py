@@ -341,7 +341,7 @@ async def _loop(ctx: RunContext, wiring: Wiring) -> Outcome:
     try:
         await ctx.before_agent()
         if ctx.spec.kind == "react":
-            return await ReactLoop(ctx, ctx.handler).run()
+            return await ReactLoop(ctx, ctx.handler, knowledge=_react_knowledge(ctx, wiring)).run()
         sandbox = wiring.sandbox_factory(ctx.handler, ctx.spec)
         place_files(sandbox, ctx.input_files)
         await _note_sandbox(ctx, sandbox)
@@ -471,16 +471,38 @@ def _knowledge_prompt(ctx: RunContext, wiring: Wiring, config: PromptConfig) -> 
     system prompt stays cacheable), the matching domain chunks into one Knowledge segment of the task's
     round (recorded with the session, and the same in every round's prompt).
     """
-    if wiring.knowledge is None:
+    constraints, _ = _select_knowledge(ctx, wiring)
+    if not constraints:
         return config
+    return config.model_copy(update={"knowledge": (*config.knowledge, *constraints)})
+
+
+def _react_knowledge(ctx: RunContext, wiring: Wiring) -> str:
+    """React's knowledge: the same selection as codeact's, as text for the end of its system message.
+
+    The constraints as the Knowledge section codeact's system prompt has, then the domain chunks as
+    codeact's Knowledge segment says them (that segment is recorded with the session here too).
+    """
+    from codeact import prompts
+
+    constraints, domain = _select_knowledge(ctx, wiring)
+    parts = [prompts.render("system_knowledge.j2", knowledge=constraints).strip()] if constraints else []
+    if domain is not None:
+        parts.append(domain)
+    return "\n\n".join(parts)
+
+
+def _select_knowledge(ctx: RunContext, wiring: Wiring) -> tuple[list[str], str | None]:
+    """The task's knowledge: ``(constraint items, domain text or None)``; the domain text is added as a segment."""
+    if wiring.knowledge is None:
+        return [], None
     selection = wiring.knowledge.select(ctx.input)
+    text = None
     if selection.domain:
         sources = sorted({chunk.source for chunk, _ in selection.domain})
         text = f"{KNOWLEDGE_INTRO}\n{selection.domain_text()}"
         ctx.add_segment(SegmentKind.KNOWLEDGE, text, tags=(KNOWLEDGE_TAG, *sources))
-    if not selection.constraints:
-        return config
-    return config.model_copy(update={"knowledge": (*config.knowledge, *(c.render() for c in selection.constraints))})
+    return [c.render() for c in selection.constraints], text
 
 
 # -- 7: the end of the run ----------------------------------------------------------------------------------

@@ -4,6 +4,10 @@ Each turn the model either calls toolkit operations (run on the host through the
 sandbox uses, so grants, validation, approvals and the call log are identical) or answers in text,
 which ends the run. ``system__finish`` also ends it; ``system__ask_user`` pauses it, as in CodeAct.
 
+Text beside tool calls is said to the user (an Express segment and a ``message.completed`` of purpose
+``express``, as CodeAct's ``system.express``); a text answer is the run's answer (``run.completed``).
+The blueprint's knowledge chosen for the task ends the system message (``_run.py``).
+
 Replies stream as in CodeAct (``message.delta`` events for the text; the model client assembles the
 tool calls from their streamed fragments). Nothing of a reply whose tool calls did not arrive whole
 runs: arguments that are not a JSON object, or a reply cut off at the token limit, make the turn a
@@ -17,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
-from codeact.engine.events import RoundStarted
+from codeact.engine.events import MessageCompleted, RoundStarted
 from codeact.sandbox.runtime import protocol as _p
 from codeact.segments import SegmentKind
 
@@ -30,14 +34,17 @@ __all__ = ["ReactLoop"]
 class ReactLoop:
     """Runs one react run over a :class:`RunContext` whose ``bridge`` serves the tool calls."""
 
-    def __init__(self, ctx: RunContext, handler: Any) -> None:
+    def __init__(self, ctx: RunContext, handler: Any, *, knowledge: str = "") -> None:
         self.ctx = ctx
         self.handler = handler  # the eventing bridge (events, approvals, interceptors)
+        self.knowledge = knowledge  # the blueprint's knowledge chosen for the task (the system message's end)
 
     def _messages(self) -> list[dict[str, Any]]:
         ctx = self.ctx
-        system = "\n\n".join(p for p in (ctx.spec.instructions.system, ctx.spec.instructions.developer) if p)
+        instructions = (ctx.spec.instructions.system, ctx.spec.instructions.developer, self.knowledge)
+        system = "\n\n".join(p for p in instructions if p)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        # Knowledge segments are in the system message (this run's); an earlier run's are not the model's words.
         messages.extend(
             {"role": "user", "content": s.content}
             if s.kind == SegmentKind.USER
@@ -45,6 +52,7 @@ class ReactLoop:
             if s.kind == SegmentKind.CONTEXT
             else {"role": "assistant", "content": s.render()}
             for s in ctx.history.segments
+            if s.kind != SegmentKind.KNOWLEDGE
         )
         return messages
 
@@ -83,6 +91,11 @@ class ReactLoop:
             self.ctx.add_segment(SegmentKind.EXPRESS, reply.text)
             await self._record(started, t0, reply.text, reply)
             return Outcome(status="completed", reason="answered", answer=reply.text)
+        if reply.text.strip():
+            # The text beside tool calls is said to the user ("Let me look that up."), as codeact's
+            # system.express: an Express segment and a message.completed of purpose "express".
+            ctx.add_segment(SegmentKind.EXPRESS, reply.text.strip())
+            ctx.emit(MessageCompleted, text=reply.text.strip(), purpose="express", round=ctx.round)
         messages.append(
             {
                 "role": "assistant",

@@ -387,11 +387,12 @@ class _Checks:
                 f"knowledge.chunkChars must be at least 100 (got {block.chunk_chars}).",
             )
         mode = _trim(self.bp.workflow.mode) if self.bp.workflow is not None else None
-        if any(entry is not None for entry in block.sources) and mode != "codeact":
+        if any(entry is not None for entry in block.sources) and mode not in ("codeact", "react"):
             self.warning(
                 "$.knowledge",
                 "blueprint.knowledge.ignored",
-                "knowledge is retrieved into the prompt of workflow.mode: codeact only; set mode: codeact.",
+                f"knowledge is retrieved into the prompt of workflow.mode codeact and react only (got {mode!r}); "
+                "give the knowledge to the flow's agents.",
             )
         base = self.bp.source_path.parent if self.bp.source_path is not None else Path.cwd()
         for index, entry in enumerate(block.sources):

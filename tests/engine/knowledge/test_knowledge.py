@@ -75,12 +75,15 @@ def test_knowledge_checks(tmp_path: Path, knowledge: str, expected: list[str]) -
     assert issues(tmp_path, knowledge) == expected
 
 
-def test_knowledge_outside_codeact_mode_is_reported(tmp_path: Path) -> None:
-    head = HEAD.replace("{mode: codeact}", "{mode: react}")
-    assert issues(tmp_path, "knowledge: [{file: notes.md}]\n", head=head) == [
+def test_knowledge_outside_codeact_and_react_modes_is_reported(tmp_path: Path) -> None:
+    assert (
+        issues(tmp_path, "knowledge: [{file: notes.md}]\n", head=HEAD.replace("{mode: codeact}", "{mode: react}")) == []
+    )
+    head = HEAD.replace("{mode: codeact}", "{mode: flow}")
+    assert (
         "WARNING $.knowledge blueprint.knowledge.ignored: knowledge is retrieved into the prompt of "
-        "workflow.mode: codeact only; set mode: codeact."
-    ]
+        "workflow.mode codeact and react only (got 'flow'); give the knowledge to the flow's agents."
+    ) in issues(tmp_path, "knowledge: [{file: notes.md}]\n", head=head)
 
 
 def test_chunks_follow_headings_and_stay_bounded() -> None:

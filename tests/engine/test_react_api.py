@@ -1,0 +1,130 @@
+"""``workflow.mode: react`` through the public API (issue 26): knowledge in its system message, its text to the host.
+
+Each test runs ``codeact.Agent`` (or ``codeact run``) against the local OpenAI-compatible server; the
+replies are written as function-calling models write them (a line of prose beside the tool calls, then
+the answer).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from codeact import Agent
+from codeact.engine.cli import app
+from codeact.engine.events import Event, MessageCompleted, SegmentCreated
+from codeact.engine.runner import ResultMapper
+from codeact.toolkits import operation, toolkit
+from tests.engine.openai_server import OpenAIServer, Reply, ToolCallReply
+
+pytestmark = pytest.mark.usefixtures("cli_home")
+
+REACT = """\
+version: codeact.agent/v1
+id: shop-react
+model: {provider: openai-compatible, model: openai/test-model}
+instructions:
+  system: You answer questions of the shop's customers.
+toolkits:
+  - ref: system
+  - ref: stock
+workflow: {mode: react, maxTurns: 3}
+knowledge:
+  - text: "Never issue a refund above 500 EUR without a manager's approval."
+    kind: constraint
+  - file: returns.md
+"""
+RETURNS = """\
+# Refunds
+
+A refund goes back to the original payment method within 5 business days.
+"""
+RULE = "Never issue a refund above 500 EUR without a manager's approval."
+REFUND_FACT = "A refund goes back to the original payment method within 5 business days."
+
+
+@toolkit(name="stock", description="The shop's stock")
+class Stock:
+    @operation
+    async def count(self, sku: str) -> int:
+        """Units of ``sku`` in stock."""
+        return {"A-1": 3}.get(sku, 0)
+
+
+@pytest.fixture
+def blueprint(tmp_path: Path) -> Path:
+    (tmp_path / "returns.md").write_text(RETURNS)
+    path = tmp_path / "agent.yaml"
+    path.write_text(REACT)
+    return path
+
+
+def _system(server: OpenAIServer, index: int = -1) -> str:
+    messages = server.requests[index].body["messages"]
+    assert messages[0]["role"] == "system"
+    return str(messages[0]["content"])
+
+
+def test_react_gets_the_knowledge_chosen_for_its_task(
+    tmp_path: Path, openai_server: OpenAIServer, blueprint: Path
+) -> None:
+    openai_server.push("Refunds reach your card within 5 business days.", "We ship to every EU country within 2 days.")
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    for task, session in (("How long does a refund take?", "s-refund"), ("Do you ship to Malta?", "s-ship")):
+        result = CliRunner().invoke(
+            app,
+            ["run", str(blueprint), "--input", task, "--store", store, "--session", session,
+             "--base-url", openai_server.base_url, "--toolkit", f"{__name__}:Stock", "--json"],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+
+    refund, ship = _system(openai_server, 0), _system(openai_server, 1)
+    assert refund.startswith("You answer questions of the shop's customers.\n\n## Knowledge\n")
+    assert f"- {RULE}" in refund and f"- {RULE}" in ship  # constraints: every task
+    assert REFUND_FACT in refund and "From the agent's knowledge, relevant to this task:" in refund
+    assert REFUND_FACT not in ship  # domain knowledge: only for the task it matches
+    # The domain knowledge is the run's recorded Knowledge segment, not a message of the conversation.
+    roles = [m["role"] for m in openai_server.requests[0].body["messages"]]
+    assert roles == ["system", "user"]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    kinds = [e["segment"]["kind"] for e in lines if e["type"] == "segment.created"]
+    assert "Knowledge" not in kinds  # the shipping task matched nothing
+
+
+async def test_react_text_reaches_the_host_without_show_work(
+    tmp_path: Path, openai_server: OpenAIServer, blueprint: Path
+) -> None:
+    said = "Let me check the stock of A-1 for you."
+    openai_server.push(
+        Reply(text=said, tool_calls=(ToolCallReply(name="stock__count", arguments={"sku": "A-1"}, id="c1"),)),
+        "There are 3 units of A-1 in stock.",
+    )
+    events: list[Event] = []
+    async with Agent.from_blueprint(
+        blueprint, toolkits=[Stock], base_url=openai_server.base_url, store=f"sqlite:///{tmp_path / 's.db'}"
+    ) as agent:
+        result = await agent.invoke("How many A-1 are left?", on_event=events.append)
+
+    assert result.answer == "There are 3 units of A-1 in stock."
+    express = [e.text for e in events if isinstance(e, MessageCompleted) and e.purpose == "express"]
+    assert express == [said]
+    segments = [e.segment for e in events if isinstance(e, SegmentCreated) and e.segment["kind"] == "Express"]
+    assert [s["content"] for s in segments] == [said, "There are 3 units of A-1 in stock."]
+    assert result.messages[-2:] == [
+        {"role": "assistant", "content": said},
+        {"role": "assistant", "content": "There are 3 units of A-1 in stock."},
+    ]
+    # A chat host (a runner without show_work) gets the text as a message, then the answer.
+    mapper = ResultMapper("r1", show_work=False)
+    results = [r for e in events for r in mapper.map(e)]
+    messages: list[tuple[Any, Any]] = [
+        (r.data["message"]["provider_specific_fields"]["purpose"], r.data["message"]["content"])
+        for r in results
+        if r.type == "message.completed"
+    ]
+    assert messages == [("message", said), ("answer", "There are 3 units of A-1 in stock.")]
+    assert not [r for r in results if r.type == "message.delta"]
