@@ -8,6 +8,7 @@
     ├── BlueprintError                  configuration: a blueprint failed to load/validate/build
     │   ├── BlueprintLoadError          YAML/IO/type errors (blueprint.yaml.*, blueprint.type.*, ...)
     │   └── BlueprintFactoryError       validation failed or the host context is incomplete
+    ├── HookError                       a hook or interceptor failed or returned what cannot be used (names it)
     ├── ModelError                      the language model call failed
     │   ├── ModelConfigError            engine.model.errors: no model, bad profiles file, bad route
     │   │   └── ProfileError            "profile not found or incompatible with provider: NAME"
@@ -60,6 +61,7 @@ __all__ = [
     "CodeParseError",
     "CodeactError",
     "EnvironmentBuildError",
+    "HookError",
     "IsolationUnavailableError",
     "MissingExtraError",
     "ModelError",
@@ -99,6 +101,26 @@ class BlueprintFactoryError(BlueprintError):
     def __init__(self, message: str, *, code: str, report: Any = None) -> None:
         super().__init__(message, code=code)
         self.report = report
+
+
+class HookError(CodeactError):
+    """A hook returned what the engine cannot use, or an interceptor raised; the message names it.
+
+    Codes: ``hook.update`` (a variable it set), ``hook.inject`` (a tool it injected), ``interceptor.failed``.
+
+    Args:
+        message: What failed, naming the hook or interceptor, and the fix.
+        code: The stable code.
+        name: The hook's or interceptor's name (its ``name``, else its class name).
+        point: ``before_model``, ``intercept_tool``, ... (where it was called).
+    """
+
+    code = "hook.error"
+
+    def __init__(self, message: str, *, code: str, name: str, point: str) -> None:
+        super().__init__(message, code=code)
+        self.name = name
+        self.point = point
 
 
 class ModelError(CodeactError):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, ModelCall, chain
+from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, ModelCall, chain, hook_name
 from codeact.engine.agent.recovery import (
     CLEANUP_S,
     INTERRUPTED_TAG,
@@ -25,7 +25,7 @@ from codeact.engine.agent.recovery import (
     interrupted_evaluation,
     interrupted_record,
 )
-from codeact.engine.errors import CodeactError
+from codeact.engine.errors import CodeactError, HookError
 from codeact.engine.events import Event, EventSequence, MessageCompleted, MessageDelta, SegmentCreated
 from codeact.engine.model import ModelReply
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
@@ -42,12 +42,6 @@ if TYPE_CHECKING:
 __all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
 
 _MAX_MODEL_RETRIES_BY_HOOK = 3
-
-
-def hook_name(hook: Any) -> str:
-    """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
-    name = getattr(hook, "name", None)
-    return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
 
 
 class EndRun(Exception):  # noqa: N818 - a control-flow signal inside the engine, never surfaced
@@ -278,14 +272,20 @@ class RunContext:
         encoded: dict[str, Any] = {}
         for key, value in result.update.items():
             if not isinstance(key, str) or not key.isidentifier():
-                raise CodeactError(
-                    f"hook {name!r} ({method}): variable name {key!r} is not an identifier", code="hook.update"
+                raise HookError(
+                    f"hook {name!r} ({method}): variable name {key!r} is not an identifier",
+                    code="hook.update",
+                    name=name,
+                    point=method,
                 )
             try:
                 encoded[key] = encode(value)
             except Unencodable as exc:
-                raise CodeactError(
-                    f"hook {name!r} ({method}): variable {key!r} cannot be kept: {exc}", code="hook.update"
+                raise HookError(
+                    f"hook {name!r} ({method}): variable {key!r} cannot be kept: {exc}",
+                    code="hook.update",
+                    name=name,
+                    point=method,
                 ) from exc
         removed = [k for k in result.remove if k in self.variables and k not in encoded]
         variables = {k: v for k, v in self.variables.items() if k not in removed}
@@ -327,7 +327,7 @@ class RunContext:
             if jump is not None and jump.to == "end":
                 raise EndRun(jump.reason or "ended by a before_model hook")
             request = self._request(purpose, prompt, messages)
-            reply: ModelReply = await chain(self.interceptors, "intercept_model", self._final(tools))(request)
+            reply = await self._intercepted(request, tools)
             self.emit(
                 MessageCompleted,
                 text=reply.text,
@@ -353,6 +353,38 @@ class RunContext:
             return ModelCall(purpose=purpose, prompt=prompt.text, stop=prompt.stop)
         return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in prompt.messages), stop=prompt.stop)
 
+    async def _intercepted(self, request: ModelCall, tools: list[dict[str, Any]] | None) -> ModelReply:
+        """The model call through the interceptors, in one span naming them (and the one that failed, if any)."""
+        failed: list[str] = []
+
+        def named(name: str, exc: Exception) -> BaseException:
+            failed.append(name)
+            if isinstance(exc, CodeactError):
+                return exc  # an engine error it raised on purpose (a ModelError, ...) keeps its code
+            return HookError(
+                f"model interceptor {name!r} raised {type(exc).__name__}: {exc}; fix it, or leave it out of the "
+                "agent's interceptors",
+                code="interceptor.failed",
+                name=name,
+                point="intercept_model",
+            )
+
+        protocol = "completion" if request.prompt is not None else "chat"
+        names = tuple(hook_name(i) for i in self.interceptors if hasattr(i, "intercept_model"))
+        model = self._model_name(request.purpose)
+        with self.trace.model_call(request.purpose, model, protocol, interceptors=names) as span:
+            try:
+                reply: ModelReply = await chain(
+                    self.interceptors, "intercept_model", self._final(tools), on_error=named
+                )(request)
+            except Exception:
+                if span is not None and failed:
+                    span.interceptor_failed(failed[0])
+                raise
+            if span is not None:
+                span.finish(reply)
+            return reply
+
     def _final(self, tools: list[dict[str, Any]] | None) -> Callable[[ModelCall], Any]:
         async def _complete(request: ModelCall) -> ModelReply:
             # Every call streams when the run does, tool-calling ones too: the client assembles the
@@ -363,19 +395,15 @@ class RunContext:
                 def on_delta(text: str) -> None:
                     self.emit(MessageDelta, text=text, purpose=request.purpose, round=self.round)
 
-            protocol = "completion" if request.prompt is not None else "chat"
-            with self.trace.model_call(request.purpose, self._model_name(request.purpose), protocol) as span:
-                reply = await self.model.complete(
-                    purpose=request.purpose,
-                    messages=list(request.messages) if request.messages else None,
-                    prompt=request.prompt,
-                    stop=list(request.stop) or None,
-                    on_delta=on_delta,
-                    tools=tools,
-                )
-                if span is not None:
-                    span.finish(reply)
-                return reply
+            reply: ModelReply = await self.model.complete(
+                purpose=request.purpose,
+                messages=list(request.messages) if request.messages else None,
+                prompt=request.prompt,
+                stop=list(request.stop) or None,
+                on_delta=on_delta,
+                tools=tools,
+            )
+            return reply
 
         return _complete
 

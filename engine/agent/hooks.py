@@ -8,8 +8,18 @@
   and may change it: a :class:`HookResult` with ``update={...}`` (and ``remove=[...]``) sets
   variables before the next model call; the change is recorded with the next round (``edits``),
   so replay runs that round from the same variables.
-* Interceptors wrap a call: ``await interceptor.intercept(request, call_next)``. The first
-  registered interceptor is the outermost, so it sees the request first and the response last.
+* A hook may also add tools for the rest of the run: ``HookResult(inject_tools=[...])`` with toolkits
+  as the agent takes them (a ``@toolkit`` class or instance, a ``DynamicToolkit``). From the next model
+  call they are in the prompt (codeact's stubs, react's tool schemas) and callable from the model's code;
+  the injection is recorded with the next round (``edits["tools"]``), so replay gives that round's code
+  the same toolkits.
+* Interceptors wrap a call: ``await interceptor.intercept_model(request, call_next)`` (or
+  ``intercept_tool``). The first registered interceptor is the outermost, so it sees the request first
+  and the response last.
+* Hooks and interceptors have a name (their ``name`` attribute, else their class name: :func:`hook_name`)
+  that errors and trace spans use: the model and tool call spans list the interceptors they went
+  through (``codeact.interceptors``), and an exception an interceptor raises itself (not one that came
+  from ``call_next``) names it (``codeact.interceptor.failed`` on the span; see :func:`chain`).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ __all__ = [
     "ToolCall",
     "ToolInterceptor",
     "chain",
+    "hook_name",
 ]
 
 JumpTarget = Literal["model", "tools", "end"]
@@ -55,11 +66,15 @@ class HookResult:
         update: Variables to set (JSON values, or anything the codec keeps), applied before the next
             model call; the round's code sees them.
         remove: Variables to delete.
+        inject_tools: Toolkits to add for the rest of the run (``@toolkit`` classes or instances,
+            ``DynamicToolkit`` objects), all their operations granted; in the prompt from the next
+            model call on. A plain function is refused: make it an ``@operation`` of a ``@toolkit`` class.
     """
 
     jump: Jump | None = None
     update: Mapping[str, Any] = field(default_factory=dict)
     remove: Sequence[str] = ()
+    inject_tools: Sequence[object] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,7 +147,10 @@ class ToolCall:
 
 @runtime_checkable
 class ModelInterceptor(Protocol):
-    """Wraps model calls; call ``call_next(request)`` to go on (or return a reply without calling)."""
+    """Wraps model calls; call ``call_next(request)`` to go on (or return a reply without calling).
+
+    An optional ``name`` attribute labels it in trace spans and errors (default: the class name).
+    """
 
     async def intercept_model(self, request: ModelCall, call_next: Callable[[ModelCall], Awaitable[Any]]) -> Any:
         """Handle one model call."""
@@ -141,28 +159,66 @@ class ModelInterceptor(Protocol):
 
 @runtime_checkable
 class ToolInterceptor(Protocol):
-    """Wraps toolkit calls from sandbox code; raise to refuse, or return a result without calling."""
+    """Wraps toolkit calls from sandbox code; raise to refuse, or return a result without calling.
+
+    An optional ``name`` attribute labels it in trace spans and errors (default: the class name).
+    """
 
     async def intercept_tool(self, request: ToolCall, call_next: Callable[[ToolCall], Awaitable[Any]]) -> Any:
         """Handle one tool call."""
         ...
 
 
+def hook_name(hook: Any) -> str:
+    """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
+    name = getattr(hook, "name", None)
+    return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
+
+
 def chain(
     interceptors: Sequence[Any],
     method: str,
     final: Callable[[Any], Awaitable[Any]],
+    *,
+    on_error: Callable[[str, Exception], BaseException] | None = None,
 ) -> Callable[[Any], Awaitable[Any]]:
-    """Compose ``interceptors`` around ``final``; the first one is the outermost."""
+    """Compose ``interceptors`` around ``final``; the first one is the outermost.
+
+    Args:
+        interceptors: The interceptors; those without ``method`` are left out.
+        method: ``intercept_model`` or ``intercept_tool``.
+        final: The call the innermost interceptor's ``call_next`` makes.
+        on_error: Given the name of an interceptor and an exception it raised itself (one that did not
+            come out of its ``call_next`` unchanged), returns the exception to raise instead (or the same).
+    """
     call: Callable[[Any], Awaitable[Any]] = final
     for interceptor in reversed([i for i in interceptors if hasattr(i, method)]):
         bound = getattr(interceptor, method)
 
-        def _make(bound: Any, inner: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        def _make(bound: Any, name: str, inner: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
             async def _call(request: Any) -> Any:
-                return await bound(request, inner)
+                if on_error is None:
+                    return await bound(request, inner)
+                passed: list[BaseException] = []  # what came out of call_next: not this interceptor's own
+
+                async def call_next(request: Any) -> Any:
+                    try:
+                        return await inner(request)
+                    except BaseException as exc:
+                        passed.append(exc)
+                        raise
+
+                try:
+                    return await bound(request, call_next)
+                except Exception as exc:
+                    if any(exc is seen for seen in passed):
+                        raise
+                    named = on_error(name, exc)
+                    if named is exc:
+                        raise
+                    raise named from exc
 
             return _call
 
-        call = _make(bound, call)
+        call = _make(bound, hook_name(interceptor), call)
     return call

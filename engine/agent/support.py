@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from codeact.engine.agent.hooks import ModelCall, ToolCall, chain
+from codeact.engine.agent.hooks import ModelCall, ToolCall, chain, hook_name
 from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
 from codeact.sandbox.runtime import protocol as _p
@@ -153,7 +153,8 @@ class EventingBridge:
         self._approver = approver
         self._calls = 0
         self._records: list[CallRecord] = []
-        self._call = chain(interceptors, "intercept_tool", self._forward)
+        self._interceptors = tuple(hook_name(i) for i in interceptors if hasattr(i, "intercept_tool"))
+        self._call = chain(interceptors, "intercept_tool", self._forward, on_error=_refused_by)
 
     def manifest(self) -> dict[str, Any]:
         """The wrapped bridge's manifest."""
@@ -184,7 +185,9 @@ class EventingBridge:
         error: _p.RpcError | None = None
         token = None
         # The host side of the call runs inside its span (a toolkit's HTTP client continues the trace).
-        span_cm = (self._trace() if self._trace is not None else NULL_TRACE).tool_call(toolkit, operation, arguments)
+        span_cm = (self._trace() if self._trace is not None else NULL_TRACE).tool_call(
+            toolkit, operation, arguments, interceptors=self._interceptors
+        )
         span = span_cm.__enter__()
         try:
             if await self._check_grant(toolkit, operation, arguments, call_id):
@@ -205,6 +208,8 @@ class EventingBridge:
                 GRANT_APPROVED.reset(token)
             duration = time.perf_counter() - t0
             failure = _error_json(error) if error is not None else None
+            if span is not None and error is not None and isinstance(error.data, dict) and "interceptor" in error.data:
+                span.interceptor_failed(str(error.data["interceptor"]))
             call_record = CallRecord(
                 sequence=sequence,
                 session_id=self.bridge.session_id,
@@ -274,6 +279,14 @@ class EventingBridge:
 def _message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def _refused_by(name: str, exc: Exception) -> BaseException:
+    """A tool interceptor's own exception as the call's error: its message for the code, its name in ``data``."""
+    if isinstance(exc, _p.RpcError):
+        data = dict(exc.data) if isinstance(exc.data, dict) else ({} if exc.data is None else {"data": exc.data})
+        return _p.RpcError(exc.code, exc.message, {**data, "interceptor": name})
+    return _p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__, "interceptor": name})
 
 
 def _error_json(err: _p.RpcError) -> dict[str, Any]:

@@ -121,6 +121,10 @@ class _Call:
     def finish(self, result: Any = None, error: Mapping[str, Any] | None = None) -> None:
         """Nothing by default (see the subclasses)."""
 
+    def interceptor_failed(self, name: str) -> None:
+        """The interceptor ``name`` raised: the call failed in it (``codeact.interceptor.failed``)."""
+        self.span.set_attribute("codeact.interceptor.failed", name)
+
 
 class _ModelCall(_Call):
     __slots__ = ()
@@ -249,20 +253,23 @@ class _Trace:
                 _set_usage(span, self.round_totals)
 
     @contextlib.contextmanager
-    def model_call(self, purpose: str, model: str, protocol: str) -> Iterator[_Call]:
-        """A span around one model call (``chat`` or ``text_completion``, GenAI conventions)."""
+    def model_call(
+        self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()
+    ) -> Iterator[_Call]:
+        """A span around one model call (``chat`` or ``text_completion``, GenAI conventions) and its interceptors."""
         operation = "text_completion" if protocol == "completion" else "chat"
         system = model.split("/", 1)[0] if "/" in model else "openai"
+        attributes: dict[str, Any] = {
+            **self.ids,
+            "gen_ai.operation.name": operation,
+            "gen_ai.system": system,
+            "gen_ai.request.model": model,
+            "codeact.model.purpose": purpose,
+        }
+        if interceptors:
+            attributes["codeact.interceptors"] = list(interceptors)
         with self.tracer.start_as_current_span(
-            f"{operation} {model}",
-            kind=SpanKind.CLIENT,
-            attributes={
-                **self.ids,
-                "gen_ai.operation.name": operation,
-                "gen_ai.system": system,
-                "gen_ai.request.model": model,
-                "codeact.model.purpose": purpose,
-            },
+            f"{operation} {model}", kind=SpanKind.CLIENT, attributes=attributes
         ) as span:
             yield _ModelCall(self, span)
 
@@ -281,7 +288,9 @@ class _Trace:
                 span.set_attribute("codeact.sandbox.wall_s", time.perf_counter() - t0)
 
     @contextlib.contextmanager
-    def tool_call(self, toolkit: str, operation: str, arguments: Mapping[str, Any]) -> Iterator[_Call]:
+    def tool_call(
+        self, toolkit: str, operation: str, arguments: Mapping[str, Any], *, interceptors: Sequence[str] = ()
+    ) -> Iterator[_Call]:
         """A span around one toolkit call; current while the host side runs (HTTP clients continue it)."""
         parent = self.exec_span or self.round_span or self.run_span
         name = f"{toolkit}.{operation}"
@@ -292,6 +301,8 @@ class _Trace:
             "codeact.toolkit": toolkit,
             "codeact.operation": operation,
         }
+        if interceptors:
+            attributes["codeact.interceptors"] = list(interceptors)
         if self.capture.arguments:
             attributes["codeact.tool.arguments"] = _capped(dict(arguments), self.capture.max_chars)
         span = self.tracer.start_span(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,8 +37,13 @@ class RunTrace(Protocol):
         """A span around one round (current in the loop's task)."""
         ...
 
-    def model_call(self, purpose: str, model: str, protocol: str) -> contextlib.AbstractContextManager[Any]:
-        """A span around one model call; the body calls ``.finish(reply)`` on what it yields."""
+    def model_call(
+        self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()
+    ) -> contextlib.AbstractContextManager[Any]:
+        """A span around one model call and its interceptors; the body calls ``.finish(reply)`` on what it yields.
+
+        What it yields (None when tracing is off) also takes ``.interceptor_failed(name)``.
+        """
         ...
 
     def execute(self, backend: str) -> contextlib.AbstractContextManager[Any]:
@@ -46,7 +51,7 @@ class RunTrace(Protocol):
         ...
 
     def tool_call(
-        self, toolkit: str, operation: str, arguments: Mapping[str, Any]
+        self, toolkit: str, operation: str, arguments: Mapping[str, Any], *, interceptors: Sequence[str] = ()
     ) -> contextlib.AbstractContextManager[Any]:
         """A span around one toolkit call, current while the host side runs; ``.finish(result, error)``."""
         ...
@@ -64,14 +69,16 @@ class _NullTrace:
     def round(self, index: int) -> contextlib.AbstractContextManager[Any]:
         return _NULL_CM
 
-    def model_call(self, purpose: str, model: str, protocol: str) -> contextlib.AbstractContextManager[Any]:
+    def model_call(
+        self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()
+    ) -> contextlib.AbstractContextManager[Any]:
         return _NULL_CM
 
     def execute(self, backend: str) -> contextlib.AbstractContextManager[Any]:
         return _NULL_CM
 
     def tool_call(
-        self, toolkit: str, operation: str, arguments: Mapping[str, Any]
+        self, toolkit: str, operation: str, arguments: Mapping[str, Any], *, interceptors: Sequence[str] = ()
     ) -> contextlib.AbstractContextManager[Any]:
         return _NULL_CM
 
