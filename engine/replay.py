@@ -90,13 +90,27 @@ class _Switch:
     """The sandbox's bridge handler for the whole replay; each round plugs in its own bridge."""
 
     def __init__(self, manifest: dict[str, Any], session_id: str = "") -> None:
+        self.base = manifest  # the session's grants; a round's injected toolkits are added to it (use_tools)
         self._manifest = manifest
+        self.tools: dict[str, Any] = {}
         self.current: ToolkitBridge | None = None
         self.hung: list[CallRecord] = []
         self.session_id = session_id  # names the replay's sandbox (container label, runtime argv)
 
     def manifest(self) -> dict[str, Any]:
         return self._manifest
+
+    def use_tools(self, tools: Mapping[str, Any], sandbox: Sandbox) -> None:
+        """The toolkits hooks injected that were in force for the next round (its ``edits["tools"]``).
+
+        When they differ from the last round's, the runtimes are replaced, as the run replaced them, so
+        the next one connects with the round's toolkits.
+        """
+        if dict(tools) == self.tools:
+            return
+        self.tools = dict(tools)
+        self._manifest = {"toolkits": {**self.base.get("toolkits", {}), **self.tools}}
+        sandbox.restart()
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         current = self.current
@@ -256,6 +270,9 @@ async def replay_session(
         manifest = ToolkitBridge(registry, grants=grants, session_id=session_id).manifest()
     else:  # toolkits not loaded here: rebuild the manifest from what the record shows
         manifest = ToolkitBridge.replaying(every_call, session_id=session_id).manifest()
+        # ... but for the toolkits hooks injected: those are the rounds' own (edits["tools"], _Switch.use_tools)
+        injected = {name for r in records for name in (r.edits or {}).get("tools") or {}}
+        manifest = {"toolkits": {k: v for k, v in manifest["toolkits"].items() if k not in injected}}
     note = meta.extra.get("sandbox")
     note = dict(note) if isinstance(note, dict) else {}
     deadline = note.get("deadline_s")
@@ -270,6 +287,7 @@ async def replay_session(
         if type(seed) is int:
             sandbox.hash_seed = seed  # the session's: set order and hash() as recorded
         for record in records:
+            switch.use_tools((record.edits or {}).get("tools") or {}, sandbox)
             if record.code is None or record.status == "interrupted":
                 # An interrupted round never finished: it is recorded as it was, not re-executed.
                 replay = RoundReplay(index=record.index, status="skipped")

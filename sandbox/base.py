@@ -231,6 +231,16 @@ class Sandbox(abc.ABC):
         self._closed = True
         self._drop_all_now()
 
+    def restart(self) -> None:
+        """Replace the runtimes: the next round starts a new one, which reads the bridge's manifest again.
+
+        For a bridge whose toolkits changed (a hook injected one): a runtime knows the toolkits it was
+        given when it connected. The warm namespace goes with the runtime, so the next round starts from
+        the variables it is given (a value the codec cannot carry is not among them).
+        """
+        self._warm = None
+        self._drop_all_now()
+
     def _drop_all_now(self) -> None:
         if self._refill is not None and not self._refill.done():
             with contextlib.suppress(RuntimeError):

@@ -24,9 +24,9 @@ from codeact.sandbox.runtime import protocol as _p
 from codeact.toolkits._errors import safe_message
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
-from codeact.toolkits.bound import BoundToolkit
+from codeact.toolkits.bound import BoundToolkit, bind_toolkit
 from codeact.toolkits.context import Control, ToolkitContext
-from codeact.toolkits.errors import ToolkitError
+from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
 from codeact.toolkits.registry import ToolkitRegistry
 from codeact.toolkits.stubs import openai_tools, render_stubs
@@ -167,6 +167,7 @@ class ToolkitBridge:
         self._sequence = 0
         self._replay: _Replay | None = None
         self._manifest_override: dict[str, Any] | None = None
+        self._added: dict[str, BoundToolkit] = {}  # add_toolkit(): this session's own, over the registry
         skills: dict[str, dict[str, Any]] = {}
         for name, ops in self._grants.items():
             bound = available[name]
@@ -227,10 +228,50 @@ class ToolkitBridge:
         """In replay mode: recorded calls not consumed yet (0 otherwise)."""
         return self._replay.remaining if self._replay is not None else 0
 
+    def add_toolkit(self, toolkit: object) -> BoundToolkit:
+        """Add a toolkit to this session, every operation granted (a hook's injected tool, engine/agent/hooks.py).
+
+        The registry given to the constructor is not changed. Adding the same toolkit object (or another
+        instance of the same class) under a name it already has here again does nothing.
+
+        Args:
+            toolkit: Anything ``bind_toolkit`` accepts (a ``@toolkit`` class or instance, a ``DynamicToolkit``).
+
+        Returns:
+            The bound toolkit.
+
+        Raises:
+            ToolkitDefinitionError: ``toolkit`` is not a toolkit.
+            DuplicateToolkitError: the session already has another toolkit of that name.
+        """
+        bound = bind_toolkit(toolkit)
+        added = self._added.get(bound.name)
+        if added is not None and (added.target is bound.target or added.source == bound.source):
+            return added
+        if bound.name in self._grants:
+            current = self._lookup(bound.name)
+            source = current.source if current is not None else "the session's grants"
+            raise DuplicateToolkitError(
+                f"this session already has a toolkit named {bound.name!r} ({source}); cannot add {bound.source} "
+                "under the same name: rename it (@toolkit(name=...))"
+            )
+        self._added[bound.name] = bound
+        self._grants[bound.name] = frozenset(bound.operations)
+        skills = dict(self._context.skills or {})
+        skills[bound.name] = {
+            "description": bound.description,
+            "operations": {op: spec.summary for op, spec in bound.operations.items()},
+        }
+        self._context = dataclasses.replace(self._context, skills=skills)
+        return bound
+
+    def _lookup(self, name: str) -> BoundToolkit | None:
+        return self._added.get(name) or self._registry.get(name)
+
     def _granted_toolkits(self) -> list[tuple[BoundToolkit, list[str]]]:
         out = []
         for name, ops in self._grants.items():
-            bound = self._registry.get(name)
+            bound = self._lookup(name)
             if bound is not None:
                 out.append((bound, [op for op in bound.operations if op in ops]))
         return out
@@ -399,7 +440,7 @@ class ToolkitBridge:
 
     def _authorize(self, toolkit: str, operation: str) -> BoundToolkit:
         granted = self._grants.get(toolkit)
-        bound = self._registry.get(toolkit)
+        bound = self._lookup(toolkit)
         if granted is None:
             if bound is None:
                 available = ", ".join(self._grants) or "none"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
@@ -30,6 +31,7 @@ from codeact.segments import (
     CodeParseError,
     CompactConfig,
     Compactor,
+    Prompt,
     Segment,
     SegmentBuilder,
     SegmentKind,
@@ -145,21 +147,30 @@ class CodeActLoop:
         ctx.emit(RoundStarted, round=n)
         goal_segment = ctx.history.last(SegmentKind.NEXT_GOAL)
         goal = goal_segment.content if goal_segment is not None else None
-        view = describe_variables(ctx.variables)
+        # Prompts are built after the before_model hooks ran (call_model calls the builder): they show the
+        # variables the hooks set and the toolkits they injected.
+        built: list[Prompt] = []
+
+        def build(purpose: str) -> Callable[[], Prompt]:
+            def _build() -> Prompt:
+                built.append(self._prompt(purpose, goal))
+                return built[-1]
+
+            return _build
 
         if self.thought_mode == "separate":
             tp = time.perf_counter()
-            thought_prompt = self.builder.build("thought", ctx.history, variables=view, goal=goal)
-            reply = await ctx.call_model("thought", prompt=thought_prompt)
+            reply = await ctx.call_model("thought", prompt=build("thought"))
             usage["thought"] = usage_of(reply)
             self._add_thought(reply.text)
             timings["thought_s"] = time.perf_counter() - tp
 
         tc = time.perf_counter()
-        prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
-        if await self._maybe_compact(prompt):
-            prompt = self.builder.build("code", ctx.history, variables=view, goal=goal)
-        reply = await ctx.call_model("code", prompt=prompt)
+        if self.compactor is not None:
+            await self._maybe_compact(self._prompt("code", goal))
+        built.clear()
+        reply = await ctx.call_model("code", prompt=build("code"))
+        prompt = built[-1]
         full = await complete_reply(ctx, prompt, reply.text, reply.finish_reason, dict(reply.usage))
         usage["code"] = full.usage if reply.cost_usd is None else {**full.usage, "cost_usd": reply.cost_usd}
         timings["model_s"] = time.perf_counter() - tc
@@ -293,6 +304,16 @@ class CodeActLoop:
         if (before.get("type"), before.get("message")) != (error.get("type"), error.get("message")):
             return []
         return [_SAME_ERROR]
+
+    def _prompt(self, purpose: str, goal: str | None) -> Prompt:
+        """The ``purpose`` prompt of the round as things are now (the toolkits hooks injected put in force first)."""
+        ctx = self.ctx
+        if ctx.apply_tools() and ctx.bridge is not None:
+            # An injected toolkit: its stubs in the prompt, and a runtime that has it (runtimes get their
+            # toolkits when they connect; the next round restores the variables from the store's copy).
+            self.builder = SegmentBuilder(self.builder.config, stubs=ctx.bridge.stubs())
+            self.sandbox.restart()
+        return self.builder.build(purpose, ctx.history, variables=describe_variables(ctx.variables), goal=goal)
 
     def _repeats_success(self, code: str, last: str) -> bool:
         """True when ``code`` is the code that ran last and it ran without error (no round ran since).

@@ -117,6 +117,10 @@ class RunContext:
     # round's record carries them as ``edits``, so replay applies them before running that round).
     last_outcome: dict[str, Any] | None = None
     pending_edits: dict[str, Any] = field(default_factory=dict)
+    # Toolkits hooks injected (name -> manifest entry), and those the loop has put in force (the prompt's
+    # tools, the sandbox's runtime): each round's record carries the latter (``edits["tools"]``).
+    injected: dict[str, Any] = field(default_factory=dict)
+    tools_in_force: dict[str, Any] = field(default_factory=dict)
     # The run's events: stamped in order, queued for the stream ``Agent.run`` yields (None ends it).
     sequence: EventSequence = field(init=False)
     events: asyncio.Queue[Event | None] = field(init=False)
@@ -166,6 +170,8 @@ class RunContext:
         if self.pending_edits:
             fields.setdefault("edits", self.pending_edits)
             self.pending_edits = {}
+        if self.tools_in_force:  # replay gives the round's code the same toolkits (engine/replay.py)
+            fields["edits"] = {**fields.get("edits", {}), "tools": dict(self.tools_in_force)}
         if self.input_files and self.round == self.first_round:  # the run's input files, kept for replay
             from codeact.engine.agent._files import input_artifacts
 
@@ -258,6 +264,7 @@ class RunContext:
             returned = await getattr(hook, method)(ctx)
             if isinstance(returned, HookResult):
                 self._apply_hook_edit(hook_name(hook), method, returned)
+                self._inject_tools(hook_name(hook), method, returned.inject_tools)
                 returned = returned.jump
             if returned is not None:
                 return returned  # type: ignore[no-any-return]
@@ -291,12 +298,54 @@ class RunContext:
         variables = {k: v for k, v in self.variables.items() if k not in removed}
         variables.update(encoded)
         self.variables = variables
-        edits = self.pending_edits or {"set": {}, "removed": [], "by": []}
+        edits = self._edits_by(name, method)
         edits["set"] = {k: v for k, v in edits["set"].items() if k not in removed}
         edits["set"].update(encoded)
         edits["removed"] = sorted({*edits["removed"], *removed} - set(encoded))
+
+    def _edits_by(self, name: str, method: str) -> dict[str, Any]:
+        """The pending edits, now also by ``name.method``."""
+        edits = self.pending_edits or {"set": {}, "removed": [], "by": []}
         edits["by"] = [*edits["by"], f"{name}.{method}"]
         self.pending_edits = edits
+        return edits
+
+    def _inject_tools(self, name: str, method: str, tools: Sequence[object]) -> None:
+        """Add the toolkits a hook injected to the run's bridge (in force from the loop's next model call).
+
+        Raises:
+            HookError: ``hook.inject``: an item is not a toolkit, or its name is taken in this run.
+        """
+        from codeact.toolkits import ToolkitDefinitionError
+        from codeact.toolkits.errors import DuplicateToolkitError
+
+        if not tools or self.bridge is None:
+            return
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            tools = [tools]
+        for item in tools:
+            try:
+                bound = self.bridge.add_toolkit(item)
+            except ToolkitDefinitionError as exc:
+                message = _not_a_tool(name, method, item, exc.message)
+                raise HookError(message, code="hook.inject", name=name, point=method) from exc
+            except DuplicateToolkitError as exc:
+                raise HookError(
+                    f"hook {name!r} ({method}) injected a toolkit: {exc.message}",
+                    code="hook.inject",
+                    name=name,
+                    point=method,
+                ) from exc
+            if bound.name not in self.injected:
+                self.injected[bound.name] = self.bridge.manifest()["toolkits"][bound.name]
+                self._edits_by(name, method)
+
+    def apply_tools(self) -> bool:
+        """Put the injected toolkits in force (the loop calls it before it builds a prompt); True when they changed."""
+        if self.tools_in_force == self.injected:
+            return False
+        self.tools_in_force = dict(self.injected)
+        return True
 
     async def before_agent(self) -> None:
         """Run the before-agent hooks (``end`` stops the run before its first round)."""
@@ -312,11 +361,14 @@ class RunContext:
         self,
         purpose: str,
         *,
-        prompt: Prompt | None = None,
+        prompt: Prompt | Callable[[], Prompt] | None = None,
         messages: Sequence[dict[str, Any]] = (),
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[dict[str, Any]] | Callable[[], list[dict[str, Any]] | None] | None = None,
     ) -> ModelReply:
         """Call the model for ``purpose`` with hooks, interceptors and ``message.delta`` streaming.
+
+        ``prompt`` and ``tools`` may be functions: they are called after the ``before_model`` hooks, so
+        the prompt shows what the hooks changed (variables they set, toolkits they injected).
 
         Raises:
             EndRun: a hook jumped to ``end``.
@@ -326,8 +378,8 @@ class RunContext:
             jump = await self._run_hooks("before_model", self.hook_context(purpose=purpose))
             if jump is not None and jump.to == "end":
                 raise EndRun(jump.reason or "ended by a before_model hook")
-            request = self._request(purpose, prompt, messages)
-            reply = await self._intercepted(request, tools)
+            request = self._request(purpose, prompt() if callable(prompt) else prompt, messages)
+            reply = await self._intercepted(request, tools() if callable(tools) else tools)
             self.emit(
                 MessageCompleted,
                 text=reply.text,
@@ -410,6 +462,21 @@ class RunContext:
     def _model_name(self, purpose: str) -> str:
         route = self.spec.routes.get(purpose, self.spec.model)  # type: ignore[call-overload]
         return str(getattr(route, "model", "") or "")
+
+
+def _not_a_tool(name: str, method: str, item: object, reason: str) -> str:
+    """Why a hook's injected ``item`` is not a tool, and how to make it one."""
+    import inspect
+
+    where = f"hook {name!r} ({method})"
+    if inspect.isroutine(item) or (callable(item) and not isinstance(item, type)):
+        what = getattr(item, "__qualname__", None) or type(item).__qualname__
+        return (
+            f"{where} injected the function {what!r}, which is not a tool: tools are injected as toolkits, as the "
+            "agent takes them; make it an @operation method of a @toolkit(name=...) class and inject the class "
+            "(or an instance)"
+        )
+    return f"{where} injected something that is not a tool: {reason}"
 
 
 def usage_of(reply: ModelReply) -> dict[str, Any]:

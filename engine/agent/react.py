@@ -38,6 +38,7 @@ class ReactLoop:
         self.ctx = ctx
         self.handler = handler  # the eventing bridge (events, approvals, interceptors)
         self.knowledge = knowledge  # the blueprint's knowledge chosen for the task (the system message's end)
+        self._schemas: list[dict[str, Any]] | None = None
 
     def _messages(self) -> list[dict[str, Any]]:
         ctx = self.ctx
@@ -60,13 +61,12 @@ class ReactLoop:
         """Turns until a text answer, ``finish`` or ``max_turns``."""
         ctx = self.ctx
         assert ctx.bridge is not None  # noqa: S101 - the agent always builds one
-        tools = ctx.bridge.openai_tools()
         messages = self._messages()
         for _ in range(ctx.spec.max_turns):
             ctx.check_stopping()
             ctx.round += 1
             with ctx.trace.round(ctx.round):
-                outcome = await self._turn(messages, tools)
+                outcome = await self._turn(messages)
             if outcome is not None:
                 return outcome
         return Outcome(
@@ -78,12 +78,20 @@ class ReactLoop:
             },
         )
 
-    async def _turn(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Outcome | None:
+    def _tools(self) -> list[dict[str, Any]] | None:
+        """The granted operations as function schemas (called after the before_model hooks: injected ones too)."""
+        ctx = self.ctx
+        assert ctx.bridge is not None  # noqa: S101 - the agent always builds one
+        if ctx.apply_tools() or self._schemas is None:
+            self._schemas = ctx.bridge.openai_tools()
+        return self._schemas or None
+
+    async def _turn(self, messages: list[dict[str, Any]]) -> Outcome | None:
         """One turn: the model's reply, then its tool calls; an outcome when the run ends."""
         ctx = self.ctx
         started, t0 = time.time(), time.perf_counter()
         ctx.emit(RoundStarted, round=ctx.round)
-        reply = await ctx.call_model("code", messages=messages, tools=tools or None)
+        reply = await ctx.call_model("code", messages=messages, tools=self._tools)
         if reply.tool_calls and (broken := _broken(reply)):
             await self._unparsable(messages, reply, broken, started, t0)
             return None

@@ -98,8 +98,11 @@ def test_react_streams_its_text_and_assembles_the_tool_calls_the_unstreamed_run_
     assert [b.get("stream") for b in whole_bodies] == [None, None]
 
     # the text of both turns arrived as deltas, joined exactly into the completed messages
-    completed = [e for e in streamed if e["type"] == "message.completed"]
+    completed = [e for e in streamed if e["type"] == "message.completed" and e["purpose"] == "code"]
     assert [e["text"] for e in completed] == [LOOKUP.text, ANSWER]
+    # the text beside the tool calls is said to the user too (whole, as codeact's system.express)
+    said = [e["text"] for e in streamed if e["type"] == "message.completed" and e["purpose"] == "express"]
+    assert said == [LOOKUP.text]
     for done in completed:
         pieces = [e["text"] for e in streamed if e["type"] == "message.delta" and e["round"] == done["round"]]
         assert len(pieces) > 3
