@@ -67,6 +67,7 @@ NOT_RUN = {
     ("python-api.md", "from codeact import RunConfig"): "a fragment (test_agent_api.py runs it)",
     ("python-api.md", "import base64"): "run by tests/engine/test_input_files.py (with an agent and the files)",
     ("python-api.md", "from codeact.engine.agent import Hook, HookResult"): "a fragment (test_agent_api.py runs it)",
+    ("python-api.md", "from codeact.toolkits import operation, toolkit"): "a fragment (test_hook_api.py runs it)",
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
     (
         "flow.md",
