@@ -190,7 +190,9 @@ class RoundRecord:
             (``ExecutionResult.nondeterminism``: the round's random seed and the reads, in order), fed
             back by replay; empty when the round ran no code or was recorded before this existed.
         edits: Variables hooks set or removed before this round's code ran: ``{"set": {name: encoded},
-            "removed": [...], "by": ["hook.method", ...]}``; replay applies them first. Empty when none.
+            "removed": [...], "by": ["hook.method", ...]}``; replay applies them first. ``"tools"``: the
+            toolkits hooks injected that were in force for the round (name -> manifest entry), which
+            replay gives the round's code. Empty when none.
         artifacts: Files the round wrote into ``outputs/``: ``{"name", "mime", "size", "refused",
             "data_b64"}`` (``refused`` set and no content when over a size cap).
     """
