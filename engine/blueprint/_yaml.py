@@ -1,8 +1,20 @@
-"""Safe YAML parsing that refuses duplicate keys (PyYAML keeps the last one silently)."""
+"""Safe YAML parsing that refuses duplicate keys (PyYAML keeps the last one silently).
+
+Parsed documents are remembered by their text (the last :data:`_CACHE_ENTRIES` texts of at most
+:data:`_CACHE_MAX_CHARS` characters): the same text always parses to the same document, and each
+caller gets its own deep copy. PyYAML's pure-Python parser takes milliseconds even for the
+shipped ``codeact-base`` (about 1 KB), and the same blueprint and bases are read again and again:
+``submit()`` loads the blueprint on every call to pack its folder (``bundle.py``), ``serve`` and
+the workers load the blueprints they are given. A text that does not parse is never remembered.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import copy
+import threading
+from collections import OrderedDict
+from typing import Any, Final
 
 import yaml
 from yaml.constructor import ConstructorError
@@ -13,6 +25,11 @@ from codeact.engine.errors import BlueprintLoadError
 __all__ = ["parse_yaml"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_CACHE_ENTRIES: Final = 64
+_CACHE_MAX_CHARS: Final = 64 * 1024
+_parsed: OrderedDict[str, Any] = OrderedDict()  # text -> document, most recently used last
+_MISS: Final = object()
+_parsed_lock = threading.Lock()
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -60,12 +77,36 @@ def _fix(error: yaml.YAMLError) -> str:
 
 
 def parse_yaml(text: str) -> Any:
-    """Parse one YAML document safely.
+    """Parse one YAML document safely (a document parsed before from the same text is copied, not parsed).
+
+    Returns:
+        The document, the caller's own: changing it changes no other caller's.
 
     Raises:
         BlueprintLoadError: ``blueprint.yaml.invalid`` (syntax, duplicate key, several documents)
             or ``blueprint.document.required`` (nothing but comments/whitespace/null).
     """
+    with _parsed_lock:
+        cached = _parsed.get(text, _MISS)
+        if cached is not _MISS:
+            _parsed.move_to_end(text)
+    if cached is not _MISS:
+        with contextlib.suppress(RecursionError):  # a document nested nearly as deep as the parser allows
+            return copy.deepcopy(cached)
+    document = _parse(text)
+    if len(text) <= _CACHE_MAX_CHARS:
+        try:
+            kept = copy.deepcopy(document)  # the caller may change the document it gets
+        except RecursionError:
+            return document
+        with _parsed_lock:
+            _parsed[text] = kept
+            while len(_parsed) > _CACHE_ENTRIES:
+                _parsed.popitem(last=False)
+    return document
+
+
+def _parse(text: str) -> Any:
     try:
         document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as exc:

@@ -71,8 +71,8 @@ class QueueClient:
         """Record and enqueue a run request; returns the run id."""
         run_id = run_id or uuid.uuid4().hex
         body = {**dict(request), "attempt": 1}
-        self.state.create(run_id, body)
-        self.state.append(run_id, {"type": "run.queued", "run_id": run_id, "queue": body.get("queue", DEFAULT_QUEUE)})
+        queued = {"type": "run.queued", "run_id": run_id, "queue": body.get("queue", DEFAULT_QUEUE)}
+        self.state.create(run_id, body, event=queued)
         self.app.send_task(TASK_NAME, args=[run_id, 1], queue=str(body.get("queue") or DEFAULT_QUEUE))
         return run_id
 

@@ -96,8 +96,8 @@ class RunState:
         return f"{PREFIX}:session:{session_id}:approvals"
 
     # -- state -----------------------------------------------------------------------------------
-    def create(self, run_id: str, request: Mapping[str, Any]) -> None:
-        """Record a new queued run (with its request)."""
+    def create(self, run_id: str, request: Mapping[str, Any], *, event: Mapping[str, Any] | None = None) -> None:
+        """Record a new queued run (with its request), and its first ``event`` in the same transaction."""
         fields: dict[str | bytes, Any] = {
             "status": "queued",
             "request": json.dumps(dict(request), ensure_ascii=False),
@@ -114,6 +114,8 @@ class RunState:
         pipe.zadd(f"{PREFIX}:runs", {run_id: time.time()})
         if request.get("session_id"):
             pipe.set(f"{PREFIX}:session:{request['session_id']}:last", run_id, ex=RUN_TTL_S)
+        if event is not None:
+            self._xadd(pipe, run_id, event)
         pipe.execute()
 
     def get(self, run_id: str) -> dict[str, str]:
@@ -127,9 +129,13 @@ class RunState:
 
     def update(self, run_id: str, **fields: str) -> None:
         """Set fields of the run's state; a terminal or paused status takes it off the active set."""
+        pipe = self.redis.pipeline()
+        self._update(pipe, run_id, fields)
+        pipe.execute()
+
+    def _update(self, pipe: Any, run_id: str, fields: dict[str, str]) -> None:
         fields["updated_at"] = f"{time.time():.3f}"
         mapping: dict[str | bytes, Any] = {key: value for key, value in fields.items()}
-        pipe = self.redis.pipeline()
         pipe.hset(self.key(run_id), mapping=mapping)
         pipe.expire(self.key(run_id), RUN_TTL_S)
         status = fields.get("status")
@@ -137,21 +143,29 @@ class RunState:
             pipe.srem(f"{PREFIX}:active", run_id)
         elif status in ("queued", "running"):
             pipe.sadd(f"{PREFIX}:active", run_id)
-        pipe.execute()
 
     def active(self) -> list[str]:
         """Run ids queued or running."""
         return sorted(self.redis.smembers(f"{PREFIX}:active"))
 
     # -- events ----------------------------------------------------------------------------------
-    def append(self, run_id: str, event: Mapping[str, Any]) -> str:
-        """XADD one event to the run's stream; returns its stream id."""
-        key = self.stream_key(run_id)
+    def append(self, run_id: str, event: Mapping[str, Any], **fields: str) -> str:
+        """XADD one event to the run's stream; returns its stream id.
+
+        ``fields`` (as :meth:`update`) are set in the same transaction, before the event: one round
+        trip, and a watcher that sees the event finds the state that goes with it.
+        """
         pipe = self.redis.pipeline()
+        if fields:
+            self._update(pipe, run_id, fields)
+        self._xadd(pipe, run_id, event)
+        entry_id = pipe.execute()[-2]
+        return str(entry_id)
+
+    def _xadd(self, pipe: Any, run_id: str, event: Mapping[str, Any]) -> None:
+        key = self.stream_key(run_id)
         pipe.xadd(key, {"e": json.dumps(dict(event), ensure_ascii=False, default=str)})
         pipe.expire(key, RUN_TTL_S)
-        entry_id, _ = pipe.execute()
-        return str(entry_id)
 
     def read(self, run_id: str, after: str = "0-0", *, block_ms: int | None = None) -> list[tuple[str, dict[str, Any]]]:
         """Events after stream id ``after`` (waiting up to ``block_ms`` for the first when given)."""

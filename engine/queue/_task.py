@@ -299,9 +299,10 @@ class _Run:
         self.asked = ""  # request_id of the last action.requested (the protocol's interaction_id)
         self.settled: str | None = None
         self.session_id = ""
+        self.request: dict[str, Any] = {}
 
     async def go(self) -> str:
-        request = self.state.request(self.run_id) or {}
+        request = self.request = self.state.request(self.run_id) or {}
         self.session_id = str(request.get("session_id") or "")
         self.state.update(self.run_id, status="running", worker=self.config.name)
         key = _agent_key(request, self.config.store)
@@ -430,39 +431,42 @@ class _Run:
         async with contextlib.aclosing(agent.run(input, session_id=session_id)) as events:
             async for event in events:
                 data = event.to_json()
+                fields: dict[str, str] = {}  # state written with the event, in one round trip
                 if data.get("type") == "run.started" and not self.session_id:
                     self.session_id = str(data.get("session_id") or "")
-                    self.state.update(self.run_id, session_id=self.session_id)
-                    self._pin_session()
+                    fields.update(self._pinned())
                 if data.get("type") == "action.requested":
                     self.asked = str(data.get("request_id") or "")
                     if self.pause is not None and not self.pause.get("interaction_id"):
                         self.pause["interaction_id"] = self.asked
                 self.last = data
                 if data.get("type") in ("run.completed", "run.failed"):
-                    self._settle(data)  # the state says it before a watcher can see the last event
-                self.state.append(self.run_id, data)
+                    fields.update(self._settle(data))  # the state says it before a watcher can see the last event
+                self.state.append(self.run_id, data, **fields)
 
-    def _pin_session(self) -> None:
-        """Write the session id into the request, so a redelivery continues this session."""
-        request = self.state.request(self.run_id) or {}
-        request["session_id"] = self.session_id
-        self.state.update(self.run_id, request=json.dumps(request, ensure_ascii=False))
+    def _pinned(self) -> dict[str, str]:
+        """The session id, and the request with it: a redelivery continues this session.
+
+        The request read when the run began is current: only the lease's holder writes it while
+        the run is running (a requeue needs the lease gone, an answer a paused run).
+        """
+        self.request["session_id"] = self.session_id
+        return {"session_id": self.session_id, "request": json.dumps(self.request, ensure_ascii=False)}
 
     async def _finish(self, agent: Any, stop: str | None, timeout: Any) -> str:
         if stop == "lost":
             return "lost"  # another worker took the run over: it writes the rest
         if stop == "cancel":
-            self.state.update(self.run_id, status="cancelled")
-            self.state.append(self.run_id, _cancelled(self.run_id, "cancelled while running"))
+            self.state.append(self.run_id, _cancelled(self.run_id, "cancelled while running"), status="cancelled")
             return "cancelled"
         if stop == "pause" and self.pause is not None:
             with contextlib.suppress(Exception):
                 await agent.store.update_session(self.session_id, status="paused")
-            self.state.update(self.run_id, status="paused", pause=json.dumps(self.pause))
             self.state.append(
                 self.run_id,
                 {"type": "run.paused", "run_id": self.run_id, "session_id": self.session_id, **self.pause},
+                status="paused",
+                pause=json.dumps(self.pause),
             )
             return "paused"
         if stop == "deadline":
@@ -470,26 +474,22 @@ class _Run:
             return "failed"
         if self.settled is not None:
             return self.settled  # written with the last event (an answer may have enqueued the next attempt since)
-        return self._settle(self.last or {})
+        self.state.update(self.run_id, **self._settle(self.last or {}))
+        return str(self.settled)
 
-    def _settle(self, last: Mapping[str, Any]) -> str:
-        """Record the status the run's last engine event gives (paused for ask_user); returns it."""
-        self.settled = self._status_of(last)
-        return self.settled
-
-    def _status_of(self, last: Mapping[str, Any]) -> str:
+    def _settle(self, last: Mapping[str, Any]) -> dict[str, str]:
+        """The state the run's last engine event gives (paused for ask_user), to write; sets ``settled``."""
         if last.get("type") == "run.completed":
             if last.get("reason") == "ask_user":
+                self.settled = "paused"
                 pause = {"kind": "ask_user", "question": last.get("answer")}
-                self.state.update(self.run_id, status="paused", pause=json.dumps(pause))
-                return "paused"
-            self.state.update(self.run_id, status="completed")
-            return "completed"
-        self.state.update(self.run_id, status="failed")
-        return "failed"
+                return {"status": "paused", "pause": json.dumps(pause)}
+            self.settled = "completed"
+            return {"status": "completed"}
+        self.settled = "failed"
+        return {"status": "failed"}
 
     def _fail(self, code: str, message: str) -> None:
-        self.state.update(self.run_id, status="failed")
         self.state.append(
             self.run_id,
             {
@@ -498,4 +498,5 @@ class _Run:
                 "error": {"code": code, "message": message},
                 "timestamp": time.time(),
             },
+            status="failed",
         )

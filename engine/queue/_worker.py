@@ -32,8 +32,13 @@ def requeue(app: Any, state: RunState, run_id: str, *, reason: str, queue: str |
     attempt = int(request.get("attempt", 1)) + 1
     request["attempt"] = attempt
     queue = queue or str(request.get("queue") or DEFAULT_QUEUE)
-    state.update(run_id, status="queued", attempt=str(attempt), request=json.dumps(request, ensure_ascii=False))
-    state.append(run_id, {"type": "run.requeued", "run_id": run_id, "attempt": attempt, "reason": reason})
+    state.append(
+        run_id,
+        {"type": "run.requeued", "run_id": run_id, "attempt": attempt, "reason": reason},
+        status="queued",
+        attempt=str(attempt),
+        request=json.dumps(request, ensure_ascii=False),
+    )
     app.send_task(TASK_NAME, args=[run_id, attempt], queue=queue)
     return attempt
 

@@ -144,6 +144,31 @@ def test_a_kimi_agent_and_a_model_given_on_submit(queue_url: str, tmp_path: Path
     assert result.answer == "kimi ok"
 
 
+def test_a_base_edited_between_two_submits_reaches_the_worker(queue_url: str, tmp_path: Path) -> None:
+    # submit() packs the blueprint on every call (its parsed YAML is remembered by text): the second
+    # run is built from the edited base, not from what the first submit packed or the worker cached.
+    write(tmp_path / "first.yaml", json.dumps([code("system.finish('first base')")]))
+    write(tmp_path / "second.yaml", json.dumps([code("system.finish('second base')")]))
+    base = tmp_path / "base.yaml"
+    template = (
+        "version: codeact.agent/v1\nextend: codeact-base\nid: base\n"
+        "model: {{provider: scripted, model: scripted/{replies}}}\n"
+    )
+    write(base, template.format(replies="first.yaml"))
+    path = write(
+        tmp_path / "agent.yaml",
+        "version: codeact.agent/v1\nextend: ./base.yaml\nid: edited\n"
+        "workflow: {maxTurns: 2, codeact: {thought: 'off'}}\n",
+    )
+    answers = []
+    for replies in ("first.yaml", "second.yaml"):
+        write(base, template.format(replies=replies))
+        result = submit(path, "which base?", queue=queue_url, queue_name=QUEUE, store=queue_url).result(timeout=120)
+        assert result.status == "completed", result
+        answers.append(result.answer)
+    assert answers == ["first base", "second base"]
+
+
 def test_the_pack_holds_the_referenced_files_only_and_unpacks_inside(tmp_path: Path) -> None:
     write(tmp_path / "shared" / "base.yaml", "version: codeact.agent/v1\nid: base\nextend: codeact-base\n")
     write(tmp_path / "shared" / "notes.txt", "not referenced\n")

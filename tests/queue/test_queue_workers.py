@@ -159,6 +159,11 @@ def test_a_late_watcher_gets_the_whole_stream_once_in_order(cluster: Cluster) ->
     # Re-attaching after a given entry continues from there without repeats.
     again = list(late.events(follow=False))
     assert again == events
+    # The state written with run.started and run.completed: the session pinned in the request
+    # (a redelivery continues it), the status of the last event.
+    info = late.client.state.get(handle.run_id)
+    assert info["status"] == "completed" and info["session_id"] == first.session_id
+    assert json.loads(info["request"])["session_id"] == first.session_id == events[1]["session_id"]
 
 
 def test_the_cli_enqueues_prints_the_run_id_and_streams(cluster: Cluster) -> None:

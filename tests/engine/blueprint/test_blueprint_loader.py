@@ -290,3 +290,28 @@ def test_merge_keys_are_not_duplicates() -> None:
 
 def test_fixtures_directory_exists() -> None:
     assert (FIXTURES / "load").is_dir()
+
+
+def test_a_text_loaded_again_gives_the_same_blueprint_and_a_broken_one_fails_again() -> None:
+    # Parsed documents are remembered by their text (engine/blueprint/_yaml.py): the second load
+    # of a text is a copy of the first parse, and a text that does not parse is never remembered.
+    text = "version: codeact.agent/v1\nextend: codeact-base\nid: again\nworkflow: {maxTurns: 3}\n"
+    first, second = load_text(text), load_text(text)
+    assert first.model_dump() == second.model_dump()
+    assert first.workflow.max_turns == 3
+    broken = "version: codeact.agent/v1\nid: [unclosed\n"
+    for _ in range(2):
+        with pytest.raises(BlueprintLoadError) as caught:
+            load_text(broken)
+        assert caught.value.code == "blueprint.yaml.invalid"
+
+
+def test_each_parse_of_a_text_is_the_callers_own() -> None:
+    from codeact.engine.blueprint._yaml import parse_yaml
+
+    text = "version: codeact.agent/v1\nid: own\nlist: [1, 2]\nmap: {a: {b: 1}}\n"
+    first = parse_yaml(text)
+    first["list"].append(3)
+    first["map"]["a"]["b"] = 2
+    first["id"] = "changed"
+    assert parse_yaml(text) == {"version": "codeact.agent/v1", "id": "own", "list": [1, 2], "map": {"a": {"b": 1}}}
