@@ -10,7 +10,8 @@ The pipeline stage "prompt builder -> model -> parser" of ARCHITECTURE.md:
 * :mod:`codeact.segments.fim`: the :class:`CodeFrame` and the FIM token table;
 * :mod:`codeact.segments.parser`: :func:`extract_code` and :func:`parse_thought`;
 * :mod:`codeact.segments.budget`: token counting and the :class:`Compactor`;
-* :mod:`codeact.segments.evaluation`: :func:`format_evaluation`.
+* :mod:`codeact.segments.evaluation`: :func:`format_evaluation`;
+* :mod:`codeact.segments.execution`: the execution chain (:func:`exec_id`, :func:`exec_chain`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from codeact.segments.builders import (
 from codeact.segments.config import DEFAULT_SECTIONS, SECTION_NAMES, Experience, Instructions, PromptConfig
 from codeact.segments.errors import CodeParseError, PromptConfigError, ReplyParseError, ThoughtParseError
 from codeact.segments.evaluation import format_evaluation
+from codeact.segments.execution import exec_chain, exec_id
 from codeact.segments.fim import FIM_FAMILIES, CodeFrame, FimTokens, build_frame, fim_tokens_for
 from codeact.segments.history import SegmentHistory
 from codeact.segments.model import CodeBlock, Segment, SegmentKind, segment_label
@@ -76,6 +78,8 @@ __all__ = [
     "ToolkitCatalog",
     "build_frame",
     "cut_invented_turn",
+    "exec_chain",
+    "exec_id",
     "extract_code",
     "fallback_summary",
     "fim_tokens_for",

@@ -244,7 +244,13 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
                 model=spec.model.model,
                 title=ctx.input[:80],
                 input=ctx.input,
-                extra={"kind": spec.kind, "grants": wiring.grants, **(link or {}), **_labelled({}, ctx.labels)},
+                extra={
+                    "kind": spec.kind,
+                    "grants": wiring.grants,
+                    **(link or {}),
+                    **_labelled({}, ctx.labels),
+                    "trace_id": _run_trace_id(ctx),
+                },
             )
         )
     else:
@@ -253,10 +259,8 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
         ctx.variables = dict(await store.variables(session_id))
         ctx.round = ctx.recorded = meta.rounds
         ctx.first_round = meta.rounds + 1
-        if ctx.labels:
-            await store.update_session(session_id, status="active", extra=_labelled(meta.extra, ctx.labels))
-        else:
-            await store.update_session(session_id, status="active")
+        extra = {**_labelled(meta.extra, ctx.labels), "trace_id": _run_trace_id(ctx)}
+        await store.update_session(session_id, status="active", extra=extra)
     _emit_started(ctx, resumed=meta is not None)
     for kind, text in ctx.inputs:  # the input's history messages (Agent.run of a list of messages)
         ctx.add_segment(kind, text, tags=("input",))
@@ -276,6 +280,7 @@ def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
         resumed=resumed,
         tags=tuple(ctx.labels.get("tags", ())),
         metadata=dict(ctx.labels.get("metadata", {})),
+        trace_id=_run_trace_id(ctx),
     )
 
 
@@ -380,7 +385,7 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBri
         grants=wiring.grants,
         context=ToolkitContext(
             session_id=ctx.session_id,
-            trace_id=_trace_id(ctx.trace) or ctx.run_id,
+            trace_id=_run_trace_id(ctx),
             run_id=ctx.run_id,
             user=ctx.user,
             model=model_access,
@@ -405,13 +410,15 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBri
     return bridge, handler
 
 
-def _trace_id(run_trace: Any) -> str | None:
-    """The OpenTelemetry trace id of the run's span (32 hex digits), or None when tracing is off."""
-    span = getattr(run_trace, "run_span", None)
-    if span is None:
-        return None
-    trace_id = span.get_span_context().trace_id
-    return f"{trace_id:032x}" if trace_id else None
+def _run_trace_id(ctx: RunContext) -> str:
+    """The run's trace id: its span's OpenTelemetry trace id (32 hex digits) when tracing is on, else the run id.
+
+    The run id is a fresh 32-hex-digit id too, so logs, ``run.started``, the session record and the
+    toolkits' ``ToolkitContext.trace_id`` correlate the same way with tracing off.
+    """
+    span = getattr(ctx.trace, "run_span", None)
+    trace_id = span.get_span_context().trace_id if span is not None else 0
+    return f"{trace_id:032x}" if trace_id else ctx.run_id
 
 
 async def _note_sandbox(ctx: RunContext, sandbox: Sandbox) -> None:

@@ -30,7 +30,7 @@ from codeact.engine.events import Event, EventSequence, MessageCompleted, Messag
 from codeact.engine.model import ModelReply
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
 from codeact.sandbox.aio import wait_for
-from codeact.segments import Prompt, Segment, SegmentHistory, SegmentKind
+from codeact.segments import Prompt, Segment, SegmentHistory, SegmentKind, exec_chain
 
 if TYPE_CHECKING:
     from codeact.engine.agent.support import EventingBridge
@@ -137,7 +137,9 @@ class RunContext:
 
     def add_segment(self, kind: str, content: str, *, tags: tuple[str, ...] = ()) -> Segment:
         """Add a segment to the history at the current round, keep it for the round's record, emit it."""
-        segment = self.history.add(kind, content, round_index=self.round, tags=tags)
+        segment = self.history.add(
+            kind, content, round_index=self.round, tags=tags, **exec_chain(self.session_id, self.round, self.recorded)
+        )
         self.pending_segments.append(segment)
         self.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.round)
         return segment
@@ -205,7 +207,11 @@ class RunContext:
             if ctx.round > ctx.recorded and (ctx.current_code is not None or calls):
                 text = interrupted_evaluation(ctx.round, calls, reason=reason)
                 evaluation = ctx.history.add(
-                    SegmentKind.EVALUATION, text, round_index=ctx.round, tags=("error", INTERRUPTED_TAG)
+                    SegmentKind.EVALUATION,
+                    text,
+                    round_index=ctx.round,
+                    tags=("error", INTERRUPTED_TAG),
+                    **exec_chain(ctx.session_id, ctx.round, ctx.recorded),
                 )
                 segments = [s.model_dump(mode="json") for s in (*ctx.pending_segments, evaluation)]
                 ctx.pending_segments.clear()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from codeact import prompts
 from codeact.engine.errors import CodeactError
 from codeact.sandbox.aio import cancel_and_wait, wait_for
-from codeact.segments import Segment, SegmentKind
+from codeact.segments import Segment, SegmentKind, exec_chain
 
 if TYPE_CHECKING:
     from codeact.engine.store import RoundRecord, Store
@@ -199,10 +199,14 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
     reply = code_entry.get("reply") if code_entry is not None else ""
     variables = await store.variables(session_id)
     segments: list[dict[str, Any]] = []
+    chain = exec_chain(session_id, index, meta.rounds)  # the dead run's round in progress
     if isinstance(middle, str):
-        segments.append(Segment(kind=SegmentKind.CODE, content=middle, round_index=index).model_dump(mode="json"))
+        code_segment = Segment(kind=SegmentKind.CODE, content=middle, round_index=index, **chain)
+        segments.append(code_segment.model_dump(mode="json"))
     text = interrupted_evaluation(index, calls, reason=reason)
-    evaluation = Segment(kind=SegmentKind.EVALUATION, content=text, round_index=index, tags=("error", INTERRUPTED_TAG))
+    evaluation = Segment(
+        kind=SegmentKind.EVALUATION, content=text, round_index=index, tags=("error", INTERRUPTED_TAG), **chain
+    )
     segments.append(evaluation.model_dump(mode="json"))
     started = min((float(c.get("started_at") or 0) for c in calls), default=0.0) or meta.updated_at
     record = interrupted_record(

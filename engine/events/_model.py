@@ -73,6 +73,9 @@ class RunStarted(Event):
         resumed: True when the session already had rounds (``--session`` of an existing one).
         tags: The run's tags (``RunConfig.tags``, ``--tag``).
         metadata: The run's metadata (``RunConfig.metadata``, ``--meta k=v``).
+        trace_id: The run's trace: its OpenTelemetry trace id (32 hex digits) when tracing is on, else
+            the run id; toolkits see it as ``ToolkitContext.trace_id``, the session record as
+            ``extra["trace_id"]`` (of its latest run).
     """
 
     type: ClassVar[str] = "run.started"
@@ -84,6 +87,7 @@ class RunStarted(Event):
     resumed: bool = False
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
