@@ -23,7 +23,16 @@ from codeact.engine.agent._files import FILE_PARTS, IMAGE_PARTS, InputFile, chec
 from codeact.engine.errors import CodeactError
 from codeact.segments import SegmentKind
 
-__all__ = ["AgentInput", "RunConfig", "RunInput", "context_text", "conversation", "resolve_run", "run_input"]
+__all__ = [
+    "AgentInput",
+    "RunConfig",
+    "RunInput",
+    "context_text",
+    "conversation",
+    "labelled",
+    "resolve_run",
+    "run_input",
+]
 
 AgentInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any]]
 
@@ -126,6 +135,8 @@ def conversation(segments: Sequence[Mapping[str, Any]], answer: Any = None) -> l
 
 
 _MAX_METADATA_BYTES = 8_000
+_MAX_TAGS = 64
+_MAX_TAG_CHARS = 128
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +146,8 @@ class RunConfig:
     Attributes:
         thread_id: The conversation to continue or start: the session id (``session_id=`` wins
             when both are given and agree; differing values are refused).
-        tags: Labels of the run (``--tag``), in ``run.started``, the session record and the run's span.
+        tags: Labels of the run (``--tag``), in ``run.started``, the session record and the run's span;
+            at most 64, each at most 128 characters.
         metadata: JSON values by name (``--meta k=v``), likewise; at most 8 KB as JSON.
         user: Who the run is for (as ``user=``).
     """
@@ -150,6 +162,9 @@ class RunConfig:
             message = f"RunConfig.tags must be a list of non-empty strings, not {self.tags!r}"
             raise CodeactError(message, code="config.invalid")
         object.__setattr__(self, "tags", tuple(dict.fromkeys(self.tags)))
+        if len(self.tags) > _MAX_TAGS or any(len(t) > _MAX_TAG_CHARS for t in self.tags):
+            message = f"RunConfig.tags: at most {_MAX_TAGS} tags of at most {_MAX_TAG_CHARS} characters each"
+            raise CodeactError(message, code="config.invalid")
         if not isinstance(self.metadata, Mapping) or not all(isinstance(k, str) for k in self.metadata):
             raise CodeactError("RunConfig.metadata must be a mapping with string keys", code="config.invalid")
         try:
@@ -172,6 +187,18 @@ class RunConfig:
         if self.metadata:
             out["metadata"] = dict(self.metadata)
         return out
+
+
+def labelled(extra: Mapping[str, Any], labels: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A session's ``extra`` with a run's tags (added) and metadata (merged, the run's values win)."""
+    out = dict(extra)
+    if not labels:
+        return out
+    if labels.get("tags"):
+        out["tags"] = list(dict.fromkeys([*out.get("tags", ()), *labels["tags"]]))
+    if labels.get("metadata"):
+        out["metadata"] = {**out.get("metadata", {}), **labels["metadata"]}
+    return out
 
 
 def resolve_run(

@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent._files import place_files, task_with_files, use_files
-from codeact.engine.agent._input import AgentInput, RunConfig, context_text, resolve_run, run_input
+from codeact.engine.agent._input import AgentInput, RunConfig, context_text, labelled, resolve_run, run_input
 from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext
 from codeact.engine.agent.react import ReactLoop
@@ -248,7 +248,7 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
                     "kind": spec.kind,
                     "grants": wiring.grants,
                     **(link or {}),
-                    **_labelled({}, ctx.labels),
+                    **labelled({}, ctx.labels),
                     "trace_id": _run_trace_id(ctx),
                 },
             )
@@ -259,7 +259,7 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
         ctx.variables = dict(await store.variables(session_id))
         ctx.round = ctx.recorded = meta.rounds
         ctx.first_round = meta.rounds + 1
-        extra = {**_labelled(meta.extra, ctx.labels), "trace_id": _run_trace_id(ctx)}
+        extra = {**labelled(meta.extra, ctx.labels), "trace_id": _run_trace_id(ctx)}
         await store.update_session(session_id, status="active", extra=extra)
     _emit_started(ctx, resumed=meta is not None)
     for kind, text in ctx.inputs:  # the input's history messages (Agent.run of a list of messages)
@@ -282,18 +282,6 @@ def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
         metadata=dict(ctx.labels.get("metadata", {})),
         trace_id=_run_trace_id(ctx),
     )
-
-
-def _labelled(extra: Mapping[str, Any], labels: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A session's ``extra`` with a run's tags (added) and metadata (merged, the run's values win)."""
-    out = dict(extra)
-    if not labels:
-        return out
-    if labels.get("tags"):
-        out["tags"] = list(dict.fromkeys([*out.get("tags", ()), *labels["tags"]]))
-    if labels.get("metadata"):
-        out["metadata"] = {**out.get("metadata", {}), **labels["metadata"]}
-    return out
 
 
 def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:

@@ -6,9 +6,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from codeact.engine.agent import RunConfig
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -91,8 +94,14 @@ def run_queued(
     detach: bool,
     json_output: bool,
     strict: bool = False,
+    user: str | None = None,
+    config: RunConfig | None = None,
+    context: dict[str, Any] | None = None,
 ) -> int:
-    """``codeact run FILE --queue URL``: enqueue, print the run id, then stream its events (unless detached)."""
+    """``codeact run FILE --queue URL``: enqueue, print the run id, then stream its events (unless detached).
+
+    ``--user``, ``--tag``, ``--meta`` and ``--context`` travel with the run (``config``, ``context``).
+    """
     from rich.console import Console
 
     from codeact.engine.errors import CodeactError
@@ -103,7 +112,18 @@ def run_queued(
     if refused is not None:
         return refused
     try:
-        handle = submit(file, input, queue=queue, session_id=session, model=model, base_url=base_url, store=store)
+        handle = submit(
+            file,
+            input,
+            queue=queue,
+            session_id=session,
+            model=model,
+            base_url=base_url,
+            store=store,
+            user=user,
+            config=config,
+            context=context,
+        )
     except CodeactError as exc:
         typer.echo(f"codeact run --queue: {exc}", err=True)
         return EXIT_USAGE

@@ -187,6 +187,11 @@ def run_command(
     """Run a blueprint once on --input; the final answer goes to stdout."""
     from rich.console import Console
 
+    try:
+        run_options = _run_options(tag or [], meta or [], context_file)
+    except _Usage as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(EXIT_USAGE) from None
     if queue is not None:
         from codeact.engine.cli._queue import run_queued
 
@@ -202,14 +207,10 @@ def run_command(
                 detach=detach,
                 json_output=json_output,
                 strict=strict,
+                user=user,
+                **run_options,
             )  # fmt: skip
         )
-
-    try:
-        run_options = _run_options(tag or [], meta or [], context_file)
-    except _Usage as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(EXIT_USAGE) from None
     # Off a terminal (a log file, a pipe) lines are not hard-wrapped at 80 columns: messages stay greppable.
     err = Console(stderr=True)
     if not err.is_terminal:
@@ -247,9 +248,9 @@ def run_command(
         raise typer.Exit(EXIT_FAILED if exc.code == STRICT_CODE else EXIT_USAGE) from None
     from codeact.engine.agent import Agent
 
-    if run_options and not isinstance(agent, Agent):
+    if "context" in run_options and not isinstance(agent, Agent):
         _close_servers(getattr(agent, "_owned", ()))
-        typer.echo("--tag, --meta and --context apply to an agent blueprint, not to a flow", err=True)
+        typer.echo("--context applies to an agent blueprint, not to a flow (--tag and --meta apply to both)", err=True)
         raise typer.Exit(EXIT_USAGE)
     options: list[tuple[str, Any]] = [
         ("--model", model),

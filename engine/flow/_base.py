@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from codeact.engine.agent._input import labelled
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent.hooks import Hook, HookContext, Jump
 from codeact.engine.errors import CodeactError
@@ -37,12 +38,13 @@ from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
-    from codeact.engine.agent import Agent, RunResult
+    from codeact.engine.agent import Agent, RunConfig, RunResult
     from codeact.engine.store import Store
 
 __all__ = ["FlowAgent", "Step", "StepResult"]
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+_MERGED = frozenset({"children", "tags", "metadata"})  # a resumed flow session's: kept and merged, not replaced
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -129,27 +131,53 @@ class FlowAgent(Lifecycle):
         return cast("FlowAgent", build(blueprint, kinds=FlowAgent.kinds, **options))
 
     # -- the Agent interface ------------------------------------------------------------------------
-    async def run(self, input: str, *, session_id: str | None = None) -> AsyncGenerator[Event, None]:
+    async def run(
+        self, input: str, *, session_id: str | None = None, config: RunConfig | None = None
+    ) -> AsyncGenerator[Event, None]:
         """Run the flow on ``input``; yields its events and its steps' (``parent_run_id`` set on theirs).
 
         The last event is the flow's ``run.completed`` or ``run.failed``.
+
+        Args:
+            input: The flow's input.
+            session_id: The flow's session (``config.thread_id`` likewise; default a new one).
+            config: The run's tags, metadata and user (``RunConfig``): in the flow's ``run.started`` and
+                session record, and carried to every step's run (each in its own session), so the
+                steps' ``run.started`` and session records carry them too.
+
+        Raises:
+            CodeactError: ``config.invalid`` when ``session_id`` and ``config.thread_id`` differ.
         """
+        from codeact.engine.agent._input import resolve_run
+
+        config, session_id, _ = resolve_run(config, session_id, None)
         stream = self._stream(
-            input, session_id=session_id or uuid.uuid4().hex, state=None, previous=None, link=None, export=None
+            input,
+            session_id=session_id or uuid.uuid4().hex,
+            state=None,
+            previous=None,
+            link=None,
+            export=None,
+            config=config,
         )
         async with contextlib.aclosing(stream) as events:
             async for event in events:
                 yield event
 
     async def invoke(
-        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+        self,
+        input: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        config: RunConfig | None = None,
     ) -> RunResult:
-        """Run to the end and return the result (``on_event`` sees every event)."""
+        """Run to the end and return the result (``on_event`` sees every event; ``config`` as :meth:`run`)."""
         from codeact.engine.agent._results import _result
 
         last: Event | None = None
         session = session_id or ""
-        async for event in self.run(input, session_id=session_id):
+        async for event in self.run(input, session_id=session_id, config=config):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted) and event.parent_run_id is None:
@@ -159,11 +187,16 @@ class FlowAgent(Lifecycle):
         return _result(last, session)
 
     def run_sync(
-        self, input: str, *, session_id: str | None = None, on_event: Callable[[Event], None] | None = None
+        self,
+        input: str,
+        *,
+        session_id: str | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        config: RunConfig | None = None,
     ) -> RunResult:
         """Run to the end from synchronous code (on the flow's own event loop, kept until :meth:`close`)."""
         runner = self._sync_runner("run_sync() was called inside a running event loop: use `await flow.invoke(...)`")
-        return runner.run(self.invoke(input, session_id=session_id, on_event=on_event))
+        return runner.run(self.invoke(input, session_id=session_id, on_event=on_event, config=config))
 
     def leaves(self) -> list[Agent]:
         """Every codeact/react agent in the flow's tree, in order."""
@@ -182,6 +215,7 @@ class FlowAgent(Lifecycle):
         previous: Any,
         link: dict[str, Any] | None,
         export: dict[str, Any] | None,
+        config: RunConfig | None = None,
     ) -> AsyncGenerator[Event, None]:
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
@@ -201,6 +235,7 @@ class FlowAgent(Lifecycle):
             forward=queue.put_nowait,
             state={"input": input, **(state or {})},
             last=input if previous is None else previous,
+            config=config,
         )
         task = asyncio.create_task(self._drive(run, link, export))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
@@ -216,6 +251,7 @@ class FlowAgent(Lifecycle):
 
     async def _drive(self, run: _FlowRun, link: dict[str, Any] | None, export: dict[str, Any] | None) -> None:
         store = self.store
+        labels = run.config.labels() if run.config is not None else {}
         meta = None
         with contextlib.suppress(CodeactError):
             meta = await store.get_session(run.session_id)
@@ -226,9 +262,13 @@ class FlowAgent(Lifecycle):
             model=self._model_name(),
             input=run.input,
             resumed=meta is not None,
+            tags=tuple(labels.get("tags", ())),
+            metadata=dict(labels.get("metadata", {})),
+            trace_id=run.run_id,
         )
         try:
             extra: dict[str, Any] = {"kind": "flow", "flow": {"kind": self.kind, "name": self.name}, "children": []}
+            extra = {**labelled({}, labels), **extra, "trace_id": run.run_id}
             if link is not None:
                 extra["flow"].update(link)  # like a step agent's session: parent_session, parent_run, ...
             if meta is None:
@@ -244,9 +284,9 @@ class FlowAgent(Lifecycle):
                     )
                 )
             else:
-                extra = {**meta.extra, **{k: v for k, v in extra.items() if k != "children"}}
+                extra = {**labelled(meta.extra, labels), **{k: v for k, v in extra.items() if k not in _MERGED}}
                 extra["children"] = list(meta.extra.get("children") or [])
-                await store.update_session(run.session_id, status="active")
+                await store.update_session(run.session_id, status="active", extra=extra)
             run.children = extra["children"]
             run.counter = itertools.count(len(run.children) + 1)
             try:

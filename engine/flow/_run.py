@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
 from codeact.engine.errors import CodeactError
@@ -22,6 +22,9 @@ from codeact.engine.events import (
 )
 from codeact.engine.flow._steps import Flow, Step, StepResult, _with_state, as_text, child_session_id, is_flow
 from codeact.engine.flow.errors import FlowError
+
+if TYPE_CHECKING:
+    from codeact.engine.agent import RunConfig
 
 __all__ = ["run_concurrently"]
 
@@ -44,6 +47,15 @@ class _FlowRun:
     reason: str = "finished"
     counter: Any = None
     cancelled: bool = False  # the run took its cancel and is marking the session interrupted
+    config: RunConfig | None = None  # the run's tags, metadata and user, carried to every step
+
+    def step_config(self) -> RunConfig | None:
+        """The run's config for a step's run: its tags, metadata and user (the step has a session of its own)."""
+        if self.config is None:
+            return None
+        from codeact.engine.agent import RunConfig
+
+        return RunConfig(tags=self.config.tags, metadata=self.config.metadata, user=self.config.user)
 
     def compose(self, step: Step, input: str | None = None) -> str:
         """What a step is asked: the input (the flow's by default) and, with includeContents, the results so far."""
@@ -83,13 +95,14 @@ class _FlowRun:
                 previous=self.last,
                 link=self._link(position, name),
                 export=exported,
+                config=self.step_config(),
             )
         else:
             from codeact.engine.agent._run import SESSION_LINK
 
             # The step's session records its parent when it is created (no extra write).
             SESSION_LINK.set({"flow": self._link(position, name)})
-            events = _with_state(agent, self.state).run(text, session_id=session_id)
+            events = _with_state(agent, self.state).run(text, session_id=session_id, config=self.step_config())
         async with contextlib.aclosing(events) as stream:
             async for event in stream:
                 if event.parent_run_id is not None:

@@ -21,7 +21,7 @@ from codeact.engine.flow.errors import FlowError
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
-    from codeact.engine.agent import Agent
+    from codeact.engine.agent import Agent, RunConfig
     from codeact.engine.events import Event
     from codeact.engine.store import Store
 
@@ -63,6 +63,7 @@ class Flow(Protocol):
         previous: Any,
         link: dict[str, Any] | None,
         export: dict[str, Any] | None,
+        config: RunConfig | None = None,
     ) -> AsyncGenerator[Event, None]: ...
 
 

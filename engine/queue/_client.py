@@ -19,11 +19,14 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from codeact.engine.errors import CodeactError
 from codeact.engine.queue._app import DEFAULT_QUEUE, TASK_NAME, make_app
 from codeact.engine.queue._state import STOP_TYPES, TERMINAL, RunState, swap_status
+
+if TYPE_CHECKING:
+    from codeact.engine.agent import RunConfig
 
 __all__ = ["QueueClient", "QueueResult", "RunHandle", "submit"]
 
@@ -222,6 +225,8 @@ def submit(
     queue_name: str = DEFAULT_QUEUE,
     timeout_s: float | None = None,
     user: str | None = None,
+    config: RunConfig | None = None,
+    context: Mapping[str, Any] | None = None,
 ) -> RunHandle:
     """Enqueue one run of a blueprint on ``input``; any worker of ``queue_name`` takes it.
 
@@ -239,7 +244,19 @@ def submit(
         queue_name: The Celery queue (workers consume the ones they are given).
         timeout_s: Run time limit the worker enforces.
         user: Who the agent acts for.
+        config: The run's tags, metadata and user (``RunConfig``; its ``thread_id`` is the session, as
+            ``session_id``): the worker's run carries them into ``run.started``, the session record and
+            the run's span, as ``Agent.run(config=...)`` does.
+        context: The caller's context (page, URL, ...) for the prompt, as ``Agent.run(context=...)``.
+
+    Raises:
+        CodeactError: ``config.invalid`` when ``session_id`` and ``config.thread_id`` differ,
+            ``context.invalid`` when ``context`` is not a mapping of JSON values, ``queue.blueprint_io``.
     """
+    from codeact.engine.agent._input import context_text, resolve_run
+
+    config, session_id, user = resolve_run(config, session_id, user)
+    context_text(context)  # refused here, not on the worker
     request: dict[str, Any] = {
         "input": input,
         "session_id": session_id,
@@ -249,7 +266,10 @@ def submit(
         "queue": queue_name,
         "timeout_s": timeout_s,
         "user": user,
+        **run_labels(config),
     }
+    if context is not None:
+        request["caller_context"] = dict(context)
     text = str(blueprint)
     if text.startswith("id:"):
         request["blueprint_id"] = text[3:]
@@ -266,6 +286,18 @@ def submit(
         request["blueprint_bundle"] = pack_blueprint(path, model=model)
     client = _client(queue)
     return RunHandle(client, client.enqueue(request))
+
+
+def run_labels(config: RunConfig | None) -> dict[str, Any]:
+    """A queued run request's ``tags`` and ``metadata`` (left out when empty); the worker reads them back."""
+    if config is None:
+        return {}
+    out: dict[str, Any] = {}
+    if config.tags:
+        out["tags"] = list(config.tags)
+    if config.metadata:
+        out["metadata"] = dict(config.metadata)
+    return out
 
 
 _CLIENTS: dict[str, QueueClient] = {}

@@ -16,10 +16,11 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codeact.engine.queue._client import QueueClient
+from codeact.engine.queue._client import QueueClient, run_labels
 from codeact.engine.queue._state import PREFIX, TERMINAL, RunState
 
 if TYPE_CHECKING:
+    from codeact.engine.agent import RunConfig
     from codeact.engine.runner import BlueprintRunner, ResultMapper, RunnerContext, RunnerResult
     from codeact.engine.service import RunInfo
 
@@ -69,8 +70,10 @@ class QueueRunManager:
         self._async: Any = None
 
     # -- starting ----------------------------------------------------------------------------------
-    async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
+    async def start(self, runner_id: str, context: RunnerContext, *, config: RunConfig | None = None) -> RunInfo:
         """Enqueue a run of ``runner_id`` on ``context`` and return at once.
+
+        ``config``'s tags and metadata travel with the run (and its continuations) to the worker.
 
         Raises:
             ServiceError: unknown runner (404), a run with that id exists or the session is in use (409),
@@ -163,6 +166,7 @@ class QueueRunManager:
             "sandbox": self.sandbox,
             "user": context.actor.actor_id if context.actor is not None else None,
             "context": context.model_dump(mode="json", exclude_none=True),  # a question's answer continues it
+            **run_labels(config),
         }
         if busy is not None and busy.pending and busy.continued_by is None:  # its question is moot now
             from codeact.engine.queue._state import swap_status
@@ -279,6 +283,7 @@ class QueueRunManager:
             error = {k: data.get(k) for k in ("code", "message", "retryable")}
         shown = {"queued": "running", "running": "running", "paused": "waiting"}.get(status, status)
         done = status in TERMINAL
+        request = json.loads(info.get("request") or "{}")
         return RunInfo(
             run_id=run_id,
             runner_id=info.get("runner_id", ""),
@@ -290,6 +295,8 @@ class QueueRunManager:
             events=(last.sequence or 0) if last is not None else 0,
             error=error,
             continued_by=info.get("continued_by") or None,
+            tags=tuple(request.get("tags") or ()),
+            metadata=dict(request.get("metadata") or {}),
         )
 
     async def by_session(self, session_id: str) -> RunInfo | None:
@@ -383,6 +390,7 @@ class QueueRunManager:
         asked = RunnerContext.model_validate(request["context"])
         following = continuation_context(asked, submission, run_id=continuation_run_id(data))
         following = with_budget(following, asked, float(info.get("created_at") or time.time()))
+        labels = _labels(request)
         if not swap_status(self.state, run_id, "paused", "completed"):  # one answer wins
             raise ServiceError(
                 f"run {run_id!r} was answered meanwhile; nothing waits for an interaction",
@@ -391,7 +399,7 @@ class QueueRunManager:
             )
         self.state.update(run_id, continued_by=following.run_id)
         try:
-            return await self.start(str(info.get("runner_id")), following)
+            return await self.start(str(info.get("runner_id")), following, config=labels)
         except Exception:
             self.state.update(run_id, status="paused", continued_by="")  # the question stays open
             raise
@@ -410,6 +418,14 @@ class QueueRunManager:
             await self._async.aclose()
             self._async = None
         self.client.close()
+
+
+def _labels(request: Mapping[str, Any]) -> RunConfig | None:
+    """The tags and metadata a queued run's request carries, for its continuation."""
+    from codeact.engine.agent import RunConfig
+
+    tags, metadata = request.get("tags") or (), request.get("metadata") or {}
+    return RunConfig(tags=tags, metadata=metadata) if tags or metadata else None
 
 
 def _payload(data: Any) -> dict[str, Any]:

@@ -284,6 +284,28 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
     return copy
 
 
+def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
+    """``Agent.run``'s ``config`` (the request's tags and metadata) and ``context`` (the caller's).
+
+    A continuation (an answer, an approval) keeps the request, so it carries the same labels.
+
+    Raises:
+        CodeactError: ``config.invalid`` or ``context.invalid``.
+    """
+    from codeact.engine.agent import RunConfig
+    from codeact.engine.agent._input import context_text
+
+    options: dict[str, Any] = {}
+    tags, metadata = request.get("tags") or (), request.get("metadata") or {}
+    if tags or metadata:
+        options["config"] = RunConfig(tags=tags, metadata=metadata)
+    context = request.get("caller_context")
+    if context is not None:
+        context_text(context)
+        options["context"] = context
+    return options
+
+
 def _cancelled(run_id: str, reason: str) -> dict[str, Any]:
     return {"type": "run.cancelled", "run_id": run_id, "reason": reason, "timestamp": time.time()}
 
@@ -399,7 +421,12 @@ class _Run:
         deadline = time.monotonic() + float(timeout) if timeout else None
         session_id = self.session_id or None
         agent = _with_attachments(agent, request)
-        pump = asyncio.create_task(self._pump(agent, str(request.get("input") or ""), session_id))
+        try:
+            options = _run_options(request)
+        except Exception as exc:  # a request written by hand (submit validates): the run fails, the worker goes on
+            self._fail(getattr(exc, "code", "queue.invalid_request"), f"the run's request was refused: {exc}")
+            return "failed"
+        pump = asyncio.create_task(self._pump(agent, str(request.get("input") or ""), session_id, options))
         stop: str | None = None
         leases = self.config.leases(self.state)
         while not pump.done():
@@ -426,9 +453,9 @@ class _Run:
                 return "failed"
         return await self._finish(agent, stop, timeout)
 
-    async def _pump(self, agent: Any, input: str, session_id: str | None) -> None:
+    async def _pump(self, agent: Any, input: str, session_id: str | None, options: Mapping[str, Any]) -> None:
         _CURRENT.set(self)  # the agent's approver finds this run through it (tasks copy the context)
-        async with contextlib.aclosing(agent.run(input, session_id=session_id)) as events:
+        async with contextlib.aclosing(agent.run(input, session_id=session_id, **options)) as events:
             async for event in events:
                 data = event.to_json()
                 fields: dict[str, str] = {}  # state written with the event, in one round trip

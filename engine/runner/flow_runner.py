@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from codeact.engine.runner.entities import RunnerCapabilities, RunnerManifest, RunnerPermissions
 
 if TYPE_CHECKING:
+    from codeact.engine.agent import RunConfig
     from codeact.engine.blueprint import Blueprint
     from codeact.engine.events import Event
     from codeact.engine.flow import FlowAgent
@@ -57,11 +58,13 @@ class FlowEvents:
     def __init__(self, flow: FlowAgent) -> None:
         self.flow = flow
 
-    async def run(self, input: str, *, session_id: str | None = None) -> AsyncIterator[Event]:
-        """The flow's events for one run of ``input``."""
+    async def run(
+        self, input: str, *, session_id: str | None = None, config: RunConfig | None = None
+    ) -> AsyncIterator[Event]:
+        """The flow's events for one run of ``input`` (labelled with ``config``'s tags and metadata)."""
         import contextlib
 
-        async with contextlib.aclosing(self.flow.run(input, session_id=session_id)) as events:
+        async with contextlib.aclosing(self.flow.run(input, session_id=session_id, config=config)) as events:
             async for event in events:
                 if event.parent_run_id is not None and event.type in _STEP_LIFECYCLE:
                     continue
