@@ -32,7 +32,7 @@ from codeact.sandbox.aio import wait_for
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
-    from codeact.engine.agent import Agent
+    from codeact.engine.agent import Agent, RunConfig
     from codeact.engine.blueprint import Blueprint
     from codeact.engine.flow import FlowAgent
     from codeact.engine.model import ModelClient
@@ -162,6 +162,7 @@ class BlueprintRunner:
         run_id: str,
         interactions: Interactions | None = None,
         host: HostTransport | None = None,
+        config: RunConfig | None = None,
     ) -> AsyncIterator[RunnerResult]:
         """Run ``context``; yields results numbered 1, 2, ..., the last ``run.completed`` or ``run.failed``.
 
@@ -180,6 +181,9 @@ class BlueprintRunner:
                 host's tools as the ``host`` toolkit and its knowledge bases as the ``knowledge``
                 toolkit; every call is checked against the run's
                 resources before it leaves and bounded by the deadline.
+            config: The run's tags and metadata (``RunConfig``; ``codeact serve`` takes them from the
+                ``POST /v1/runs`` body): in the engine's ``run.started``, the session record and the span.
+                Its ``thread_id`` must be unset: the conversation picks the session.
         """
         deadline = context.runtime.deadline_at
         mapper = ResultMapper(
@@ -214,7 +218,7 @@ class BlueprintRunner:
             return
         # Image and file contents travel as the message's parts: the same path as Agent.run(message).
         message: Any = {"role": "user", "content": [{"type": "text", "text": text}, *parts]} if parts else text
-        events = agent.run(message, session_id=session_id_for(context))
+        events = agent.run(message, session_id=session_id_for(context), **({"config": config} if config else {}))
         ended = False
         try:
             while not ended:

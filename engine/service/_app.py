@@ -9,6 +9,7 @@ an unexpected exception (500, whose details go to the server log only).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -32,12 +33,13 @@ from codeact.engine.service.errors import ServiceError
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from codeact.engine.agent import RunConfig
     from codeact.engine.runner import RunnerContext
     from codeact.engine.service._auth import TokenScope
     from codeact.engine.service._runs import RunInfo
     from codeact.engine.service._state import ServiceState
 
-__all__ = ["create_app", "parse_context"]
+__all__ = ["create_app", "parse_config", "parse_context"]
 
 _RUN_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
@@ -162,6 +164,38 @@ def parse_context(data: Any) -> RunnerContext:
         ) from None
 
 
+def parse_config(tags: Any, metadata: Any) -> RunConfig | None:
+    """The run's labels from the body's ``tags`` (a list of strings) and ``metadata`` (an object), or None.
+
+    Raises:
+        ServiceError: ``service.invalid_config`` (422) naming the field: a wrong type, more than 64 tags
+            or one over 128 characters, metadata over 8 KB as JSON.
+    """
+    from codeact.engine.agent import RunConfig
+    from codeact.engine.errors import CodeactError
+
+    if tags is None and metadata is None:
+        return None
+
+    def invalid(field: str, message: str) -> ServiceError:
+        return ServiceError(
+            f"invalid run {message}; see docs/service.md (run labels)",
+            code="service.invalid_config",
+            status=422,
+            errors=[{"loc": [field], "msg": message, "type": "value_error"}],
+        )
+
+    if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags)):
+        raise invalid("tags", f"tags: a list of non-empty strings, not {json.dumps(tags)[:100]}")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise invalid("metadata", f"metadata: a JSON object, not {type(metadata).__name__}")
+    try:
+        return RunConfig(tags=tags or (), metadata=metadata or {})
+    except CodeactError as exc:
+        field = "tags" if exc.message.startswith("RunConfig.tags") else "metadata"
+        raise invalid(field, exc.message.removeprefix("RunConfig.")) from None
+
+
 def _path(loc: Sequence[Any]) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
 
@@ -198,10 +232,10 @@ async def start_run(request: Request) -> Response:
             code="service.invalid_request",
             status=422,
         )
-    unknown = sorted(set(body) - {"runner_id", "context"})
+    unknown = sorted(set(body) - {"runner_id", "context", "tags", "metadata"})
     if unknown:
         raise ServiceError(
-            f"unknown field(s) {unknown} in the body; it holds runner_id and context only",
+            f"unknown field(s) {unknown} in the body; it holds runner_id, context and optional tags and metadata",
             code="service.invalid_request",
             status=422,
         )
@@ -209,7 +243,8 @@ async def start_run(request: Request) -> Response:
     if runner_id in state.runners:
         _runner_allowed(scope, runner_id)
     context = parse_context(body["context"])
-    info = await state.runs.start(runner_id, context)
+    config = parse_config(body.get("tags"), body.get("metadata"))
+    info = await state.runs.start(runner_id, context, config=config)
     log_event("run.accepted", run_id=info.run_id, runner_id=runner_id, token=scope.fingerprint)
     return await _results(request, info, after=0)
 

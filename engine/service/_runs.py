@@ -33,6 +33,7 @@ from codeact.engine.service._log import log_event
 from codeact.engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
+    from codeact.engine.agent import RunConfig
     from codeact.engine.runner import AuthorizationRegistry, BlueprintRunner, Interactions, RunnerContext, RunnerResult
     from codeact.engine.runner.proxy import RateLimit
 
@@ -60,6 +61,8 @@ class RunInfo:
         error: ``{"code", "message", "retryable"}`` of a failed or cancelled run, else None.
         continued_by: For a run that ended with a question (``finish_reason`` ``ask_user``), the run
             its answer started; until then the question is in ``pending``.
+        tags: The run's tags (``POST /v1/runs`` body ``tags``; a continuation keeps its run's).
+        metadata: The run's metadata (body ``metadata``), likewise.
     """
 
     run_id: str
@@ -72,6 +75,8 @@ class RunInfo:
     events: int = 0
     error: dict[str, Any] | None = None
     continued_by: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -91,6 +96,8 @@ class RunInfo:
             "events": self.events,
             "error": self.error,
             "continued_by": self.continued_by,
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
         }
 
 
@@ -111,6 +118,7 @@ class _Run:
     question: dict[str, Any] | None = None  # the ask_user form of a run that ended with a question
     api_state: dict[str, dict[str, Any]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
     continued_by: str | None = None
+    config: RunConfig | None = None  # the run's tags and metadata (a continuation keeps them)
 
     @property
     def done(self) -> bool:
@@ -188,6 +196,8 @@ class _Run:
             events=self.last,
             error=error,
             continued_by=self.continued_by,
+            tags=tuple(self.config.tags) if self.config is not None else (),
+            metadata=dict(self.config.metadata) if self.config is not None else {},
         )
 
 
@@ -225,8 +235,8 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
 class Runs(Protocol):
     """What the HTTP app needs of a run manager: ``RunManager`` here, the queue's ``QueueRunManager``."""
 
-    async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
-        """Start a run and return at once."""
+    async def start(self, runner_id: str, context: RunnerContext, *, config: RunConfig | None = None) -> RunInfo:
+        """Start a run (labelled with ``config``'s tags and metadata) and return at once."""
         ...
 
     async def get(self, run_id: str) -> RunInfo | None:
@@ -304,10 +314,11 @@ class RunManager:
         """The run ``run_id`` (its context, session, stream and state), or None; the API serves registered runs."""
         return self._runs.get(run_id)
 
-    async def start(self, runner_id: str, context: RunnerContext) -> RunInfo:
+    async def start(self, runner_id: str, context: RunnerContext, *, config: RunConfig | None = None) -> RunInfo:
         """Start a run of ``runner_id`` on ``context`` and return at once.
 
-        The run id is the context's ``run_id`` (a fresh ``run-...`` id when it is empty).
+        The run id is the context's ``run_id`` (a fresh ``run-...`` id when it is empty); ``config``'s tags
+        and metadata label the run (its ``run.started``, its session record, ``GET /v1/runs/{id}``).
 
         Raises:
             ServiceError: unknown runner (404), a run with that id exists or its session is in use by a
@@ -343,7 +354,12 @@ class RunManager:
                 headers={"Retry-After": "1"},
             )
         run = _Run(
-            run_id=run_id, runner_id=runner_id, session_id=session_id, interactions=Interactions(), context=context
+            run_id=run_id,
+            runner_id=runner_id,
+            session_id=session_id,
+            interactions=Interactions(),
+            context=context,
+            config=config,
         )
         run.api_state = {k: dict(v) for k, v in context.state.model_dump(mode="json").items()}
         self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
@@ -355,7 +371,8 @@ class RunManager:
         return run.info()
 
     async def _drive(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
-        log_event("run.started", run_id=run.run_id, runner_id=run.runner_id, session_id=run.session_id)
+        tags = list(run.config.tags) if run.config is not None and run.config.tags else None  # not the metadata
+        log_event("run.started", run_id=run.run_id, runner_id=run.runner_id, session_id=run.session_id, tags=tags)
         try:
             await self._iterate(run, runner, context)
         finally:
@@ -363,7 +380,7 @@ class RunManager:
             _log_end(run)
 
     async def _iterate(self, run: _Run, runner: BlueprintRunner, context: RunnerContext) -> None:
-        stream = runner.run(context, run_id=run.run_id, interactions=run.interactions)
+        stream = runner.run(context, run_id=run.run_id, interactions=run.interactions, config=run.config)
         try:
             async with contextlib.aclosing(stream) as envelopes:  # type: ignore[type-var]
                 async for envelope in envelopes:
@@ -465,7 +482,8 @@ class RunManager:
             submission = question_answer(request_id, answer)
             following = continuation_context(run.context, submission, run_id=continuation_run_id(data))
             following = with_budget(following, run.context, run.started_at)
-            info = await self.start(run.runner_id, following)  # no await before it registers: one answer wins
+            # No await before it registers: one answer wins. The continuation keeps the run's labels.
+            info = await self.start(run.runner_id, following, config=run.config)
             run.continued_by = info.run_id
             return info
         if run.done:
