@@ -14,7 +14,8 @@ with ``not_found`` 404, ``unauthorized`` 403, ``invalid_argument`` 422, ``payloa
 What the host serves from what it has:
 
 - ``history_page`` / ``history_search``: the run's session as transcript items (its segments: the
-  user's messages, the model's code and answers, the evaluations), the run's conversation only;
+  user's messages, the model's code and answers, the evaluations), the run's conversation only; each
+  item's ``metadata`` names its segment's kind, round and execution chain (``exec_id``, ``parent_exec_ids``);
 - ``event_get`` / ``event_page``: the run's result stream (each envelope an event record, its
   ``data`` summarized, never inlined);
 - ``artifact_metadata`` / ``artifact_read``: the files the session's rounds wrote (``ROUND/NAME`` ids),
@@ -149,7 +150,12 @@ class _Call:
                     "seq": seq,
                     "cursor": str(seq),
                     "created_at": int(segment.get("timestamp") or 0) or None,
-                    "metadata": {"kind": segment.get("kind"), "round": segment.get("round_index")},
+                    "metadata": {
+                        "kind": segment.get("kind"),
+                        "round": segment.get("round_index"),
+                        "exec_id": segment.get("exec_id") or None,  # the round that produced it (segments)
+                        "parent_exec_ids": list(segment.get("parent_exec_ids") or ()),
+                    },
                 }
             )
         return items

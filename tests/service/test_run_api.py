@@ -166,6 +166,8 @@ def test_each_call_works_for_its_run(api_service: Served, replies: OpenAIServer)
                 page.items[1].item_type == "tool_call"
                 and page.items[0].conversation_id == ctx["conversation"]["conversation_id"]
             )
+            # Each item names its segment's execution chain (these seeded segments have none).
+            assert page.items[1].metadata == {"kind": "Code", "round": 1, "exec_id": None, "parent_exec_ids": []}
             latest = HistoryPage.model_validate(api(client, run_id, "history_page", {"limit": 1}).json())
             assert [i.seq for i in latest.items] == [2] and latest.has_more
             older = HistoryPage.model_validate(
