@@ -423,8 +423,8 @@ class _Run:
         agent = _with_attachments(agent, request)
         try:
             options = _run_options(request)
-        except Exception as exc:  # a request written by hand (submit validates): the run fails, the worker goes on
-            self._fail(getattr(exc, "code", "queue.invalid_request"), f"the run's request was refused: {exc}")
+        except Exception as refused:  # a request written by hand (submit validates): the run fails, the worker goes on
+            self._fail(getattr(refused, "code", "queue.invalid_request"), f"the run's request was refused: {refused}")
             return "failed"
         pump = asyncio.create_task(self._pump(agent, str(request.get("input") or ""), session_id, options))
         stop: str | None = None

@@ -218,7 +218,7 @@ class BlueprintRunner:
             return
         # Image and file contents travel as the message's parts: the same path as Agent.run(message).
         message: Any = {"role": "user", "content": [{"type": "text", "text": text}, *parts]} if parts else text
-        events = agent.run(message, session_id=session_id_for(context), **({"config": config} if config else {}))
+        events = agent.run(message, session_id=session_id_for(context), config=config)
         ended = False
         try:
             while not ended:
