@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from codeact.engine.service.console._data import list_rows, parent_of, read_session
 from codeact.engine.store import RoundRecord, SessionMeta, open_store
 
@@ -49,3 +51,30 @@ async def test_a_session_shows_variables_before_and_after_and_its_links(tmp_path
         assert child is not None and child.parent == "main"
         assert await read_session(store, "nobody") is None
     assert parent_of("a.b.c", None) is None and parent_of("a.b.2", None) == "a"
+
+
+async def test_a_labelled_runs_session_shows_its_tags_metadata_and_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of ``codeact.Agent`` on the local OpenAI-compatible server, labelled with ``RunConfig``."""
+    from codeact import Agent, RunConfig
+    from tests.engine.openai_server import serve
+
+    monkeypatch.setenv("CODEACT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    blueprint = tmp_path / "agent.yaml"
+    blueprint.write_text(
+        "version: codeact.agent/v1\nextend: codeact-base\nid: labelled\n"
+        "workflow: {maxTurns: 2, codeact: {thought: 'off'}}\n"
+    )
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    with serve() as model:
+        model.push("The shelf holds four boxes.\n```python\nsystem.finish(4)\n```")
+        async with Agent.from_blueprint(blueprint, model="openai/test", base_url=model.base_url, store=store) as agent:
+            config = RunConfig(tags=["inventory", "eu"], metadata={"ticket": 812})
+            result = await agent.invoke("How many boxes?", session_id="labelled-1", config=config)
+            view = await read_session(agent.store, "labelled-1")
+    assert result.answer == 4 and view is not None
+    info = dict(view.info)
+    assert (info["tags"], info["metadata"]) == ("inventory, eu", '{"ticket":812}')
+    assert len(info["trace"]) == 32

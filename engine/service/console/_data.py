@@ -152,6 +152,21 @@ class RoundView:
     asked: tuple[str, ...] = ()
 
 
+def _labels(extra: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The session's run labels for its page: tags, metadata (compact JSON, trimmed) and the latest run's trace."""
+    out: list[tuple[str, str]] = []
+    tags = extra.get("tags")
+    if isinstance(tags, list) and tags:
+        out.append(("tags", ", ".join(str(t) for t in tags)))
+    metadata = extra.get("metadata")
+    if isinstance(metadata, Mapping) and metadata:
+        text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), default=str)
+        out.append(("metadata", text if len(text) <= 300 else text[:299] + "…"))
+    if isinstance(extra.get("trace_id"), str) and extra["trace_id"]:
+        out.append(("trace", extra["trace_id"]))
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class SessionView:
     """A session page: metadata, rounds, parent and children."""
@@ -515,6 +530,7 @@ async def read_session(store: Store, session_id: str, *, after: int = 0) -> Sess
         info = [("blueprint", meta.blueprint_id), ("model", meta.model), ("status", meta.status)]
         if meta.title:
             info.append(("title", meta.title))
+        info.extend(_labels(meta.extra))
     return SessionView(
         meta=meta,
         session_id=session_id,
