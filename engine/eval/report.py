@@ -40,6 +40,7 @@ def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> dict[str, Any
             entry["tasks"] += 1
             entry["passed"] += int(bool(row.get("passed")))
         passed = sum(1 for r in rows if r.get("passed"))
+        tokens = sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in rows)
         out.append(
             {
                 "model": model,
@@ -50,6 +51,8 @@ def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> dict[str, Any
                 "avg_rounds": round(_avg([r.get("rounds", 0) for r in rows]), 2),
                 "input_tokens": sum(int(r.get("input_tokens", 0)) for r in rows),
                 "output_tokens": sum(int(r.get("output_tokens", 0)) for r in rows),
+                # the measure: every token spent (failed tasks too) per task solved
+                "tokens_per_solved": round(tokens / passed) if passed else None,
                 "avg_input_tokens": round(_avg([r.get("input_tokens", 0) for r in rows]), 1),
                 "avg_output_tokens": round(_avg([r.get("output_tokens", 0) for r in rows]), 1),
                 "wall_s": round(sum(float(r.get("wall_s", 0.0)) for r in rows), 2),
@@ -87,6 +90,7 @@ _HEAD = (
     "avg out tok",
     "total in",
     "total out",
+    "tok/solved",
     "wall s",
     "cost",
 )
@@ -103,6 +107,7 @@ def _rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
             f"{c['avg_output_tokens']:.0f}",
             str(c["input_tokens"]),
             str(c["output_tokens"]),
+            "-" if c["tokens_per_solved"] is None else str(c["tokens_per_solved"]),
             f"{c['wall_s']:.1f}",
             _cost(c["cost_usd"]),
         )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from codeact.engine.eval import EvalConfig, EvalError, load_suite, run_eval
-from codeact.engine.eval.report import summarize
+from codeact.engine.eval.report import render_table, summarize
 from codeact.engine.eval.suite import BUILTIN_SUITES, check_answer
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -101,6 +101,9 @@ async def test_a_broken_toolkit_lowers_the_score(tmp_path: Path) -> None:
         assert not outcome[(mode, "cipher-02")] and not outcome[(mode, "trade-01")]
     summary = summarize(results, suite=suite.name)
     assert [c["success_rate"] for c in summary["configs"]] == [0.5, 0.5]
+    for c in summary["configs"]:  # every token spent, failed tasks' too, per task solved
+        assert c["tokens_per_solved"] == round((c["input_tokens"] + c["output_tokens"]) / 2)
+    assert "tok/solved" in render_table(summary).splitlines()[0]
 
 
 def test_checkers() -> None:
