@@ -74,7 +74,9 @@ def cut_invented_turn(text: str) -> tuple[str, str | None]:
             block_code = block_code or (bool(line.strip()) and not line.lstrip().startswith("#"))
             continue
         markdown = bool(fences) and line.lstrip().startswith(("#", "*", "_"))
-        if match is not None and (closed_block or raw_code) and (markdown or not _statement(line)):
+        # `# Evaluation: ...`: the raw completion prompt's own history label, echoed after the code
+        echoed = match is not None and match.group("label").lower() == "evaluation" and line.lstrip()[:1] == "#"
+        if match is not None and (closed_block or raw_code) and (markdown or echoed or not _statement(line)):
             return "\n".join(lines[:index]).rstrip() + "\n", match.group("label")
         if not fences and line.strip() and not line.lstrip().startswith("#") and _codeish(line):
             raw_code = True

@@ -5,7 +5,8 @@
   prompt plus the partial reply, which the model simply extends), at most :data:`MAX_CONTINUATIONS`
   times, and the pieces are concatenated (on chat, a fence the model re-opens is dropped; a
   continuation that is a whole new complete block replaces the partial reply: the model started
-  over). A reply still cut off after that runs nothing.
+  over). A reply still cut off after that runs nothing. A reply that went on after its code into an
+  invented turn (``Output:``, ``# Evaluation:``) is not continued: the code before that turn runs.
 * A reply whose code does not parse runs nothing either (the parser never cuts code down to what
   parses): the syntax error, at the model's line, is the round's outcome — in the Evaluation, the
   ``code.completed`` event (status ``parse_error``), the terminal and the record.
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
-from codeact.segments import CodeParseError, parse_python
+from codeact.segments import CodeParseError, cut_invented_turn, parse_python
 
 if TYPE_CHECKING:
     from codeact.engine.agent.context import RunContext
@@ -58,7 +59,9 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     """Continue ``text`` while the model stops at its token limit (bounded); see the module docstring."""
     total = dict(usage)
     count = 0
-    while finish == "length" and count < MAX_CONTINUATIONS:
+    # A reply that went on after its code into an invented turn is whole: the parser keeps the code
+    # before that turn, so asking for the rest only buys more invented text.
+    while finish == "length" and count < MAX_CONTINUATIONS and cut_invented_turn(text)[1] is None:
         count += 1
         if prompt.protocol == "completion" and prompt.text is not None:
             more = await ctx.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
@@ -80,7 +83,8 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
                 total[key] = total.get(key, 0) + value
     if count:
         total["continuations"] = count
-    return FullReply(text=text, truncated=finish == "length", continuations=count, usage=total)
+    truncated = finish == "length" and cut_invented_turn(text)[1] is None
+    return FullReply(text=text, truncated=truncated, continuations=count, usage=total)
 
 
 def _whole_program(piece: str) -> bool:

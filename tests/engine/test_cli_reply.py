@@ -194,6 +194,27 @@ def test_a_reply_cut_off_at_the_token_limit_runs_nothing(
     assert "cut off at the token limit (also after 2 requests to continue)" in prompt_text(bodies[3])
 
 
+def test_a_completion_that_runs_on_into_the_history_comments_is_not_continued(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer
+) -> None:
+    """The 1.5B model wrote its code, then `# Evaluation: ...` lines to its token limit (continued twice, 150 s)."""
+    echoed = (
+        code("completion", "total = await ledger.add(item='once')\nprint(total)")
+        + "\n# Evaluation: Output:\n# once\n\n# Variables from earlier rounds (defined; reuse, do not redefine):\n"
+        + "#   (none yet)\n\ntry:\n    total = await ledger.add(item='once')\n    print(tot"
+    )
+    openai_server.push(Reply(text=echoed, finish_reason="length"), code("completion", "system.finish(total)"))
+    done = run(tmp_path, env, openai_server, "completion")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "once\n"
+    assert ledger(tmp_path) == ["once"]  # the code before the echoed history ran, once
+    bodies = posts(openai_server)
+    assert len(bodies) == 2  # no request to continue: round 1, round 2
+    assert "\n# Evaluation:" in bodies[0]["stop"]  # and a server that honours stop strings ends there
+    first = show(tmp_path, env)["rounds"][0]
+    assert (first["status"], first["stdout"]) == ("ok", "once\n")
+
+
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_cut_off_reply_is_continued_then_runs_whole(
     tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, protocol: str

@@ -306,6 +306,7 @@ def test_chat_code_prompt_reads_as_a_normal_chat_request(model: str) -> None:
 def test_completion_code_prompt_stops_before_an_invented_turn() -> None:
     prompt = SegmentBuilder(_config(protocol="completion", model="qwen2.5-coder")).build("code", _history(1))
     assert {"<|fim_prefix|>", "\nexcept Exception as e:", "\nOutput:", "\nObservation:", "\nUser:"} <= set(prompt.stop)
+    assert "\n# Evaluation:" in prompt.stop  # the raw prompt's own history comment, echoed after the code
 
 
 def test_prompt_to_dict_is_json() -> None:

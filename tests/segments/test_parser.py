@@ -407,7 +407,20 @@ INVENTED_TURNS = [
         "Evaluation",
         id="fim-marker-then-evaluation",
     ),
+    pytest.param(
+        # raw FIM completion: the prompt shows history as comments, and the 1.5B model went on writing them
+        f"{DEPLOY}\n# Evaluation: Output:\n# Deploy ID: D-1001\n\n# Variables from earlier rounds:\ntry:\n    x = (",
+        DEPLOY,
+        "Evaluation",
+        id="raw-completion-history-comment",
+    ),
 ]
+
+
+def test_a_comment_with_a_label_in_raw_code_is_code() -> None:
+    """Only the raw prompt's own `# Evaluation:` ends raw code; `# Output: ...` is the model's comment."""
+    raw = "total = 1 + 2\n# Output: the sum\nprint(total)"
+    assert extract_code(raw, frame=CHAT_FRAME).code == raw
 
 
 @pytest.mark.parametrize(("reply", "expected", "label"), INVENTED_TURNS)
