@@ -16,12 +16,16 @@ runs: arguments that are not a JSON object, or a reply cut off at the token limi
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
 from codeact.engine.events import MessageCompleted, RoundStarted
+from codeact.engine.model import ToolCall
 from codeact.sandbox.runtime import protocol as _p
 from codeact.segments import SegmentKind
 
@@ -92,6 +96,8 @@ class ReactLoop:
         started, t0 = time.time(), time.perf_counter()
         ctx.emit(RoundStarted, round=ctx.round)
         reply = await ctx.call_model("code", messages=messages, tools=self._tools)
+        if not reply.tool_calls and (written := _calls_in_text(reply.text, self._schemas or (), ctx.round)):
+            reply = dataclasses.replace(reply, text="", tool_calls=written)
         if reply.tool_calls and (broken := _broken(reply)):
             await self._unparsable(messages, reply, broken, started, t0)
             return None
@@ -178,3 +184,38 @@ def _broken(reply: ModelReply) -> str:
 
 def _clip(raw: str, limit: int = 200) -> str:
     return repr(raw if len(raw) <= limit else raw[:limit] + "...")
+
+
+# A reply that is nothing but tool calls written as text: ```json fences or <tool_call> tags around
+# {"name": ..., "arguments": {...}} objects (Qwen2.5-Coder-1.5B on llama.cpp wrote every call so).
+_WRAPPER = re.compile(r"```(?:json)?|</?tool_call>", re.IGNORECASE)
+
+
+def _calls_in_text(text: str, schemas: Sequence[dict[str, Any]], round_index: int) -> tuple[ToolCall, ...]:
+    """The tool calls a reply wrote as text instead of as function calls; none unless that is all it is.
+
+    Each object must name a granted function and give its arguments as an object; anything else in the
+    reply (prose, another shape) leaves it an answer, as before.
+    """
+    names = {s.get("function", {}).get("name") for s in schemas}
+    body = _WRAPPER.sub("\n", text).strip()
+    if not body.startswith("{"):
+        return ()
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    position = 0
+    while position < len(body):
+        try:
+            item, end = decoder.raw_decode(body, position)
+        except ValueError:
+            return ()
+        arguments = item.get("arguments", item.get("parameters")) if isinstance(item, dict) else None
+        if not (isinstance(item, dict) and item.get("name") in names and isinstance(arguments, dict)):
+            return ()
+        raw = json.dumps(arguments, ensure_ascii=False)
+        calls.append(ToolCall(id=f"text-call-{round_index}-{len(calls)}", name=item["name"], arguments=arguments,
+                              raw_arguments=raw))  # fmt: skip
+        position = end
+        while position < len(body) and body[position] in " \t\r\n,":
+            position += 1
+    return tuple(calls)

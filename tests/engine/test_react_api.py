@@ -128,3 +128,41 @@ async def test_react_text_reaches_the_host_without_show_work(
     ]
     assert messages == [("message", said), ("answer", "There are 3 units of A-1 in stock.")]
     assert not [r for r in results if r.type == "message.delta"]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        pytest.param('```json\n{\n  "name": "stock__count",\n  "arguments": {"sku": "A-1"}\n}\n```', id="json-fence"),
+        pytest.param('<tool_call>\n{"name": "stock__count", "arguments": {"sku": "A-1"}}\n</tool_call>', id="tags"),
+    ],
+)
+async def test_a_tool_call_written_as_text_is_called(
+    tmp_path: Path, openai_server: OpenAIServer, blueprint: Path, written: str
+) -> None:
+    """Qwen2.5-Coder-1.5B on llama.cpp wrote each call as text, and react took it for the answer (issue 29)."""
+    openai_server.push(written, "There are 3 units of A-1 in stock.")
+    async with Agent.from_blueprint(
+        blueprint, toolkits=[Stock], base_url=openai_server.base_url, store=f"sqlite:///{tmp_path / 's.db'}"
+    ) as agent:
+        result = await agent.invoke("How many A-1 are left?")
+    assert result.answer == "There are 3 units of A-1 in stock."
+    second = openai_server.requests[-1].body["messages"]
+    [call] = second[-2]["tool_calls"]  # sent back as the function call it was
+    assert (call["function"]["name"], json.loads(call["function"]["arguments"])) == ("stock__count", {"sku": "A-1"})
+    assert second[-1] == {"role": "tool", "tool_call_id": call["id"], "content": "3"}
+
+
+async def test_text_that_only_looks_like_a_call_stays_the_answer(
+    tmp_path: Path, openai_server: OpenAIServer, blueprint: Path
+) -> None:
+    """An unknown name, or JSON with prose around it, is an answer as before."""
+    unknown = '```json\n{"name": "stock__delete", "arguments": {"sku": "A-1"}}\n```'
+    prose = 'Here is the call: {"name": "stock__count", "arguments": {"sku": "A-1"}}'
+    openai_server.push(unknown, prose)
+    async with Agent.from_blueprint(
+        blueprint, toolkits=[Stock], base_url=openai_server.base_url, store=f"sqlite:///{tmp_path / 's.db'}"
+    ) as agent:
+        first = await agent.invoke("Delete A-1?")
+        second = await agent.invoke("Count A-1?")
+    assert (first.answer, second.answer) == (unknown, prose)
