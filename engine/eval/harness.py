@@ -106,9 +106,11 @@ def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> 
         f"extend: {json.dumps(str(config.blueprint.resolve())) if config.blueprint else 'codeact-base'}",
         f"id: eval-{_slug(suite.name)}",
         f"toolkits: [{grants}]",
-        f"workflow: {{mode: {kind}, maxTurns: {turns}, codeact: {{thought: 'off'"
+        f"workflow: {{mode: {kind}, maxTurns: {turns}"
+        # react has no code rounds: a codeact block there is ignored with a warning on every task
+        + (", codeact: {thought: 'off'" if kind == "codeact" else "")
         + (", protocol: completion, fim: {family: qwen}" if mode == "fim-completion" else "")
-        + "}}",
+        + ("}}" if kind == "codeact" else "}"),
     ]
     if config.model == ORACLE:
         lines.append("model: {provider: openai-compatible, model: oracle, baseUrl: 'http://127.0.0.1:9'}")
