@@ -113,7 +113,7 @@ def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> 
         + ("}}" if kind == "codeact" else "}"),
     ]
     if config.model == ORACLE:
-        lines.append("model: {provider: openai-compatible, model: oracle, baseUrl: 'http://127.0.0.1:9'}")
+        lines.append("model: {provider: openai-compatible, model: oracle}")  # replaced by the oracle, never called
     return "\n".join(lines) + "\n"
 
 
