@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from codeact.engine.cli import app
 from codeact.engine.store import SQLiteStore
@@ -88,18 +88,24 @@ def test_the_same_code_after_a_round_that_ran_is_run_and_the_model_is_told_to_fi
     assert "await system.finish(answer=...)" in third
 
 
-def test_the_same_code_after_a_failed_round_runs_again(tmp_path: Path, openai_server: OpenAIServer) -> None:
-    """A retry of code that failed gets no such note (the failure may be transient); maxRepeats bounds it."""
+def _run_without_toolkits(tmp_path: Path, openai_server: OpenAIServer, task: str) -> tuple[Result, Path]:
+    """``codeact run`` of the blueprint without the devops toolkit, session S in ``tmp_path/s.db``."""
     path = tmp_path / "agent.yaml"
     path.write_text(BLUEPRINT.replace("toolkits: [{ref: devops}]\n", ""))
     db = tmp_path / "s.db"
-    flaky = "```python\nprint(undefined_name)\n```"
-    openai_server.push(flaky, flaky, "```python\nawait system.finish(answer='gave up')\n```")
     result = CliRunner().invoke(
         app,
-        ["run", str(path), "--input", "Try", "--store", f"sqlite:///{db}", "--session", "S",
+        ["run", str(path), "--input", task, "--store", f"sqlite:///{db}", "--session", "S",
          "--base-url", openai_server.base_url, "--isolation", "process"],
     )  # fmt: skip
+    return result, db
+
+
+def test_the_same_code_after_a_failed_round_runs_again(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """A retry of code that failed gets no such note (the failure may be transient); maxRepeats bounds it."""
+    flaky = "```python\nprint(undefined_name)\n```"
+    openai_server.push(flaky, flaky, "```python\nawait system.finish(answer='gave up')\n```")
+    result, db = _run_without_toolkits(tmp_path, openai_server, "Try")
     assert result.exit_code == 0, result.stderr
     assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
 
@@ -108,19 +114,12 @@ def test_the_same_error_twice_tells_the_model_to_change_the_failing_line(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
     """The 1.5B model wrote `hotels[0]["price"]` seven rounds running, though the KeyError named the keys."""
-    path = tmp_path / "agent.yaml"
-    path.write_text(BLUEPRINT.replace("toolkits: [{ref: devops}]\n", ""))
-    db = tmp_path / "s.db"
     hotels = 'hotels = [{"name": "Alfama", "nightly": 61.0}]\n'
     price = f"I read the price.\n```python\n{hotels}total = hotels[0]['price'] * 2\nprint(total)\n```"
     other = f"```python\n{hotels}cheapest = hotels[0]['price']\n```"  # other code, same error
     nightly = "```python\nawait system.finish(answer=hotels[0]['nightly'] * 2)\n```"
     openai_server.push(price, other, nightly)
-    result = CliRunner().invoke(
-        app,
-        ["run", str(path), "--input", "Two nights at Alfama?", "--store", f"sqlite:///{db}", "--session", "S",
-         "--base-url", openai_server.base_url, "--isolation", "process"],
-    )  # fmt: skip
+    result, db = _run_without_toolkits(tmp_path, openai_server, "Two nights at Alfama?")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "122.0"
     assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
