@@ -61,7 +61,8 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     count = 0
     # A reply that went on after its code into an invented turn is whole: the parser keeps the code
     # before that turn, so asking for the rest only buys more invented text.
-    while finish == "length" and count < MAX_CONTINUATIONS and cut_invented_turn(text)[1] is None:
+    invented = finish == "length" and cut_invented_turn(text)[1] is not None  # only a cut-off reply is looked at
+    while finish == "length" and count < MAX_CONTINUATIONS and not invented:
         count += 1
         if prompt.protocol == "completion" and prompt.text is not None:
             more = await ctx.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
@@ -78,13 +79,13 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
         else:
             text += piece
         finish = more.finish_reason
+        invented = finish == "length" and cut_invented_turn(text)[1] is not None
         for key, value in more.usage.items():
             if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
                 total[key] = total.get(key, 0) + value
     if count:
         total["continuations"] = count
-    truncated = finish == "length" and cut_invented_turn(text)[1] is None
-    return FullReply(text=text, truncated=truncated, continuations=count, usage=total)
+    return FullReply(text=text, truncated=finish == "length" and not invented, continuations=count, usage=total)
 
 
 def _whole_program(piece: str) -> bool:
