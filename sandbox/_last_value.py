@@ -11,6 +11,11 @@ for its effect and not shown. A value shown before the end (or one of several) i
 expression (``await trade.fee(symbol='A') -> 0.5``) so the model can tell it from printed output;
 the last expression alone is shown bare, as in a notebook.
 
+A round that ends by storing a tool's result (``page = await browser.read()``) would show nothing, and
+the next prompt lists the variable with an 80-character repr: Qwen2.5-Coder-1.5B then guessed the
+links of a page it had read. So a last statement that assigns an awaited value to one name shows
+that value too, labelled with the name (``page -> {...}``), as smolagents shows an assignment's value.
+
 The statements looked at are the program's, or, when its last statement is a ``try`` (the FIM frame
 around the model's code), that ``try``'s body. ``print(...)`` and stray literals are left alone.
 """
@@ -48,7 +53,25 @@ def show_last_value(tree: ast.Module, internal_names: list[ast.Name]) -> ast.Mod
         if len(shown) > 1 or statement is not body[-1]:
             args.append(ast.copy_location(ast.Constant(value=_label(value)), value))
         statement.value = ast.copy_location(ast.Call(func=helper, args=args, keywords=[]), value)
+    stored = _awaited_name(body[-1]) if body else None
+    if stored is not None:
+        helper = ast.copy_location(ast.Name(id=SHOW_HELPER, ctx=ast.Load()), stored)
+        internal_names.append(helper)
+        name = ast.copy_location(ast.Name(id=stored.id, ctx=ast.Load()), stored)
+        show = ast.Call(func=helper, args=[name, ast.Constant(value=stored.id)], keywords=[])
+        body.append(ast.fix_missing_locations(ast.copy_location(ast.Expr(value=show), body[-1])))
     return tree
+
+
+def _awaited_name(statement: ast.stmt) -> ast.Name | None:
+    """The name a ``name = await ...`` (or ``name: T = await ...``) statement stores to, else None."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target: ast.expr = statement.targets[0]
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        target = statement.target
+    else:
+        return None
+    return target if isinstance(target, ast.Name) and isinstance(statement.value, ast.Await) else None
 
 
 def _to_show(value: ast.expr, *, last: bool) -> bool:

@@ -92,3 +92,24 @@ async def test_several_bare_tool_calls_each_show_their_value_labelled() -> None:
     assert value == "{'symbol': 'ACME', 'note': 'a long note written inline, so its label is cut'}"
     assert len(lines) == 3
     assert in_frame.stdout == "a * 3 -> 6\na + 1 -> 3\n"
+
+
+async def test_a_round_ending_by_storing_an_awaited_value_shows_it_under_its_name() -> None:
+    """The 1.5B ended a round with ``page = await browser.read()`` and then guessed the page's links (issue 29)."""
+    framed = (
+        "try:\n    import asyncio\n    page = await asyncio.sleep(0, result={'links': ['Home', 'Tents']})\n"
+        "except Exception:\n    raise"
+    )
+    async with SubprocessSandbox() as box:
+        stored = await box.execute(framed)
+        annotated = await box.execute("import asyncio\nn: int = await asyncio.sleep(0, result=3)")
+        none = await box.execute("import asyncio\nnothing = await asyncio.sleep(0)")
+        not_last = await box.execute("import asyncio\nx = await asyncio.sleep(0, result=1)\ny = x + 1")
+        plain = await box.execute("z = 5")
+        unpacked = await box.execute("import asyncio\na, b = await asyncio.sleep(0, result=(1, 2))")
+    assert stored.stdout == "page -> {'links': ['Home', 'Tents']}\n"
+    assert annotated.stdout == "n -> 3\n"
+    assert none.stdout == ""  # None is not shown
+    assert not_last.stdout == ""  # only the round's last statement
+    assert plain.stdout == "" and unpacked.stdout == ""  # no await, or not one name
+    assert "page" in stored.variables  # stored as well as shown
