@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
 from codeact.engine.agent._reply import complete_reply, no_code_outcome, truncated_error
+from codeact.engine.agent._unreached import FailedRound, unreached_note
 from codeact.engine.agent.artifacts import emit_artifacts, with_artifacts
 from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
 from codeact.engine.agent.support import describe_variables
@@ -65,6 +66,7 @@ class CodeActLoop:
         self._codes: deque[str] = deque(maxlen=self.max_repeats)
         self._errors: deque[str] = deque(maxlen=self.max_repeats)
         self._self_checks = 0
+        self._failed: deque[FailedRound] = deque(maxlen=8)  # the last rounds whose code failed (NameError notes)
         self.deadline = settings.round_seconds  # seconds of code; waiting on the host is not counted
         self.compactor = self._compactor()
 
@@ -256,8 +258,16 @@ class CodeActLoop:
             middle=block.code,
             changed=changed,
             uncaptured=[f"{u.name}: {u.reason}{_live_note(u.reason) if u.live else ''}" for u in result.uncaptured],
-            notes=(*block.notes, *([_REPEAT] if repeated else []), *self._error_again(error)),
+            notes=(
+                *block.notes,
+                *([_REPEAT] if repeated else []),
+                *self._error_again(error),
+                *unreached_note(error, self._failed),
+            ),
         )
+        if error is not None:
+            line = shown.get("line") if shown is not None else None
+            self._failed.append(FailedRound(n, block.code, line if isinstance(line, int) else None))
         evaluation = with_artifacts(evaluation, result.artifacts)
         emit_artifacts(ctx, n, result.artifacts)
         self.ctx.add_segment(SegmentKind.EVALUATION, evaluation, tags=("error",) if error else ())

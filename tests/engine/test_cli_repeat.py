@@ -127,3 +127,29 @@ def test_the_same_error_twice_tells_the_model_to_change_the_failing_line(
     assert "'nightly'" in posts[1]  # the hint names the key that exists
     assert "the same error as in the round before" not in posts[1]
     assert "the same error as in the round before" in posts[2]
+
+
+def test_a_name_a_failed_round_never_reached_is_said_to_be_unassigned(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """The 1.5B printed ``best_hotel`` three rounds running after the round that was to assign it failed earlier."""
+    first = (
+        "```python\nhotels = [{'name': 'Alfama', 'nightly': 85.0, 'rating': 4.1}]\n"
+        "cheap = [h for h in hotels if h['price'] <= 100]\n"  # line 2: KeyError
+        "best_hotel = max(cheap, key=lambda h: h['rating'])\nprint(best_hotel['name'])\n```"
+    )
+    again = "```python\ncheap = [h for h in hotels if h['nightly'] <= 100]\nprint(best_hotel['name'])\n```"
+    fixed = (
+        "```python\nbest_hotel = max(cheap, key=lambda h: h['rating'])\n"
+        "await system.finish(answer=best_hotel['name'])\n```"
+    )
+    openai_server.push(first, again, fixed)
+    result, db = _run_without_toolkits(tmp_path, openai_server, "Best hotel under 100 EUR?")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "Alfama"
+    assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
+    posts = [json.dumps(r.body["messages"]) for r in openai_server.requests if r.method == "POST"]
+    note = "`best_hotel` is assigned on line 3 of round 1's code, but that round failed on line 2"
+    assert note not in posts[1]  # round 1's KeyError is not a NameError
+    assert note in posts[2]
+    assert "`cheap`" not in posts[2]  # round 2 assigned `cheap` before its failing line: it exists
