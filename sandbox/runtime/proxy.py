@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Mapping
@@ -539,10 +540,20 @@ class ToolkitProxy:
     _elsewhere: Mapping[str, tuple[str, ...]] = {}
     """Operation name -> the other toolkits of the session that have it (for the error's hint)."""
 
+    _forward: Mapping[str, Any] = {}
+    """Operation name -> the ``system`` toolkit's operation of that name, which this toolkit lacks."""
+
     def __getattr__(self, name: str) -> Any:
         cls = type(self)
         if name.startswith("_"):
             raise AttributeError(f"private attribute {name!r} of toolkit {cls._toolkit_name!r} is not accessible")
+        forward = cls._forward.get(name)
+        if forward is not None:
+            # Real models call the engine's own operations on the toolkit they work with (`browser.parse`,
+            # `devops.finish`) and keep doing so after the error named `system.parse` (issue 29): the call
+            # is the system toolkit's, under the same grant, and stderr says so.
+            print(f"Note: `{cls._toolkit_name}.{name}` is `system.{name}`; it ran as `system.{name}`.", file=sys.stderr)
+            return forward
         granted = ", ".join(cls._operations) or "none"
         # Real models put an operation on the wrong toolkit (`browser.parse` for `system.parse`, issue 29).
         owners = cls._elsewhere.get(name, ())
@@ -604,4 +615,9 @@ def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -
             owners.setdefault(op, []).append(name)
     for name, proxy in proxies.items():
         type(proxy)._elsewhere = {op: tuple(t for t in ts if t != name) for op, ts in owners.items() if name not in ts}
+    system = proxies.get("system")
+    for name, proxy in proxies.items():
+        if system is not None and name != "system":
+            own = type(proxy)._operations
+            type(proxy)._forward = {op: getattr(system, op) for op in type(system)._operations if op not in own}
     return proxies

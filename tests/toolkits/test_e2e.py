@@ -10,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from codeact.sandbox import DockerSandbox, Sandbox, SandboxImageMissingError, SubprocessSandbox
+from codeact.sandbox.runtime.proxy import build_proxies
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, ToolkitRegistry
 from codeact.toolkits.builtin.system import SystemToolkit
 from tests.toolkits.sample import Calls, Canary, DevOps
@@ -141,13 +142,15 @@ async def test_ungranted_operations_fail_in_the_sandbox(box: Sandbox, world: Wor
         "toolkit 'devops' has no operation 'drop_database' granted to this session; granted operations of devops: "
         "big, deploy_app, echo, fail, get_project_info, search_requirements, slow"
     )
-    # an operation of another toolkit, written on the wrong one (real models do: `browser.parse`)
-    result = await box.execute("devops.parse('a=1', 'a dict')\n")
-    assert result.error is not None and result.error.type == "AttributeError"
-    assert result.error.message.startswith(
-        "toolkit 'devops' has no operation 'parse' granted to this session; it is `system.parse`; "
-        "granted operations of devops: big, "
+    # the engine's own operation written on the toolkit at hand (the 1.5B kept writing `browser.parse`
+    # after the error named `system.parse`): it runs as the system toolkit's, and stderr says so
+    result = await box.execute("now = devops.get_current_time(tz='UTC')\n")
+    assert result.error is None, result.error
+    assert result.variables["now"].endswith("+00:00")
+    assert result.stderr == (
+        "Note: `devops.get_current_time` is `system.get_current_time`; it ran as `system.get_current_time`.\n"
     )
+    assert [(c.toolkit, c.operation) for c in world.bridge.drain_calls()] == [("system", "get_current_time")]
     result = await box.execute("canary.trip()\n")
     assert result.error is not None and result.error.type == "NameError"
     assert world.canary.ran == []
@@ -200,3 +203,16 @@ async def test_payload_caps_on_arguments_and_results(box: Sandbox, world: World)
     assert result.variables["ok"] == 1024 * 1024
     errors = [r.error["name"] for r in world.bridge.drain_calls() if r.error]
     assert errors == ["payload_too_large"]
+
+
+def test_an_operation_of_another_toolkit_names_its_owner() -> None:
+    """`cipher.gc_content` for `dna.gc_content`: the error names the toolkit that has it (no forwarding)."""
+    manifest = {"toolkits": {"cipher": {"operations": {"caesar": {"params": ["text", "shift"]}}},
+                             "dna": {"operations": {"gc_content": {"params": ["seq"]}}}}}  # fmt: skip
+    proxies = build_proxies(manifest, bridge=None, encode=lambda value: value)  # type: ignore[arg-type]
+    with pytest.raises(AttributeError) as caught:
+        _ = proxies["cipher"].gc_content
+    assert str(caught.value) == (
+        "toolkit 'cipher' has no operation 'gc_content' granted to this session; it is `dna.gc_content`; "
+        "granted operations of cipher: caesar"
+    )
