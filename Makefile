@@ -58,18 +58,19 @@ sandbox-image: ## Build the Docker sandbox image from Debian packages (cached by
 	@sandbox/image/build.sh >/dev/null
 
 TEST_DEPS ?= install-dev
-test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test
+test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test (the real-model tier last, alone)
 	@set -o pipefail; rc=0; \
 	scripts/services.sh up && sandbox/image/build.sh >/dev/null && source .services/env && \
 	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest $(PYTEST_ARGS) -m "not real_model and not load" || rc=$$?; \
 	CODEACT_REQUIRE_SERVICES=1 $(PY) -m pytest -m load -p no:cacheprovider || rc=$$?; \
-	scripts/services.sh down; exit $$rc
+	scripts/services.sh down; \
+	$(MAKE) --no-print-directory test-real-model || rc=$$?; exit $$rc
 
 model-pull: install ## Pull the real-model tier's local model into the model cache (a no-op when cached, by hash)
 	@$(VENV)/bin/codeact models pull $(REAL_MODEL)
 
 # Alone and in one process: beside the parallel suite the model's threads starve (llama.cpp spin-waits).
-test-real-model: install-dev model-pull ## Run the real-model tier alone (a local model at temperature 0; minutes; not yet part of make test)
+test-real-model: install-dev model-pull ## Run the real-model tier alone (a local model at temperature 0; ~10 min; make test runs it last)
 	@start=$$(date +%s); rc=0; \
 	CODEACT_REAL_MODEL=$(REAL_MODEL) $(PY) -m pytest -m real_model -n 0 -p no:cacheprovider tests/real_model || rc=$$?; \
 	echo "real-model tier on $(REAL_MODEL): $$(( $$(date +%s) - start )) s"; exit $$rc

