@@ -72,7 +72,7 @@ model-pull: install ## Pull the real-model tier's local model into the model cac
 # Alone and in one process: beside the parallel suite the model's threads starve (llama.cpp spin-waits).
 test-real-model: install-dev model-pull ## Run the real-model tier alone (a local model at temperature 0; ~10 min; make test runs it last)
 	@start=$$(date +%s); rc=0; \
-	CODEACT_REAL_MODEL=$(REAL_MODEL) $(PY) -m pytest -m real_model -n 0 -p no:cacheprovider tests/real_model || rc=$$?; \
+	CODEACT_REAL_MODEL=$(REAL_MODEL) $(PY) -m pytest -m real_model -n 0 -p no:cacheprovider -rP tests/real_model || rc=$$?; \
 	echo "real-model tier on $(REAL_MODEL): $$(( $$(date +%s) - start )) s"; exit $$rc
 
 LATEST ?=
