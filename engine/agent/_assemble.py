@@ -91,7 +91,9 @@ def model_routes(
         update["model"] = block.model_copy(
             update={"model": code.model, "provider": provider_of(code.model, code.provider, block.provider)}
         )
-    if codeact.protocol != chosen_protocol and chosen_protocol is not None:
+    # a react agent has no code rounds: it gets no codeact block (the validator would warn it is ignored)
+    react = (workflow.mode or "").strip() == "react" and workflow.codeact is None
+    if codeact.protocol != chosen_protocol and chosen_protocol is not None and not react:
         update["workflow"] = workflow.model_copy(
             update={"codeact": codeact.model_copy(update={"protocol": chosen_protocol})}
         )

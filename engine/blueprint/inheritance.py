@@ -205,6 +205,22 @@ def merge_layers(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _without_inherited_codeact(merged: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """``merged`` less a base's ``workflow.codeact`` when the child switches ``workflow.mode`` away from codeact.
+
+    A react agent extending ``codeact-base`` inherits its ``workflow.codeact`` block, which react ignores;
+    the validator's "ignored" warning is for a block the file itself writes, not for one it inherited.
+    """
+    own = child.get("workflow")
+    workflow = merged.get("workflow")
+    if not (isinstance(own, dict) and isinstance(workflow, dict)) or "codeact" in own:
+        return merged
+    mode = own.get("mode")
+    if not isinstance(mode, str) or mode.strip() in ("", "codeact") or "codeact" not in workflow:
+        return merged
+    return {**merged, "workflow": {key: value for key, value in workflow.items() if key != "codeact"}}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Resolution:
     """The merged data of a blueprint and its bases, and what went wrong on the way."""
@@ -291,7 +307,7 @@ class _Resolver:
         self.unknown.extend(UnknownField(path=item, origin=label) for item in coerced.unknown)
         self.extends.append(label)
         base = self.follow(resolve_paths(coerced.data, path.parent), path.parent, [*chain, _Link(label, path)])
-        return merge_layers(base, data)
+        return _without_inherited_codeact(merge_layers(base, data), data)
 
 
 def resolve_inheritance(

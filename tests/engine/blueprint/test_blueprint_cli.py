@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -74,3 +75,16 @@ def test_validate_reports_extend_problems_as_invalid() -> None:
     result = runner.invoke(app, ["validate", str(fixture("inherit/cycle_a.yaml"))])
     assert result.exit_code == 1
     assert "ERROR $.extend blueprint.extend.cycle: extend forms a cycle: cycle_a.yaml -> cycle_b.yaml" in result.stdout
+
+
+def test_a_react_agent_extending_codeact_base_is_not_warned_about_the_base_s_codeact_block(tmp_path: Path) -> None:
+    """The eval's react blueprints were warned `workflow.codeact is ignored` for a block only the base writes."""
+    inherited = tmp_path / "react.yaml"
+    head = "version: codeact.agent/v1\nextend: codeact-base\nid: r\nmodel: {provider: openai, model: gpt-4o}\n"
+    inherited.write_text(f"{head}workflow: {{mode: react}}\n")
+    own = tmp_path / "react-own.yaml"
+    own.write_text(f"{head}workflow: {{mode: react, codeact: {{thought: 'off'}}}}\n")
+    quiet = runner.invoke(app, ["validate", str(inherited)])
+    warned = runner.invoke(app, ["validate", str(own)])
+    assert quiet.exit_code == 0 and quiet.stdout == f"Blueprint {inherited} is valid (0 errors, 0 warnings).\n"
+    assert warned.exit_code == 0 and "WARNING $.workflow.codeact blueprint.workflow.codeact.ignored" in warned.stdout

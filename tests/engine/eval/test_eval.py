@@ -69,6 +69,7 @@ def test_the_other_modes_compare_on_a_subset_and_an_eval_resumes(tmp_path: Path)
     first = _eval(tmp_path, *args)
     assert first.returncode == 0, first.stderr
     assert "blueprint.field.unknown" not in first.stderr  # the generated blueprints use known fields only
+    assert "blueprint.workflow.codeact.ignored" not in first.stderr  # react does not inherit codeact-base's block
     lines = first.stdout.splitlines()
     assert lines[0].split()[:3] == ["config", "tasks", "success"]
     for mode in ("fim-completion", "chat-blocks", "react"):
