@@ -110,6 +110,15 @@ def test_the_same_code_after_a_failed_round_runs_again(tmp_path: Path, openai_se
     assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
 
 
+def _two_failures_then_the_answer(tmp_path: Path, openai_server: OpenAIServer, task: str, answer: str) -> list[str]:
+    """Run ``task`` (two failing rounds, then the answer); the model requests' messages as JSON text."""
+    result, db = _run_without_toolkits(tmp_path, openai_server, task)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == answer
+    assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
+    return [json.dumps(r.body["messages"]) for r in openai_server.requests if r.method == "POST"]
+
+
 def test_the_same_error_twice_tells_the_model_to_change_the_failing_line(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
@@ -119,11 +128,7 @@ def test_the_same_error_twice_tells_the_model_to_change_the_failing_line(
     other = f"```python\n{hotels}cheapest = hotels[0]['price']\n```"  # other code, same error
     nightly = "```python\nawait system.finish(answer=hotels[0]['nightly'] * 2)\n```"
     openai_server.push(price, other, nightly)
-    result, db = _run_without_toolkits(tmp_path, openai_server, "Two nights at Alfama?")
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "122.0"
-    assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
-    posts = [json.dumps(r.body["messages"]) for r in openai_server.requests if r.method == "POST"]
+    posts = _two_failures_then_the_answer(tmp_path, openai_server, "Two nights at Alfama?", "122.0")
     assert "'nightly'" in posts[1]  # the hint names the key that exists
     assert "the same error as in the round before" not in posts[1]
     assert "the same error as in the round before" in posts[2]
@@ -144,11 +149,7 @@ def test_a_name_a_failed_round_never_reached_is_said_to_be_unassigned(
         "await system.finish(answer=best_hotel['name'])\n```"
     )
     openai_server.push(first, again, fixed)
-    result, db = _run_without_toolkits(tmp_path, openai_server, "Best hotel under 100 EUR?")
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout.strip() == "Alfama"
-    assert [r.status for r in _rounds(db)] == ["error", "error", "ok"]  # type: ignore[attr-defined]
-    posts = [json.dumps(r.body["messages"]) for r in openai_server.requests if r.method == "POST"]
+    posts = _two_failures_then_the_answer(tmp_path, openai_server, "Best hotel under 100 EUR?", "Alfama")
     note = "`best_hotel` is assigned on line 3 of round 1's code, but that round failed on line 2"
     assert note not in posts[1]  # round 1's KeyError is not a NameError
     assert note in posts[2]
