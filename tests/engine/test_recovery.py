@@ -8,6 +8,7 @@ file, and a private ``redis-server`` the test starts, kills, stops and restarts.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from codeact.engine.store import open_store
 from tests.engine.openai_server import OpenAIServer
 from tests.redis_server import PrivateRedis, running
 
@@ -81,6 +83,20 @@ def _holding(state: Path, process: subprocess.Popen[str]) -> bool:
         out, err = process.communicate()
         raise AssertionError(f"the run ended early ({process.returncode}):\n{out}\n{err}")
     return state.exists() and "holding" in state.read_text()
+
+
+def _pending_operations(store: str, session_id: str) -> list[str]:
+    """The operations of the completed calls the run wrote to the store's pending list (in the background)."""
+
+    async def read() -> list[str]:
+        opened = open_store(store)
+        try:
+            entries = await opened.pending(session_id)
+        finally:
+            await opened.close()
+        return [e["call"]["operation"] for e in entries if e.get("kind") == "call"]
+
+    return asyncio.run(read())
 
 
 def _codeact(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -220,6 +236,8 @@ def test_a_redis_outage_fails_the_run_within_the_bound_and_the_session_resumes(
     openai_server.push(ROUND_1)
     run = _start(_args(tmp_path, openai_server, store, "R", "stock the shelf"), env)
     _wait_for(lambda: _holding(state, run), "the round to block in inventory.hold()")
+    # the completed call is written in the background: what the outage must not lose is what was written
+    _wait_for(lambda: "add_item" in _pending_operations(store, "R"), "add_item's pending entry in Redis")
 
     if outage == "killed":
         own_redis.kill()
