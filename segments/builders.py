@@ -51,11 +51,12 @@ At most 4 (OpenAI's cap). The parser cuts the same lines (and ``Assistant:``, ..
 gets past them (segments/_repairs.py)."""
 
 COMPLETION_STOP: tuple[str, ...] = (
-    "\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:", "\nAssistant:", "\n# Evaluation:"
+    "\nOutput:", "\nObservation:", "\nEvaluation:", "\nUser:", "\nAssistant:", "\n# Evaluation:",
+    "\n    # Evaluation:",
 )  # fmt: skip
 """The same for a raw completion (no cap there), added to the FIM family's own stop tokens; the raw prompt
 shows history as comments (``# Evaluation: Output: ...``), which the 1.5B model went on writing after its
-code until the token limit, three times a round."""
+code until the token limit, three times a round, also indented inside the frame's ``try:`` body."""
 
 
 @runtime_checkable

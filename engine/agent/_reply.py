@@ -7,6 +7,9 @@
   continuation that is a whole new complete block replaces the partial reply: the model started
   over). A reply still cut off after that runs nothing. A reply that went on after its code into an
   invented turn (``Output:``, ``# Evaluation:``) is not continued: the code before that turn runs.
+  Nor is one cut off while writing one line over and over (the 1.5B wrote ``await cipher.count_letters(...)``
+  fifteen times, then twice more 400 tokens of it when asked to continue: 130 s a round): it runs
+  nothing, and the model is told which line it repeated.
 * A reply whose code does not parse runs nothing either (the parser never cuts code down to what
   parses): the syntax error, at the model's line, is the round's outcome — in the Evaluation, the
   ``code.completed`` event (status ``parse_error``), the terminal and the record.
@@ -34,6 +37,9 @@ __all__ = ["MAX_CONTINUATIONS", "FullReply", "complete_reply", "no_code_outcome"
 MAX_CONTINUATIONS = 2
 """How many times a reply cut off by the token limit is continued before the round gives up."""
 
+LOOP_LINES = 6
+"""A cut-off reply whose last whole lines are one line this many times running is looping, not continued."""
+
 _OPEN_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*[\w+#.-]*[ \t]*\n")
 
 
@@ -46,12 +52,14 @@ class FullReply:
         truncated: Still cut off by the token limit after :data:`MAX_CONTINUATIONS` continuations.
         continuations: How many continuation calls were made.
         usage: Token usage summed over the calls.
+        looped: The line a cut-off reply kept repeating (it was not continued), else None.
     """
 
     text: str
     truncated: bool
     continuations: int
     usage: dict[str, Any]
+    looped: str | None = None
 
 
 async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str | None,
@@ -62,7 +70,8 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     # A reply that went on after its code into an invented turn is whole: the parser keeps the code
     # before that turn, so asking for the rest only buys more invented text.
     invented = finish == "length" and cut_invented_turn(text)[1] is not None  # only a cut-off reply is looked at
-    while finish == "length" and count < MAX_CONTINUATIONS and not invented:
+    looped = _looping_line(text) if finish == "length" else None
+    while finish == "length" and count < MAX_CONTINUATIONS and not invented and looped is None:
         count += 1
         if prompt.protocol == "completion" and prompt.text is not None:
             more = await ctx.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
@@ -80,12 +89,25 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
             text += piece
         finish = more.finish_reason
         invented = finish == "length" and cut_invented_turn(text)[1] is not None
+        looped = _looping_line(text) if finish == "length" else None
         for key, value in more.usage.items():
             if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
                 total[key] = total.get(key, 0) + value
     if count:
         total["continuations"] = count
-    return FullReply(text=text, truncated=finish == "length" and not invented, continuations=count, usage=total)
+    truncated = finish == "length" and not invented
+    looped = looped if truncated else None
+    return FullReply(text=text, truncated=truncated, continuations=count, usage=total, looped=looped)
+
+
+def _looping_line(text: str) -> str | None:
+    """The line ``text`` ends by repeating :data:`LOOP_LINES` times or more (its cut-off last line aside), else None."""
+    lines = [line.strip() for line in text.split("\n")[:-1]]  # the last line is where the limit cut
+    while lines and not lines[-1]:
+        lines.pop()
+    if len(lines) < LOOP_LINES or not lines[-1]:
+        return None
+    return lines[-1] if len(set(lines[-LOOP_LINES:])) == 1 else None
 
 
 def _whole_program(piece: str) -> bool:
@@ -106,10 +128,11 @@ def _unclosed_fence(text: str) -> bool:
     return len(fences) % 2 == 1
 
 
-def truncated_error(reply: str, continuations: int) -> CodeParseError:
-    """The outcome of a reply still cut off after its continuations: nothing of it runs."""
-    message = prompts.render("reply_error.j2", reason="truncated", continued=continuations).strip()
-    return CodeParseError(message, reason="truncated", reply=reply, detail="reply cut off at the token limit")
+def truncated_error(reply: str, continuations: int, looped: str | None = None) -> CodeParseError:
+    """The outcome of a reply still cut off after its continuations (or cut off looping): nothing of it runs."""
+    message = prompts.render("reply_error.j2", reason="truncated", continued=continuations, looped=looped).strip()
+    detail = "reply cut off at the token limit" + (", repeating one line" if looped is not None else "")
+    return CodeParseError(message, reason="truncated", reply=reply, detail=detail)
 
 
 def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, Any]]:

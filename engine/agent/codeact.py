@@ -183,7 +183,7 @@ class CodeActLoop:
 
         try:
             if full.truncated:
-                raise truncated_error(full.text, full.continuations)
+                raise truncated_error(full.text, full.continuations, full.looped)
             history = [s.content for s in ctx.history.segments if s.kind == SegmentKind.CODE]
             granted = tuple(ctx.bridge.grants) if ctx.bridge is not None else ()
             block = extract_code(full.text, frame=prompt.frame, history=history, toolkits=granted)

@@ -216,6 +216,28 @@ def test_a_completion_that_runs_on_into_the_history_comments_is_not_continued(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_reply_cut_off_while_repeating_one_line_is_not_continued(
+    tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, protocol: str
+) -> None:
+    """The 1.5B wrote one call fifteen times to its token limit, then 2 x 400 tokens more of it: 130 s a round."""
+    looping = "await ledger.add(item='x')\n" + "await ledger.count(letters='aeiou')\n" * 8 + "await ledger.co"
+    openai_server.push(
+        Reply(text=code(protocol, looping).removesuffix(f"\n{F}"), finish_reason="length"),
+        code(protocol, "system.finish('once')"),
+    )
+    done = run(tmp_path, env, openai_server, protocol)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "once\n"
+    assert ledger(tmp_path) == []  # nothing of the looping reply ran
+    bodies = posts(openai_server)
+    assert len(bodies) == 2  # no request to continue: round 1, round 2
+    assert "wrote the line `await ledger.count(letters='aeiou')` over and over" in prompt_text(bodies[1])
+    first = show(tmp_path, env)["rounds"][0]
+    assert (first["status"], first["error"]["reason"]) == ("parse_error", "truncated")
+    assert "continuations" not in first["usage"]["code"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_cut_off_reply_is_continued_then_runs_whole(
     tmp_path: Path, env: dict[str, str], openai_server: OpenAIServer, protocol: str
 ) -> None:

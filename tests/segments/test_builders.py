@@ -307,6 +307,7 @@ def test_completion_code_prompt_stops_before_an_invented_turn() -> None:
     prompt = SegmentBuilder(_config(protocol="completion", model="qwen2.5-coder")).build("code", _history(1))
     assert {"<|fim_prefix|>", "\nexcept Exception as e:", "\nOutput:", "\nObservation:", "\nUser:"} <= set(prompt.stop)
     assert "\n# Evaluation:" in prompt.stop  # the raw prompt's own history comment, echoed after the code
+    assert "\n    # Evaluation:" in prompt.stop  # and inside the frame's try: body (the 1.5B did both)
 
 
 def test_prompt_to_dict_is_json() -> None:
