@@ -168,7 +168,12 @@ CASES = [
         },
         id="evaluation-notes",
     ),
-    pytest.param("reply_error.j2", {"reason": "truncated", "continued": 2}, id="reply_error-truncated"),
+    pytest.param("reply_error.j2", {"reason": "truncated", "continued": 2, "looped": None}, id="reply_error-truncated"),
+    pytest.param(
+        "reply_error.j2",
+        {"reason": "truncated", "continued": 0, "looped": "await cipher.count_letters(text=t, letters='aeiou')"},
+        id="reply_error-looped",
+    ),
     pytest.param("reply_continue.j2", {}, id="reply_continue"),
     pytest.param(
         "artifacts.j2",
