@@ -69,8 +69,7 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     count = 0
     # A reply that went on after its code into an invented turn is whole: the parser keeps the code
     # before that turn, so asking for the rest only buys more invented text.
-    invented = finish == "length" and cut_invented_turn(text)[1] is not None  # only a cut-off reply is looked at
-    looped = _looping_line(text) if finish == "length" else None
+    invented, looped = _cut_short(text, finish)
     while finish == "length" and count < MAX_CONTINUATIONS and not invented and looped is None:
         count += 1
         if prompt.protocol == "completion" and prompt.text is not None:
@@ -88,8 +87,7 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
         else:
             text += piece
         finish = more.finish_reason
-        invented = finish == "length" and cut_invented_turn(text)[1] is not None
-        looped = _looping_line(text) if finish == "length" else None
+        invented, looped = _cut_short(text, finish)
         for key, value in more.usage.items():
             if isinstance(value, int | float) and isinstance(total.get(key, 0), int | float):
                 total[key] = total.get(key, 0) + value
@@ -98,6 +96,13 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     truncated = finish == "length" and not invented
     looped = looped if truncated else None
     return FullReply(text=text, truncated=truncated, continuations=count, usage=total, looped=looped)
+
+
+def _cut_short(text: str, finish: str | None) -> tuple[bool, str | None]:
+    """For a reply cut off at its token limit: (it went on into an invented turn, the line it loops on)."""
+    if finish != "length":  # only a cut-off reply is looked at
+        return False, None
+    return cut_invented_turn(text)[1] is not None, _looping_line(text)
 
 
 def _looping_line(text: str) -> str | None:

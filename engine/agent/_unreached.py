@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from codeact.segments import parse_python
+
 __all__ = ["FailedRound", "unreached_note"]
 
 _NAME_ERROR = re.compile(r"name '([A-Za-z_][A-Za-z0-9_]*)' is not defined")
@@ -48,8 +50,8 @@ def unreached_note(error: dict[str, Any] | None, failed: Sequence[FailedRound]) 
 def _assigned_at(code: str, name: str) -> int | None:
     """The first line of ``code`` that binds ``name`` (assignment, loop target, def, class, import), else None."""
     try:
-        tree = ast.parse(code)
-    except SyntaxError:
+        tree = parse_python(code)
+    except (SyntaxError, ValueError):
         return None
     lines = []
     for node in ast.walk(tree):
