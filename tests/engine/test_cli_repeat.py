@@ -154,3 +154,28 @@ def test_a_name_a_failed_round_never_reached_is_said_to_be_unassigned(
     assert note not in posts[1]  # round 1's KeyError is not a NameError
     assert note in posts[2]
     assert "`cheap`" not in posts[2]  # round 2 assigned `cheap` before its failing line: it exists
+
+
+def test_a_stored_tool_result_is_shown_and_system_operations_run_from_any_toolkit(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """The 1.5B ended rounds with `page = await browser.read()` and called `browser.parse` for `system.parse`."""
+    path = tmp_path / "agent.yaml"
+    path.write_text(BLUEPRINT)
+    db = tmp_path / "s.db"
+    stored = "Let me read it first.\n```python\nproject = await devops.get_project_info(project_id='P-123')\n```"
+    wrong_toolkit = "```python\nawait devops.finish(answer=project['id'])\n```"
+    openai_server.push(stored, wrong_toolkit)
+    result = CliRunner().invoke(
+        app,
+        ["run", str(path), "--input", "Which project is P-123?", "--store", f"sqlite:///{db}",
+         "--session", "S", "--base-url", openai_server.base_url, "--isolation", "process",
+         "--toolkit", f"{REPO / 'examples' / 'devops' / 'toolkit.py'}:DevOps"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "P-123"  # devops.finish ran as system.finish
+    records = _rounds(db)
+    assert [r.status for r in records] == ["ok", "ok"]  # type: ignore[attr-defined]
+    assert records[0].stdout.startswith("project -> {'id': 'P-123'")  # type: ignore[attr-defined]
+    second = json.dumps([r.body for r in openai_server.requests if r.method == "POST"][1]["messages"])
+    assert "project -> {" in second  # the model read the stored value, not only an 80-character repr
