@@ -25,7 +25,7 @@ from codeact.toolkits._errors import safe_message
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
-from codeact.toolkits.context import Control, ToolkitContext
+from codeact.toolkits.context import CALL_ID, Control, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
 from codeact.toolkits.registry import ToolkitRegistry
@@ -422,7 +422,8 @@ class ToolkitBridge:
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout
         context = self._context
         if bound.wants_context(operation):
-            context = context.with_deadline(time.monotonic() + timeout)
+            call_id = CALL_ID.get() or f"{self.session_id}:0:{sequence}"
+            context = context.with_deadline(time.monotonic() + timeout, call_id)
         try:
             value = await _run_with_timeout(bound.invoke(operation, validated, context), timeout)
         except _Expired:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from codeact.toolkits.errors import ToolkitError
 
-__all__ = ["Control", "EventSink", "MemoryAccess", "ModelAccess", "ToolkitContext"]
+__all__ = ["CALL_ID", "Control", "EventSink", "MemoryAccess", "ModelAccess", "ToolkitContext"]
+
+CALL_ID: ContextVar[str | None] = ContextVar("codeact_call_id", default=None)
+"""The id of the toolkit call being served, set by the host around it (the engine's eventing bridge);
+the bridge copies it into ``ToolkitContext.call_id``. Unset: the bridge makes one of its own."""
 
 
 @runtime_checkable
@@ -62,6 +67,13 @@ class ToolkitContext:
         deadline: ``time.monotonic()`` value when this call times out, or ``None``.
         skills: ``{toolkit: {"description": str, "operations": {op: summary}}}`` granted to the session.
         memory: The session's entity memory, or ``None`` when the blueprint enables no memory.
+        call_id: The call's stable id, ``"{session}:{round}:{sequence}"``: the session, the round and the
+            call's 0-based sequence in that round. A resumed round (the first round after an interrupted
+            one) numbers its calls under the interrupted round's index again, so running the same program
+            again gives each call the id it had before the crash. It is THE idempotency key of an operation
+            with side effects (a deploy, a payment, an e-mail): remember what a key did, and when the same
+            key comes with the same arguments, return that instead of doing it twice (docs/toolkits.md,
+            "Idempotent operations"). Filled per call by the bridge; ``None`` outside a call.
     """
 
     session_id: str
@@ -73,12 +85,15 @@ class ToolkitContext:
     deadline: float | None = None
     skills: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     memory: MemoryAccess | None = None
+    call_id: str | None = None
 
-    def with_deadline(self, deadline: float) -> ToolkitContext:
-        """A copy with ``deadline`` set (cheaper than ``dataclasses.replace``: one per toolkit call)."""
+    def with_deadline(self, deadline: float, call_id: str | None = None) -> ToolkitContext:
+        """A copy with ``deadline`` (and ``call_id``) set (cheaper than ``dataclasses.replace``: one per call)."""
         clone = object.__new__(ToolkitContext)
         clone.__dict__.update(self.__dict__)
         clone.__dict__["deadline"] = deadline
+        if call_id is not None:
+            clone.__dict__["call_id"] = call_id
         return clone
 
     def event(self, kind: str, data: dict[str, Any]) -> None:

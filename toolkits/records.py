@@ -76,6 +76,8 @@ class CallRecord:
         started_at: Wall-clock start (``time.time()``).
         duration_s: How long the call took on the host.
         capped: What the record left out, when a cap applied (``{"reason", ...}``), else None.
+        call_id: The call's stable id, ``"{session}:{round}:{sequence in the round}"`` (``ToolkitContext.call_id``;
+            the same when the round is resumed), or "" when the bridge was used without rounds.
     """
 
     sequence: int
@@ -88,6 +90,7 @@ class CallRecord:
     started_at: float = 0.0
     duration_s: float = 0.0
     capped: dict[str, Any] | None = None
+    call_id: str = ""
 
     @property
     def ok(self) -> bool:
@@ -102,10 +105,12 @@ class CallRecord:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict (for the store); ``capped`` only when set."""
+        """A JSON-able dict (for the store); ``capped`` and ``call_id`` only when set."""
         data = dataclasses.asdict(self)
         if data["capped"] is None:
             del data["capped"]
+        if not data["call_id"]:
+            del data["call_id"]
         return data
 
     @classmethod
@@ -127,6 +132,7 @@ class CallRecord:
                 started_at=float(data.get("started_at", 0.0)),
                 duration_s=float(data.get("duration_s", 0.0)),
                 capped=dict(data["capped"]) if data.get("capped") is not None else None,
+                call_id=str(data.get("call_id") or ""),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ToolkitError(f"not a call record ({type(exc).__name__}: {exc}): {dict(data)!r:.200}") from None

@@ -36,7 +36,7 @@ from codeact.engine.agent._input import AgentInput, RunConfig, context_text, lab
 from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext
 from codeact.engine.agent.react import ReactLoop
-from codeact.engine.agent.recovery import PendingWriter, fold_pending, mark_opened_interrupted
+from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened_interrupted
 from codeact.engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, MessageCompleted, RunCompleted, RunFailed, RunStarted
@@ -176,7 +176,7 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
                 await fold_pending(store, session_id, fence=lock.token, reason=_gone_reason(lock))
                 await _open_session(ctx, wiring, link)
                 ctx.fence = lock.token
-                ctx.writer = PendingWriter(store, session_id)
+                ctx.writer = CallJournal(store, session_id)
                 use_files(ctx, ctx.input_files)
                 outcome = await _within(ctx.spec.run_seconds, _loop(ctx, wiring), ctx)
                 await _end(ctx, outcome)
@@ -259,6 +259,9 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
         ctx.variables = dict(await store.variables(session_id))
         ctx.round = ctx.recorded = meta.rounds
         ctx.first_round = meta.rounds + 1
+        last = await store.round(session_id, meta.rounds) if meta.rounds else None
+        if last is not None and last.status == "interrupted":
+            ctx.resumes_round = last.index  # the first round's calls keep the interrupted round's ids
         extra = {**labelled(meta.extra, ctx.labels), "trace_id": _run_trace_id(ctx)}
         await store.update_session(session_id, status="active", extra=extra)
     _emit_started(ctx, resumed=meta is not None)
@@ -392,8 +395,9 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBri
         policies=wiring.policies,
         approver=wiring.approver,
         interceptors=wiring.interceptors,
-        on_call=lambda record: ctx.writer.call(ctx.round, record) if ctx.writer is not None else None,
         trace=lambda: ctx.trace,
+        journal=lambda: ctx.writer,  # each call's start and end are durable before it goes on (recovery.py)
+        id_round=ctx.id_round,
     )
     return bridge, handler
 

@@ -21,9 +21,11 @@ from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, Mode
 from codeact.engine.agent.recovery import (
     CLEANUP_S,
     INTERRUPTED_TAG,
-    PendingWriter,
+    CallJournal,
+    JournalGroups,
     interrupted_evaluation,
     interrupted_record,
+    journal_groups,
 )
 from codeact.engine.errors import CodeactError, HookError
 from codeact.engine.events import Event, EventSequence, MessageCompleted, MessageDelta, SegmentCreated
@@ -99,10 +101,12 @@ class RunContext:
     labels: dict[str, Any] = field(default_factory=dict)
     caller_context: str | None = None
     input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
-    # Recovery (engine/agent/recovery.py): the lock's fencing token, the pending-calls writer, and
-    # what the round in progress is running, for an interrupted round's record.
+    # Recovery (engine/agent/recovery.py): the lock's fencing token, the call journal, the interrupted
+    # round this run resumes (its first round's calls keep that round's ids), and what the round in
+    # progress is running, for an interrupted round's record.
     fence: str | None = None
-    writer: PendingWriter | None = None
+    writer: CallJournal | None = None
+    resumes_round: int = 0
     round_started: float = 0.0
     current_code: str | None = None
     current_reply: str = ""
@@ -143,6 +147,12 @@ class RunContext:
         self.pending_segments.append(segment)
         self.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.round)
         return segment
+
+    def id_round(self) -> int:
+        """The round a toolkit call's id names: the interrupted round being resumed in this run's first round."""
+        if self.resumes_round and self.round == self.first_round:
+            return self.resumes_round
+        return self.round
 
     def check_stopping(self) -> None:
         """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""
@@ -203,9 +213,10 @@ class RunContext:
         ctx = self
 
         async def write() -> None:
-            calls = [dict(c) for c in ctx.drain_calls()]
+            groups = await ctx._journal_groups()
+            calls = list(groups.calls)
             if ctx.round > ctx.recorded and (ctx.current_code is not None or calls):
-                text = interrupted_evaluation(ctx.round, calls, reason=reason)
+                text = interrupted_evaluation(ctx.round, groups.completed, reason=reason, in_flight=groups.in_flight)
                 evaluation = ctx.history.add(
                     SegmentKind.EVALUATION,
                     text,
@@ -238,6 +249,15 @@ class RunContext:
 
         with contextlib.suppress(CodeactError, TimeoutError):
             await wait_for(write(), CLEANUP_S)
+
+    async def _journal_groups(self) -> JournalGroups:
+        """The round in progress's calls from the journal (flushed first); from memory when the store cannot be read."""
+        remembered = [dict(c) for c in self.drain_calls()]
+        if self.writer is not None:
+            await self.writer.flush()
+            with contextlib.suppress(CodeactError):
+                return journal_groups(await self.store.pending(self.session_id), self.round)
+        return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
 
     def drain_calls(self) -> tuple[dict[str, Any], ...]:
         """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""

@@ -1,14 +1,19 @@
-"""Interrupted rounds: what a round did before Ctrl-C, a cancel, a store outage or a host crash stopped it.
+"""Interrupted rounds and the call journal: what a round did before Ctrl-C, a cancel, a store outage or a crash.
 
-While a round runs, :class:`PendingWriter` writes its code and each toolkit call AS IT COMPLETES to
-the session's pending list in the store (in the background, in order), so a host that dies mid-round
-leaves them behind. An interrupted round is then recorded as a ``RoundRecord`` with status
-``interrupted``, holding the calls that completed and an Evaluation segment (``interrupted_round.j2``)
-that tells the model on resume what ran:
+While a round runs, :class:`CallJournal` writes AHEAD to the session's pending list in the store: the
+round's code before it runs, each toolkit call's start before the operation runs, and its completion
+(result or error) before the result goes back into the sandbox. Entries that arrive while a write is in
+flight go together in the next write (group commit: ``Store.add_pending_many``), so gathered calls share
+writes. A write that fails fails the call with ``store.unavailable`` (never a silent drop). An
+interrupted round is then recorded as a ``RoundRecord`` with status ``interrupted``, built from the
+journal, with an Evaluation segment (``interrupted_round.j2``) that tells the model on resume, in three
+groups, which calls completed (with results), which were in flight (started, outcome unknown: check
+before repeating, by call id) and that nothing else had started:
 
-* in-process (``RunContext.record_interrupted``) at Ctrl-C or a cancel, from the run's memory;
-* on the next open of the session (:func:`fold_pending`), from the pending list, when the run that
-  wrote it is gone (the caller holds the session lock, so it is).
+* in-process (``RunContext.record_interrupted``) at Ctrl-C or a cancel, from the journal (the run's
+  memory only when the store cannot be read);
+* on the next open of the session (:func:`fold_pending`), from the journal, when the run that wrote it
+  is gone (the caller holds the session lock, so it is).
 
 Replay treats an interrupted round as recorded: it is not re-executed (``codeact.engine.replay``).
 """
@@ -19,25 +24,30 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
-from codeact.engine.errors import CodeactError
+from codeact.engine.errors import CodeactError, StoreError
 from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.runtime import protocol as _p
 from codeact.segments import Segment, SegmentKind, exec_chain
+from codeact.toolkits import CallRecord, RecordCaps, cap_calls
 
 if TYPE_CHECKING:
     from codeact.engine.store import RoundRecord, Store
-    from codeact.toolkits import CallRecord
 
 __all__ = [
     "CLEANUP_S",
     "INTERRUPTED_TAG",
-    "PendingWriter",
+    "CallJournal",
+    "JournalGroups",
     "fold_pending",
     "interrupted_evaluation",
     "interrupted_record",
+    "journal_groups",
     "mark_opened_interrupted",
 ]
 
@@ -46,60 +56,241 @@ INTERRUPTED_TAG = "interrupted"
 
 CLEANUP_S = 15.0  # bound of the writes made while a run is being interrupted
 _ARGUMENT_CHARS = 200
+_OUTCOME_UNKNOWN = {
+    "code": _p.INTERNAL_ERROR,
+    "name": "outcome_unknown",
+    "message": "the call was in flight when the round stopped: it may or may not have run",
+}
 
 
-class PendingWriter:
-    """Writes the round in progress's code and completed calls to the store's pending list, in order.
+class CallJournal:
+    """The write-ahead journal of the round in progress, in the store's pending list (see the module docstring).
 
-    Writes run in one background task so a toolkit call never waits for the store; a write that fails
-    (the store is down) is dropped: the round's own write then fails loudly, and the calls are still
-    in the run's memory for an in-process interrupted record.
+    One background task makes the writes, in order; every entry queued while a write is in flight goes
+    into the next one (one ``add_pending_many``). :meth:`started` and :meth:`completed` return once
+    their entry is durable; :meth:`code` and :meth:`clear` only queue theirs (a later awaited entry
+    is written after them, so it proves them written too).
+
+    Raises (from the awaited methods):
+        StoreError: ``store.unavailable``: the store did not take the write.
     """
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(self, store: Store, session_id: str, *, caps: RecordCaps | None = None) -> None:
         self._store = store
         self._session_id = session_id
-        self._queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+        self._caps = caps if caps is not None else RecordCaps.from_env()
+        # (action, entry, future): action "add" | "clear" | "barrier"; the future is None when nobody waits.
+        self._items: deque[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]] = deque()
+        self._wake = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._drain())
+        self.writes = 0
+        """Store writes made (a measure of the group commit: entries per write)."""
 
+    # -- what a round writes ---------------------------------------------------------------------------
     def code(self, round_index: int, *, code: str, middle: str, reply: str) -> None:
         """The round's program (``code``; the model's part: ``middle``) is about to run."""
         entry = {"round": round_index, "kind": "code", "code": code, "middle": middle, "reply": reply}
-        self._queue.put_nowait(("add", entry))
+        self._put("add", entry, None)
 
-    def call(self, round_index: int, record: CallRecord) -> None:
-        """One toolkit call of the round completed (with a result or an error)."""
-        self._queue.put_nowait(("add", {"round": round_index, "kind": "call", "call": record.to_json()}))
+    async def started(
+        self,
+        round_index: int,
+        *,
+        call_id: str,
+        sequence: int,
+        toolkit: str,
+        operation: str,
+        arguments: dict[str, Any],
+        started_at: float,
+    ) -> None:
+        """A call is about to run: returns once its start is durable."""
+        probe = CallRecord(
+            sequence=sequence, session_id=self._session_id, toolkit=toolkit, operation=operation, arguments=arguments
+        )
+        capped = cap_calls([probe], self._caps)[0]
+        entry = {
+            "round": round_index,
+            "kind": "start",
+            "session_id": self._session_id,
+            "call_id": call_id,
+            "sequence": sequence,
+            "toolkit": toolkit,
+            "operation": operation,
+            "arguments": capped.arguments,
+            "started_at": started_at,
+        }
+        await self._wait(entry)
+
+    async def completed(self, round_index: int, record: CallRecord) -> None:
+        """A call ended (result or error): returns once its completion is durable."""
+        await self._wait(self._completion(round_index, record))
+
+    def completed_nowait(self, round_index: int, record: CallRecord) -> None:
+        """A call ended where nobody can wait (it was cancelled): its completion is queued."""
+        self._put("add", self._completion(round_index, record), None)
 
     def clear(self) -> None:
-        """The round was recorded: its pending entries are no longer needed."""
-        self._queue.put_nowait(("clear", {}))
+        """The round was recorded: its entries are no longer needed."""
+        self._put("clear", None, None)
 
     async def flush(self, timeout: float = CLEANUP_S) -> None:
-        """Wait (at most ``timeout`` seconds) until every queued write was made or dropped."""
-        with contextlib.suppress(TimeoutError):
-            await wait_for(self._queue.join(), timeout)
+        """Wait (at most ``timeout`` seconds) until every queued write was made or failed."""
+        fut = asyncio.get_running_loop().create_future()
+        self._put("barrier", None, fut)
+        with contextlib.suppress(TimeoutError, CodeactError):
+            await wait_for(asyncio.shield(fut), timeout)
 
     async def aclose(self) -> None:
-        """Stop the writer (queued writes not yet made are dropped)."""
-        # Cancel until it is done: a cancel swallowed inside a store call must not leave the writer
-        # waiting on its queue forever.
+        """Stop the journal (writes still queued are dropped: the caller flushed what mattered)."""
+        # Cancel until it is done: a cancel swallowed inside a store call must not leave it waiting forever.
         await cancel_and_wait(self._task)
+        for _, _, fut in self._items:
+            if fut is not None and not fut.done():
+                fut.set_exception(self._closed_error())
+                fut.exception()
+        self._items.clear()
+
+    # -- the writer ------------------------------------------------------------------------------------
+    def _completion(self, round_index: int, record: CallRecord) -> dict[str, Any]:
+        capped = cap_calls([record], self._caps)[0]
+        return {"round": round_index, "kind": "call", "call": capped.to_json()}
+
+    def _put(self, action: str, entry: dict[str, Any] | None, fut: asyncio.Future[None] | None) -> None:
+        if self._task.done():
+            if fut is not None:
+                fut.set_exception(self._closed_error())
+            return
+        self._items.append((action, entry, fut))
+        self._wake.set()
+
+    async def _wait(self, entry: dict[str, Any]) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._put("add", entry, fut)
+        # Shielded: a caller cancelled while it waits leaves the write to land (and its future to resolve).
+        await asyncio.shield(fut)
+
+    def _closed_error(self) -> StoreError:
+        return StoreError(
+            f"the call journal of session {self._session_id!r} is closed: the run is ending", code="store.unavailable"
+        )
 
     async def _drain(self) -> None:
+        items = self._items
         while True:
-            item = await self._queue.get()
+            if not items:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            action, _, _ = items[0]
+            if action == "add":
+                batch = []
+                while items and items[0][0] == "add":
+                    batch.append(items.popleft())
+            else:
+                batch = [items.popleft()]
+            failure: BaseException | None = None
             try:
-                if item is None:
-                    return
-                action, entry = item
-                with contextlib.suppress(CodeactError):
-                    if action == "add":
-                        await self._store.add_pending(self._session_id, entry)
-                    else:
-                        await self._store.clear_pending(self._session_id)
-            finally:
-                self._queue.task_done()
+                if action == "add":
+                    await self._store.add_pending_many(self._session_id, [e for _, e, _ in batch if e is not None])
+                    self.writes += 1
+                elif action == "clear":
+                    await self._store.clear_pending(self._session_id)
+                    self.writes += 1
+            except CodeactError as exc:
+                failure = exc
+            except asyncio.CancelledError:
+                failure = self._closed_error()
+                self._settle(batch, failure)
+                raise
+            self._settle(batch, failure)
+
+    @staticmethod
+    def _settle(
+        batch: Sequence[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]], failure: BaseException | None
+    ) -> None:
+        for _, _, fut in batch:
+            if fut is None or fut.done():
+                continue
+            if failure is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(failure)
+                fut.exception()  # retrieved: a shielded waiter that was cancelled never reads it
+
+
+@dataclass(frozen=True, kw_only=True)
+class JournalGroups:
+    """What the journal says about one round.
+
+    Attributes:
+        code: The round's code entry (``{"code", "middle", "reply"}``), or None.
+        completed: The calls that completed, as stored (``CallRecord.to_json()``), in order of completion.
+        in_flight: The calls started whose outcome is unknown (no completion, or cancelled while running),
+            as call dicts with ``"in_flight": True`` and an ``outcome_unknown`` error.
+    """
+
+    code: Mapping[str, Any] | None
+    completed: tuple[dict[str, Any], ...]
+    in_flight: tuple[dict[str, Any], ...]
+
+    @property
+    def calls(self) -> tuple[dict[str, Any], ...]:
+        """Every call of the round for its record: the completed ones, then those in flight."""
+        return (*self.completed, *self.in_flight)
+
+    @property
+    def empty(self) -> bool:
+        """True when the round had not even got its code recorded."""
+        return self.code is None and not self.completed and not self.in_flight
+
+
+def _cancelled(call: Mapping[str, Any]) -> bool:
+    error = call.get("error")
+    return isinstance(error, Mapping) and error.get("code") == _p.CANCELLED
+
+
+def journal_groups(entries: Sequence[Mapping[str, Any]], round_index: int) -> JournalGroups:
+    """Group the journal's entries of round ``round_index``: its code, the calls completed and those in flight.
+
+    A call that started and never completed, or that was cancelled while it ran (the round was stopped
+    under it), is in flight: it may have taken effect.
+    """
+    current = [e for e in entries if e.get("round") == round_index]
+    code = next((e for e in current if e.get("kind") == "code"), None)
+    starts = {str(e.get("call_id")): e for e in current if e.get("kind") == "start"}
+    completed: list[dict[str, Any]] = []
+    in_flight: list[dict[str, Any]] = []
+    done: set[str] = set()
+    for e in current:
+        call = e.get("call")
+        if e.get("kind") != "call" or not isinstance(call, Mapping):
+            continue
+        call_id = str(call.get("call_id") or "")
+        done.add(call_id)
+        if _cancelled(call) and call_id in starts:
+            in_flight.append({**dict(call), "error": dict(_OUTCOME_UNKNOWN), "in_flight": True})
+        else:
+            completed.append(dict(call))
+    for call_id, start in starts.items():
+        if call_id in done:
+            continue
+        in_flight.append(
+            {
+                "call_id": call_id,
+                "session_id": str(start.get("session_id") or ""),
+                "sequence": start.get("sequence", 0),
+                "toolkit": start.get("toolkit", ""),
+                "operation": start.get("operation", ""),
+                "arguments": start.get("arguments") or {},
+                "result": None,
+                "error": dict(_OUTCOME_UNKNOWN),
+                "started_at": start.get("started_at", 0.0),
+                "duration_s": 0.0,
+                "in_flight": True,
+            }
+        )
+    in_flight.sort(key=lambda c: int(c.get("sequence") or 0))
+    return JournalGroups(code=code, completed=tuple(completed), in_flight=tuple(in_flight))
 
 
 def _outcome(call: Mapping[str, Any]) -> str:
@@ -115,24 +306,43 @@ def _cut(text: str) -> str:
     return text if len(text) <= _ARGUMENT_CHARS else text[: _ARGUMENT_CHARS - 3] + "..."
 
 
-def interrupted_evaluation(round_index: int, calls: Sequence[Mapping[str, Any]], *, reason: str) -> str:
-    """The text the model reads about an interrupted round (``prompts/interrupted_round.j2``)."""
-    shown = []
-    for call in calls:
-        arguments = call.get("arguments") if isinstance(call.get("arguments"), Mapping) else {}
-        args = ", ".join(
-            f"{name}={_cut(json.dumps(value, ensure_ascii=False, default=str))}"
-            for name, value in (arguments or {}).items()
-        )
-        shown.append(
-            {
-                "toolkit": call.get("toolkit", "?"),
-                "operation": call.get("operation", "?"),
-                "arguments": args,
-                "outcome": _outcome(call),
-            }
-        )
-    return prompts.render("interrupted_round.j2", round=round_index, reason=reason, calls=shown)
+def _shown(call: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = call.get("arguments") if isinstance(call.get("arguments"), Mapping) else {}
+    args = ", ".join(
+        f"{name}={_cut(json.dumps(value, ensure_ascii=False, default=str))}"
+        for name, value in (arguments or {}).items()
+    )
+    return {
+        "toolkit": call.get("toolkit", "?"),
+        "operation": call.get("operation", "?"),
+        "arguments": args,
+        "outcome": _outcome(call),
+        "call_id": str(call.get("call_id") or "?"),
+    }
+
+
+def interrupted_evaluation(
+    round_index: int,
+    calls: Sequence[Mapping[str, Any]],
+    *,
+    reason: str,
+    in_flight: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """The text the model reads about an interrupted round (``prompts/interrupted_round.j2``).
+
+    Args:
+        round_index: The round.
+        calls: The calls that completed (with their results or errors).
+        reason: Why the round stopped.
+        in_flight: The calls that had started and whose outcome is unknown.
+    """
+    return prompts.render(
+        "interrupted_round.j2",
+        round=round_index,
+        reason=reason,
+        calls=[_shown(c) for c in calls],
+        in_flight=[_shown(c) for c in in_flight],
+    )
 
 
 def interrupted_record(
@@ -177,7 +387,7 @@ async def mark_opened_interrupted(store: Store, session_id: str) -> None:
 
 
 async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str) -> RoundRecord | None:
-    """Turn the pending entries a dead run left into an ``interrupted`` round record (caller holds the lock).
+    """Turn the journal a dead run left into an ``interrupted`` round record (caller holds the lock).
 
     Entries of rounds already recorded are dropped (the run died after recording its round). Returns
     the record written, or None when there was nothing to fold.
@@ -187,13 +397,12 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
         return None
     entries = await store.pending(session_id)
     index = meta.rounds + 1
-    current = [e for e in entries if e.get("round") == index]
-    if not current:
+    groups = journal_groups(entries, index)
+    if groups.empty:
         if entries:
             await store.clear_pending(session_id)
         return None
-    code_entry = next((e for e in current if e.get("kind") == "code"), None)
-    calls = [e["call"] for e in current if e.get("kind") == "call" and isinstance(e.get("call"), Mapping)]
+    code_entry = groups.code
     code = code_entry.get("code") if code_entry is not None else None
     middle = code_entry.get("middle", code) if code_entry is not None else None
     reply = code_entry.get("reply") if code_entry is not None else ""
@@ -203,11 +412,12 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
     if isinstance(middle, str):
         code_segment = Segment(kind=SegmentKind.CODE, content=middle, round_index=index, **chain)
         segments.append(code_segment.model_dump(mode="json"))
-    text = interrupted_evaluation(index, calls, reason=reason)
+    text = interrupted_evaluation(index, groups.completed, reason=reason, in_flight=groups.in_flight)
     evaluation = Segment(
         kind=SegmentKind.EVALUATION, content=text, round_index=index, tags=("error", INTERRUPTED_TAG), **chain
     )
     segments.append(evaluation.model_dump(mode="json"))
+    calls = groups.calls
     started = min((float(c.get("started_at") or 0) for c in calls), default=0.0) or meta.updated_at
     record = interrupted_record(
         session_id=session_id,

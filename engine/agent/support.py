@@ -7,16 +7,18 @@ import contextvars
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from codeact.engine.agent.hooks import ModelCall, ToolCall, chain, hook_name
+from codeact.engine.errors import CodeactError
 from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
 from codeact.sandbox.runtime import protocol as _p
 from codeact.sandbox.runtime.codec import plain
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
+from codeact.toolkits.context import CALL_ID
 
-__all__ = ["EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
+__all__ = ["CallJournalSink", "EventingBridge", "ModelAccessAdapter", "describe_variables", "grant_policy"]
 
 Emit = Callable[..., Event]
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
@@ -123,6 +125,41 @@ def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict
     return out
 
 
+class CallJournalSink(Protocol):
+    """Where the eventing bridge writes each call's start and completion ahead (``recovery.CallJournal``)."""
+
+    async def started(
+        self,
+        round_index: int,
+        *,
+        call_id: str,
+        sequence: int,
+        toolkit: str,
+        operation: str,
+        arguments: dict[str, Any],
+        started_at: float,
+    ) -> None:
+        """The call is about to run; returns once that is durable."""
+        ...
+
+    async def completed(self, round_index: int, record: CallRecord) -> None:
+        """The call ended; returns once that is durable."""
+        ...
+
+    def completed_nowait(self, round_index: int, record: CallRecord) -> None:
+        """The call was cancelled: its end is queued."""
+        ...
+
+
+def _unrecorded(what: str, exc: CodeactError) -> _p.RpcError:
+    return _p.RpcError(
+        _p.INTERNAL_ERROR,
+        f"store.unavailable: {what} could not be recorded in the session store ({exc.message}); the round cannot "
+        "go on safely: end it, and continue the session once the store is back",
+        {"code": "store.unavailable"},
+    )
+
+
 class EventingBridge:
     """Wraps a :class:`~toolkits.ToolkitBridge`: emits tool events, applies grant approvals and interceptors.
 
@@ -130,6 +167,11 @@ class EventingBridge:
     the call log of the round (:meth:`drain_calls`): every call with exactly the result or error the code
     got, including calls refused here (approval policy, interceptors) that never reached the bridge, so
     replay answers them the same way. Build the wrapped bridge with ``record=False``.
+
+    Each call gets its stable id (``"{session}:{round}:{sequence in the round}"``; ``id_round`` gives the
+    round the id names) in its events, its record and ``ToolkitContext.call_id``. With a ``journal``, the
+    call's start is durable before the operation runs and its completion before the result is returned
+    to the sandbox; a journal write that fails fails the call with ``store.unavailable``.
     """
 
     def __init__(
@@ -143,8 +185,14 @@ class EventingBridge:
         interceptors: Sequence[Any] = (),
         on_call: Callable[[CallRecord], None] | None = None,
         trace: Callable[[], RunTrace] | None = None,
+        journal: Callable[[], CallJournalSink | None] | None = None,
+        id_round: Callable[[], int] | None = None,
     ) -> None:
         self.bridge = bridge
+        self._journal = journal
+        self._id_round = id_round if id_round is not None else round_ref
+        self._seq_round = -1  # the round the per-round sequence counts in
+        self._round_seq = 0
         self._trace = trace  # the run's spans (engine.telemetry): each call gets one
         self._on_call = on_call
         self._emit = emit
@@ -175,8 +223,13 @@ class EventingBridge:
         arguments: dict[str, Any] = dict(raw_args) if isinstance(raw_args, dict) else {}
         sequence = self._calls
         self._calls += 1
-        call_id = f"call-{self._calls}"
         rnd = self._round()
+        if rnd != self._seq_round:
+            self._seq_round, self._round_seq = rnd, 0
+        in_round = self._round_seq
+        self._round_seq += 1
+        call_id = f"{self.bridge.session_id}:{self._id_round()}:{in_round}"
+        journal = self._journal() if self._journal is not None else None
         self._emit(
             ToolCallStarted, call_id=call_id, toolkit=toolkit, operation=operation, arguments=arguments, round=rnd
         )
@@ -184,59 +237,109 @@ class EventingBridge:
         result: Any = None
         error: _p.RpcError | None = None
         token = None
+        id_token = CALL_ID.set(call_id)
         # The host side of the call runs inside its span (a toolkit's HTTP client continues the trace).
         span_cm = (self._trace() if self._trace is not None else NULL_TRACE).tool_call(
             toolkit, operation, arguments, interceptors=self._interceptors
         )
         span = span_cm.__enter__()
+        cancelled = False
         try:
             if await self._check_grant(toolkit, operation, arguments, call_id):
                 token = GRANT_APPROVED.set(True)  # the operation's own "ask" is not asked a second time
+            if journal is not None:
+                try:  # write-ahead: the start is durable before the operation can run
+                    await journal.started(
+                        rnd,
+                        call_id=call_id,
+                        sequence=in_round,
+                        toolkit=toolkit,
+                        operation=operation,
+                        arguments=arguments,
+                        started_at=started_at,
+                    )
+                except CodeactError as exc:
+                    what = f"the start of {toolkit}.{operation} (call {call_id}; it did not run)"
+                    raise _unrecorded(what, exc) from None
             result = await self._call(ToolCall(toolkit=toolkit, operation=operation, arguments=arguments))
-            return result
         except _p.RpcError as exc:
             error = exc
-            raise
         except asyncio.CancelledError:
             error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
-            raise
+            cancelled = True
         except Exception as exc:  # an interceptor refused the call (or failed): the code sees its message
             error = _p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__})
-            raise error from None
         finally:
+            CALL_ID.reset(id_token)
             if token is not None:
                 GRANT_APPROVED.reset(token)
-            duration = time.perf_counter() - t0
-            failure = _error_json(error) if error is not None else None
-            if span is not None and error is not None and isinstance(error.data, dict) and "interceptor" in error.data:
-                span.interceptor_failed(str(error.data["interceptor"]))
-            call_record = CallRecord(
-                sequence=sequence,
-                session_id=self.bridge.session_id,
-                toolkit=toolkit,
-                operation=operation,
-                arguments=arguments,
-                result=None if failure is not None else result,
-                error=failure,
-                started_at=started_at,
-                duration_s=duration,
-            )
-            self._records.append(call_record)
-            if span is not None:
-                span.finish(call_record.result, failure)
-            span_cm.__exit__(None, None, None)
-            if self._on_call is not None:
-                self._on_call(call_record)  # written to the store as it completes (engine/agent/recovery.py)
-            self._emit(
-                ToolCallCompleted,
-                call_id=call_id,
-                toolkit=toolkit,
-                operation=operation,
-                result=None if failure is not None else result,
-                error=failure,
-                duration_s=duration,
-                round=rnd,
-            )
+        duration = time.perf_counter() - t0
+        call_record = self._record(
+            sequence, call_id, toolkit, operation, arguments, result, error, started_at, duration
+        )
+        if journal is not None:
+            if cancelled:
+                journal.completed_nowait(rnd, call_record)
+            else:
+                try:  # durable before the result goes back into the sandbox
+                    await journal.completed(rnd, call_record)
+                except CodeactError as exc:
+                    error = _unrecorded(f"the outcome of {toolkit}.{operation} (call {call_id}; it ran)", exc)
+                    call_record = self._record(
+                        sequence, call_id, toolkit, operation, arguments, None, error, started_at, duration
+                    )
+                except asyncio.CancelledError:
+                    cancelled = True
+        failure = call_record.error
+        self._records.append(call_record)
+        if span is not None and error is not None and isinstance(error.data, dict) and "interceptor" in error.data:
+            span.interceptor_failed(str(error.data["interceptor"]))
+        if span is not None:
+            span.finish(call_record.result, failure)
+        span_cm.__exit__(None, None, None)
+        if self._on_call is not None:
+            self._on_call(call_record)
+        self._emit(
+            ToolCallCompleted,
+            call_id=call_id,
+            toolkit=toolkit,
+            operation=operation,
+            result=None if failure is not None else result,
+            error=failure,
+            duration_s=duration,
+            round=rnd,
+        )
+        if cancelled:
+            raise asyncio.CancelledError
+        if error is not None:
+            raise error
+        return result
+
+    def _record(
+        self,
+        sequence: int,
+        call_id: str,
+        toolkit: str,
+        operation: str,
+        arguments: dict[str, Any],
+        result: Any,
+        error: _p.RpcError | None,
+        started_at: float,
+        duration: float,
+    ) -> CallRecord:
+        failure = _error_json(error) if error is not None else None
+        return CallRecord(
+            sequence=sequence,
+            session_id=self.bridge.session_id,
+            toolkit=toolkit,
+            operation=operation,
+            arguments=arguments,
+            result=None if failure is not None else result,
+            error=failure,
+            started_at=started_at,
+            duration_s=duration,
+            call_id=call_id,
+        )
 
     async def _forward(self, request: ToolCall) -> Any:
         params = {"toolkit": request.toolkit, "operation": request.operation, "arguments": request.arguments}

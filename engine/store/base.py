@@ -328,6 +328,15 @@ class Store(ABC):
     async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
         """Append one entry (``{"round", "kind": "call" | "code", ...}``) to the session's pending list."""
 
+    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Append several entries in ONE write (the call journal's group commit; docs/store.md, "The call journal").
+
+        The entries land together and in order, or none does. Backends override this; the default makes
+        one ``add_pending`` per entry (correct, not atomic, slower).
+        """
+        for entry in entries:
+            await self.add_pending(session_id, entry)
+
     @abstractmethod
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending entries, in the order they were added."""

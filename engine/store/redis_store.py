@@ -617,6 +617,16 @@ class RedisStore(Store):
         with map_redis_errors(self.url):
             await self._client.rpush(key, body)
 
+    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Append several entries with one ``RPUSH`` (atomic: all of them, in order, or none)."""
+        if not entries:
+            return
+        key = self._key(session_id, "pending")
+        what = f"a pending entry of session {session_id!r}"
+        bodies = [dumps(dict(entry), what=what) for entry in entries]
+        with map_redis_errors(self.url):
+            await self._client.rpush(key, *bodies)
+
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending entries, in order."""
         key = self._key(session_id, "pending")

@@ -536,6 +536,23 @@ class SQLiteStore(Store):
 
         await self._run("record a pending call", add)
 
+    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Append several entries in one transaction (one commit for the calls that completed together)."""
+        check_session_id(session_id)
+        what = f"a pending entry of session {session_id!r}"
+        rows = [(session_id, dumps(dict(entry), what=what)) for entry in entries]
+        if not rows:
+            return
+
+        def add() -> None:
+            if len(rows) == 1:
+                self._conn.execute("INSERT INTO pending (session_id, body) VALUES (?, ?)", rows[0])
+                return
+            with self._transaction() as conn:
+                conn.executemany("INSERT INTO pending (session_id, body) VALUES (?, ?)", rows)
+
+        await self._run("record pending calls", add)
+
     async def pending(self, session_id: str) -> list[dict[str, Any]]:
         """The session's pending entries, in order."""
         check_session_id(session_id)

@@ -85,18 +85,22 @@ def _holding(state: Path, process: subprocess.Popen[str]) -> bool:
     return state.exists() and "holding" in state.read_text()
 
 
-def _pending_operations(store: str, session_id: str) -> list[str]:
-    """The operations of the completed calls the run wrote to the store's pending list (in the background)."""
+def _journal(store: str, session_id: str) -> list[tuple[str, str]]:
+    """The call journal the run wrote to the store's pending list: ``(kind, operation)`` of each call entry."""
 
-    async def read() -> list[str]:
+    async def read() -> list[dict[str, Any]]:
         opened = open_store(store)
         try:
-            entries = await opened.pending(session_id)
+            return await opened.pending(session_id)
         finally:
             await opened.close()
-        return [e["call"]["operation"] for e in entries if e.get("kind") == "call"]
 
-    return asyncio.run(read())
+    entries = asyncio.run(read())
+    return [
+        (e["kind"], e["call"]["operation"] if e["kind"] == "call" else e["operation"])
+        for e in entries
+        if e["kind"] != "code"
+    ]
 
 
 def _codeact(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,7 +136,11 @@ def _assert_resumed_with_the_interrupted_round(
     prompt = _prompt_of_last_request(server)
     assert "Round 1 was interrupted" in prompt
     assert 'inventory.add_item(name="apple") -> "added apple"' in prompt
-    assert "Do not repeat them blindly" in prompt
+    assert "Do not repeat them: their results are above" in prompt
+    # hold() was running when the run stopped: in flight, with the id to check it by; nothing told to run again
+    assert "In flight when it stopped: these calls had started, and their outcome is unknown" in prompt
+    assert f"- inventory.hold() [call id {session}:1:1]" in prompt
+    assert "run again" not in prompt
 
     data = _show(env, store, session)
     assert data["session"]["status"] == "completed"
@@ -236,8 +244,9 @@ def test_a_redis_outage_fails_the_run_within_the_bound_and_the_session_resumes(
     openai_server.push(ROUND_1)
     run = _start(_args(tmp_path, openai_server, store, "R", "stock the shelf"), env)
     _wait_for(lambda: _holding(state, run), "the round to block in inventory.hold()")
-    # the completed call is written in the background: what the outage must not lose is what was written
-    _wait_for(lambda: "add_item" in _pending_operations(store, "R"), "add_item's pending entry in Redis")
+    # Write-ahead: add_item's completion was durable before its result reached the code, so before hold()
+    # started; and hold()'s start was durable before it ran (no waiting for a background write).
+    assert _journal(store, "R") == [("start", "add_item"), ("call", "add_item"), ("start", "hold")]
 
     if outage == "killed":
         own_redis.kill()

@@ -208,13 +208,34 @@ CASES = [
             "calls": [
                 {"toolkit": "inventory", "operation": "add_item", "arguments": 'name="apple"', "outcome": '"ok"'}
             ],
+            "in_flight": [],
         },
         id="interrupted_round",
     ),
     pytest.param(
         "interrupted_round.j2",
-        {"round": 2, "reason": "its run's process vm:42 died", "calls": []},
+        {"round": 2, "reason": "its run's process vm:42 died", "calls": [], "in_flight": []},
         id="interrupted_round-none",
+    ),
+    pytest.param(
+        "interrupted_round.j2",
+        {
+            "round": 1,
+            "reason": "its run's process vm:42 died",
+            "calls": [
+                {
+                    "toolkit": "shop",
+                    "operation": "charge",
+                    "arguments": "amount=5",
+                    "outcome": '"ch-1"',
+                    "call_id": "S:1:0",
+                }
+            ],
+            "in_flight": [
+                {"toolkit": "shop", "operation": "ship", "arguments": 'order="o-1"', "outcome": "", "call_id": "S:1:1"}
+            ],
+        },
+        id="interrupted_round-in_flight",
     ),
     pytest.param(
         "queue_continue.j2",
