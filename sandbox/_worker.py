@@ -41,6 +41,9 @@ class Limits:
         start_timeout_s: How long a runtime may take to start and authenticate.
         artifact_bytes: Largest file of ``outputs/`` returned as an artifact (larger: refused with a note).
         round_artifact_bytes: Largest total of a round's artifacts (kept under the bridge's frame size).
+        round_wall_s: Wall-clock cap of a whole round, time waiting on the host COUNTED (generous: it only
+            ends rounds that wait on the host without end, since ``wall_s`` does not count those waits); a
+            round's cap is the larger of this and its own limit. The runtime is killed past it.
     """
 
     wall_s: float = 60.0
@@ -56,6 +59,7 @@ class Limits:
     start_timeout_s: float = 15.0
     artifact_bytes: int = 2 * _MiB
     round_artifact_bytes: int = 4 * _MiB
+    round_wall_s: float = 600.0
 
     def runtime_params(self) -> dict[str, Any]:
         """The per-round ``limits`` object of the ``execute`` request."""

@@ -448,20 +448,28 @@ class Sandbox(abc.ABC):
             if clock == "wall":
                 answer = await wait_for(channel.request("execute", params), timeout=max(deadline, 0.001))
             else:
-                answer = await _code_time_bounded(channel, channel.request("execute", params), deadline, started)
-        except TimeoutError:
+                wall = max(deadline, self.limits.round_wall_s)
+                answer = await _code_time_bounded(
+                    channel, channel.request("execute", params), deadline, started, wall=wall
+                )
+        except TimeoutError as exc:
             worker.kill()
             rpc_count = await channel.end_round()
             await self._discard(worker)
             what = "time" if clock == "wall" else "time running code (waiting on toolkit calls not counted)"
-            error = ExecutionError(
-                type="DeadlineExceeded",
-                message=(
-                    f"the round ran past its {deadline:g} s limit of {what}; the sandbox was killed and will be "
-                    "replaced (the variables from before the round are kept). Split long work over several rounds, "
-                    "or raise the limit (workflow.codeact.roundSeconds)"
-                ),
+            message = (
+                f"the round ran past its {deadline:g} s limit of {what}; the sandbox was killed and will be "
+                "replaced (the variables from before the round are kept). Split long work over several rounds, "
+                "or raise the limit (workflow.codeact.roundSeconds)"
             )
+            if isinstance(exc, _WallCapExceeded):
+                message = (
+                    f"the round ran past the host's {exc.seconds:g} s cap on a round's wall-clock time (waiting on "
+                    "toolkit calls counted); the sandbox was killed and will be replaced (the variables from before "
+                    "the round are kept). Make fewer or shorter calls per round, or let the host allow more "
+                    "(Limits(round_wall_s=...))"
+                )
+            error = ExecutionError(type="DeadlineExceeded", message=message)
             return self._result(
                 started,
                 variables=variables,
@@ -544,6 +552,13 @@ class Sandbox(abc.ABC):
         failure = None if raw_error is None else ExecutionError.from_json(raw_error)
         captured = answer.get("variables")
         control = answer.get("control")
+        if isinstance(control, dict) and control.get("kind") == "budget_exceeded" and failure is None:
+            # A budget of toolkit calls ran out (toolkits/budget.py): the round fails, naming the budget.
+            text = control.get("message")
+            failure = ExecutionError(
+                type="BudgetExceeded", message=text if isinstance(text, str) else "a toolkit call budget ran out"
+            )
+            control = None
         uncaptured = tuple(
             Uncaptured(
                 name=str(u.get("name", "")),
@@ -578,7 +593,17 @@ class Sandbox(abc.ABC):
         )
 
 
-async def _code_time_bounded(channel: Channel, request: Awaitable[Any], limit: float, started: float) -> Any:
+class _WallCapExceeded(TimeoutError):
+    """The round's wall-clock cap (host waits counted) ran out, not its limit of code time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the round's wall-clock cap of {seconds:g} s ran out")
+        self.seconds = seconds
+
+
+async def _code_time_bounded(
+    channel: Channel, request: Awaitable[Any], limit: float, started: float, *, wall: float | None = None
+) -> Any:
     """Await ``request`` (the round) while the code's own time stays under ``limit`` seconds.
 
     The code's time is the wall time since ``started`` minus the time at least one toolkit call was in
@@ -586,19 +611,27 @@ async def _code_time_bounded(channel: Channel, request: Awaitable[Any], limit: f
     timeout, not by the round's limit. No timer runs per call: the clock is read only when the limit's
     timer fires, and while a call is in flight the wait is for the last call to end.
 
+    ``wall`` caps the round's whole time, waits on the host counted (``Limits.round_wall_s``).
+
     Raises:
-        TimeoutError: The code ran ``limit`` seconds (``request`` is cancelled).
+        TimeoutError: The code ran ``limit`` seconds (``request`` is cancelled); ``_WallCapExceeded`` when
+            the round's wall-clock time passed ``wall``.
     """
     answer = asyncio.ensure_future(request)
     try:
         while True:
+            wall_left = None if wall is None else wall - (time.perf_counter() - started)
+            if wall_left is not None and wall_left <= 0:
+                raise _WallCapExceeded(wall)  # type: ignore[arg-type]
             if channel.in_flight:
-                await asyncio.wait((answer, channel.when_idle()), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    (answer, channel.when_idle()), timeout=wall_left, return_when=asyncio.FIRST_COMPLETED
+                )
             else:
                 remaining = limit - (time.perf_counter() - started - channel.paused_s())
                 if remaining <= 0:
                     raise TimeoutError
-                await asyncio.wait((answer,), timeout=remaining)
+                await asyncio.wait((answer,), timeout=remaining if wall_left is None else min(remaining, wall_left))
             if answer.done():
                 return answer.result()
     finally:

@@ -494,7 +494,13 @@ class Channel:
 
     # -- runtime -> host -------------------------------------------------------------------------
     def begin_round(self) -> None:
-        """Start counting toolkit calls, and the time spent waiting on them, for a new round."""
+        """Start counting toolkit calls, and the time spent waiting on them, for a new round.
+
+        A handler with a ``begin_round()`` method (the toolkit bridge: its per-round budgets) is told too.
+        """
+        hook = getattr(self.handler, "begin_round", None)
+        if callable(hook):
+            hook()
         self.rpc_count = 0
         self._paused_s = 0.0
         if self.in_flight:  # a call left over from before (not possible after end_round): paused from now

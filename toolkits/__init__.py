@@ -19,6 +19,7 @@ from __future__ import annotations
 from codeact.toolkits._grants import Grants
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
 from codeact.toolkits.bridge import ToolkitBridge
+from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
 from codeact.toolkits.context import Control, EventSink, MemoryAccess, ModelAccess, ToolkitContext
 from codeact.toolkits.decorators import operation, toolkit
 from codeact.toolkits.dynamic import DynamicToolkit
@@ -40,8 +41,11 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "BoundToolkit",
+    "BudgetMeter",
+    "CallBudgets",
     "CallRecord",
     "Control",
+    "DEFAULT_BUDGETS",
     "DuplicateToolkitError",
     "DynamicToolkit",
     "ENTRY_POINT_GROUP",

@@ -25,6 +25,7 @@ from codeact.toolkits._errors import safe_message
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
+from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
 from codeact.toolkits.context import CALL_ID, Control, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
@@ -127,6 +128,8 @@ class ToolkitBridge:
         call_events: Send ``tool.call.started`` / ``tool.call.completed`` to ``context.emit`` (a host
             that logs and reports calls itself turns this off; operations' own events still go there).
         max_result_bytes: Cap on an encoded result (default: what fits in one frame).
+        budgets: The calls and bridge bytes a round and the run may use (``toolkits.budget``; default
+            ``DEFAULT_BUDGETS``; None: unbounded). The round's counts restart at :meth:`begin_round`.
     """
 
     def __init__(
@@ -142,6 +145,7 @@ class ToolkitBridge:
         record: bool = True,
         call_events: bool = True,
         max_result_bytes: int | None = None,
+        budgets: CallBudgets | None = DEFAULT_BUDGETS,
     ) -> None:
         if session_id is None and context is None:
             raise ToolkitError("ToolkitBridge needs a session: pass session_id=... or context=ToolkitContext(...)")
@@ -165,6 +169,7 @@ class ToolkitBridge:
         self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
         self._records: list[tuple[int, str, str, dict[str, Any], Any, _p.RpcError | None, float, float]] = []
         self._sequence = 0
+        self._meter = BudgetMeter(budgets) if budgets is not None else None
         self._replay: _Replay | None = None
         self._manifest_override: dict[str, Any] | None = None
         self._added: dict[str, BoundToolkit] = {}  # add_toolkit(): this session's own, over the registry
@@ -324,6 +329,16 @@ class ToolkitBridge:
         return cap_calls(records)  # bounded per round (toolkits/records.py RecordCaps)
 
     # -- RpcHandler ------------------------------------------------------------------------------
+    def begin_round(self) -> None:
+        """A new round starts (the channel calls it): the round's budgets count from zero."""
+        if self._meter is not None:
+            self._meter.begin_round()
+
+    @property
+    def meter(self) -> BudgetMeter | None:
+        """The budgets' counts so far (None without budgets)."""
+        return self._meter
+
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
         if method != "call":
@@ -349,8 +364,16 @@ class ToolkitBridge:
         error: _p.RpcError | None = None
         result: Any = None
         try:
+            meter = self._meter
             if self._replay is not None:
                 result = self._replayed(toolkit, operation, arguments, raw_toolkit, raw_operation, raw_arguments)
+            elif meter is not None:
+                signal = meter.charge(1, _size(arguments))
+                if signal is not None:  # past a budget: refused, and the round stops (toolkits/budget.py)
+                    result = self._encode_result(f"{toolkit}.{operation}", signal)
+                    return result
+                result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
+                meter.charge(0, _size(result))
             else:
                 result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
             return result
@@ -530,6 +553,19 @@ class ToolkitBridge:
                 _p.TOOL_ERROR, f"the result of {label}() cannot be sent to the sandbox: {exc.reason}"
             ) from None
         return encoded
+
+
+def _size(value: Any) -> int:
+    """Bytes of ``value`` as JSON on the bridge (a string's length in characters: close enough, and free)."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if kind in _SMALL:
+        return 8
+    try:
+        return len(_p.dumps(value))
+    except (TypeError, ValueError):
+        return 0
 
 
 class _Expired(Exception):

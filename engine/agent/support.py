@@ -208,6 +208,10 @@ class EventingBridge:
         """The wrapped bridge's manifest."""
         return self.bridge.manifest()
 
+    def begin_round(self) -> None:
+        """A new round starts (the channel calls it): the wrapped bridge's round budgets count from zero."""
+        self.bridge.begin_round()
+
     def drain_calls(self) -> list[CallRecord]:
         """The calls made since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
         records, self._records = self._records, []
