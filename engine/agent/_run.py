@@ -45,7 +45,7 @@ from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
 from codeact.segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
 from codeact.segments.budget import COMPACTED_TAG
-from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext
+from codeact.toolkits import DEFAULT_BUDGETS, ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext
 
 if TYPE_CHECKING:
     from codeact.engine.agent._wiring import Wiring
@@ -387,6 +387,7 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBri
         # The eventing bridge logs and reports every call, including the ones it refuses.
         record=False,
         call_events=False,
+        budgets=ctx.spec.codeact.budgets or DEFAULT_BUDGETS,  # workflow.codeact.budgets under the host's caps
     )
     handler = EventingBridge(
         bridge,

@@ -333,7 +333,11 @@ class AgentFactory:
             max_turns=workflow.max_turns
             if workflow is not None and workflow.max_turns is not None
             else DEFAULT_MAX_TURNS,
-            codeact=self._codeact(blueprint, round_seconds=_round_seconds(blueprint, sandbox, host, report)),
+            codeact=self._codeact(
+                blueprint,
+                round_seconds=_round_seconds(blueprint, sandbox, host, report),
+                budgets=_budgets(blueprint, host, report),
+            ),
             run_seconds=_run_seconds(workflow, report),
             knowledge=knowledge_settings(blueprint),
             blueprint_hash=blueprint_hash(blueprint),
@@ -513,10 +517,12 @@ class AgentFactory:
         )
 
     @staticmethod
-    def _codeact(blueprint: Blueprint, *, round_seconds: float = DEFAULT_ROUND_SECONDS) -> CodeActSettings:
+    def _codeact(
+        blueprint: Blueprint, *, round_seconds: float = DEFAULT_ROUND_SECONDS, budgets: Any = None
+    ) -> CodeActSettings:
         workflow = blueprint.workflow
         block = workflow.codeact if workflow is not None else None
-        defaults = CodeActSettings(round_seconds=round_seconds)
+        defaults = CodeActSettings(round_seconds=round_seconds, budgets=budgets)
         if block is None:
             return defaults
         tokens = block.fim.tokens if block.fim is not None else None
@@ -532,7 +538,37 @@ class AgentFactory:
             max_self_checks=block.max_self_checks if block.max_self_checks is not None else defaults.max_self_checks,
             max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
             round_seconds=round_seconds,
+            budgets=budgets,
         )
+
+
+def _budgets(blueprint: Blueprint, host: HostContext, report: ValidationReport) -> Any:
+    """The run's call budgets: ``workflow.codeact.budgets`` over the host's caps (which are the default).
+
+    Raises:
+        BlueprintFactoryError: ``blueprint.budgets.invalid`` (not a whole number of at least 1) or
+            ``blueprint.budgets.overHostCap`` (more than the host allows; the message names the key).
+    """
+    import dataclasses
+
+    from codeact.toolkits import DEFAULT_BUDGETS, CallBudgets, ToolkitError
+
+    cap = host.call_budgets if isinstance(host.call_budgets, CallBudgets) else DEFAULT_BUDGETS
+    workflow = blueprint.workflow
+    block = workflow.codeact.budgets if workflow is not None and workflow.codeact is not None else None
+    if block is None:
+        return cap
+    asked = {name: getattr(block, name) for name in ("round_calls", "run_calls", "round_bytes", "run_bytes")}
+    try:
+        budgets = dataclasses.replace(cap, **{k: v for k, v in asked.items() if v is not None})
+    except ToolkitError as exc:
+        raise BlueprintFactoryError(
+            f"workflow.codeact.budgets: {exc.message}", code="blueprint.budgets.invalid", report=report
+        ) from None
+    try:
+        return budgets.within(cap)
+    except ToolkitError as exc:
+        raise BlueprintFactoryError(exc.message, code="blueprint.budgets.overHostCap", report=report) from None
 
 
 def _positive(value: float | None, path: str, report: ValidationReport) -> float | None:

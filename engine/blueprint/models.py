@@ -244,6 +244,15 @@ def _yaml_off(value: Any) -> Any:
     return "off" if value is False or value == "false" else value
 
 
+class BudgetsBlock(_Block):
+    """``workflow.codeact.budgets``: the toolkit calls and bridge bytes a round and a run may use (docs/limits.md)."""
+
+    round_calls: int | None = None
+    run_calls: int | None = None
+    round_bytes: int | None = None
+    run_bytes: int | None = None
+
+
 class CodeActBlock(_Block):
     """``workflow.codeact`` (codeact): how the CodeAct loop talks to the model."""
 
@@ -255,6 +264,7 @@ class CodeActBlock(_Block):
     max_self_checks: int | None = None
     max_repeats: int | None = None
     round_seconds: float | None = None  # seconds of code per round (waiting on the host not counted)
+    budgets: BudgetsBlock | None = None  # toolkit calls and bridge bytes per round / per run, under the host's caps
 
 
 class WorkflowBlock(_Block):

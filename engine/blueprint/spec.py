@@ -81,6 +81,9 @@ class HostContext:
         max_round_seconds: The most seconds of code per round a blueprint may ask for
             (``workflow.codeact.roundSeconds``, ``sandbox.limits.timeoutSeconds``;
             ``--max-round-seconds``; None: 600 s); a blueprint asking more is refused.
+        call_budgets: The host's caps on toolkit calls and bridge bytes per round and per run
+            (``toolkits.CallBudgets``; None: ``toolkits.DEFAULT_BUDGETS``); they are also the budgets of a
+            blueprint that sets none, and a blueprint asking more (``workflow.codeact.budgets``) is refused.
     """
 
     model_client: Any | None = None
@@ -96,6 +99,7 @@ class HostContext:
     work_dir: Path | None = None
     now: _dt.datetime | None = None
     max_round_seconds: float | None = None
+    call_budgets: Any | None = None
 
 
 AgentKind = Literal["react", "codeact"]
@@ -287,6 +291,8 @@ class CodeActSettings:
         max_repeats: The same code or error this many times in a row ends the run.
         round_seconds: Seconds of code per round (``workflow.codeact.roundSeconds``, else the declared
             ``sandbox.limits.timeoutSeconds``, else 60); time waiting on toolkit calls is not counted.
+        budgets: The toolkit calls and bridge bytes a round and a run may use (``toolkits.CallBudgets``;
+            ``workflow.codeact.budgets`` under the host's caps; None: the bridge's defaults).
     """
 
     thought: Literal["separate", "inline", "off"] = "separate"
@@ -298,6 +304,7 @@ class CodeActSettings:
     max_self_checks: int = 2
     max_repeats: int = 3
     round_seconds: float = DEFAULT_ROUND_SECONDS
+    budgets: Any | None = None
 
 
 KNOWLEDGE_KINDS: Final = ("domain", "constraint")

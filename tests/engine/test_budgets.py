@@ -1,0 +1,80 @@
+"""Budgets of toolkit calls (issue 34): no round floods the host, whatever the code does with the errors.
+
+A flood of cheap calls ends at the round's call budget with an error naming the budget's blueprint key,
+through ``codeact exec`` (the host's default budgets) and through ``codeact run`` (a blueprint's own,
+under the host's cap); the code's ``except Exception`` cannot swallow the refusal. A blueprint asking for
+more than the host allows is refused before anything runs. (A long call still completes: the round's
+clock does not count host waits, and the round's wall-clock cap is minutes: test_time_limits.py.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.engine.test_cli_run import cli, isolated, replies, store_url
+from tests.engine.test_time_limits import OPS, blueprint, code_completed, run
+
+__all__ = ["isolated"]  # the autouse fixture of test_cli_run: no profiles, no default store or model
+
+FLOOD_TOOLKIT = '''
+from codeact.toolkits import operation, toolkit
+
+
+@toolkit(name="kit", description="Echoes text")
+class Kit:
+    @operation
+    def echo(self, text: str) -> str:
+        """Echo ``text``.
+
+        Args:
+            text: The text.
+        """
+        return text
+'''
+
+
+def test_a_flood_of_calls_through_codeact_exec_ends_at_the_host_budget(tmp_path: Path) -> None:
+    (tmp_path / "flood_kit.py").write_text(FLOOD_TOOLKIT)
+    code = tmp_path / "flood.py"
+    code.write_text("for i in range(200000):\n    kit.echo('x' * 1024)\n")
+    rc, out, err = cli("exec", str(code), "--toolkit", f"{tmp_path / 'flood_kit.py'}:Kit", "--timeout", "10")
+    assert rc == 1, out + err
+    assert (
+        "BudgetExceeded: the round passed its budget of 10000 toolkit calls (workflow.codeact.budgets.roundCalls); "
+        "the call was refused and the round stopped." in out + err
+    )
+
+
+def test_a_blueprint_budget_stops_a_flood_the_code_tries_to_swallow(tmp_path: Path) -> None:
+    replies(
+        tmp_path,
+        "```python\nfor i in range(100000):\n    try:\n        ops.deploy(version=str(i), seconds=0)\n"
+        "    except Exception:\n        pass\n```",
+        "The budget stopped the loop.\n```python\nsystem.finish('stopped')\n```",
+    )
+    path = blueprint(tmp_path, workflow=", runSeconds: 120")
+    path.write_text(path.read_text().replace("roundSeconds: 2", "roundSeconds: 2, budgets: {roundCalls: 25}"))
+    rc, stream, err = run(path, tmp_path)
+    assert rc == 0, err
+    first = code_completed(stream)[0]
+    assert first["status"] == "error"
+    assert first["error"]["type"] == "BudgetExceeded"
+    assert first["error"]["message"].startswith(
+        "the round passed its budget of 25 toolkit calls (workflow.codeact.budgets.roundCalls)"
+    )
+    calls = [e for e in stream if e["type"] == "tool.call.completed" and e["operation"] == "deploy"]
+    assert len(calls) == 26  # 25 within the budget, the 26th refused; none after it reached the host
+    assert stream[-1]["type"] == "run.completed" and stream[-1]["answer"] == "stopped"
+
+
+def test_a_blueprint_budget_over_the_host_cap_is_refused(tmp_path: Path) -> None:
+    replies(tmp_path, "```python\nsystem.finish('never')\n```")
+    path = blueprint(tmp_path)
+    path.write_text(path.read_text().replace("roundSeconds: 2", "roundSeconds: 2, budgets: {runCalls: 1000000}"))
+    rc, _, err = cli("run", str(path), "--input", "x", "--store", store_url(tmp_path), "--toolkit", OPS)
+    assert rc == 2
+    assert err.splitlines()[0] == (
+        "Blueprint factory error [blueprint.budgets.overHostCap]: workflow.codeact.budgets.runCalls asks for "
+        "1000000, more than this host allows (100000); lower it to 100000 or less, or let the host allow more "
+        "(HostContext(call_budgets=...))"
+    )
