@@ -41,8 +41,8 @@ class CallBudgets:
         run_bytes: Bytes through the bridge per run.
     """
 
-    round_calls: int = 10_000
-    run_calls: int = 100_000
+    round_calls: int = 20_000
+    run_calls: int = 200_000
     round_bytes: int = 256 * _MiB
     run_bytes: int = 2048 * _MiB
 
@@ -70,7 +70,7 @@ class CallBudgets:
 
 
 DEFAULT_BUDGETS: Final = CallBudgets()
-"""The host's caps unless it sets its own: 10,000 calls and 256 MiB per round, 100,000 calls and 2 GiB per run."""
+"""The host's caps unless it sets its own: 20,000 calls and 256 MiB per round, 200,000 calls and 2 GiB per run."""
 
 
 class BudgetMeter:

@@ -82,6 +82,7 @@ class CallJournal:
         # (action, entry, future): action "add" | "clear" | "barrier"; the future is None when nobody waits.
         self._items: deque[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]] = deque()
         self._wake = asyncio.Event()
+        self._writing = asyncio.Lock()  # held while a write is in flight: one write at a time, in order
         self._task = asyncio.get_running_loop().create_task(self._drain())
         self.writes = 0
         """Store writes made (a measure of the group commit: entries per write)."""
@@ -104,10 +105,12 @@ class CallJournal:
         started_at: float,
     ) -> None:
         """A call is about to run: returns once its start is durable."""
-        probe = CallRecord(
-            sequence=sequence, session_id=self._session_id, toolkit=toolkit, operation=operation, arguments=arguments
-        )
-        capped = cap_calls([probe], self._caps)[0]
+        if not _small(arguments, self._caps.argument_bytes):
+            session = self._session_id
+            probe = CallRecord(
+                sequence=sequence, session_id=session, toolkit=toolkit, operation=operation, arguments=arguments
+            )
+            arguments = cap_calls([probe], self._caps)[0].arguments
         entry = {
             "round": round_index,
             "kind": "start",
@@ -116,7 +119,7 @@ class CallJournal:
             "sequence": sequence,
             "toolkit": toolkit,
             "operation": operation,
-            "arguments": capped.arguments,
+            "arguments": arguments,
             "started_at": started_at,
         }
         await self._wait(entry)
@@ -152,8 +155,26 @@ class CallJournal:
 
     # -- the writer ------------------------------------------------------------------------------------
     def _completion(self, round_index: int, record: CallRecord) -> dict[str, Any]:
-        capped = cap_calls([record], self._caps)[0]
-        return {"round": round_index, "kind": "call", "call": capped.to_json()}
+        caps = self._caps
+        outcome = record.result if record.error is None else record.error
+        if not (_small(record.arguments, caps.argument_bytes) and _small(outcome, caps.result_bytes)):
+            record = cap_calls([record], caps)[0]
+        call = {  # CallRecord.to_json() without dataclasses.asdict's deep copy: one per call
+            "sequence": record.sequence,
+            "session_id": record.session_id,
+            "toolkit": record.toolkit,
+            "operation": record.operation,
+            "arguments": record.arguments,
+            "result": record.result,
+            "error": record.error,
+            "started_at": record.started_at,
+            "duration_s": record.duration_s,
+        }
+        if record.capped is not None:
+            call["capped"] = record.capped
+        if record.call_id:
+            call["call_id"] = record.call_id
+        return {"round": round_index, "kind": "call", "call": call}
 
     def _put(self, action: str, entry: dict[str, Any] | None, fut: asyncio.Future[None] | None) -> None:
         if self._task.done():
@@ -164,10 +185,12 @@ class CallJournal:
         self._wake.set()
 
     async def _wait(self, entry: dict[str, Any]) -> None:
+        # Through the writer task, even when it is idle: it runs after everything ready in this turn of the
+        # event loop (the other calls of one read of the socket), so they share one write (group commit).
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._put("add", entry, fut)
-        # Shielded: a caller cancelled while it waits leaves the write to land (and its future to resolve).
-        await asyncio.shield(fut)
+        # A caller cancelled while it waits cancels only its future: the entry is still written.
+        await fut
 
     def _closed_error(self) -> StoreError:
         return StoreError(
@@ -181,28 +204,31 @@ class CallJournal:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            action, _, _ = items[0]
-            if action == "add":
-                batch = []
-                while items and items[0][0] == "add":
-                    batch.append(items.popleft())
-            else:
-                batch = [items.popleft()]
-            failure: BaseException | None = None
-            try:
+            async with self._writing:
+                if not items:
+                    continue
+                action, _, _ = items[0]
                 if action == "add":
-                    await self._store.add_pending_many(self._session_id, [e for _, e, _ in batch if e is not None])
-                    self.writes += 1
-                elif action == "clear":
-                    await self._store.clear_pending(self._session_id)
-                    self.writes += 1
-            except CodeactError as exc:
-                failure = exc
-            except asyncio.CancelledError:
-                failure = self._closed_error()
+                    batch = []
+                    while items and items[0][0] == "add":
+                        batch.append(items.popleft())
+                else:
+                    batch = [items.popleft()]
+                failure: BaseException | None = None
+                try:
+                    if action == "add":
+                        self.writes += 1
+                        await self._store.add_pending_many(self._session_id, [e for _, e, _ in batch if e is not None])
+                    elif action == "clear":
+                        self.writes += 1
+                        await self._store.clear_pending(self._session_id)
+                except CodeactError as exc:
+                    failure = exc
+                except asyncio.CancelledError:
+                    failure = self._closed_error()
+                    self._settle(batch, failure)
+                    raise
                 self._settle(batch, failure)
-                raise
-            self._settle(batch, failure)
 
     @staticmethod
     def _settle(
@@ -216,6 +242,34 @@ class CallJournal:
             else:
                 fut.set_exception(failure)
                 fut.exception()  # retrieved: a shielded waiter that was cancelled never reads it
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _small(value: Any, limit: int) -> bool:
+    """Whether ``value`` as JSON surely stays within ``limit`` bytes (flat values checked without encoding)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is str:
+        return len(value) * 6 + 2 <= limit  # the worst case: every character escaped as \uXXXX
+    if kind is dict and len(value) <= 16:
+        total = 0
+        for key, item in value.items():
+            item_kind = type(item)
+            if item_kind is str:
+                total += len(item) * 6 + len(key) * 6 + 6
+            elif item_kind in _SCALARS:
+                total += 32 + len(key) * 6
+            else:
+                break
+        else:
+            return total <= limit
+    try:
+        return len(_p.dumps(value).encode("utf-8", "surrogatepass")) <= limit
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from codeact.engine.errors import StoreError
+from codeact.sandbox.runtime.protocol import dumps as _fast_dumps
 
 __all__ = [
     "ROUND_STATUSES",
@@ -75,6 +76,18 @@ def check_session_id(session_id: str) -> str:
             code="store.invalid_session_id",
         )
     return session_id
+
+
+def dumps_entry(value: Any, *, what: str) -> str:
+    """``dumps`` for the call journal's many small entries: the protocol's prebuilt C encoder, then ``dumps``.
+
+    ``json.dumps`` with options builds a new encoder on every call, which shows at one entry per call start
+    and end; a value the fast encoder refuses (NaN: the codec never makes one) goes through ``dumps``.
+    """
+    try:
+        return _fast_dumps(value)
+    except (TypeError, ValueError):
+        return dumps(value, what=what)
 
 
 def dumps(value: Any, *, what: str) -> str:

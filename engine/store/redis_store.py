@@ -44,6 +44,7 @@ from codeact.engine.store._redis_scripts import (
     _RELEASE,
     _UPDATE,
 )
+from codeact.engine.store._types import dumps_entry
 from codeact.engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
 
 __all__ = [
@@ -623,7 +624,7 @@ class RedisStore(Store):
             return
         key = self._key(session_id, "pending")
         what = f"a pending entry of session {session_id!r}"
-        bodies = [dumps(dict(entry), what=what) for entry in entries]
+        bodies = [dumps_entry(entry, what=what) for entry in entries]
         with map_redis_errors(self.url):
             await self._client.rpush(key, *bodies)
 

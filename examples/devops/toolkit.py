@@ -10,6 +10,7 @@ import itertools
 from typing import Any
 
 from codeact import operation, toolkit
+from codeact.toolkits import ToolkitContext
 
 _PROJECTS: dict[str, dict[str, Any]] = {
     "P-123": {"id": "P-123", "name": "Checkout", "owner": "lin.wei", "apps": ["checkout-api", "checkout-web"]},
@@ -38,6 +39,9 @@ class DevOps:
     def __init__(self) -> None:
         self._deploy_ids = itertools.count(1001)
         self._deployments: dict[str, dict[str, Any]] = {}
+        # Idempotency: call id -> (the arguments, the deployment it made). A real platform keeps this
+        # with the deployment (most deploy APIs take an idempotency key); here it lives as long as the toolkit.
+        self._by_call: dict[str, tuple[tuple[str, str], str]] = {}
 
     @operation
     async def get_project_info(self, project_id: str) -> dict[str, Any]:
@@ -74,17 +78,25 @@ class DevOps:
         return [dict(a) for a in _APPS.values() if a["project_id"] == project_id]
 
     @operation(approval="auto", timeout=30)
-    def deploy_app(self, app_id: str, version: str) -> dict[str, Any]:
+    def deploy_app(self, app_id: str, version: str, context: ToolkitContext) -> dict[str, Any]:
         """Deploy a version of an application.
 
         Args:
             app_id: The application id, e.g. "checkout-api".
             version: The version to deploy, e.g. "2.4.0".
         """
+        # The call id is the same when a round that crashed is run again (docs/toolkits.md, "Idempotent
+        # operations"): the same call with the same arguments gets the deployment it made, not a second one.
+        key = context.call_id
+        done = self._by_call.get(key) if key is not None else None
+        if done is not None and done[0] == (app_id, version):
+            return dict(self._deployments[done[1]])
         if app_id not in _APPS:
             raise LookupError(f"application {app_id!r} does not exist")
         deploy_id = f"D-{next(self._deploy_ids)}"
         self._deployments[deploy_id] = {"id": deploy_id, "app_id": app_id, "version": version, "status": "succeeded"}
+        if key is not None:
+            self._by_call[key] = ((app_id, version), deploy_id)
         return dict(self._deployments[deploy_id])
 
     @operation

@@ -40,7 +40,7 @@ def test_a_flood_of_calls_through_codeact_exec_ends_at_the_host_budget(tmp_path:
     rc, out, err = cli("exec", str(code), "--toolkit", f"{tmp_path / 'flood_kit.py'}:Kit", "--timeout", "10")
     assert rc == 1, out + err
     assert (
-        "BudgetExceeded: the round passed its budget of 10000 toolkit calls (workflow.codeact.budgets.roundCalls); "
+        "BudgetExceeded: the round passed its budget of 20000 toolkit calls (workflow.codeact.budgets.roundCalls); "
         "the call was refused and the round stopped." in out + err
     )
 
@@ -75,6 +75,6 @@ def test_a_blueprint_budget_over_the_host_cap_is_refused(tmp_path: Path) -> None
     assert rc == 2
     assert err.splitlines()[0] == (
         "Blueprint factory error [blueprint.budgets.overHostCap]: workflow.codeact.budgets.runCalls asks for "
-        "1000000, more than this host allows (100000); lower it to 100000 or less, or let the host allow more "
+        "1000000, more than this host allows (200000); lower it to 200000 or less, or let the host allow more "
         "(HostContext(call_budgets=...))"
     )
