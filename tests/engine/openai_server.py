@@ -31,7 +31,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -99,6 +99,8 @@ class OpenAIServer:
     requests: list[RecordedRequest] = field(default_factory=list)
     _queue: deque[Reply | Failure] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    responder: Callable[[dict[str, Any]], str | Reply] | None = None
+    """Answers a request when no reply is queued, from its body (a model that reads its prompt)."""
 
     @property
     def base_url(self) -> str:
@@ -124,9 +126,14 @@ class OpenAIServer:
         with self._lock:
             return len(self._queue)
 
-    def _next(self) -> Reply | Failure | None:
+    def _next(self, body: dict[str, Any] | None = None) -> Reply | Failure | None:
         with self._lock:
-            return self._queue.popleft() if self._queue else None
+            if self._queue:
+                return self._queue.popleft()
+        if self.responder is not None and body is not None:
+            answer = self.responder(body)
+            return Reply(text=answer) if isinstance(answer, str) else answer
+        return None
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -232,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in ("/v1/chat/completions", "/v1/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
-        reply = self.state._next()
+        reply = self.state._next(body)
         if reply is None:
             self._json(400, {"error": {"message": "no reply queued", "type": "invalid_request_error"}})
             return
