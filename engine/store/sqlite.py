@@ -7,6 +7,9 @@ caller was cancelled while it ran still lands before the next one (a pending cal
 cannot land after the ``clear_pending`` that follows it), and one cancelled before it started never runs. Measured
 (bench/bench_store.py): ~1.5 ms per 10 KB round written and read back, against ~0.8 ms inline,
 whose p95 however reached ~5 ms of blocked event loop.
+The call journal's writes (``add_pending_many``: a few small rows, awaited by a toolkit call) are the
+exception: made on the event loop's thread when the worker is idle, with no wait for another process's
+write lock (docs/store.md, "The call journal").
 Several processes may share the file: writes use ``BEGIN IMMEDIATE`` and a busy timeout, and the
 session lock is a row in the ``locks`` table.
 Every operation is bounded (docs/store.md, "Bounded waits"): another process's write lock is
