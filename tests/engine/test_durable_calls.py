@@ -9,12 +9,15 @@ journal's promise is that what a call did is in the store before anything depend
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from codeact.toolkits import ToolkitBridge, load_toolkit_ref
+from codeact.toolkits.context import CALL_ID
 from tests.engine.durable_calls import ITEMS, Trial, trial
 from tests.engine.openai_server import OpenAIServer
 from tests.redis_server import PrivateRedis, running
@@ -101,3 +104,32 @@ def test_a_kill_during_a_call_in_the_docker_sandbox(tmp_path: Path, openai_serve
     assert result.said.completed == ("i0",)
     assert result.said.in_flight == {"i1": "D:1:1"}
     _kept_the_promise(result)
+
+
+def test_the_devops_deploy_deduplicates_on_the_call_id() -> None:
+    devops = Path(__file__).resolve().parents[2] / "examples" / "devops" / "toolkit.py"
+    bridge = ToolkitBridge([load_toolkit_ref(f"{devops}:DevOps")], session_id="S")
+
+    async def deploy(call_id: str, version: str) -> object:
+        token = CALL_ID.set(call_id)
+        try:
+            params = {
+                "toolkit": "devops",
+                "operation": "deploy_app",
+                "arguments": {"app_id": "checkout-api", "version": version},
+            }
+            return await bridge.handle("call", params)
+        finally:
+            CALL_ID.reset(token)
+
+    async def calls() -> list[object]:
+        return [
+            await deploy("S:1:3", "2.4.0"),
+            await deploy("S:1:3", "2.4.0"),  # the same call again (a resumed round running it again)
+            await deploy("S:1:3", "2.5.0"),  # the same id with other arguments: another call
+            await deploy("S:2:0", "2.4.0"),  # another call
+        ]
+
+    first, again, other_args, other_call = asyncio.run(calls())
+    assert again == first and first["id"] == "D-1001"  # type: ignore[index]
+    assert [other_args["id"], other_call["id"]] == ["D-1002", "D-1003"]  # type: ignore[index]
