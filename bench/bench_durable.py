@@ -30,7 +30,7 @@ from typing import Any
 from codeact.toolkits import ToolkitBridge, ToolkitRegistry, operation, toolkit
 
 CALLS = 1000
-REPEAT = 5
+REPEAT = 9
 
 
 @toolkit(name="bench", description="Benchmark operations")
@@ -84,10 +84,14 @@ class _Setup:
 
 
 async def _journal_figures() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-durable-") as tmp:
+        return await _journal_figures_in(tmp)
+
+
+async def _journal_figures_in(tmp: str) -> dict[str, Any]:
     from codeact.engine.store import open_store
     from codeact.sandbox import SubprocessSandbox
 
-    tmp = tempfile.mkdtemp(prefix="bench-durable-")
     stores: dict[str, Any] = {"none": None, "sqlite": open_store(f"sqlite:///{Path(tmp) / 'sessions.db'}")}
     redis_url = os.environ.get("CODEACT_TEST_REDIS_URL")
     if redis_url:
@@ -119,6 +123,8 @@ async def _journal_figures() -> dict[str, Any]:
         for store in stores.values():
             if store is not None:
                 await store.close()
+        if "redis" in stores:
+            await _drop_bench_keys(redis_url or "", [s.session for s in setups if s.name == "redis"])
     med = {key: statistics.median(values) for key, values in times.items()}
     out: dict[str, Any] = {}
     base_seq = med[("none", "sequential")] - med[("none", "empty")]
@@ -138,6 +144,18 @@ async def _journal_figures() -> dict[str, Any]:
             "entries_per_write": entries_per_write.get(name),
         }
     return out
+
+
+async def _drop_bench_keys(url: str, sessions: list[str]) -> None:
+    from codeact.engine.store import open_store
+
+    store = open_store(url + ("&" if "?" in url else "?") + "prefix=bench-durable")
+    try:
+        for session in sessions:
+            await store.delete_session(session)
+            await store.clear_pending(session)
+    finally:
+        await store.close()
 
 
 def run() -> dict[str, Any]:

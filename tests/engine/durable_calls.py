@@ -12,6 +12,7 @@ completed nor as in flight), side effects done twice, and resumes that failed or
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -224,7 +225,22 @@ def _store(kind: str, directory: Path) -> Iterator[str]:
         yield f"sqlite:///{directory / 'sessions.db'}"
         return
     url = os.environ["CODEACT_TEST_REDIS_URL"]
-    yield url + ("&" if "?" in url else "?") + f"prefix=durable-{os.getpid()}-{directory.name}"
+    store = url + ("&" if "?" in url else "?") + f"prefix=durable-{os.getpid()}-{directory.name}"
+    try:
+        yield store
+    finally:
+        asyncio.run(_forget(store, "D"))
+
+
+async def _forget(url: str, session: str) -> None:
+    from codeact.engine.store import open_store
+
+    opened = open_store(url)
+    try:
+        await opened.delete_session(session)
+        await opened.clear_pending(session)
+    finally:
+        await opened.close()
 
 
 def kill_trials(trials: int, *, kinds: tuple[str, ...] = ("sqlite", "redis"), seed: int = 34) -> dict[str, Any]:
