@@ -248,6 +248,7 @@ class EventingBridge:
         )
         span = span_cm.__enter__()
         cancelled = False
+        unstarted = False  # the start could not be journaled: the call did not run, nothing more to write
         try:
             if await self._check_grant(toolkit, operation, arguments, call_id):
                 token = GRANT_APPROVED.set(True)  # the operation's own "ask" is not asked a second time
@@ -263,6 +264,7 @@ class EventingBridge:
                         started_at=started_at,
                     )
                 except CodeactError as exc:
+                    unstarted = True
                     what = f"the start of {toolkit}.{operation} (call {call_id}; it did not run)"
                     raise _unrecorded(what, exc) from None
             result = await self._call(ToolCall(toolkit=toolkit, operation=operation, arguments=arguments))
@@ -281,7 +283,7 @@ class EventingBridge:
         call_record = self._record(
             sequence, call_id, toolkit, operation, arguments, result, error, started_at, duration
         )
-        if journal is not None:
+        if journal is not None and not unstarted:
             if cancelled:
                 journal.completed_nowait(rnd, call_record)
             else:

@@ -16,9 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from codeact.engine.agent.recovery import CallJournal
+from codeact.engine.agent.support import EventingBridge
+from codeact.engine.store import open_store
+from codeact.sandbox.runtime.protocol import RpcError
 from codeact.toolkits import ToolkitBridge, load_toolkit_ref
 from codeact.toolkits.context import CALL_ID
-from tests.engine.durable_calls import ITEMS, Trial, trial
+from tests.engine.durable_calls import ITEMS, TOOLKIT, Trial, trial
 from tests.engine.openai_server import OpenAIServer
 from tests.redis_server import PrivateRedis, running
 
@@ -133,3 +137,34 @@ def test_the_devops_deploy_deduplicates_on_the_call_id() -> None:
     first, again, other_args, other_call = asyncio.run(calls())
     assert again == first and first["id"] == "D-1001"  # type: ignore[index]
     assert [other_args["id"], other_call["id"]] == ["D-1002", "D-1003"]  # type: ignore[index]
+
+
+def test_a_journal_write_that_fails_fails_the_call_and_the_operation_never_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = tmp_path / "ledger.txt"
+    monkeypatch.setenv("LEDGER_FILE", str(ledger))
+    bridge = ToolkitBridge([load_toolkit_ref(TOOLKIT)], session_id="S", record=False, call_events=False)
+
+    async def call() -> RpcError:
+        store = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
+        journal = CallJournal(store, "S")
+        handler = EventingBridge(
+            bridge, emit=lambda *a, **k: None, round_ref=lambda: 1, policies={}, approver=None, journal=lambda: journal
+        )
+        await store.close()  # the store is gone: nothing can be journaled
+        try:
+            await handler.handle("call", {"toolkit": "ledger", "operation": "append", "arguments": {"item": "i0"}})
+        except RpcError as exc:
+            return exc
+        finally:
+            await journal.aclose()
+        raise AssertionError("the call succeeded without its journal")
+
+    error = asyncio.run(call())
+    assert error.message.startswith(
+        "store.unavailable: the start of ledger.append (call S:1:0; it did not run) could not be recorded in the "
+        "session store"
+    )
+    assert error.data == {"code": "store.unavailable"}
+    assert not ledger.exists()  # write-ahead: no start on record, no effect
