@@ -93,7 +93,8 @@ def render_event(event: Event, console: Console) -> None:
         )
 
     if isinstance(event, RunStarted):
-        console.print(Text(f"run {event.run_id[:8]} · session {event.session_id} · {event.model}", style="dim"))
+        layout = f" · layout {event.layout} ({event.layout_reason})" if event.layout else ""
+        console.print(Text(f"run {event.run_id[:8]} · session {event.session_id} · {event.model}{layout}", style="dim"))
     elif isinstance(event, RoundStarted):
         console.rule(f"round {event.round}", style="dim")
     elif isinstance(event, SegmentCreated):
