@@ -532,7 +532,17 @@ class AgentFactory:
             max_self_checks=block.max_self_checks if block.max_self_checks is not None else defaults.max_self_checks,
             max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
             round_seconds=round_seconds,
+            answer_variable=_answer_variable(block.answer_variable, defaults.answer_variable),
+            final_answer=block.final_answer if block.final_answer is not None else defaults.final_answer,
         )
+
+
+def _answer_variable(value: str | None, default: str | None) -> str | None:
+    """``workflow.codeact.answerVariable``: a name, ``off`` (None), or the default when not set."""
+    name = _trim(value)
+    if name is None:
+        return default
+    return None if name == "off" else name
 
 
 def _positive(value: float | None, path: str, report: ValidationReport) -> float | None:

@@ -255,6 +255,8 @@ class CodeActBlock(_Block):
     max_self_checks: int | None = None
     max_repeats: int | None = None
     round_seconds: float | None = None  # seconds of code per round (waiting on the host not counted)
+    answer_variable: Annotated[str | None, BeforeValidator(_yaml_off)] = None  # the finishing protocol
+    final_answer: bool | None = None
 
 
 class WorkflowBlock(_Block):

@@ -287,6 +287,12 @@ class CodeActSettings:
         max_repeats: The same code or error this many times in a row ends the run.
         round_seconds: Seconds of code per round (``workflow.codeact.roundSeconds``, else the declared
             ``sandbox.limits.timeoutSeconds``, else 60); time waiting on toolkit calls is not counted.
+        answer_variable: A round that runs without error and sets this variable (without calling
+            ``system.finish``) asks the model one confirming question; a yes finishes the run with the
+            variable's value (``workflow.codeact.answerVariable``; None: off). See docs/finishing.md.
+        final_answer: Whether a reply repeating the last successful round's code, a stuck run and a run
+            at ``maxTurns`` end with the final-answer step (the model asked once, plainly, for the answer
+            from what it has seen) instead of running the code again or ending with no answer.
     """
 
     thought: Literal["separate", "inline", "off"] = "separate"
@@ -298,6 +304,8 @@ class CodeActSettings:
     max_self_checks: int = 2
     max_repeats: int = 3
     round_seconds: float = DEFAULT_ROUND_SECONDS
+    answer_variable: str | None = "answer"
+    final_answer: bool = True
 
 
 KNOWLEDGE_KINDS: Final = ("domain", "constraint")

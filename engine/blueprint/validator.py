@@ -627,6 +627,13 @@ class _Checks:
                         f"workflow.codeact.fim.tokens.{marker} is required when fim.tokens is given "
                         "(or use fim.family instead).",
                     )
+        name = _trim(codeact.answer_variable)
+        if name is not None and name != "off" and not (name.isidentifier() and not name.startswith("_")):
+            self.error(
+                "$.workflow.codeact.answerVariable",
+                "blueprint.workflow.codeact.answerVariable.invalid",
+                f"workflow.codeact.answerVariable must be a public Python name (like answer) or off (got {name!r}).",
+            )
         for field, alias in (("max_repeats", "maxRepeats"), ("max_self_checks", "maxSelfChecks")):
             value = getattr(codeact, field)
             if value is not None and value <= 0:

@@ -231,6 +231,27 @@ CASES = [
         {"task": "List open login requirements", "answer": "R-1, R-4", "evaluation": "Ran without error."},
         id="self_check",
     ),
+    pytest.param(
+        "final_answer.j2",
+        {"task": "Shortest of ATG, GC?", "outputs": "Output:\n{'ATG': 3, 'GC': 2}", "variables": "lengths = {...}"},
+        id="final_answer",
+    ),
+    pytest.param(
+        "final_answer.j2",
+        {"task": "Shortest of ATG, GC?", "outputs": "(nothing)", "variables": ""},
+        id="final_answer-bare",
+    ),
+    pytest.param(
+        "answer_confirm.j2",
+        {"task": "Shortest of ATG, GC?", "name": "answer", "value": "2", "stdout": ""},
+        id="answer_confirm",
+    ),
+    pytest.param(
+        "answer_confirm.j2",
+        {"task": "Shortest of ATG, GC?", "name": "answer", "value": "2", "stdout": "lengths: [3, 2]"},
+        id="answer_confirm-printed",
+    ),
+    pytest.param("repeat_not_run.j2", {}, id="repeat_not_run"),
 ]
 
 
