@@ -29,6 +29,7 @@ from codeact.toolkits.context import Control, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
 from codeact.toolkits.registry import ToolkitRegistry
+from codeact.toolkits.spec import OperationSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
 __all__ = ["ToolkitBridge"]
@@ -284,11 +285,7 @@ class ToolkitBridge:
         for bound, ops in self._granted_toolkits():
             operations = {}
             for op in ops:
-                spec = bound.operations[op]
-                operations[op] = {
-                    "params": [p.name for p in spec.parameters],
-                    "required": [p.name for p in spec.parameters if p.required],
-                }
+                operations[op] = _manifest_entry(bound.operations[op])
             toolkits[bound.name] = {"description": bound.description, "operations": operations}
         return {"toolkits": toolkits}
 
@@ -620,6 +617,26 @@ async def _in_own_task(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _manifest_entry(spec: OperationSpec) -> dict[str, Any]:
+    """How the runtime's proxy maps a call's arguments to names (``sandbox/runtime/proxy.py``).
+
+    ``positional`` and ``keyword`` are only sent when they differ from ``params`` (keyword-only,
+    positional-only or variadic parameters), ``varargs`` / ``varkw`` only when there is one.
+    """
+    params = spec.parameters
+    entry: dict[str, Any] = {"params": [p.name for p in params], "required": [p.name for p in params if p.required]}
+    if all(p.kind == "positional_or_keyword" for p in params):
+        return entry
+    entry["positional"] = [p.name for p in params if p.kind in ("positional_only", "positional_or_keyword")]
+    entry["keyword"] = [p.name for p in params if p.kind in ("positional_or_keyword", "keyword_only")]
+    for p in params:
+        if p.kind == "var_positional":
+            entry["varargs"] = p.name
+        elif p.kind == "var_keyword":
+            entry["varkw"] = p.name
+    return entry
 
 
 def _manifest_from_records(records: list[CallRecord]) -> dict[str, Any]:

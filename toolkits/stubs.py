@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 from codeact import prompts
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._stub_types import TypeCollector
 from codeact.toolkits.bound import BoundToolkit
-from codeact.toolkits.spec import OperationSpec
+from codeact.toolkits.spec import OperationSpec, ParameterSpec
 
 __all__ = ["openai_tools", "render_stubs"]
 
@@ -33,15 +33,45 @@ def _escape(text: str) -> str:
 
 
 def _signature(spec: OperationSpec, types: TypeCollector, prefix: str) -> str:
+    """``self, name: type = default, ...`` as Python writes it (``/``, ``*args: int``, ``*``, ``**kwargs: str``)."""
     parts = ["self"]
     defs = (spec.input_schema or {}).get("$defs") or {}
-    for param in spec.parameters:
-        annotation = types.annotation(param.schema, defs, prefix=prefix, fallback=param.annotation)
-        text = f"{param.name}: {annotation}"
-        if not param.required:
-            text += f" = {param.default!r}"
+    params = spec.parameters
+    last_positional_only = max((i for i, p in enumerate(params) if p.kind == "positional_only"), default=-1)
+    starred = False
+    for index, param in enumerate(params):
+        if param.kind == "keyword_only" and not starred:
+            parts.append("*")
+            starred = True
+        schema = _item_schema(param)
+        annotation = types.annotation(schema, defs, prefix=prefix, fallback=param.annotation)
+        if param.kind == "var_positional":
+            starred = True
+            text = f"*{param.name}: {annotation}"
+        elif param.kind == "var_keyword":
+            text = f"**{param.name}: {annotation}"
+        else:
+            text = f"{param.name}: {annotation}"
+            if not param.required:
+                text += f" = {param.default!r}"
         parts.append(text)
+        if index == last_positional_only:
+            parts.append("/")
     return ", ".join(parts)
+
+
+def _starred(param: ParameterSpec) -> str:
+    return {"var_positional": "*", "var_keyword": "**"}.get(param.kind, "") + param.name
+
+
+def _item_schema(param: ParameterSpec) -> Mapping[str, Any]:
+    """The schema of one value of the parameter (an item of ``*args``, a value of ``**kwargs``)."""
+    schema = param.schema
+    if param.kind == "var_positional" and isinstance(schema.get("items"), Mapping):
+        return cast("Mapping[str, Any]", schema["items"])
+    if param.kind == "var_keyword" and isinstance(schema.get("additionalProperties"), Mapping):
+        return cast("Mapping[str, Any]", schema["additionalProperties"])
+    return schema
 
 
 def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) -> str:
@@ -70,7 +100,9 @@ def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) ->
                 "description": _escape(spec.description),
                 "approval": spec.approval,
                 "args": [
-                    {"name": p.name, "description": _escape(p.description)} for p in spec.parameters if p.description
+                    {"name": _starred(p), "description": _escape(p.description)}
+                    for p in spec.parameters
+                    if p.description
                 ],
                 "returns_description": _escape(spec.returns_description),
             }

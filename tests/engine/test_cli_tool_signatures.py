@@ -1,0 +1,115 @@
+"""Toolkit operations as wrappers of real libraries write them, through ``codeact run`` (issue 39).
+
+Variadic and keyword-only operations are called like Python functions from the model's code and by
+name from react's function calling; the model reads their bounds in the stubs; a call refused by the
+argument check gets the operation's signature and a correct call in the Evaluation. The model is the
+local OpenAI-compatible server, scripted with replies written the way a small model writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine.cli_support import cli
+from tests.engine.openai_server import OpenAIServer, Reply, ToolCallReply
+
+pytestmark = pytest.mark.usefixtures("cli_home")
+
+TOOLKITS = Path(__file__).resolve().parents[1] / "toolkits" / "signatures_toolkit.py"
+CODEACT = """\
+version: codeact.agent/v1
+extend: codeact-base
+id: signatures
+model: {provider: openai-compatible, model: openai/test-model}
+workflow: {maxTurns: 4, codeact: {thought: 'off'}}
+toolkits: [{ref: stats}, {ref: dna}]
+"""
+REACT = """\
+version: codeact.agent/v1
+id: signatures-react
+instructions:
+  system: Use the tools, then answer in one sentence.
+toolkits: [{ref: system}, {ref: stats}]
+workflow: {mode: react, maxTurns: 4}
+"""
+
+
+def _run(tmp_path: Path, server: OpenAIServer, blueprint: str, task: str, *flags: str) -> tuple[int, str, str]:
+    path = tmp_path / "agent.yaml"
+    path.write_text(blueprint)
+    return cli(
+        "run", str(path), "--input", task, "--store", f"sqlite:///{tmp_path / 's.db'}", "--session", "S",
+        "--base-url", server.base_url, "--model", "openai/test-model", "--isolation", "process",
+        "--toolkit", f"{TOOLKITS}:Stats", "--toolkit", f"{TOOLKITS}:Dna", *flags,
+    )  # fmt: skip
+
+
+def _rounds(tmp_path: Path) -> list[dict[str, Any]]:
+    rc, out, err = cli("sessions", "show", "S", "--store", f"sqlite:///{tmp_path / 's.db'}", "--json")
+    assert rc == 0, err
+    found: list[dict[str, Any]] = json.loads(out)["rounds"]
+    return found
+
+
+def _posts(server: OpenAIServer) -> list[dict[str, Any]]:
+    return [r.body for r in server.requests if r.method == "POST"]
+
+
+def test_variadic_and_keyword_only_operations_are_called_like_python_functions(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    calls = """Let me find the lowest price and book.
+```python
+low = await stats.minimum_value(7, 3, 9)
+booking = await stats.book_hotel("Lisbon", "quiet", "late checkout", nights=2, breakfast=True)
+gc = await dna.gc_content("GGCA", window=2)
+print(low, booking["preferences"], booking["extras"], gc)
+```"""
+    wrong_item = '```python\nlow = await stats.minimum_value(4, "two")\n```'
+    finish = "```python\nawait system.finish(answer=low)\n```"
+    openai_server.push(calls, wrong_item, finish)
+    rc, out, err = _run(tmp_path, openai_server, CODEACT, "Lowest of 7, 3 and 9, then book Lisbon")
+    assert rc == 0, err
+    assert out.strip() == "3"
+    rounds = _rounds(tmp_path)
+    assert rounds[0]["stdout"] == "3 ['quiet', 'late checkout'] {'breakfast': True} 1.0\n"
+    sent = [(c["operation"], c["arguments"]) for c in rounds[0]["calls"]]
+    assert sent == [
+        ("minimum_value", {"args": [7, 3, 9]}),
+        ("book_hotel", {"location": "Lisbon", "nights": 2, "preferences": ["quiet", "late checkout"],
+                        "extras": {"breakfast": True}}),
+        ("gc_content", {"seq": "GGCA", "window": 2}),
+    ]  # fmt: skip
+    # each item of *args is checked against its type
+    assert rounds[1]["error"]["message"].startswith(
+        "invalid arguments for stats.minimum_value(): args.1: Input should be a valid integer"
+    )
+    system = _posts(openai_server)[0]["messages"][0]["content"]
+    assert "async def minimum_value(self, *args: int) -> int:" in system
+    assert (
+        "async def book_hotel(self, location: str, *preferences: str, nights: int = 1, **extras: bool) "
+        "-> dict[str, Any]:" in system
+    )
+    assert "async def gc_content(self, seq: str, *, window: int = 0) -> float:" in system
+
+
+def test_react_calls_a_variadic_operation_with_the_list_under_its_name(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    call = Reply(tool_calls=(ToolCallReply(id="c1", name="stats__minimum_value", arguments={"args": [7, 3, 9]}),))
+    openai_server.push(call, "The lowest is 3.")
+    rc, out, err = _run(tmp_path, openai_server, REACT, "Lowest of 7, 3 and 9?")
+    assert rc == 0, err
+    assert out.strip() == "The lowest is 3."
+    first, second = _posts(openai_server)
+    tool = next(t for t in first["tools"] if t["function"]["name"] == "stats__minimum_value")
+    assert tool["function"]["parameters"]["properties"]["args"] == {
+        "description": "The numbers.",
+        "items": {"type": "integer"},
+        "type": "array",
+    }
+    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "3"}
