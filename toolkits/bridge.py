@@ -14,13 +14,14 @@ import difflib
 import time
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator, Iterable
+from collections.abc import Coroutine, Generator, Iterable, Mapping
 from typing import Any
 
 import pydantic
 
 from codeact.sandbox.runtime import codec
 from codeact.sandbox.runtime import protocol as _p
+from codeact.toolkits._call_help import call_help, refused_operation
 from codeact.toolkits._errors import safe_message
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
@@ -298,6 +299,22 @@ class ToolkitBridge:
         """The granted operations in the function-calling form."""
         granted = self._granted_toolkits()
         return openai_tools([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
+
+    def call_help(self, error: Mapping[str, Any] | None) -> str | None:
+        """What to show the model after ``error`` (a round's ``{"type", "message", ...}``), if it refused a call.
+
+        For a call of a granted operation refused by the argument check (the bridge's ``invalid arguments
+        for ...`` or the runtime proxy's ``TypeError``): its one-line signature, its bounds and one correct
+        call (``prompts/call_help.j2``); ``None`` for any other error.
+        """
+        refused = refused_operation(error)
+        if refused is None:
+            return None
+        toolkit, operation = refused
+        bound = self._lookup(toolkit)
+        if bound is None or operation not in self._grants.get(toolkit, ()) or operation not in bound.operations:
+            return None
+        return call_help(bound.operations[operation], toolkit=toolkit)
 
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""

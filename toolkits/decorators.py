@@ -342,6 +342,7 @@ def _build_operation(
         timeout=options.timeout,
         input_schema=input_schema,
         returns_schema=None if returns is Control else returns_schema(returns),
+        examples=doc.examples,
     )
     kinds = [_KINDS[p.kind] for p in params[1:]]
     positional = "positional_only" in kinds or "var_positional" in kinds

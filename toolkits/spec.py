@@ -63,6 +63,8 @@ class OperationSpec:
         input_schema: The JSON schema of the arguments object; derived from ``parameters`` when omitted.
         returns_schema: The JSON schema of the result (with its ``$defs``), when it names structured
             types the stub should spell out; None otherwise.
+        examples: Lines of example code from the docstring's ``Example:`` section (the correct call a
+            refused call is shown, ``toolkits/_call_help.py``).
     """
 
     name: str
@@ -74,6 +76,7 @@ class OperationSpec:
     timeout: float | None = None
     input_schema: Mapping[str, Any] | None = None
     returns_schema: Mapping[str, Any] | None = None
+    examples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):

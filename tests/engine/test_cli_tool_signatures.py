@@ -113,3 +113,66 @@ def test_react_calls_a_variadic_operation_with_the_list_under_its_name(
         "type": "array",
     }
     assert second["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "3"}
+
+
+def test_a_refused_call_gets_the_signature_and_a_correct_call_and_a_repeat_is_told_to_write_it(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """The 1.5B model sent `dna.transcribe_dna_to_mrna(dna_sequence=4)` three rounds running (issue 39)."""
+    wrong = """I will transcribe the sequence.
+```python
+# Variables from earlier rounds (defined; reuse, do not redefine):
+#   (none yet)
+
+mrna = await dna.transcribe_dna_to_mrna(dna_sequence=4)
+print(mrna)
+```"""
+    again = "```python\nmrna = await dna.transcribe_dna_to_mrna(dna_sequence=4)\nprint(mrna)\n```"
+    right = (
+        "```python\nmrna = await dna.transcribe_dna_to_mrna(dna_sequence='ATGGC')\n"
+        "await system.finish(answer=mrna)\n```"
+    )
+    openai_server.push(wrong, again, right)
+    rc, out, err = _run(tmp_path, openai_server, CODEACT, "Transcribe ATGGC to mRNA")
+    assert rc == 0, err
+    assert out.strip() == "AUGGC"
+    assert [r["status"] for r in _rounds(tmp_path)] == ["error", "error", "ok"]
+    second, third = (json.dumps(p["messages"]) for p in _posts(openai_server)[1:])
+    help_note = json.dumps(
+        "Note: `dna.transcribe_dna_to_mrna` is `dna.transcribe_dna_to_mrna(dna_sequence: str) -> str`. A correct "
+        'call, from its docstring: `await dna.transcribe_dna_to_mrna(dna_sequence="ATGC")`; pass the arguments '
+        "with the types shown."
+    )[1:-1]
+    assert help_note in second  # at the first refusal already
+    assert "the same error as in the round before" not in second
+    assert help_note in third
+    assert "Do not repeat it: write the call as the correct call above does, or take another way." in third
+
+
+def test_bounds_are_in_the_stub_and_a_refused_call_gets_a_call_inside_them(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    over = "```python\nresult = await stats.order(sku='abc', quantity=150)\nprint(result)\n```"
+    inside = "```python\nawait system.finish(answer=await stats.order(sku='ABC-123', quantity=100))\n```"
+    openai_server.push(over, inside)
+    rc, out, err = _run(tmp_path, openai_server, CODEACT, "Order 100 of ABC-123")
+    assert rc == 0, err
+    assert out.strip() == "ordered 100 x ABC-123"
+    first, second = _posts(openai_server)
+    system = first["messages"][0]["content"]
+    assert (
+        "    async def order(\n"
+        "        self,\n"
+        "        sku: str,  # matches r'^[A-Z]{3}-\\d{3}$'\n"
+        "        quantity: int,  # 1 <= quantity <= 100\n"
+        "        note: str = '',  # at most 20 characters\n"
+        "    ) -> str:\n"
+    ) in system
+    assert "    guests: int  # 1 <= guests <= 4; People in the room\n" in system
+    evaluation = second["messages"][-1]["content"]
+    assert (
+        "Note: `stats.order` is `stats.order(sku: str, quantity: int, note: str = '') -> str` (sku: matches "
+        "r'^[A-Z]{3}-\\d{3}$'; 1 <= quantity <= 100; note: at most 20 characters). A correct call: "
+        "`await stats.order(sku='AAA-111', quantity=1)`; pass the arguments with the types shown." in evaluation
+    )
+    assert "Failed with ToolError: invalid arguments for stats.order(): sku: String should match pattern" in evaluation
