@@ -176,3 +176,36 @@ def test_bounds_are_in_the_stub_and_a_refused_call_gets_a_call_inside_them(
         "`await stats.order(sku='AAA-111', quantity=1)`; pass the arguments with the types shown." in evaluation
     )
     assert "Failed with ToolError: invalid arguments for stats.order(): sku: String should match pattern" in evaluation
+
+
+def test_a_tuple_and_a_date_read_as_python_in_the_prompt_the_cli_and_sessions_show(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """The codec's ``{"$type": "tuple", "v": ["A", 4]}`` reached the model and the user (issue 39)."""
+    keep = (
+        "```python\nimport datetime\nbest = await stats.best_pair()\nwhen = datetime.date(2026, 1, 2)\n"
+        "print(best)\n```"
+    )
+    openai_server.push(keep, "```python\nawait system.finish(answer=best)\n```")
+    rc, out, err = _run(tmp_path, openai_server, CODEACT, "The best hotel and its rating?")
+    assert rc == 0, err
+    assert out == '["A", 4]\n'  # the answer on stdout stays JSON, for programs
+    assert "← stats.best_pair -> ('A', 4)\n" in err
+    assert "→ system.finish(answer=('A', 4))\n" in err
+    header = _posts(openai_server)[1]["messages"][-1]["content"]
+    assert "#   best: tuple = ('A', 4)\n" in header
+    assert "#   when: date = datetime.date(2026, 1, 2)\n" in header
+    rc, shown, err = cli("sessions", "show", "S", "--store", f"sqlite:///{tmp_path / 's.db'}")
+    assert rc == 0, err
+    assert "    stats.best_pair() -> ('A', 4)\n" in shown
+    assert "    + best = ('A', 4)\n" in shown
+    assert "    + when = datetime.date(2026, 1, 2)\n" in shown
+    assert "$type" not in shown and "$type" not in err and "$type" not in json.dumps(_posts(openai_server))
+
+
+def test_react_observes_a_tuple_as_python(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    call = Reply(tool_calls=(ToolCallReply(id="c1", name="stats__best_pair", arguments={}),))
+    openai_server.push(call, "Hotel A, rated 4.")
+    rc, out, err = _run(tmp_path, openai_server, REACT, "The best hotel?")
+    assert rc == 0, err
+    assert _posts(openai_server)[1]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "('A', 4)"}
