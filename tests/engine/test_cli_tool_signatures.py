@@ -183,8 +183,7 @@ def test_a_tuple_and_a_date_read_as_python_in_the_prompt_the_cli_and_sessions_sh
 ) -> None:
     """The codec's ``{"$type": "tuple", "v": ["A", 4]}`` reached the model and the user (issue 39)."""
     keep = (
-        "```python\nimport datetime\nbest = await stats.best_pair()\nwhen = datetime.date(2026, 1, 2)\n"
-        "print(best)\n```"
+        "```python\nimport datetime\nbest = await stats.best_pair()\nwhen = datetime.date(2026, 1, 2)\nprint(best)\n```"
     )
     openai_server.push(keep, "```python\nawait system.finish(answer=best)\n```")
     rc, out, err = _run(tmp_path, openai_server, CODEACT, "The best hotel and its rating?")
