@@ -372,19 +372,28 @@ class CodeActLoop:
         return stuck, step
 
     def _error_again(self, error: dict[str, Any] | None) -> list[str]:
-        """The note for an error the round before also ended with (same type and message), else none.
+        """The notes for an error: how to call an operation whose call was refused, and the same error again.
 
-        Real models send the failing step again unchanged (the 1.5B model wrote ``hotels[0]["price"]``
+        A toolkit call the argument check refused gets the operation's signature and one correct call
+        (``ToolkitBridge.call_help``) at once, the first time too: the 1.5B model sent
+        ``dna.transcribe_dna_to_mrna(dna_sequence=4)`` three rounds running, reading only the error.
+        An error the round before also ended with (same type and message) gets ``prompts/same_error.j2``:
+        real models send the failing step again unchanged (the 1.5B model wrote ``hotels[0]["price"]``
         seven rounds in a row although the KeyError showed the dict's keys). A timeout may pass, so it
-        gets no note.
+        gets no such note.
         """
+        if error is None:
+            return []
+        bridge = self.ctx.bridge
+        help_note = bridge.call_help(error) if bridge is not None else None
+        notes = [help_note] if help_note else []
         last = self.ctx.last_outcome
         before = last.get("error") if last is not None else None
-        if error is None or not isinstance(before, dict) or "Timeout" in str(error.get("type")):
-            return []
+        if not isinstance(before, dict) or "Timeout" in str(error.get("type")):
+            return notes
         if (before.get("type"), before.get("message")) != (error.get("type"), error.get("message")):
-            return []
-        return [_SAME_ERROR]
+            return notes
+        return [*notes, prompts.render(_SAME_ERROR, call=help_note is not None).strip()]
 
     def _prompt(self, purpose: str, goal: str | None) -> Prompt:
         """The ``purpose`` prompt of the round as things are now (the toolkits hooks injected put in force first)."""
@@ -504,11 +513,7 @@ _REPEAT = (
 )
 
 
-_SAME_ERROR = (
-    "this is the same error as in the round before: the step that failed was written the same way "
-    "again. Do not repeat it: change that line as the error message says (the names, keys or arguments "
-    "it lists are the ones that exist), or take another way"
-)
+_SAME_ERROR = "same_error.j2"
 
 
 def _live_note(reason: str) -> str:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from codeact import prompts
 from codeact.engine.errors import CodeactError
 from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.runtime.codec import has_tags, python_repr
 from codeact.segments import Segment, SegmentKind, exec_chain
 
 if TYPE_CHECKING:
@@ -108,7 +109,12 @@ def _outcome(call: Mapping[str, Any]) -> str:
         return f"error: {error.get('message', error)}"
     if error is not None:
         return f"error: {error}"
-    return _cut(json.dumps(call.get("result"), ensure_ascii=False, default=str))
+    return _cut(_shown(call.get("result")))
+
+
+def _shown(value: Any) -> str:
+    """Codec data for the model: JSON, or Python's repr for a value JSON cannot hold (never the codec's tag)."""
+    return python_repr(value) if has_tags(value) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _cut(text: str) -> str:
@@ -120,10 +126,7 @@ def interrupted_evaluation(round_index: int, calls: Sequence[Mapping[str, Any]],
     shown = []
     for call in calls:
         arguments = call.get("arguments") if isinstance(call.get("arguments"), Mapping) else {}
-        args = ", ".join(
-            f"{name}={_cut(json.dumps(value, ensure_ascii=False, default=str))}"
-            for name, value in (arguments or {}).items()
-        )
+        args = ", ".join(f"{name}={_cut(_shown(value))}" for name, value in (arguments or {}).items())
         shown.append(
             {
                 "toolkit": call.get("toolkit", "?"),

@@ -567,10 +567,15 @@ async def _write_run_artifacts(
 
 
 def _answer_text(answer: Any) -> str:
-    """A string answer as it is; anything else as JSON (never a Python repr)."""
+    """A string answer as it is; anything else as plain JSON (never a Python repr, never a codec tag).
+
+    Stdout is for programs too (``| jq``): a tuple answer prints as ``["A", 4]``, a date as its ISO text.
+    """
     if isinstance(answer, str):
         return answer
-    return json.dumps(answer, ensure_ascii=False, default=str)
+    from codeact.sandbox.runtime.codec import plain
+
+    return json.dumps(plain(answer), ensure_ascii=False, default=str)
 
 
 def _status_text(event: Event) -> str:

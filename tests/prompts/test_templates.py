@@ -22,6 +22,7 @@ OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"} | {
 }
 
 OWNED_ELSEWHERE = OWNED_ELSEWHERE | {"runner_input.j2"}  # tests/runner/test_entities.py
+OWNED_ELSEWHERE = OWNED_ELSEWHERE | {"call_help.j2"}  # tests/toolkits/test_call_help.py
 
 QWEN = FIM_FAMILIES["qwen"]
 SECTION_VARS: dict[str, Any] = {
@@ -226,6 +227,8 @@ CASES = [
         {"toolkit": "ledger", "operation": "add", "verdict": "denied", "reason": ""},
         id="queue_continue-denied",
     ),
+    pytest.param("same_error.j2", {"call": False}, id="same_error"),
+    pytest.param("same_error.j2", {"call": True}, id="same_error-call"),
     pytest.param(
         "self_check.j2",
         {"task": "List open login requirements", "answer": "R-1, R-4", "evaluation": "Ran without error."},
