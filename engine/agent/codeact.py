@@ -29,6 +29,7 @@ from codeact.engine.agent.finishing import FinishStep, Trigger, confirm_answer, 
 from codeact.engine.agent.support import describe_variables
 from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
 from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE
+from codeact.sandbox.runtime.codec import python_repr
 from codeact.segments import (
     CodeParseError,
     CompactConfig,
@@ -446,7 +447,8 @@ class CodeActLoop:
         if not spec.self_check or self._self_checks >= spec.max_self_checks:
             return Outcome(status="completed", reason=reason, answer=answer)
         self._self_checks += 1
-        text = prompts.render("self_check.j2", task=self.ctx.input, answer=answer, evaluation=evaluation)
+        shown = answer if isinstance(answer, str) else python_repr(answer)  # ('A', 4), never the codec's tags
+        text = prompts.render("self_check.j2", task=self.ctx.input, answer=shown, evaluation=evaluation)
         reply = await self.ctx.call_model("utility", messages=({"role": "user", "content": text},))
         verdict = reply.text.strip()
         if verdict.upper().startswith("DONE"):

@@ -28,7 +28,7 @@ from codeact import prompts
 from codeact.engine.agent.context import usage_of
 from codeact.engine.agent.support import describe_variables
 from codeact.engine.errors import ModelError
-from codeact.sandbox.runtime.codec import plain
+from codeact.sandbox.runtime.codec import plain, python_repr
 from codeact.segments import SegmentKind
 
 if TYPE_CHECKING:
@@ -83,8 +83,9 @@ class FinishStep:
 
 async def confirm_answer(ctx: RunContext, *, name: str, stdout: str) -> FinishStep:
     """Ask whether the answer variable ``name`` (set by the round just run) is the final answer."""
-    value = plain(ctx.variables.get(name))
-    shown = _short(repr(value))
+    stored = ctx.variables.get(name)
+    value = plain(stored)
+    shown = _short(python_repr(stored))
     text = prompts.render(
         "answer_confirm.j2", task=ctx.input, name=name, value=shown, stdout=_tail(stdout.strip(), _EVALUATION_CHARS)
     )
