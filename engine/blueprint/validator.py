@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from codeact.engine.blueprint._coerce import known_keys
+from codeact.engine.blueprint._coerce import block_at, field_block, known_keys
 from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
 from codeact.engine.blueprint.models import (
     CODEACT_VERSION,
@@ -650,8 +650,33 @@ class _Checks:
             if item.origin is not None:
                 message = f"{message} (in base blueprint {item.origin!r})"
             # A field of a base came from a codeact.agent/v1 file (only those are extended).
-            hint = _did_you_mean(item.path, codeact=self.codeact or item.origin is not None)
-            self.warning(item.path, "blueprint.field.unknown", f"{message}{hint or '.'}")
+            codeact = self.codeact or item.origin is not None
+            hint = _did_you_mean(item.path, codeact=codeact)
+            if _decides_access(item.path, codeact=codeact):
+                self.error(item.path, "blueprint.safety.field.unknown", f"{message}{hint or '.'} {_FAIL_CLOSED}")
+            else:
+                self.warning(item.path, "blueprint.field.unknown", f"{message}{hint or '.'}")
+
+
+_FAIL_CLOSED: Final = "Keys that decide what the model may do are never ignored: fix this one or remove it."
+# Top-level names that read as a setting of what the model may do, though no blueprint field has them.
+_ACCESS_WORDS: Final = ("approval", "grants", "limits", "network", "permissions", "policy", "secrets")
+
+
+def _decides_access(path: str, *, codeact: bool) -> bool:
+    """Whether an unknown key at ``path`` sits where keys decide what the model may do (issue 35: fail closed).
+
+    Inside a fail-closed block (a toolkit or tool grant, the sandbox, its limits) every unknown key
+    does; at the top level, a name close to such a block's field (``toolkit``, ``sandboxes``) or to
+    a word of access (``network``, ``secrets``, ``policy``, ...) does.
+    """
+    if path.count(".") > 1 or "[" in path:
+        return bool(getattr(block_at(Blueprint, path, codeact=codeact), "fail_closed", False))
+    name = path[2:].lower().replace("_", "").replace("-", "")
+    top = known_keys(Blueprint, "$.x", codeact=True)
+    guarded = [key for key in top if getattr(field_block(Blueprint, key), "fail_closed", False)]
+    words = [*(key.lower() for key in guarded), *_ACCESS_WORDS]
+    return bool(difflib.get_close_matches(name, words, n=1, cutoff=0.75))
 
 
 def _did_you_mean(path: str, *, codeact: bool) -> str:
@@ -660,7 +685,8 @@ def _did_you_mean(path: str, *, codeact: bool) -> str:
     In an ``ai4j.agent/v1`` file a ``codeact.agent/v1`` field is named as such, with the fix.
     """
     name = re.split(r"[.\[]", path)[-1]
-    if not codeact and path.count(".") == 1 and name in Blueprint.codeact_only:
+    holder = block_at(Blueprint, path, codeact=codeact)
+    if not codeact and name in getattr(holder, "codeact_only", ()):
         return f"; it is a {CODEACT_VERSION} field: set version: {CODEACT_VERSION} to use it."
     known = known_keys(Blueprint, path, codeact=codeact)
     by_folded = {key.lower().replace("_", ""): key for key in known}

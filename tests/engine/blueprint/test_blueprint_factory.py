@@ -200,8 +200,17 @@ def test_a_file_cannot_grant_itself_trust() -> None:
         "$.sandbox.allowSandboxDeclaration",
         "$.sandbox.allowedImports",
     ]
-    assert _create(blueprint, model_client=CLIENT).code == "blueprint.sandbox.unsupported"
+    # Inside the sandbox block an unknown key is an error (fail closed, issue 35), even with the host's consent.
     error = _create(blueprint, model_client=CLIENT, allow_sandbox_declaration=True)
+    assert error.code == "blueprint.validation.failed"
+    assert [(i.path, i.code) for i in error.report.errors] == [  # type: ignore[union-attr]
+        ("$.sandbox.allowSandboxDeclaration", "blueprint.safety.field.unknown"),
+        ("$.sandbox.allowedImports", "blueprint.safety.field.unknown"),
+    ]
+    # The top-level flags stay warnings (ignored, they widen nothing): the sandbox is still refused.
+    top_only = load_text(fixture("factory/trust_flags.yaml").read_text().replace("  allow", "  # allow"))
+    assert _create(top_only, model_client=CLIENT).code == "blueprint.sandbox.unsupported"
+    error = _create(top_only, model_client=CLIENT, allow_sandbox_declaration=True)
     assert error.code == "blueprint.sandbox.imports.denied"
 
 

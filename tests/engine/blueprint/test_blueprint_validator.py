@@ -97,7 +97,9 @@ CASES = [
     ),
     pytest.param(
         "validate/field_unknown.yaml",
-        [(W, "$.toolkits", "blueprint.field.unknown"), (W, "$.team", "blueprint.field.unknown")],
+        # ai4j reports unknown fields at the top level only, as warnings; but ``toolkits`` is a grant,
+        # which is never ignored silently (issue 35: fail closed).
+        [(E, "$.toolkits", "blueprint.safety.field.unknown"), (W, "$.team", "blueprint.field.unknown")],
         id="field.unknown-ai4j-top-level-only",
     ),
     pytest.param(
@@ -211,6 +213,26 @@ CASES = [
         ],
         id="field.unknown-codeact-nested",
     ),
+    pytest.param(
+        "validate/cx_safety_field_unknown.yaml",
+        [
+            (E, "$.toolkits[0].aproval", "blueprint.safety.field.unknown"),
+            (E, "$.sandbox.limits.memoryMB", "blueprint.safety.field.unknown"),
+            (E, "$.sandbox.network", "blueprint.safety.field.unknown"),
+            (E, "$.toolkit", "blueprint.safety.field.unknown"),
+            (E, "$.secrets", "blueprint.safety.field.unknown"),
+            (W, "$.teams", "blueprint.field.unknown"),
+        ],
+        id="safety.field.unknown-codeact",
+    ),
+    pytest.param(
+        "validate/safety_field_unknown.yaml",
+        [
+            (E, "$.tools[0].aproval", "blueprint.safety.field.unknown"),
+            (E, "$.sandbox.backend", "blueprint.safety.field.unknown"),
+        ],
+        id="safety.field.unknown-ai4j-nested",
+    ),
 ]
 
 
@@ -290,6 +312,22 @@ def test_unknown_field_messages() -> None:
         "Unknown field: model.routes.planner.",
         "Unknown field: workflow.codeact.selfcheck; did you mean 'selfCheck'?",
         "Unknown top-level field: allow_sandbox_declaration.",
+    ]
+
+
+def test_safety_field_messages_name_the_fix() -> None:
+    fix = "Keys that decide what the model may do are never ignored: fix this one or remove it."
+    assert [issue.message for issue in report_for("validate/cx_safety_field_unknown.yaml").errors] == [
+        f"Unknown field: toolkits[0].aproval; did you mean 'approval'? {fix}",
+        f"Unknown field: sandbox.limits.memoryMB; did you mean 'memoryMb'? {fix}",
+        f"Unknown field: sandbox.network. {fix}",
+        f"Unknown top-level field: toolkit; did you mean 'toolkits'? {fix}",
+        f"Unknown top-level field: secrets. {fix}",
+    ]
+    assert [issue.message for issue in report_for("validate/safety_field_unknown.yaml").errors] == [
+        f"Unknown field: tools[0].aproval; did you mean 'approval'? {fix}",
+        "Unknown field: sandbox.backend; it is a codeact.agent/v1 field: set version: codeact.agent/v1 to use it. "
+        + fix,
     ]
 
 
