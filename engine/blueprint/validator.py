@@ -186,6 +186,7 @@ class _Checks:
                 "blueprint.model.provider.required",
                 "model.provider is required, e.g. provider: openai-compatible.",
             )
+        self.provider("model.provider", model.provider)
         if _trim(model.model) is None and _trim(model.profile) is None:
             self.error(
                 "$.model.model", "blueprint.model.selector.required", "model.model or model.profile is required."
@@ -209,8 +210,25 @@ class _Checks:
                         "blueprint.model.route.model.required",
                         f"model.routes.{purpose}.model is required: a route names the model for {purpose}.",
                     )
+                self.provider(f"model.routes.{purpose}.provider", route.provider)
                 if self.codeact:
                     self.options(f"$.model.routes.{purpose}.options", route.options)
+
+    def provider(self, where: str, value: str | None) -> None:
+        """A provider codeact cannot call fails here, not 10 s into a run (issue 35); litellm is not imported."""
+        from codeact.engine.model.providers import known_provider, provider_suggestion
+
+        name = _trim(value)
+        if name is None or known_provider(name):
+            return
+        close = provider_suggestion(name)
+        hint = f"; did you mean {close!r}?" if close else "."
+        self.error(
+            f"$.{where}",
+            "blueprint.model.provider.unknown",
+            f"{where} {name!r} is not a provider codeact can call{hint} Write one of litellm's providers "
+            "(https://docs.litellm.ai/docs/providers) or codeact's own: local, scripted, openai-compatible.",
+        )
 
     def options(self, path: str, options: Mapping[str, Any]) -> None:
         for key in options:

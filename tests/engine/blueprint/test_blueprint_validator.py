@@ -367,7 +367,7 @@ def test_blueprint_built_in_python_validates_too() -> None:
 
 
 def test_ai4j_instructions_are_not_templates() -> None:
-    text = "version: ai4j.agent/v1\nid: t\nmodel: {provider: p, model: m}\ninstructions: {system: '{{ nope }}'}\n"
+    text = "version: ai4j.agent/v1\nid: t\nmodel: {provider: openai, model: m}\ninstructions: {system: '{{ nope }}'}\n"
     assert validate_blueprint(load_text(text)).issues == ()
 
 
