@@ -92,9 +92,7 @@ LOADED_NOT_GRANTED = (
 )
 
 
-def test_a_loaded_toolkit_the_blueprint_does_not_grant_is_refused(
-    tmp_path: Path, openai_server: OpenAIServer
-) -> None:
+def test_a_loaded_toolkit_the_blueprint_does_not_grant_is_refused(tmp_path: Path, openai_server: OpenAIServer) -> None:
     path = _blueprint(tmp_path, "toolkits:\n  - ref: system\n")
     openai_server.push(ORDER)
     rc, _, err = _run(path, openai_server)
