@@ -446,6 +446,7 @@ class AgentFactory:
                 timeout_seconds=limits.timeout_seconds,
                 memory_mb=limits.memory_mb,
                 cpus=limits.cpus,
+                cpu_seconds=limits.cpu_seconds,
                 pids=limits.pids,
                 output_bytes=limits.output_bytes,
                 artifact_bytes=limits.artifact_bytes,

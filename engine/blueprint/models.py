@@ -209,6 +209,7 @@ class SandboxLimits(_Block):
     timeout_seconds: float | None = None
     memory_mb: int | None = None
     cpus: float | None = None
+    cpu_seconds: int | None = None  # CPU seconds per round (RLIMIT_CPU); the runtime dies past it
     pids: int | None = None
     output_bytes: int | None = None
     artifact_bytes: int | None = None

@@ -229,6 +229,7 @@ class SandboxLimitSettings:
     timeout_seconds: float | None = None
     memory_mb: int | None = None
     cpus: float | None = None
+    cpu_seconds: int | None = None
     pids: int | None = None
     output_bytes: int | None = None
     artifact_bytes: int | None = None

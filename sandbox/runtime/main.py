@@ -56,6 +56,11 @@ async def _as_coroutine(awaitable: Any) -> Any:
     return await awaitable
 
 
+def cut_note(limit: int) -> str:
+    """What the cut marker says of the limit that cut (its size and the blueprint key that raises it)."""
+    return f": output is capped at {limit} bytes per stream and round, raise sandbox.limits.outputBytes"
+
+
 class CappedWriter:
     """A text stream keeping the head and the tail of what is written, within a byte budget.
 
@@ -123,7 +128,7 @@ class CappedWriter:
         return False
 
     def getvalue(self) -> str:
-        """The captured text; when over budget: head, a ``... [N bytes cut] ...`` marker, tail."""
+        """The captured text; over budget: head, a ``... [N bytes cut: ...the limit and its key] ...`` marker, tail."""
         head = "".join(self._head)
         if not self._overflow:
             text = head
@@ -140,7 +145,7 @@ class CappedWriter:
         t = tb[len(tb) - min(half, len(tb)) :].decode("utf-8", "ignore") if half else ""
         h = hb[: self.limit - len(t.encode())].decode("utf-8", "ignore")
         cut = self._total - len(h.encode()) - len(t.encode())
-        return f"{h}\n... [{cut} bytes cut] ...\n{t}"
+        return f"{h}\n... [{cut} bytes cut{cut_note(self.limit)}] ...\n{t}"
 
 
 def format_error(
