@@ -676,6 +676,25 @@ def _set_cpu_limit(cpu_s: Any) -> None:
         pass
 
 
+def _die_of_sigxcpu_as_pid_1() -> None:
+    """As pid 1 (a container's runtime) exit with 128+SIGXCPU when the round's CPU limit fires.
+
+    The kernel does not deliver SIGXCPU's default action (terminate) to a pid namespace's init, so
+    without a handler a busy loop would run on until the round's time limit. The handler runs between
+    bytecodes; a long call in C is still bounded by that time limit. The host reads the exit status as
+    the CPU limit (``CpuLimitExceeded``). Under bubblewrap the runtime is pid 2: the default action works.
+    """
+    import signal
+
+    if os.getpid() != 1 or not hasattr(signal, "SIGXCPU"):
+        return
+
+    def _exit(signum: int, _frame: Any) -> None:
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGXCPU, _exit)
+
+
 def _apply_rlimits(rlimits: dict[str, Any]) -> None:
     """Lower this process's resource limits (soft and hard) before any user code runs."""
     import resource
@@ -754,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
     proxy.watch_host(sock)
     if config.get("rlimits"):
         _apply_rlimits(config["rlimits"])
+    _die_of_sigxcpu_as_pid_1()
     if config.get("cwd"):
         os.chdir(config["cwd"])
     manifest = result.get("manifest") if isinstance(result, dict) else None
