@@ -133,3 +133,20 @@ def test_an_unknown_provider_fails_validate_and_run(tmp_path: Path, openai_serve
     assert rc == 2
     assert err.splitlines()[1:] == [f"  {message}"]
     assert openai_server.requests == []
+
+
+def test_a_flow_must_grant_a_loaded_toolkit_in_one_of_its_agents(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    for name, grants in (("writer", "[{ref: system}]"), ("buyer", "[{ref: system}]")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"version: codeact.agent/v1\nid: {name}\nmodel: {{provider: openai-compatible, model: openai/test-model}}\n"
+            f"toolkits: {grants}\nworkflow: {{mode: codeact, maxTurns: 2, codeact: {{thought: 'off'}}}}\n"
+        )
+    path = tmp_path / "flow.yaml"
+    path.write_text(
+        "version: codeact.agent/v1\nid: shopping\nworkflow: {mode: flow}\n"
+        "flow: {kind: sequential, agents: [{path: ./writer.yaml}, {path: ./buyer.yaml}]}\n"
+    )
+    rc, _, err = _run(path, openai_server)
+    assert rc == 2
+    assert err.splitlines() == [LOADED_NOT_GRANTED.replace("'agent.yaml'", "'flow.yaml'")]
+    assert openai_server.requests == []
