@@ -99,6 +99,11 @@ def test_a_loaded_toolkit_the_blueprint_does_not_grant_is_refused(tmp_path: Path
     assert rc == 2
     assert err.splitlines() == [LOADED_NOT_GRANTED]
     assert openai_server.requests == []
+    # codeact validate --toolkit says it too.
+    rc, out, _ = cli("validate", str(path), "--toolkit", SHOP)
+    assert rc == 1
+    message = LOADED_NOT_GRANTED.removeprefix("Blueprint factory error [blueprint.toolkit.notGranted]: ")
+    assert out.splitlines()[1:] == [f"  ERROR $.toolkits blueprint.toolkit.notGranted: {message}"]
     # The same for the Python API: a toolkit given for the agent must be granted by its blueprint.
     with pytest.raises(BlueprintFactoryError) as caught:
         Agent.from_blueprint(path, toolkits=[shop_toolkit.Shop], base_url=openai_server.base_url)
