@@ -674,8 +674,8 @@ def limit_error(hit: LimitName, limits: Limits) -> ExecutionError:
     return ExecutionError(
         type="MemoryLimitExceeded",
         message=(
-            f"the round ran past its {mb:g} MB memory limit (the sandbox's processes together) and was killed out "
-            f"of memory; {_REPLACED}. Hold less in memory at once, or raise the limit (sandbox.limits.memoryMb)"
+            f"the round ran past its {mb:g} MB memory limit (its processes and the files they wrote, together); "
+            f"{_REPLACED}. Hold less in memory at once, or raise the limit (sandbox.limits.memoryMb)"
         ),
     )
 
