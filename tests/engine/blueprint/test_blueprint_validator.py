@@ -381,3 +381,18 @@ def test_unquoted_thought_off_means_off() -> None:
     assert validate_blueprint(bp).valid
     assert bp.workflow is not None and bp.workflow.codeact is not None
     assert bp.workflow.codeact.thought == "off"
+
+
+def test_mcp_and_a2a_unknown_keys_are_errors_with_the_did_you_mean() -> None:
+    report = validate_blueprint(
+        load_text(
+            "version: codeact.agent/v1\nid: a\nmodel: {provider: openai, model: m}\ntoolkits:\n"
+            "  - ref: fs\n    mcp: {url: 'http://127.0.0.1:1/mcp', timout: 5}\n"
+            "  - ref: agents\n    a2a: {agents: {reviewer: 'http://127.0.0.1:2'}, timout: 5}\n"
+        )
+    )
+    assert [issue.message for issue in report.errors] == [
+        "toolkits[0].mcp.timout is not a known field (did you mean 'timeout'?); known fields: args, command, cwd, "
+        "env, headers, startTimeout, timeout, url.",
+        "toolkits[1].a2a.timout is not a known field (did you mean 'timeout'?); known fields: agents, timeout.",
+    ]
