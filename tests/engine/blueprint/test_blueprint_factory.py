@@ -404,7 +404,8 @@ def test_none_context_is_an_empty_context() -> None:
 )
 def test_factory_renders_templates_itself(system: str, code: str) -> None:
     blueprint = load_text(
-        f"version: codeact.agent/v1\nid: t\nmodel: {{provider: openai, model: m}}\ninstructions: {{system: '{system}'}}\n"
+        "version: codeact.agent/v1\nid: t\nmodel: {provider: openai, model: m}\n"
+        f"instructions: {{system: '{system}'}}\n"
     )
     lenient = AgentFactory(validator=lambda _: ValidationReport())
     with pytest.raises(BlueprintFactoryError) as caught:
