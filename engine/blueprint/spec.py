@@ -81,6 +81,10 @@ class HostContext:
         max_round_seconds: The most seconds of code per round a blueprint may ask for
             (``workflow.codeact.roundSeconds``, ``sandbox.limits.timeoutSeconds``;
             ``--max-round-seconds``; None: 600 s); a blueprint asking more is refused.
+        offered_toolkits: Names of the toolkits the caller loaded for this one agent (``codeact run
+            --toolkit``, ``Agent.from_blueprint(toolkits=[...])``). Each must be granted by the
+            blueprint or one of its sub-agents, else the factory refuses it with
+            ``blueprint.toolkit.notGranted``: loaded but not granted, every call to it would fail.
     """
 
     model_client: Any | None = None
@@ -96,6 +100,7 @@ class HostContext:
     work_dir: Path | None = None
     now: _dt.datetime | None = None
     max_round_seconds: float | None = None
+    offered_toolkits: tuple[str, ...] = ()
 
 
 AgentKind = Literal["react", "codeact"]
@@ -224,6 +229,7 @@ class SandboxLimitSettings:
     timeout_seconds: float | None = None
     memory_mb: int | None = None
     cpus: float | None = None
+    cpu_seconds: int | None = None
     pids: int | None = None
     output_bytes: int | None = None
     artifact_bytes: int | None = None
