@@ -18,6 +18,7 @@ An unreadable round record stops the replay there: the rounds before it are repl
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -174,6 +175,13 @@ def session_hash_seed(note: Any) -> int:
 
 
 _MAX_HASH_SEED = 4294967295
+_CUT_MARKER = re.compile(r"\n\.\.\. \[(\d+) bytes cut[^\]\n]*\] \.\.\.\n")
+_LIMIT_ERRORS = frozenset({"CpuLimitExceeded", "MemoryLimitExceeded"})
+
+
+def _uncut(text: str) -> str:
+    """``text`` with the output limit's cut marker in its older, shorter form (records of either version compare)."""
+    return _CUT_MARKER.sub(r"\n... [\1 bytes cut] ...\n", text)
 
 
 def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
@@ -373,10 +381,12 @@ async def _replay_round(
     unmade = len(switch.hung)
     switch.hung = []
     diffs: list[str] = []
-    if result.stdout != record.stdout:
+    if _uncut(result.stdout) != _uncut(record.stdout):
         diffs.append(f"stdout: recorded {_short(record.stdout)}, replayed {_short(result.stdout)}")
     recorded_error = (record.error or {}).get("type"), (record.error or {}).get("line")
     replayed_error = (result.error.type, result.error.line) if result.error is not None else (None, None)
+    if recorded_error[0] == "SandboxCrashed" and replayed_error[0] in _LIMIT_ERRORS:
+        recorded_error = replayed_error  # recorded before a limit named itself (issue 35): the same death
     if recorded_error != replayed_error:
         diffs.append(f"error: recorded {recorded_error}, replayed {replayed_error}")
     if (record.control or None) != (result.control or None):

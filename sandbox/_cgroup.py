@@ -162,6 +162,20 @@ class SandboxCgroup:
             return []
         return [int(p) for p in text.split()]
 
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for reaching the memory limit (``oom_kill`` of memory.events)."""
+        name = "memory.events" if self._layout.version == 2 else "memory.oom_control"
+        directory = self._layout.dirs[0] if self._layout.version == 2 else self._layout.dirs[1]
+        try:
+            text = (directory / name).read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return 0
+
     def kill(self, *, keep: frozenset[int] = frozenset()) -> int:
         """SIGKILL every process in the cgroup but ``keep``; new forks are refused while it runs.
 

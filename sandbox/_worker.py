@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from codeact.sandbox.channel import Channel
 
@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 _KiB: Final = 1024
 _MiB: Final = 1024 * 1024
 _GiB: Final = 1024 * 1024 * 1024
+
+LimitName = Literal["cpu", "memory"]
+"""A resource limit whose enforcement kills the runtime (the others fail inside the code: see ``limit_note``)."""
 
 _MAX_ROUND_ARTIFACT_BYTES: Final = 5 * _MiB
 """Artifacts travel base64-encoded in the round's result frame (8 MiB at most): the per-round cap stops below."""
@@ -27,7 +30,8 @@ class Limits:
     Attributes:
         wall_s: Default limit of a round: seconds of the code's own time (time while a toolkit call is in
             flight on the host is not counted); the runtime is KILLED past it.
-        cpu_s: CPU seconds a round may use (soft RLIMIT_CPU per round; subprocess backend).
+        cpu_s: CPU seconds a round may use (soft RLIMIT_CPU per round, set by the runtime in both backends;
+            ``sandbox.limits.cpuSeconds``): past it the runtime dies of SIGXCPU, the round ends ``CpuLimitExceeded``.
         memory_bytes: Address space of the runtime (RLIMIT_AS) and the memory limit of its cgroup (all
             its processes together) / the container's memory limit.
         output_bytes: Cap of stdout and of stderr per round (head + tail kept, middle cut).
@@ -120,6 +124,10 @@ class RuntimeWorker(abc.ABC):
     def crash_detail(self) -> str:
         """A short explanation of why the runtime died (exit status, signal, last stderr line)."""
         return "the runtime exited"
+
+    def limit_hit(self) -> LimitName | None:
+        """The resource limit that killed the runtime (after it exited), if its exit says so; None otherwise."""
+        return None
 
     async def aclose(self) -> None:
         """Kill the runtime and release its resources (channel, directories)."""

@@ -14,13 +14,14 @@ import abc
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import time
 from collections.abc import AsyncGenerator, Awaitable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Self
 
 from codeact.sandbox._spawn import start_slot
-from codeact.sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, Limits, RuntimeWorker
+from codeact.sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, LimitName, Limits, RuntimeWorker
 from codeact.sandbox.aio import cancel_and_wait, wait_for
 from codeact.sandbox.artifacts import artifacts_from_answer
 from codeact.sandbox.channel import Channel, ChannelClosedError, RpcHandler
@@ -31,7 +32,7 @@ from codeact.sandbox.runtime import protocol as _p
 if TYPE_CHECKING:
     from codeact.sandbox.policy import Policy
 
-__all__ = ["Limits", "RuntimeWorker", "Sandbox", "plain_file_name"]
+__all__ = ["Limits", "RuntimeWorker", "Sandbox", "limit_error", "limit_note", "plain_file_name"]
 
 
 _PLACE_FILE_S = 30.0
@@ -39,6 +40,10 @@ _PLACE_FILE_S = 30.0
 
 _QUICK_DEATH_S = 0.5
 """A crash this soon after a round started, with no call made, is a runtime that was already dead."""
+_MARKER_SLACK = 300
+"""Bytes of the runtime's cut marker (``... [N bytes cut: ...] ...``) over the output limit, let through."""
+_EXIT_GRACE_S = 2.0
+"""How long a runtime whose bridge closed may take to exit on its own before it is killed (its status says why)."""
 
 
 class Sandbox(abc.ABC):
@@ -371,7 +376,13 @@ class Sandbox(abc.ABC):
     ) -> ExecutionResult:
         started = time.perf_counter()
         result = await self._execute_once(code, variables, deadline, started, nondeterminism, clock)
-        if result.status == "crashed" and result.rpc_count == 0 and time.perf_counter() - started < _QUICK_DEATH_S:
+        if (
+            result.status == "crashed"
+            and result.error is not None
+            and result.error.type == "SandboxCrashed"  # not a limit the code ran into: that would again
+            and result.rpc_count == 0
+            and time.perf_counter() - started < _QUICK_DEATH_S
+        ):
             # The runtime was already gone (killed between rounds, the host had not noticed yet):
             # no toolkit call was made, so nothing on the host happened twice. Run on a fresh one.
             result = await self._execute_once(code, variables, deadline, started, nondeterminism, clock)
@@ -480,17 +491,26 @@ class Sandbox(abc.ABC):
             )
         except (ChannelClosedError, _p.RpcError) as exc:
             rpc_count = await channel.end_round()
+            if isinstance(exc, ChannelClosedError):
+                # The runtime died on its own: let it exit, so its status tells why (a limit's signal).
+                with contextlib.suppress(Exception):
+                    await worker.wait_exit(_EXIT_GRACE_S)
             worker.kill()
             with contextlib.suppress(Exception):
                 await worker.wait_exit(5.0)
             detail = worker.crash_detail() if isinstance(exc, ChannelClosedError) else f"bad answer: {exc}"
+            hit = worker.limit_hit() if isinstance(exc, ChannelClosedError) else None
             await self._discard(worker)
-            error = ExecutionError(
-                type="SandboxCrashed",
-                message=(
-                    f"the sandbox runtime died during the round ({detail}); the next round starts a fresh one "
-                    "(the variables from before the round are kept)"
-                ),
+            error = (
+                limit_error(hit, self.limits)
+                if hit is not None
+                else ExecutionError(
+                    type="SandboxCrashed",
+                    message=(
+                        f"the sandbox runtime died during the round ({detail}); the next round starts a fresh one "
+                        "(the variables from before the round are kept)"
+                    ),
+                )
             )
             return self._result(
                 started,
@@ -545,11 +565,11 @@ class Sandbox(abc.ABC):
             return self._result(
                 started, variables=variables, status="crashed", error=error, rpc_count=rpc_count, isolation=isolation
             )
-        limit = self.limits.output_bytes + 100  # the runtime already cut; allow for its marker
+        limit = self.limits.output_bytes
         stdout = answer.get("stdout")
         stderr = answer.get("stderr")
         raw_error = answer.get("error")
-        failure = None if raw_error is None else ExecutionError.from_json(raw_error)
+        failure = None if raw_error is None else limit_note(ExecutionError.from_json(raw_error), self.limits)
         captured = answer.get("variables")
         control = answer.get("control")
         if isinstance(control, dict) and control.get("kind") == "budget_exceeded" and failure is None:
@@ -573,8 +593,9 @@ class Sandbox(abc.ABC):
         if answer.get("warm") is True:  # the round continued the warm namespace: replay does the same
             nondeterminism = {"reads": [], **(nondeterminism or {}), "warm": True}
         return ExecutionResult(
-            stdout=truncate_output(stdout, limit) if isinstance(stdout, str) else "",
-            stderr=truncate_output(stderr, limit) if isinstance(stderr, str) else "",
+            # The runtime already cut (a misbehaving one is cut here): let its marker through.
+            stdout=truncate_output(stdout, limit, slack=_MARKER_SLACK) if isinstance(stdout, str) else "",
+            stderr=truncate_output(stderr, limit, slack=_MARKER_SLACK) if isinstance(stderr, str) else "",
             error=failure,
             variables=captured if isinstance(captured, dict) else variables,
             uncaptured=uncaptured,
@@ -637,6 +658,59 @@ async def _code_time_bounded(
     finally:
         if not answer.done():
             answer.cancel()  # not awaited: a second cancel of this task must not be swallowed here
+
+
+_REPLACED: Final = "the sandbox was killed and will be replaced (the variables from before the round are kept)"
+
+
+def limit_note(error: ExecutionError, limits: Limits) -> ExecutionError:
+    """``error`` with the limit it ran into named, when a limit that fails inside the code raised it.
+
+    The address-space limit raises ``MemoryError``; the process limit makes a fork fail with EAGAIN
+    (``BlockingIOError``) or a thread refuse to start. Only the message changes: replay compares the
+    type and the line.
+    """
+    note: str | None = None
+    if error.type == "MemoryError":
+        note = (
+            f"the sandbox's memory limit is {limits.memory_bytes / (1024 * 1024):g} MB: hold less in memory at "
+            "once, or raise the limit (sandbox.limits.memoryMb)"
+        )
+    elif (error.type == "BlockingIOError" and "Resource temporarily unavailable" in error.message) or (
+        error.type == "RuntimeError" and "can't start new thread" in error.message
+    ):
+        note = (
+            f"the sandbox's limit of {limits.processes} processes and threads was reached: start fewer, or raise "
+            "the limit (sandbox.limits.pids)"
+        )
+    if note is None:
+        return error
+    message = f"{error.message} ({note})" if error.message else note
+    return dataclasses.replace(error, message=message)
+
+
+def limit_error(hit: LimitName, limits: Limits) -> ExecutionError:
+    """The error of a round whose runtime a resource limit killed: the limit, its value and the key that raises it.
+
+    Worded like the round's time limit (``DeadlineExceeded``): what ran past which limit, what happened
+    to the sandbox, and the blueprint key to raise (docs/limits.md).
+    """
+    if hit == "cpu":
+        return ExecutionError(
+            type="CpuLimitExceeded",
+            message=(
+                f"the round ran past its {limits.cpu_s} s limit of CPU time (seconds the code kept a CPU busy); "
+                f"{_REPLACED}. Split heavy work over several rounds, or raise the limit (sandbox.limits.cpuSeconds)"
+            ),
+        )
+    mb = limits.memory_bytes / (1024 * 1024)
+    return ExecutionError(
+        type="MemoryLimitExceeded",
+        message=(
+            f"the round ran past its {mb:g} MB memory limit (its processes and the files they wrote, together); "
+            f"{_REPLACED}. Hold less in memory at once, or raise the limit (sandbox.limits.memoryMb)"
+        ),
+    )
 
 
 def _compile_error(failure: Any) -> ExecutionError:

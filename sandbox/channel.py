@@ -52,7 +52,9 @@ class RpcHandler(Protocol):
 
         Returns:
             ``{"toolkits": {name: {"description": str,
-            "operations": {op: {"params": [names in order], "required": [names]}}}}}``
+            "operations": {op: {"params": [names in order], "required": [names]}}}}}``; an operation
+            with keyword-only, positional-only or variadic parameters adds ``"positional"`` and
+            ``"keyword"`` (names) and ``"varargs"`` / ``"varkw"`` (the ``*args`` / ``**kwargs`` name).
         """
         ...
 

@@ -147,21 +147,24 @@ def _str(value: Any, default: str) -> str:
     return value if isinstance(value, str) else default
 
 
-def truncate_output(text: str, limit: int) -> str:
+def truncate_output(text: str, limit: int, *, slack: int = 0) -> str:
     """Keep the head and the tail of ``text`` within ``limit`` UTF-8 bytes, marking the cut.
 
     Args:
         text: The full output.
         limit: The byte budget (``Limits.output_bytes``).
+        slack: Bytes over ``limit`` let through uncut (the runtime's own cut marker, already in ``text``).
 
     Returns:
-        ``text`` unchanged when it fits, else the head, a ``... [N bytes cut] ...`` line, and the tail.
+        ``text`` unchanged when it fits, else the head, a ``... [N bytes cut: <the limit, its key>] ...`` line,
+        and the tail.
     """
     data = text.encode("utf-8", "replace")
-    if len(data) <= limit:
+    if len(data) <= limit + slack:
         return text
     half = max(limit // 2, 0)
     head = data[:half].decode("utf-8", "ignore")
     tail = data[len(data) - half :].decode("utf-8", "ignore") if half else ""
     cut = len(data) - len(head.encode()) - len(tail.encode())
-    return f"{head}\n... [{cut} bytes cut] ...\n{tail}"
+    note = f": output is capped at {limit} bytes per stream and round, raise sandbox.limits.outputBytes"
+    return f"{head}\n... [{cut} bytes cut{note}] ...\n{tail}"

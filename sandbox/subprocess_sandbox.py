@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from codeact.sandbox import _spawn
 from codeact.sandbox._cgroup import SandboxCgroup, cgroup_support
 from codeact.sandbox._owner import dir_prefix, host_tag, session_of
+from codeact.sandbox._worker import LimitName
 from codeact.sandbox.aio import cancel_and_wait, finish_through_cancels, wait_for
 from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
@@ -287,6 +288,15 @@ class _ProcessWorker(RuntimeWorker):
         if last:
             detail += f"; last stderr line: {last[-1][:300]}"
         return detail
+
+    def limit_hit(self) -> LimitName | None:
+        """``cpu`` for a death by SIGXCPU (RLIMIT_CPU; bubblewrap reports it as 128+24), ``memory`` for an OOM kill."""
+        code = self.proc.returncode
+        if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+            return "cpu"
+        if self.cgroup is not None and self.cgroup.oom_kills() > 0:
+            return "memory"
+        return None
 
     async def aclose(self) -> None:
         """Kill, reap, close the channel, remove the work dir."""

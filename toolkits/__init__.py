@@ -32,7 +32,7 @@ from codeact.toolkits.errors import (
 )
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, RecordCaps, cap_calls
 from codeact.toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
-from codeact.toolkits.spec import Approval, OperationSpec, ParameterSpec
+from codeact.toolkits.spec import Approval, OperationSpec, ParameterKind, ParameterSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "MemoryAccess",
     "ModelAccess",
     "OperationSpec",
+    "ParameterKind",
     "ParameterSpec",
     "RecordCaps",
     "ToolkitBridge",

@@ -13,6 +13,7 @@ _SECTION = re.compile(
 _ARG = re.compile(r"^\*{0,2}(?P<name>[A-Za-z_]\w*)\s*(?:\((?P<type>[^)]*)\))?\s*:\s*(?P<text>.*)$")
 _ARGS_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments"}
 _RETURNS_SECTIONS = {"Returns", "Return", "Yields"}
+_EXAMPLE_SECTIONS = {"Example", "Examples"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,6 +23,8 @@ class Docstring:
     description: str = ""
     args: dict[str, str] = field(default_factory=dict)
     returns: str = ""
+    examples: tuple[str, ...] = ()
+    """The code lines of the ``Example(s):`` sections (``>>> `` prompts removed, output lines left out)."""
 
     @property
     def summary(self) -> str:
@@ -67,6 +70,7 @@ def parse_docstring(doc: str | None) -> Docstring:
     description = ""
     args: dict[str, str] = {}
     returns = ""
+    examples: list[str] = []
     for title, body in sections:
         if title == "":
             description = _join(body)
@@ -74,7 +78,16 @@ def parse_docstring(doc: str | None) -> Docstring:
             args.update(_parse_args(body))
         elif title in _RETURNS_SECTIONS and not returns:
             returns = _join(body)
-    return Docstring(description=description, args=args, returns=returns)
+        elif title in _EXAMPLE_SECTIONS:
+            examples.extend(_example_lines(body))
+    return Docstring(description=description, args=args, returns=returns, examples=tuple(examples))
+
+
+def _example_lines(body: list[str]) -> list[str]:
+    """Code lines of an example: the ``>>>`` lines when there are any (the rest is their output), else all."""
+    lines = [line.strip() for line in body if line.strip() and not line.strip().startswith("```")]
+    prompted = [line[4:].strip() for line in lines if line.startswith(">>> ")]
+    return prompted or lines
 
 
 def _parse_args(body: list[str]) -> dict[str, str]:

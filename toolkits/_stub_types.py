@@ -2,10 +2,10 @@
 
 ``item: Item`` (a pydantic model with ``sku``, ``name``, ``qty``) is shown to the model as
 ``item: Item`` together with a ``class Item(TypedDict)`` listing its fields with their types,
-defaults and descriptions, instead of a bare ``dict``. Types come from the operation's JSON
-schema (``$defs``), so dynamic toolkits that publish ``$defs`` get the same treatment. Bounded:
-types nested deeper than ``MAX_DEPTH`` levels, or past ``MAX_TYPES`` types in one prompt, are
-shown as ``dict``; a type shows at most ``MAX_FIELDS`` fields.
+defaults, bounds (``qty: int  # 1 <= qty <= 100``) and descriptions, instead of a bare ``dict``.
+Types come from the operation's JSON schema (``$defs``), so dynamic toolkits that publish ``$defs``
+get the same treatment. Bounded: types nested deeper than ``MAX_DEPTH`` levels, or past
+``MAX_TYPES`` types in one prompt, are shown as ``dict``; a type shows at most ``MAX_FIELDS`` fields.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from codeact.toolkits._constraints import constraint_text
 
 __all__ = ["MAX_DEPTH", "MAX_FIELDS", "MAX_TYPES", "TypeCollector"]
 
@@ -93,6 +95,7 @@ class TypeCollector:
                     "annotation": self._render(fschema, defs, prefix=prefix, depth=depth + 1, active=active),
                     "required": fname in required,
                     "default": json.dumps(fschema["default"]) if "default" in fschema else None,
+                    "bounds": constraint_text(fschema, fname),
                     "description": _one_line(str(fschema.get("description", ""))),
                 }
             )

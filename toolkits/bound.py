@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -129,6 +130,8 @@ def _not_a_toolkit(obj: object) -> ToolkitDefinitionError:
 def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
     method = getattr(instance, op.method)
     context_param = op.context_param
+    if op.layout:  # `/` or `*args`: called with positional arguments, the variadics spread
+        method = _spreading(method, op)
 
     if op.is_async:
 
@@ -150,6 +153,17 @@ def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
     return _BoundOperation(
         spec=op.spec, validate=op.validator, invoke=invoke, wants_context=op.context_param is not None
     )
+
+
+def _spreading(method: Callable[..., Any], op: MethodOperation) -> Callable[..., Any]:
+    """``method`` called by argument names, as the bridge does, with ``op.call_arguments``' shape."""
+
+    @functools.wraps(method)  # keeps `blocking = True` (toolkits._sync) and the coroutine-ness for readers
+    def spread(**arguments: Any) -> Any:
+        args, kwargs = op.call_arguments(arguments)
+        return method(*args, **kwargs)
+
+    return spread
 
 
 def _bind_dynamic(dynamic: DynamicToolkit) -> BoundToolkit:

@@ -14,13 +14,14 @@ import difflib
 import time
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator, Iterable
+from collections.abc import Coroutine, Generator, Iterable, Mapping
 from typing import Any
 
 import pydantic
 
 from codeact.sandbox.runtime import codec
 from codeact.sandbox.runtime import protocol as _p
+from codeact.toolkits._call_help import call_help, refused_operation
 from codeact.toolkits._errors import safe_message
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
@@ -30,6 +31,7 @@ from codeact.toolkits.context import CALL_ID, Control, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
 from codeact.toolkits.registry import ToolkitRegistry
+from codeact.toolkits.spec import OperationSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
 __all__ = ["ToolkitBridge"]
@@ -289,11 +291,7 @@ class ToolkitBridge:
         for bound, ops in self._granted_toolkits():
             operations = {}
             for op in ops:
-                spec = bound.operations[op]
-                operations[op] = {
-                    "params": [p.name for p in spec.parameters],
-                    "required": [p.name for p in spec.parameters if p.required],
-                }
+                operations[op] = _manifest_entry(bound.operations[op])
             toolkits[bound.name] = {"description": bound.description, "operations": operations}
         return {"toolkits": toolkits}
 
@@ -306,6 +304,22 @@ class ToolkitBridge:
         """The granted operations in the function-calling form."""
         granted = self._granted_toolkits()
         return openai_tools([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
+
+    def call_help(self, error: Mapping[str, Any] | None) -> str | None:
+        """What to show the model after ``error`` (a round's ``{"type", "message", ...}``), if it refused a call.
+
+        For a call of a granted operation refused by the argument check (the bridge's ``invalid arguments
+        for ...`` or the runtime proxy's ``TypeError``): its one-line signature, its bounds and one correct
+        call (``prompts/call_help.j2``); ``None`` for any other error.
+        """
+        refused = refused_operation(error)
+        if refused is None:
+            return None
+        toolkit, operation = refused
+        bound = self._lookup(toolkit)
+        if bound is None or operation not in self._grants.get(toolkit, ()) or operation not in bound.operations:
+            return None
+        return call_help(bound.operations[operation], toolkit=toolkit)
 
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
@@ -657,6 +671,26 @@ async def _in_own_task(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+def _manifest_entry(spec: OperationSpec) -> dict[str, Any]:
+    """How the runtime's proxy maps a call's arguments to names (``sandbox/runtime/proxy.py``).
+
+    ``positional`` and ``keyword`` are only sent when they differ from ``params`` (keyword-only,
+    positional-only or variadic parameters), ``varargs`` / ``varkw`` only when there is one.
+    """
+    params = spec.parameters
+    entry: dict[str, Any] = {"params": [p.name for p in params], "required": [p.name for p in params if p.required]}
+    if all(p.kind == "positional_or_keyword" for p in params):
+        return entry
+    entry["positional"] = [p.name for p in params if p.kind in ("positional_only", "positional_or_keyword")]
+    entry["keyword"] = [p.name for p in params if p.kind in ("positional_or_keyword", "keyword_only")]
+    for p in params:
+        if p.kind == "var_positional":
+            entry["varargs"] = p.name
+        elif p.kind == "var_keyword":
+            entry["varkw"] = p.name
+    return entry
 
 
 def _manifest_from_records(records: list[CallRecord]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from codeact.toolkits._docstring import parse_docstring
 from codeact.toolkits._schema import ArgumentsValidator, render_annotation, returns_schema
 from codeact.toolkits.context import Control, ToolkitContext
 from codeact.toolkits.errors import ToolkitDefinitionError
-from codeact.toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterSpec
+from codeact.toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterKind, ParameterSpec
 
 __all__ = ["MethodOperation", "ToolkitSpec", "operation", "toolkit", "toolkit_spec"]
 
@@ -46,6 +46,9 @@ class MethodOperation:
         context_param: The parameter that receives the ``ToolkitContext``, if any.
         is_async: Whether the method is a coroutine function (sync ones run in a worker thread).
         validator: Validates and converts the arguments.
+        layout: Every parameter after ``self`` (the context one too) with its kind, in signature order,
+            when the method must be called with positional arguments (it has ``/`` or ``*args``);
+            empty when a call by keywords does.
     """
 
     spec: OperationSpec
@@ -53,6 +56,31 @@ class MethodOperation:
     context_param: str | None
     is_async: bool
     validator: ArgumentsValidator
+    layout: tuple[tuple[str, ParameterKind], ...] = ()
+
+    def call_arguments(self, arguments: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The ``(args, kwargs)`` to call the method with, from validated ``arguments`` by name.
+
+        A variadic's value is spread (``*args``' list after the positional values, ``**kwargs``' object
+        among the keywords); everything else is passed by keyword unless ``layout`` says it cannot be.
+        """
+        if not self.layout:
+            return [], arguments
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for name, kind in self.layout:
+            if name not in arguments:
+                continue
+            value = arguments[name]
+            if kind in ("positional_only", "positional_or_keyword"):
+                args.append(value)
+            elif kind == "var_positional":
+                args.extend(value)
+            elif kind == "var_keyword":
+                kwargs.update(value)
+            else:
+                kwargs[name] = value
+        return args, kwargs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,26 +259,32 @@ def _build_operation(
     fields: list[tuple[str, Any, Any, str]] = []
     specs: list[ParameterSpec] = []
     for param in params[1:]:
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolkitDefinitionError(
-                f"operation {where}: variadic parameter {param.name!r} is not supported; declare each parameter"
-            )
-        if param.kind is param.POSITIONAL_ONLY:
-            raise ToolkitDefinitionError(
-                f"operation {where}: positional-only parameter {param.name!r} is not supported (arguments "
-                "cross the bridge by name)"
-            )
         if param.name not in hints:
+            star = "*" if param.kind is param.VAR_POSITIONAL else "**" if param.kind is param.VAR_KEYWORD else ""
             raise ToolkitDefinitionError(
                 f"operation {where}: parameter {param.name!r} has no type annotation; annotate it "
-                f"(for example `{param.name}: str`)"
+                f"(for example `{star}{param.name}: str`)"
             )
         hint = hints[param.name]
         if _is_context(hint):
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolkitDefinitionError(
+                    f"operation {where}: the ToolkitContext parameter {param.name!r} cannot be variadic"
+                )
             context_param = param.name
             continue
+        # A variadic parameter crosses as one value under its name: the list of the extra positional
+        # values (``*args: int`` -> ``tuple[int, ...]``), the object of the extra keywords.
+        kind: ParameterKind = _KINDS[param.kind]
+        field_type = (
+            tuple[hint, ...]  # type: ignore[valid-type]
+            if kind == "var_positional"
+            else dict[str, hint]  # type: ignore[valid-type]
+            if kind == "var_keyword"
+            else hint
+        )
         try:
-            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(hint)
+            adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(field_type)
             schema = adapter.json_schema()
         except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticInvalidForJsonSchema, TypeError) as exc:
             raise ToolkitDefinitionError(
@@ -258,17 +292,19 @@ def _build_operation(
                 f"cross the bridge as JSON; {_JSON_HINT}"
             ) from exc
         del schema  # only generated to prove the type is JSON-able; the full schema comes from the model
-        required = param.default is inspect.Parameter.empty
-        default = ... if required else param.default
+        variadic = kind in ("var_positional", "var_keyword")
+        required = not variadic and param.default is inspect.Parameter.empty
+        default = (() if kind == "var_positional" else {}) if variadic else ... if required else param.default
         description = doc.args.get(param.name, "")
-        fields.append((param.name, hint, default, description))
+        fields.append((param.name, field_type, default, description))
         specs.append(
             ParameterSpec(
                 name=param.name,
                 annotation=render_annotation(hint),
                 description=description,
                 required=required,
-                default=None if required else param.default,
+                default=None if required or variadic else param.default,
+                kind=kind,
             )
         )
     unknown = sorted(set(doc.args) - {p.name for p in params})
@@ -280,6 +316,9 @@ def _build_operation(
     validator = ArgumentsValidator(f"{cls.__name__}_{attr}_arguments", fields)
     input_schema = validator.json_schema()
     properties = input_schema.get("properties", {})
+    for p in specs:
+        if p.variadic and p.name in properties:
+            properties[p.name] = _variadic_schema(properties[p.name])
     specs = [
         ParameterSpec(
             name=p.name,
@@ -287,7 +326,8 @@ def _build_operation(
             description=p.description,
             required=p.required,
             default=p.default,
-            schema=properties.get(p.name, {}),
+            schema=_variadic_schema(properties.get(p.name, {})) if p.variadic else properties.get(p.name, {}),
+            kind=p.kind,
         )
         for p in specs
     ]
@@ -302,14 +342,32 @@ def _build_operation(
         timeout=options.timeout,
         input_schema=input_schema,
         returns_schema=None if returns is Control else returns_schema(returns),
+        examples=doc.examples,
     )
+    kinds = [_KINDS[p.kind] for p in params[1:]]
+    positional = "positional_only" in kinds or "var_positional" in kinds
     return MethodOperation(
         spec=spec,
         method=attr,
         context_param=context_param,
         is_async=inspect.iscoroutinefunction(func),
         validator=validator,
+        layout=tuple((p.name, _KINDS[p.kind]) for p in params[1:]) if positional else (),
     )
+
+
+_KINDS: dict[Any, ParameterKind] = {
+    inspect.Parameter.POSITIONAL_ONLY: "positional_only",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional_or_keyword",
+    inspect.Parameter.VAR_POSITIONAL: "var_positional",
+    inspect.Parameter.KEYWORD_ONLY: "keyword_only",
+    inspect.Parameter.VAR_KEYWORD: "var_keyword",
+}
+
+
+def _variadic_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A variadic's schema without pydantic's ``default`` (``[]``/``{}``: nothing passed is not a default value)."""
+    return {key: value for key, value in schema.items() if key != "default"}
 
 
 def _is_context(hint: Any) -> bool:

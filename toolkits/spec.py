@@ -9,10 +9,14 @@ from typing import Any, Literal
 from codeact.toolkits._schema import annotation_from_schema
 from codeact.toolkits.errors import ToolkitDefinitionError
 
-__all__ = ["APPROVALS", "Approval", "OperationSpec", "ParameterSpec"]
+__all__ = ["APPROVALS", "Approval", "OperationSpec", "ParameterKind", "ParameterSpec"]
 
 Approval = Literal["auto", "ask", "deny"]
 APPROVALS: tuple[Approval, ...] = ("auto", "ask", "deny")
+ParameterKind = Literal["positional_only", "positional_or_keyword", "var_positional", "keyword_only", "var_keyword"]
+"""How a parameter is passed in Python (``inspect.Parameter.kind``, in lower case); on the wire every
+parameter is a name: ``*args`` carries the list of the extra positional values, ``**kwargs`` the object
+of the extra keywords."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +29,9 @@ class ParameterSpec:
         description: From the docstring's ``Args:`` section.
         required: Whether the caller must pass it.
         default: The default (JSON-able) when not required.
-        schema: The JSON schema of the value.
+        schema: The JSON schema of the value (of the list, for ``*args``; of the object, for ``**kwargs``).
+        kind: How Python code passes it; ``annotation`` of a variadic one is its items' type
+            (``*args: int``).
     """
 
     name: str
@@ -34,6 +40,12 @@ class ParameterSpec:
     required: bool = True
     default: Any = None
     schema: Mapping[str, Any] = field(default_factory=dict)
+    kind: ParameterKind = "positional_or_keyword"
+
+    @property
+    def variadic(self) -> bool:
+        """Whether it is ``*args`` or ``**kwargs``."""
+        return self.kind in ("var_positional", "var_keyword")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +63,8 @@ class OperationSpec:
         input_schema: The JSON schema of the arguments object; derived from ``parameters`` when omitted.
         returns_schema: The JSON schema of the result (with its ``$defs``), when it names structured
             types the stub should spell out; None otherwise.
+        examples: Lines of example code from the docstring's ``Example:`` section (the correct call a
+            refused call is shown, ``toolkits/_call_help.py``).
     """
 
     name: str
@@ -62,6 +76,7 @@ class OperationSpec:
     timeout: float | None = None
     input_schema: Mapping[str, Any] | None = None
     returns_schema: Mapping[str, Any] | None = None
+    examples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name.startswith("_"):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 from codeact import prompts
+from codeact.toolkits._constraints import constraint_text
 from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._stub_types import TypeCollector
 from codeact.toolkits.bound import BoundToolkit
-from codeact.toolkits.spec import OperationSpec
+from codeact.toolkits.spec import OperationSpec, ParameterSpec
 
 __all__ = ["openai_tools", "render_stubs"]
 
@@ -32,16 +33,71 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"').strip()
 
 
-def _signature(spec: OperationSpec, types: TypeCollector, prefix: str) -> str:
-    parts = ["self"]
+def _parameters(spec: OperationSpec, types: TypeCollector, prefix: str) -> list[tuple[str, str]]:
+    """``(text, bounds)`` per entry of the signature after ``self``, as Python writes them.
+
+    Entries: ``name: type = default``, ``/``, ``*args: int``, ``*``, ``**kwargs: str``; ``bounds`` is the
+    ``constraint_text`` of the value (of each item, for a variadic).
+    """
+    out: list[tuple[str, str]] = []
     defs = (spec.input_schema or {}).get("$defs") or {}
-    for param in spec.parameters:
-        annotation = types.annotation(param.schema, defs, prefix=prefix, fallback=param.annotation)
-        text = f"{param.name}: {annotation}"
-        if not param.required:
-            text += f" = {param.default!r}"
-        parts.append(text)
-    return ", ".join(parts)
+    params = spec.parameters
+    last_positional_only = max((i for i, p in enumerate(params) if p.kind == "positional_only"), default=-1)
+    starred = False
+    for index, param in enumerate(params):
+        if param.kind == "keyword_only" and not starred:
+            out.append(("*", ""))
+            starred = True
+        schema = _item_schema(param)
+        annotation = types.annotation(schema, defs, prefix=prefix, fallback=param.annotation)
+        if param.kind == "var_positional":
+            starred = True
+            text = f"*{param.name}: {annotation}"
+        elif param.kind == "var_keyword":
+            text = f"**{param.name}: {annotation}"
+        else:
+            text = f"{param.name}: {annotation}"
+            if not param.required:
+                text += f" = {param.default!r}"
+        subject = f"each of {param.name}" if param.variadic else param.name
+        out.append((text, constraint_text(schema, subject)))
+        if index == last_positional_only:
+            out.append(("/", ""))
+    return out
+
+
+def _signature(spec: OperationSpec, types: TypeCollector, prefix: str) -> str:
+    """The stub's parameter list: on one line, or one parameter a line with its bounds as a comment.
+
+    ``quantity: int,  # 1 <= quantity <= 100`` puts the bound where the model writes the argument
+    (see ``toolkits/_constraints.py`` for why a comparison and not ``Field(ge=1, le=100)``).
+    """
+    entries = [("self", ""), *_parameters(spec, types, prefix)]
+    if not any(bounds for _, bounds in entries):
+        return ", ".join(text for text, _ in entries)
+    lines = [f"        {text},{f'  # {bounds}' if bounds else ''}" for text, bounds in entries]
+    return "\n" + "\n".join(lines) + "\n    "
+
+
+def call_signature(spec: OperationSpec, *, toolkit: str) -> str:
+    """``toolkit.operation(name: type = default, ...) -> returns`` on one line (no ``self``, no bounds)."""
+    types = TypeCollector()
+    params = ", ".join(text for text, _ in _parameters(spec, types, toolkit))
+    return f"{toolkit}.{spec.name}({params}) -> {_returns(spec, types, toolkit)}"
+
+
+def _starred(param: ParameterSpec) -> str:
+    return {"var_positional": "*", "var_keyword": "**"}.get(param.kind, "") + param.name
+
+
+def _item_schema(param: ParameterSpec) -> Mapping[str, Any]:
+    """The schema of one value of the parameter (an item of ``*args``, a value of ``**kwargs``)."""
+    schema = param.schema
+    if param.kind == "var_positional" and isinstance(schema.get("items"), Mapping):
+        return cast("Mapping[str, Any]", schema["items"])
+    if param.kind == "var_keyword" and isinstance(schema.get("additionalProperties"), Mapping):
+        return cast("Mapping[str, Any]", schema["additionalProperties"])
+    return schema
 
 
 def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) -> str:
@@ -70,7 +126,9 @@ def render_stubs(toolkits: Iterable[object], *, grants: Grants | None = None) ->
                 "description": _escape(spec.description),
                 "approval": spec.approval,
                 "args": [
-                    {"name": p.name, "description": _escape(p.description)} for p in spec.parameters if p.description
+                    {"name": _starred(p), "description": _escape(p.description)}
+                    for p in spec.parameters
+                    if p.description
                 ],
                 "returns_description": _escape(spec.returns_description),
             }

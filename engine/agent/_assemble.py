@@ -19,7 +19,15 @@ if TYPE_CHECKING:
     from codeact.engine.store import Store
     from codeact.toolkits import ToolkitRegistry
 
-__all__ = ["assemble", "mcp_toolkits", "model_routes", "provider_of", "scripted_relative", "toolkit_registry"]
+__all__ = [
+    "assemble",
+    "mcp_toolkits",
+    "model_routes",
+    "offered_registry",
+    "provider_of",
+    "scripted_relative",
+    "toolkit_registry",
+]
 
 AgentT = TypeVar("AgentT", bound="Lifecycle")
 
@@ -112,14 +120,26 @@ def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> Too
     Raises:
         ToolkitError: An item is not a toolkit or a reference cannot be loaded.
     """
+    return offered_registry(toolkits)[0]
+
+
+def offered_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> tuple[ToolkitRegistry, tuple[str, ...]]:
+    """:func:`toolkit_registry`, and the names of the toolkits ``toolkits`` added (none for a ``ToolkitRegistry``).
+
+    Those toolkits were given for this agent: the factory refuses one its blueprint does not grant
+    (``HostContext.offered_toolkits``). A registry is the host's whole set, granted from as each
+    blueprint says.
+    """
     from codeact.toolkits import ToolkitRegistry, load_registry, load_toolkit_ref
 
     if isinstance(toolkits, ToolkitRegistry):
-        return toolkits
+        return toolkits, ()
     registry = load_registry()
-    for item in toolkits or ():
-        registry.register(load_toolkit_ref(item) if isinstance(item, str) else item, replace=True)
-    return registry
+    names = tuple(
+        registry.register(load_toolkit_ref(item) if isinstance(item, str) else item, replace=True).name
+        for item in toolkits or ()
+    )
+    return registry, names
 
 
 def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
@@ -191,7 +211,7 @@ def assemble(
             "engine.flow.FlowAgent.from_blueprint(...) (same options), or run it with `codeact run`",
             code="blueprint.flow.isAFlow",
         )
-    registry = toolkit_registry(toolkits)
+    registry, offered = offered_registry(toolkits)
     client, bp = model_routes(bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol)
     owned: list[Any] = [client]
     try:
@@ -213,6 +233,7 @@ def assemble(
                 allow_sandbox_declaration=allow_sandbox_declaration,
                 max_round_seconds=max_round_seconds,
                 strict=strict,
+                offered_toolkits=offered,
             ),
         )
         print_warnings(spec.warnings)  # before the run, where the author looks (stderr)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent._files import place_files, task_with_files, use_files
 from codeact.engine.agent._input import AgentInput, RunConfig, context_text, labelled, resolve_run, run_input
+from codeact.engine.agent._wiring import layout_for
 from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext
 from codeact.engine.agent.react import ReactLoop
@@ -274,6 +275,9 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
 
 def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
     ctx.started = True
+    spec = ctx.spec
+    chat = spec.kind == "codeact" and spec.codeact.protocol == "chat"
+    layout = layout_for(spec) if chat else None
     ctx.emit(
         RunStarted,
         session_id=ctx.session_id,
@@ -284,6 +288,8 @@ def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
         tags=tuple(ctx.labels.get("tags", ())),
         metadata=dict(ctx.labels.get("metadata", {})),
         trace_id=_run_trace_id(ctx),
+        layout=layout.layout if layout is not None else "",
+        layout_reason=layout.reason if layout is not None else "",
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from codeact.engine.agent.support import Approver, grant_policy
-from codeact.engine.model.local import default_layout
+from codeact.engine.model.local import LayoutChoice, choose_layout
 from codeact.segments import PromptConfig
 from codeact.toolkits import ToolkitRegistry
 
@@ -31,6 +31,7 @@ __all__ = [
     "default_sandbox_factory",
     "grants_for",
     "knowledge_for",
+    "layout_for",
     "prompt_config_for",
     "registry_for",
 ]
@@ -110,6 +111,14 @@ def registry_for(
     return own
 
 
+def layout_for(spec: AgentSpec) -> LayoutChoice:
+    """The chat code prompt's layout: the blueprint's ``workflow.codeact.layout``, else the code model's own."""
+    if spec.codeact.layout is not None:
+        return LayoutChoice(layout=spec.codeact.layout, reason="workflow.codeact.layout")
+    model = spec.model_for("code")
+    return choose_layout(model.model, model.provider)
+
+
 def prompt_config_for(spec: AgentSpec) -> PromptConfig:
     """The prompt builder's configuration of the spec (instructions, protocol, layout, FIM family)."""
     codeact = spec.codeact
@@ -127,7 +136,7 @@ def prompt_config_for(spec: AgentSpec) -> PromptConfig:
             "literal": True,
         },
         protocol=codeact.protocol,
-        layout=codeact.layout or default_layout(spec.model.model, spec.model.provider),
+        layout=layout_for(spec).layout,
         model=spec.model.model,
         fim=codeact.fim_family or "auto",
         fim_tokens=fim_tokens,

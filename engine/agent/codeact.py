@@ -25,9 +25,11 @@ from codeact.engine.agent._reply import complete_reply, no_code_outcome, truncat
 from codeact.engine.agent._unreached import FailedRound, unreached_note
 from codeact.engine.agent.artifacts import emit_artifacts, with_artifacts
 from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
+from codeact.engine.agent.finishing import FinishStep, Trigger, confirm_answer, final_answer
 from codeact.engine.agent.support import describe_variables
 from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
 from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE
+from codeact.sandbox.runtime.codec import python_repr
 from codeact.segments import (
     CodeParseError,
     CompactConfig,
@@ -69,6 +71,7 @@ class CodeActLoop:
         self._failed: deque[FailedRound] = deque(maxlen=8)  # the last rounds whose code failed (NameError notes)
         self.deadline = settings.round_seconds  # seconds of code; waiting on the host is not counted
         self.compactor = self._compactor()
+        self._last_round = ctx.first_round + ctx.spec.max_turns - 1
 
     def _compactor(self) -> Compactor | None:
         ctx = self.ctx
@@ -121,6 +124,7 @@ class CodeActLoop:
         """Run rounds until the run ends; returns how it ended."""
         ctx = self.ctx
         last_round = ctx.first_round + ctx.spec.max_turns - 1
+        self._last_round = last_round
         while ctx.round < last_round:
             ctx.check_stopping()
             ctx.round += 1
@@ -194,6 +198,7 @@ class CodeActLoop:
             self.ctx.add_segment(SegmentKind.EVALUATION, exc.message, tags=("error",))
             ctx.emit(CodeCompleted, round=n, status=status, error=said, reply=reply_excerpt(full.text))
             record_error = {("model_line" if k == "line" else k): v for k, v in said.items()}
+            ended, ending = await self._conclude(code=None, error=f"parse:{exc.message}")
             await self._record(
                 started,
                 t0,
@@ -203,10 +208,14 @@ class CodeActLoop:
                 parse_error=exc.message,
                 status=status,
                 timings=timings,
-                usage=usage,
+                usage=_with_step(usage, ending),
                 error=record_error,
+                finish=ending,
             )
-            return self._stuck_check(code=None, error=f"parse:{exc.message}")
+            return ended
+
+        if repeated and ctx.spec.codeact.final_answer:
+            return await self._repeated(block.code, started, t0, prompt, full.text, timings, usage)
 
         frame = prompt.frame
         program = frame.program(block.code) if frame is not None else block.code
@@ -277,6 +286,25 @@ class CodeActLoop:
                 self.ctx.add_segment(SegmentKind.NEXT_GOAL, goal)
         ctx.variables = dict(result.variables)
         ctx.last_outcome = {"round": n, "status": result.status, "error": shown, "stdout": result.stdout[-2000:]}
+        control = result.control
+        step: FinishStep | None = None
+        outcome: Outcome | None = None
+        kind = control.get("kind") if control is not None else None
+        if kind == "finish":
+            outcome = await self._finish(control.get("answer") if control is not None else None, evaluation)
+        elif kind == "ask_user":
+            outcome = Outcome(status="paused", reason="ask_user", answer=control.get("question") if control else None)
+        else:
+            name = ctx.spec.codeact.answer_variable
+            signature = f"{error['type']}:{error['message']}" if error else None
+            if error is None and name is not None and name in changed:
+                step = await confirm_answer(ctx, name=name, stdout=result.stdout)
+                if step.found:
+                    outcome = await self._finish(step.answer, evaluation, reason="answer_variable")
+                else:  # one step a round: the model said this is not the answer yet
+                    outcome = self._stuck_check(code=block.code, error=signature)
+            else:
+                outcome, step = await self._conclude(code=block.code, error=signature)
         await self._record(
             started,
             t0,
@@ -286,34 +314,87 @@ class CodeActLoop:
             parse_error=None,
             status=result.status,
             timings=timings,
-            usage=usage,
+            usage=_with_step(usage, step),
             result=result,
             error=recorded,
+            finish=step,
         )
-        control = result.control
-        if control is not None:
-            kind = control.get("kind")
-            if kind == "finish":
-                return await self._finish(control.get("answer"), evaluation)
-            if kind == "ask_user":
-                return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
-        signature = f"{error['type']}:{error['message']}" if error else None
-        return self._stuck_check(code=block.code, error=signature)
+        return outcome
+
+    async def _repeated(
+        self,
+        code: str,
+        started: float,
+        t0: float,
+        prompt: Prompt,
+        reply: str,
+        timings: dict[str, float],
+        usage: dict[str, Any],
+    ) -> Outcome | None:
+        """A reply repeating the last successful round's code: not run again; the final-answer step instead."""
+        ctx = self.ctx
+        self.ctx.add_segment(SegmentKind.CODE, code)
+        step = await final_answer(ctx, trigger="repeat")
+        outcome: Outcome | None
+        if step.found:
+            outcome = Outcome(status="completed", reason="final_answer", answer=step.answer)
+        else:
+            self.ctx.add_segment(SegmentKind.EVALUATION, prompts.render("repeat_not_run.j2"), tags=("repeat",))
+            outcome = self._stuck_check(code=code, error=None)
+        await self._record(
+            started,
+            t0,
+            prompt=prompt,
+            reply=reply,
+            code=None,
+            parse_error=None,
+            status="repeated",
+            timings=timings,
+            usage=_with_step(usage, step),
+            finish=step,
+        )
+        return outcome
+
+    async def _conclude(self, *, code: str | None, error: str | None) -> tuple[Outcome | None, FinishStep | None]:
+        """The end of a round that did not finish: stuck, the last round, or go on.
+
+        A stuck run and a last round without an answer take the final-answer step first (when
+        ``workflow.codeact.finalAnswer`` is on); its answer completes the run.
+        """
+        stuck = self._stuck_check(code=code, error=error)
+        trigger: Trigger | None = "stuck" if stuck is not None else None
+        if trigger is None and self.ctx.round >= self._last_round:
+            trigger = "max_turns"
+        if trigger is None or not self.ctx.spec.codeact.final_answer:
+            return stuck, None
+        step = await final_answer(self.ctx, trigger=trigger)
+        if step.found:
+            return Outcome(status="completed", reason="final_answer", answer=step.answer), step
+        return stuck, step
 
     def _error_again(self, error: dict[str, Any] | None) -> list[str]:
-        """The note for an error the round before also ended with (same type and message), else none.
+        """The notes for an error: how to call an operation whose call was refused, and the same error again.
 
-        Real models send the failing step again unchanged (the 1.5B model wrote ``hotels[0]["price"]``
+        A toolkit call the argument check refused gets the operation's signature and one correct call
+        (``ToolkitBridge.call_help``) at once, the first time too: the 1.5B model sent
+        ``dna.transcribe_dna_to_mrna(dna_sequence=4)`` three rounds running, reading only the error.
+        An error the round before also ended with (same type and message) gets ``prompts/same_error.j2``:
+        real models send the failing step again unchanged (the 1.5B model wrote ``hotels[0]["price"]``
         seven rounds in a row although the KeyError showed the dict's keys). A timeout may pass, so it
-        gets no note.
+        gets no such note.
         """
+        if error is None:
+            return []
+        bridge = self.ctx.bridge
+        help_note = bridge.call_help(error) if bridge is not None else None
+        notes = [help_note] if help_note else []
         last = self.ctx.last_outcome
         before = last.get("error") if last is not None else None
-        if error is None or not isinstance(before, dict) or "Timeout" in str(error.get("type")):
-            return []
+        if not isinstance(before, dict) or "Timeout" in str(error.get("type")):
+            return notes
         if (before.get("type"), before.get("message")) != (error.get("type"), error.get("message")):
-            return []
-        return [_SAME_ERROR]
+            return notes
+        return [*notes, prompts.render(_SAME_ERROR, call=help_note is not None).strip()]
 
     def _prompt(self, purpose: str, goal: str | None) -> Prompt:
         """The ``purpose`` prompt of the round as things are now (the toolkits hooks injected put in force first)."""
@@ -361,12 +442,13 @@ class CodeActLoop:
                 )
         return None
 
-    async def _finish(self, answer: Any, evaluation: str) -> Outcome | None:
+    async def _finish(self, answer: Any, evaluation: str, *, reason: str = "finished") -> Outcome | None:
         spec = self.ctx.spec.codeact
         if not spec.self_check or self._self_checks >= spec.max_self_checks:
-            return Outcome(status="completed", reason="finished", answer=answer)
+            return Outcome(status="completed", reason=reason, answer=answer)
         self._self_checks += 1
-        text = prompts.render("self_check.j2", task=self.ctx.input, answer=answer, evaluation=evaluation)
+        shown = answer if isinstance(answer, str) else python_repr(answer)  # ('A', 4), never the codec's tags
+        text = prompts.render("self_check.j2", task=self.ctx.input, answer=shown, evaluation=evaluation)
         reply = await self.ctx.call_model("utility", messages=({"role": "user", "content": text},))
         verdict = reply.text.strip()
         if verdict.upper().startswith("DONE"):
@@ -394,6 +476,7 @@ class CodeActLoop:
         usage: dict[str, Any],
         result: Any = None,
         error: dict[str, Any] | None = None,
+        finish: FinishStep | None = None,
     ) -> None:
         await self.ctx.record_round(
             started=started,
@@ -413,7 +496,13 @@ class CodeActLoop:
             artifacts=tuple(a.to_json(with_data=True) for a in result.artifacts) if result is not None else (),
             usage=usage,
             timings=timings,
+            finish=finish.to_json() if finish is not None else {},
         )
+
+
+def _with_step(usage: dict[str, Any], step: FinishStep | None) -> dict[str, Any]:
+    """The round's usage with the finishing step's model call (under ``finish``) when one ran."""
+    return usage if step is None else {**usage, "finish": dict(step.usage)}
 
 
 _DEFAULT_WINDOW = 32_768
@@ -426,11 +515,7 @@ _REPEAT = (
 )
 
 
-_SAME_ERROR = (
-    "this is the same error as in the round before: the step that failed was written the same way "
-    "again. Do not repeat it: change that line as the error message says (the names, keys or arguments "
-    "it lists are the ones that exist), or take another way"
-)
+_SAME_ERROR = "same_error.j2"
 
 
 def _live_note(reason: str) -> str:

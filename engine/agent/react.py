@@ -27,6 +27,7 @@ from codeact.engine.agent.context import Outcome, RunContext, usage_of
 from codeact.engine.events import MessageCompleted, RoundStarted
 from codeact.engine.model import ToolCall
 from codeact.sandbox.runtime import protocol as _p
+from codeact.sandbox.runtime.codec import has_tags, python_repr
 from codeact.segments import SegmentKind
 
 if TYPE_CHECKING:
@@ -127,7 +128,9 @@ class ReactLoop:
                 result = await self.handler.handle(
                     "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
                 )
-                content = json.dumps(result, ensure_ascii=False)
+                # JSON, as function calling goes; a value JSON cannot hold as Python shows it, ('A', 4), never
+                # the codec's {"$type": "tuple", ...}
+                content = python_repr(result) if has_tags(result) else json.dumps(result, ensure_ascii=False)
                 if isinstance(result, dict) and isinstance(result.get("$control"), dict) and control is None:
                     control = result["$control"]
             except _p.RpcError as exc:

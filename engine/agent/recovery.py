@@ -33,6 +33,7 @@ from codeact import prompts
 from codeact.engine.errors import CodeactError, StoreError
 from codeact.sandbox.aio import cancel_and_wait, wait_for
 from codeact.sandbox.runtime import protocol as _p
+from codeact.sandbox.runtime.codec import has_tags, python_repr
 from codeact.segments import Segment, SegmentKind, exec_chain
 from codeact.toolkits import CallRecord, RecordCaps, cap_calls
 
@@ -353,19 +354,21 @@ def _outcome(call: Mapping[str, Any]) -> str:
         return f"error: {error.get('message', error)}"
     if error is not None:
         return f"error: {error}"
-    return _cut(json.dumps(call.get("result"), ensure_ascii=False, default=str))
+    return _cut(_shown(call.get("result")))
+
+
+def _shown(value: Any) -> str:
+    """Codec data for the model: JSON, or Python's repr for a value JSON cannot hold (never the codec's tag)."""
+    return python_repr(value) if has_tags(value) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _cut(text: str) -> str:
     return text if len(text) <= _ARGUMENT_CHARS else text[: _ARGUMENT_CHARS - 3] + "..."
 
 
-def _shown(call: Mapping[str, Any]) -> dict[str, Any]:
+def _call_shown(call: Mapping[str, Any]) -> dict[str, Any]:
     arguments = call.get("arguments") if isinstance(call.get("arguments"), Mapping) else {}
-    args = ", ".join(
-        f"{name}={_cut(json.dumps(value, ensure_ascii=False, default=str))}"
-        for name, value in (arguments or {}).items()
-    )
+    args = ", ".join(f"{name}={_cut(_shown(value))}" for name, value in (arguments or {}).items())
     return {
         "toolkit": call.get("toolkit", "?"),
         "operation": call.get("operation", "?"),
@@ -394,8 +397,8 @@ def interrupted_evaluation(
         "interrupted_round.j2",
         round=round_index,
         reason=reason,
-        calls=[_shown(c) for c in calls],
-        in_flight=[_shown(c) for c in in_flight],
+        calls=[_call_shown(c) for c in calls],
+        in_flight=[_call_shown(c) for c in in_flight],
     )
 
 

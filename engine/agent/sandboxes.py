@@ -32,6 +32,8 @@ def limits_for(settings: SandboxSettings) -> Limits:
         overrides["wall_s"] = float(lim.timeout_seconds)
     if lim.memory_mb is not None:
         overrides["memory_bytes"] = int(lim.memory_mb) * 1024 * 1024
+    if lim.cpu_seconds is not None:
+        overrides["cpu_s"] = int(lim.cpu_seconds)
     if lim.pids is not None:
         overrides["processes"] = int(lim.pids)
     if lim.output_bytes is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -14,7 +13,7 @@ from codeact.engine.errors import CodeactError
 from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
 from codeact.sandbox.runtime import protocol as _p
-from codeact.sandbox.runtime.codec import plain
+from codeact.sandbox.runtime.codec import python_repr
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallRecord, ToolkitBridge, cap_calls
 from codeact.toolkits.context import CALL_ID
 
@@ -58,59 +57,13 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _preview(value: Any, budget: int) -> str:
-    """Compact JSON of ``value``, cut off once it passes ``budget`` characters.
-
-    Runs every round over every variable, so a large list or dict is never encoded whole.
-    """
-    parts: list[str] = []
-    used = 0
-
-    def put(text: str) -> bool:
-        nonlocal used
-        parts.append(text)
-        used += len(text)
-        return used <= budget
-
-    def walk(item: Any) -> bool:
-        if isinstance(item, dict) and isinstance(item.get("$type"), str) and "v" in item:
-            # A codec tag: the model sees the value (a model's fields, a tuple's items), not the tag.
-            tag, payload = item["$type"], item["v"]
-            if tag == "timedelta" or (tag == "dict" and not isinstance(payload, list)):
-                return put(json.dumps(plain(item), ensure_ascii=False, default=str))
-            if tag == "dict":
-                pairs = [p for p in payload if isinstance(p, list) and len(p) == 2]
-                item = {k if isinstance(k, str) else json.dumps(plain(k)): v for k, v in pairs}
-            else:
-                return walk(payload)
-        if isinstance(item, dict):
-            if not put("{"):
-                return False
-            for i, (key, sub) in enumerate(item.items()):
-                if not put(("," if i else "") + json.dumps(str(key), ensure_ascii=False) + ":") or not walk(sub):
-                    return False
-            return put("}")
-        if isinstance(item, list):
-            if not put("["):
-                return False
-            for i, sub in enumerate(item):
-                if (i and not put(",")) or not walk(sub):
-                    return False
-            return put("]")
-        if isinstance(item, str) and len(item) > budget:
-            item = item[:budget]  # the rest would be cut anyway
-            return put(json.dumps(item, ensure_ascii=False)[:-1])
-        return put(json.dumps(item, ensure_ascii=False, default=str))
-
-    walk(value)
-    return "".join(parts)
-
-
 def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict[str, tuple[str, str]]:
     """``name -> (type, short repr)`` of codec-encoded variables, for the FIM frame header.
 
-    Nothing is decoded into live objects: the repr is the compact JSON of the encoded value
-    (functions and classes show their first source line).
+    Nothing is decoded into live objects: the repr is the text Python's ``repr`` shows for the value
+    (``codec.python_repr``: ``('A', 4)``, ``datetime.date(2026, 1, 2)``, ``{'ok': True}``), as the header
+    is Python the model reads and copies from (JSON's ``true`` and ``null`` are not Python); functions
+    and classes show their first source line.
     """
     out: dict[str, tuple[str, str]] = {}
     for name, value in variables.items():
@@ -118,7 +71,7 @@ def describe_variables(variables: Mapping[str, Any], *, limit: int = 80) -> dict
         if isinstance(value, dict) and value.get("$type") == "source":
             text = str(value.get("v", "")).strip().splitlines()[0] if value.get("v") else ""
         else:
-            text = _preview(value, limit + 1)
+            text = python_repr(value, limit=limit + 1)
         if len(text) > limit:
             text = text[: limit - 3] + "..."
         out[name] = (type_name, text)

@@ -21,9 +21,11 @@ from codeact.engine.blueprint.factory import (
     blueprint_hash,
     format_factory_error,
     format_load_error,
+    granted_toolkits,
     print_warnings,
     render_instructions,
     strict_error,
+    ungranted_error,
 )
 from codeact.engine.blueprint.inheritance import INHERIT, MAX_EXTEND_DEPTH, builtin_names
 from codeact.engine.blueprint.issues import Severity, ValidationIssue, ValidationReport
@@ -94,6 +96,7 @@ __all__ = [
     "builtin_names",
     "format_factory_error",
     "format_load_error",
+    "granted_toolkits",
     "load_path",
     "load_stream",
     "load_text",
@@ -102,6 +105,7 @@ __all__ = [
     "render_instructions",
     "sandbox_declared",
     "strict_error",
+    "ungranted_error",
     "unpack_blueprint",
     "validate_blueprint",
 ]

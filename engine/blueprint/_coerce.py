@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from codeact.engine.errors import BlueprintLoadError
 
-__all__ = ["Coerced", "coerce_document", "known_keys"]
+__all__ = ["Coerced", "block_at", "coerce_document", "field_block", "known_keys"]
 
 _INT_RE = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT_RE = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
@@ -225,7 +225,9 @@ class _Walker:
             child_path = f"{path}.{key}"
             if key in fields:
                 result[key] = self.node(fields[key], item, child_path)
-            elif top or self.codeact:  # ai4j reports unknown keys at the top level only
+            elif top or self.codeact or getattr(model, "fail_closed", False):
+                # ai4j reports unknown keys at the top level only, except where a key decides what
+                # the model may do (a grant, the sandbox): there an ignored key is never silent.
                 self.unknown.append(child_path)
         return result
 
@@ -249,21 +251,35 @@ def coerce_document(document: Any, model: type[BaseModel], *, codeact: bool) -> 
     return Coerced(data=data, unknown=tuple(walker.unknown))
 
 
-def known_keys(model: type[BaseModel], path: str, *, codeact: bool) -> tuple[str, ...]:
-    """The keys the mapping holding ``path`` (``$.workflow.maxTurn``) accepts, in the model's order.
-
-    Used for the "did you mean" of an unknown field; () when ``path`` does not lead into a block.
-    """
+def block_at(model: type[BaseModel], path: str, *, codeact: bool) -> type[BaseModel] | None:
+    """The block model of the mapping holding ``path`` (``$.toolkits[0].aproval`` -> ``ToolkitEntry``), or None."""
     segments = _PATH_SEGMENT.findall(path[1:] if path.startswith("$") else path)
     node: _Node = _Block(model)
     for _key, _index in segments[:-1]:
         if isinstance(node, _Block):
             child = _fields(node.model, codeact).get(_key)
             if child is None:
-                return ()
+                return None
             node = child
         elif isinstance(node, _List | _Named):
             node = node.item if isinstance(node, _List) else node.value
         else:
-            return ()
-    return tuple(_fields(node.model, codeact)) if isinstance(node, _Block) else ()
+            return None
+    return node.model if isinstance(node, _Block) else None
+
+
+def field_block(model: type[BaseModel], key: str) -> type[BaseModel] | None:
+    """The block model a field of ``model`` holds, through lists and named maps (``toolkits`` -> ``ToolkitEntry``)."""
+    node: _Node | None = _fields(model, True).get(key)
+    while isinstance(node, _List | _Named):
+        node = node.item if isinstance(node, _List) else node.value
+    return node.model if isinstance(node, _Block) else None
+
+
+def known_keys(model: type[BaseModel], path: str, *, codeact: bool) -> tuple[str, ...]:
+    """The keys the mapping holding ``path`` (``$.workflow.maxTurn``) accepts, in the model's order.
+
+    Used for the "did you mean" of an unknown field; () when ``path`` does not lead into a block.
+    """
+    block = block_at(model, path, codeact=codeact)
+    return tuple(_fields(block, codeact)) if block is not None else ()

@@ -5,13 +5,15 @@ attached), ``blueprint.sandbox.unsupported``, ``blueprint.modelClient.required``
 ``blueprint.model.model.requiredForFactory``, then option mapping
 (``blueprint.option.number.invalid`` / ``.integer.invalid`` / ``.boolean.invalid``). codeact
 adds ``blueprint.sandbox.imports.denied`` (right after the sandbox check) and
-``blueprint.toolkit.notFound`` (after option mapping, when the registry can answer ``in``).
+``blueprint.toolkit.notFound`` (after option mapping, when the registry can answer ``in``), then
+``blueprint.toolkit.notGranted`` (a toolkit the host loaded for this agent that no grant names).
 
 The factory never reads keys, profiles or plugin folders: the host supplies everything.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -64,11 +66,13 @@ __all__ = [
     "blueprint_hash",
     "format_factory_error",
     "format_load_error",
+    "granted_toolkits",
     "knowledge_settings",
     "map_options",
     "print_warnings",
     "render_instructions",
     "strict_error",
+    "ungranted_error",
 ]
 
 DEFAULT_MAX_TURNS: Final = 20
@@ -112,6 +116,46 @@ def strict_error(report: ValidationReport) -> BlueprintFactoryError | None:
         code="blueprint.validation.strict",
         report=ValidationReport(issues=report.warnings),
     )
+
+
+def granted_toolkits(blueprint: Blueprint) -> frozenset[str]:
+    """The toolkits a blueprint grants: ``toolkits[].ref``, ``tools[].ref``, its sub-agents' and flow agents'."""
+    names = {(entry.ref or "").strip() for entry in blueprint.toolkits if entry is not None}
+    names.update((tool.ref or "").strip().partition(".")[0] for tool in blueprint.tools if tool is not None)
+    for child in (*blueprint.subagent_blueprints.values(), *blueprint.flow_blueprints.values()):
+        names.update(granted_toolkits(child))
+    return frozenset(names - {""})
+
+
+def ungranted_error(
+    blueprint: Blueprint, offered: Iterable[str], report: ValidationReport | None = None
+) -> BlueprintFactoryError | None:
+    """``blueprint.toolkit.notGranted`` for toolkits loaded for the agent that nothing in ``blueprint`` grants.
+
+    A toolkit given with ``--toolkit`` (or ``toolkits=[...]``) is refused, never granted by being
+    loaded: the blueprint is where what the model may do is written and reviewed (docs/blueprints.md).
+    """
+    granted = granted_toolkits(blueprint) | {"system"}  # system is granted to every agent
+    missing = [name for name in dict.fromkeys(offered) if name not in granted]
+    if not missing:
+        return None
+    shown = ", ".join(repr(name) for name in missing)
+    grants = ", ".join(f"{{ref: {name}}}" for name in missing)
+    word = "toolkit" if len(missing) == 1 else "toolkits"
+    source = f" {blueprint.source_path.name!r}" if blueprint.source_path is not None else ""
+    return BlueprintFactoryError(
+        f"{word} {shown} loaded (--toolkit) but not granted: the blueprint{source} names it in no toolkits[].ref, "
+        f"so every call the model made to it would fail with NameError. Grant it (toolkits: [{grants}]) "
+        "or stop loading it.",
+        code="blueprint.toolkit.notGranted",
+        report=report,
+    )
+
+
+def _check_offered(blueprint: Blueprint, offered: tuple[str, ...], report: ValidationReport) -> None:
+    error = ungranted_error(blueprint, offered, report) if offered else None
+    if error is not None:
+        raise error
 
 
 def blueprint_hash(blueprint: Blueprint) -> str:
@@ -300,7 +344,8 @@ class AgentFactory:
         routes = self._routes(model_block, provider)
         instructions = render_instructions(blueprint, host)
         toolkits = self._toolkits(blueprint, host, report)
-        subagents = self._subagents(blueprint, host)
+        _check_offered(blueprint, host.offered_toolkits, report)
+        subagents = self._subagents(blueprint, dataclasses.replace(host, offered_toolkits=()))
         workflow = blueprint.workflow
         kind: Literal["react", "codeact"] = (
             "codeact" if workflow is not None and _trim(workflow.mode) == "codeact" else "react"
@@ -405,6 +450,7 @@ class AgentFactory:
                 timeout_seconds=limits.timeout_seconds,
                 memory_mb=limits.memory_mb,
                 cpus=limits.cpus,
+                cpu_seconds=limits.cpu_seconds,
                 pids=limits.pids,
                 output_bytes=limits.output_bytes,
                 artifact_bytes=limits.artifact_bytes,
@@ -539,6 +585,8 @@ class AgentFactory:
             max_repeats=block.max_repeats if block.max_repeats is not None else defaults.max_repeats,
             round_seconds=round_seconds,
             budgets=budgets,
+            answer_variable=_answer_variable(block.answer_variable, defaults.answer_variable),
+            final_answer=block.final_answer if block.final_answer is not None else defaults.final_answer,
         )
 
 
@@ -569,6 +617,14 @@ def _budgets(blueprint: Blueprint, host: HostContext, report: ValidationReport) 
         return budgets.within(cap)
     except ToolkitError as exc:
         raise BlueprintFactoryError(exc.message, code="blueprint.budgets.overHostCap", report=report) from None
+
+
+def _answer_variable(value: str | None, default: str | None) -> str | None:
+    """``workflow.codeact.answerVariable``: a name, ``off`` (None), or the default when not set."""
+    name = _trim(value)
+    if name is None:
+        return default
+    return None if name == "off" else name
 
 
 def _positive(value: float | None, path: str, report: ValidationReport) -> float | None:

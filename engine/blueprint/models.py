@@ -87,6 +87,10 @@ class _Block(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
 
     codeact_only: ClassVar[frozenset[str]] = frozenset()
+    # True for a block that decides what the model (and its code) may do: a toolkit or tool grant,
+    # the sandbox and its limits. An unknown key there is an error in every version (fail closed),
+    # because ignoring it would run with a default the author meant to change (issue 35).
+    fail_closed: ClassVar[bool] = False
 
 
 class ModelRoute(_Block):
@@ -137,6 +141,8 @@ class PluginEntry(_Block):
 class ToolEntry(_Block):
     """``tools[]``: a tool reference resolved by the host's registry."""
 
+    fail_closed: ClassVar[bool] = True
+
     ref: str | None = None
     approval: str | None = None
     config: _Options = Field(default_factory=dict)
@@ -144,6 +150,8 @@ class ToolEntry(_Block):
 
 class ToolkitEntry(_Block):
     """``toolkits[]`` (codeact): a toolkit granted by registry name, optionally limited to some operations."""
+
+    fail_closed: ClassVar[bool] = True
 
     ref: str | None = None
     operations: list[str | None] | None = None
@@ -196,9 +204,12 @@ class SessionBlock(_Block):
 class SandboxLimits(_Block):
     """``sandbox.limits`` (codeact): resource limits for the sandbox."""
 
+    fail_closed: ClassVar[bool] = True
+
     timeout_seconds: float | None = None
     memory_mb: int | None = None
     cpus: float | None = None
+    cpu_seconds: int | None = None  # CPU seconds per round (RLIMIT_CPU); the runtime dies past it
     pids: int | None = None
     output_bytes: int | None = None
     artifact_bytes: int | None = None
@@ -207,6 +218,8 @@ class SandboxLimits(_Block):
 
 class SandboxBlock(_Block):
     """``sandbox``: a declaration the host must accept explicitly."""
+
+    fail_closed: ClassVar[bool] = True
 
     codeact_only: ClassVar[frozenset[str]] = frozenset(
         {"backend", "limits", "imports", "packages", "preset", "runtime"}
@@ -265,6 +278,8 @@ class CodeActBlock(_Block):
     max_repeats: int | None = None
     round_seconds: float | None = None  # seconds of code per round (waiting on the host not counted)
     budgets: BudgetsBlock | None = None  # toolkit calls and bridge bytes per round / per run, under the host's caps
+    answer_variable: Annotated[str | None, BeforeValidator(_yaml_off)] = None  # the finishing protocol
+    final_answer: bool | None = None
 
 
 class WorkflowBlock(_Block):

@@ -84,6 +84,10 @@ class HostContext:
         call_budgets: The host's caps on toolkit calls and bridge bytes per round and per run
             (``toolkits.CallBudgets``; None: ``toolkits.DEFAULT_BUDGETS``); they are also the budgets of a
             blueprint that sets none, and a blueprint asking more (``workflow.codeact.budgets``) is refused.
+        offered_toolkits: Names of the toolkits the caller loaded for this one agent (``codeact run
+            --toolkit``, ``Agent.from_blueprint(toolkits=[...])``). Each must be granted by the
+            blueprint or one of its sub-agents, else the factory refuses it with
+            ``blueprint.toolkit.notGranted``: loaded but not granted, every call to it would fail.
     """
 
     model_client: Any | None = None
@@ -100,6 +104,7 @@ class HostContext:
     now: _dt.datetime | None = None
     max_round_seconds: float | None = None
     call_budgets: Any | None = None
+    offered_toolkits: tuple[str, ...] = ()
 
 
 AgentKind = Literal["react", "codeact"]
@@ -228,6 +233,7 @@ class SandboxLimitSettings:
     timeout_seconds: float | None = None
     memory_mb: int | None = None
     cpus: float | None = None
+    cpu_seconds: int | None = None
     pids: int | None = None
     output_bytes: int | None = None
     artifact_bytes: int | None = None
@@ -293,6 +299,12 @@ class CodeActSettings:
             ``sandbox.limits.timeoutSeconds``, else 60); time waiting on toolkit calls is not counted.
         budgets: The toolkit calls and bridge bytes a round and a run may use (``toolkits.CallBudgets``;
             ``workflow.codeact.budgets`` under the host's caps; None: the bridge's defaults).
+        answer_variable: A round that runs without error and sets this variable (without calling
+            ``system.finish``) asks the model one confirming question; a yes finishes the run with the
+            variable's value (``workflow.codeact.answerVariable``; None: off). See docs/finishing.md.
+        final_answer: Whether a reply repeating the last successful round's code, a stuck run and a run
+            at ``maxTurns`` end with the final-answer step (the model asked once, plainly, for the answer
+            from what it has seen) instead of running the code again or ending with no answer.
     """
 
     thought: Literal["separate", "inline", "off"] = "separate"
@@ -305,6 +317,8 @@ class CodeActSettings:
     max_repeats: int = 3
     round_seconds: float = DEFAULT_ROUND_SECONDS
     budgets: Any | None = None
+    answer_variable: str | None = "answer"
+    final_answer: bool = True
 
 
 KNOWLEDGE_KINDS: Final = ("domain", "constraint")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from codeact.engine.blueprint._coerce import known_keys
+from codeact.engine.blueprint._coerce import block_at, field_block, known_keys
 from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
 from codeact.engine.blueprint.models import (
     CODEACT_VERSION,
@@ -186,6 +186,7 @@ class _Checks:
                 "blueprint.model.provider.required",
                 "model.provider is required, e.g. provider: openai-compatible.",
             )
+        self.provider("model.provider", model.provider)
         if _trim(model.model) is None and _trim(model.profile) is None:
             self.error(
                 "$.model.model", "blueprint.model.selector.required", "model.model or model.profile is required."
@@ -209,8 +210,25 @@ class _Checks:
                         "blueprint.model.route.model.required",
                         f"model.routes.{purpose}.model is required: a route names the model for {purpose}.",
                     )
+                self.provider(f"model.routes.{purpose}.provider", route.provider)
                 if self.codeact:
                     self.options(f"$.model.routes.{purpose}.options", route.options)
+
+    def provider(self, where: str, value: str | None) -> None:
+        """A provider codeact cannot call fails here, not 10 s into a run (issue 35); litellm is not imported."""
+        from codeact.engine.model.providers import known_provider, provider_suggestion
+
+        name = _trim(value)
+        if name is None or known_provider(name):
+            return
+        close = provider_suggestion(name)
+        hint = f"; did you mean {close!r}?" if close else "."
+        self.error(
+            f"$.{where}",
+            "blueprint.model.provider.unknown",
+            f"{where} {name!r} is not a provider codeact can call{hint} Write one of litellm's providers "
+            "(https://docs.litellm.ai/docs/providers) or codeact's own: local, scripted, openai-compatible.",
+        )
 
     def options(self, path: str, options: Mapping[str, Any]) -> None:
         for key in options:
@@ -627,6 +645,13 @@ class _Checks:
                         f"workflow.codeact.fim.tokens.{marker} is required when fim.tokens is given "
                         "(or use fim.family instead).",
                     )
+        name = _trim(codeact.answer_variable)
+        if name is not None and name != "off" and not (name.isidentifier() and not name.startswith("_")):
+            self.error(
+                "$.workflow.codeact.answerVariable",
+                "blueprint.workflow.codeact.answerVariable.invalid",
+                f"workflow.codeact.answerVariable must be a public Python name (like answer) or off (got {name!r}).",
+            )
         for field, alias in (("max_repeats", "maxRepeats"), ("max_self_checks", "maxSelfChecks")):
             value = getattr(codeact, field)
             if value is not None and value <= 0:
@@ -650,8 +675,33 @@ class _Checks:
             if item.origin is not None:
                 message = f"{message} (in base blueprint {item.origin!r})"
             # A field of a base came from a codeact.agent/v1 file (only those are extended).
-            hint = _did_you_mean(item.path, codeact=self.codeact or item.origin is not None)
-            self.warning(item.path, "blueprint.field.unknown", f"{message}{hint or '.'}")
+            codeact = self.codeact or item.origin is not None
+            hint = _did_you_mean(item.path, codeact=codeact)
+            if _decides_access(item.path, codeact=codeact):
+                self.error(item.path, "blueprint.safety.field.unknown", f"{message}{hint or '.'} {_FAIL_CLOSED}")
+            else:
+                self.warning(item.path, "blueprint.field.unknown", f"{message}{hint or '.'}")
+
+
+_FAIL_CLOSED: Final = "Keys that decide what the model may do are never ignored: fix this one or remove it."
+# Top-level names that read as a setting of what the model may do, though no blueprint field has them.
+_ACCESS_WORDS: Final = ("approval", "grants", "limits", "network", "permissions", "policy", "secrets")
+
+
+def _decides_access(path: str, *, codeact: bool) -> bool:
+    """Whether an unknown key at ``path`` sits where keys decide what the model may do (issue 35: fail closed).
+
+    Inside a fail-closed block (a toolkit or tool grant, the sandbox, its limits) every unknown key
+    does; at the top level, a name close to such a block's field (``toolkit``, ``sandboxes``) or to
+    a word of access (``network``, ``secrets``, ``policy``, ...) does.
+    """
+    if path.count(".") > 1 or "[" in path:
+        return bool(getattr(block_at(Blueprint, path, codeact=codeact), "fail_closed", False))
+    name = path[2:].lower().replace("_", "").replace("-", "")
+    top = known_keys(Blueprint, "$.x", codeact=True)
+    guarded = [key for key in top if getattr(field_block(Blueprint, key), "fail_closed", False)]
+    words = [*(key.lower() for key in guarded), *_ACCESS_WORDS]
+    return bool(difflib.get_close_matches(name, words, n=1, cutoff=0.75))
 
 
 def _did_you_mean(path: str, *, codeact: bool) -> str:
@@ -660,7 +710,8 @@ def _did_you_mean(path: str, *, codeact: bool) -> str:
     In an ``ai4j.agent/v1`` file a ``codeact.agent/v1`` field is named as such, with the fix.
     """
     name = re.split(r"[.\[]", path)[-1]
-    if not codeact and path.count(".") == 1 and name in Blueprint.codeact_only:
+    holder = block_at(Blueprint, path, codeact=codeact)
+    if not codeact and name in getattr(holder, "codeact_only", ()):
         return f"; it is a {CODEACT_VERSION} field: set version: {CODEACT_VERSION} to use it."
     known = known_keys(Blueprint, path, codeact=codeact)
     by_folded = {key.lower().replace("_", ""): key for key in known}

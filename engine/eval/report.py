@@ -40,6 +40,7 @@ def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> dict[str, Any
             entry["tasks"] += 1
             entry["passed"] += int(bool(row.get("passed")))
         passed = sum(1 for r in rows if r.get("passed"))
+        lost = sum(1 for r in rows if not r.get("passed") and r.get("lost"))
         tokens = sum(int(r.get("input_tokens", 0)) + int(r.get("output_tokens", 0)) for r in rows)
         out.append(
             {
@@ -48,6 +49,8 @@ def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> dict[str, Any
                 "tasks": len(rows),
                 "passed": passed,
                 "success_rate": round(passed / len(rows), 4) if rows else 0.0,
+                # failed tasks whose right answer was printed or held in a variable: the finishing protocol's gap
+                "lost": lost,
                 "avg_rounds": round(_avg([r.get("rounds", 0) for r in rows]), 2),
                 "input_tokens": sum(int(r.get("input_tokens", 0)) for r in rows),
                 "output_tokens": sum(int(r.get("output_tokens", 0)) for r in rows),
@@ -85,6 +88,7 @@ _HEAD = (
     "config",
     "tasks",
     "success",
+    "lost",
     "avg rounds",
     "avg in tok",
     "avg out tok",
@@ -102,6 +106,7 @@ def _rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
             _label(c),
             str(c["tasks"]),
             f"{c['success_rate'] * 100:.1f} %",
+            str(c.get("lost", 0)),
             f"{c['avg_rounds']:.2f}",
             f"{c['avg_input_tokens']:.0f}",
             f"{c['avg_output_tokens']:.0f}",

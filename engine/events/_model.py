@@ -76,6 +76,8 @@ class RunStarted(Event):
         trace_id: The run's trace: its OpenTelemetry trace id (32 hex digits) when tracing is on, else
             the run id; toolkits see it as ``ToolkitContext.trace_id``, the session record as
             ``extra["trace_id"]`` (of its latest run).
+        layout: The chat code prompt's layout (``frame`` or ``turns``); empty for react and raw completion.
+        layout_reason: Why that layout (``workflow.codeact.layout``, ``qwen2.5-coder-1.5b, a known model``).
     """
 
     type: ClassVar[str] = "run.started"
@@ -88,6 +90,8 @@ class RunStarted(Event):
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     trace_id: str | None = None
+    layout: str = ""
+    layout_reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -25,6 +25,7 @@ from codeact.engine.events._model import (
     ToolCallCompleted,
     ToolCallStarted,
 )
+from codeact.sandbox.runtime.codec import display_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -83,17 +84,19 @@ def render_event(event: Event, console: Console) -> None:
     from rich.text import Text
 
     def short(value: Any, limit: int = 120) -> str:
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        # codec data: JSON text, or Python's repr for a value JSON cannot hold (never the codec's tag)
+        text = display_text(value)
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def call_args(arguments: Mapping[str, Any]) -> str:
         return ", ".join(
-            f"{name}={short(json.dumps(value, ensure_ascii=False, default=str), 40)}"
+            f"{name}={short(value if not isinstance(value, str) else json.dumps(value, ensure_ascii=False), 40)}"
             for name, value in arguments.items()
         )
 
     if isinstance(event, RunStarted):
-        console.print(Text(f"run {event.run_id[:8]} · session {event.session_id} · {event.model}", style="dim"))
+        layout = f" · layout {event.layout} ({event.layout_reason})" if event.layout else ""
+        console.print(Text(f"run {event.run_id[:8]} · session {event.session_id} · {event.model}{layout}", style="dim"))
     elif isinstance(event, RoundStarted):
         console.rule(f"round {event.round}", style="dim")
     elif isinstance(event, SegmentCreated):

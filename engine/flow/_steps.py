@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from codeact.engine.flow.errors import FlowError
+from codeact.sandbox.runtime.codec import has_tags, python_repr
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
@@ -155,8 +156,13 @@ class _EndFlow(Exception):  # noqa: N818 - a control-flow signal, never surfaced
 
 
 def as_text(value: Any) -> str:
-    """A result as text: a string as it is, anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    """A result as text: a string as it is, plain data as JSON, a value JSON cannot hold as Python shows it.
+
+    A step's answer is codec data: a tuple is ``('A', 4)`` for the next step's model, never the codec's tag.
+    """
+    if isinstance(value, str):
+        return value
+    return python_repr(value) if has_tags(value) else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def child_session_id(parent: str, number: int, name: str) -> str:

@@ -132,5 +132,28 @@ def route_for(
             "server and pass --base-url"
         )
     )
+    # A server on this machine (llama.cpp, vLLM, Ollama, LM Studio) is a local model: on a busy CPU it is
+    # slow, not gone, and it has no rate limit to protect (issue 39: a 1.5B reply on a busy machine
+    # outlasted the hosted attempt limit, HTTP 408, and the task was lost in round 1).
+    on_host = _on_this_machine(text_base if prefix in ("ollama", "ollama_chat") else api_base)
     return Route(display=full, chat_model=full, api_base=api_base, text_model=text_model, text_api_base=text_base,
-                 provider=prefix or None, text_unavailable=unavailable)  # fmt: skip
+                 provider=prefix or None, text_unavailable=unavailable,
+                 min_timeout_s=LOCAL_SERVER_TIMEOUT_S if on_host else 0.0)  # fmt: skip
+
+
+LOCAL_SERVER_TIMEOUT_S = 900.0
+"""The per-attempt timeout floor of a model served on this machine (``local/NAME`` or a loopback base URL):
+a 1,500-token prompt takes 15-30 s on two idle cores and minutes beside busy jobs (docs/models.md)."""
+
+
+def _on_this_machine(base: str | None) -> bool:
+    """Whether ``base`` is a loopback address (127.0.0.0/8, ``localhost``, ``[::1]``)."""
+    if not base:
+        return False
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(base if "//" in base else f"http://{base}").hostname or ""
+    except ValueError:
+        return False
+    return host == "localhost" or host == "::1" or host.startswith("127.")

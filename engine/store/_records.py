@@ -159,6 +159,7 @@ _ROUND_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "timings": (_is_dict, "an object"),
     "nondeterminism": (_is_dict, "an object"),
     "artifacts": (_list_of(_is_dict), "a list of objects"),
+    "finish": (_is_dict, "an object"),
 }
 _REQUIRED = ("session_id", "index", "started_at", "duration_s", "prompt_hash", "reply")
 _DELTA_FIELDS = ("segment_ids", "variables")

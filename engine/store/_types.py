@@ -208,6 +208,9 @@ class RoundRecord:
             replay gives the round's code. Empty when none.
         artifacts: Files the round wrote into ``outputs/``: ``{"name", "mime", "size", "refused",
             "data_b64"}`` (``refused`` set and no content when over a size cap).
+        finish: The finishing protocol's step in this round (docs/finishing.md): ``{"step": "confirm" |
+            "final_answer", "trigger", "prompt", "reply", "answer"?}``; ``answer`` is present when the
+            step ended the run. Empty when no such step ran.
     """
 
     session_id: str
@@ -233,6 +236,7 @@ class RoundRecord:
     nondeterminism: dict[str, Any] = field(default_factory=dict)
     edits: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[dict[str, Any], ...] = ()
+    finish: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (tuples become lists)."""
@@ -241,6 +245,8 @@ class RoundRecord:
             data[name] = list(data[name])
         if not data["edits"]:
             del data["edits"]  # records without hook edits read as they did before the field existed
+        if not data["finish"]:
+            del data["finish"]
         return data
 
     @classmethod

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from codeact.sandbox._owner import session_of
+from codeact.sandbox._worker import LimitName
 from codeact.sandbox.aio import finish_through_cancels, wait_for
 from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
@@ -198,6 +199,15 @@ class _ContainerWorker(RuntimeWorker):
         if code == 137:
             detail = "killed (SIGKILL: out of memory or a resource limit)"
         return detail
+
+    def limit_hit(self) -> LimitName | None:
+        """``memory`` when the engine says the container was OOM-killed, ``cpu`` for a runtime dead of SIGXCPU."""
+        state = self._state or {}
+        if state.get("OOMKilled"):
+            return "memory"
+        if state.get("ExitCode") == 128 + 24:  # SIGXCPU (24 on Linux, the containers' kernel)
+            return "cpu"
+        return None
 
     async def aclose(self) -> None:
         """Kill and remove the container, close the channel (its directory goes with it)."""

@@ -40,6 +40,10 @@ With ``data=True`` (the runtime's variable capture) numpy, pandas and sympy valu
 ``_codec_data`` (``ndarray``, ``dataframe``, ``sympy``, ...), which only ``decode(obj, data=True)``
 inside the sandbox turns back into values; everywhere else they are unknown tags, kept opaque.
 
+Readers outside the sandbox never see the tags: ``plain(obj)`` gives plain JSON (for clients that
+want data), ``python_repr(obj)`` the text Python's ``repr`` shows (``('A', 4)``; for a model or a
+person reading the value), ``display_text(obj)`` JSON text for plain data and that repr otherwise.
+
 ``"class"`` is the class ``__qualname__``. ``decode(obj, registry={"Point": Point})`` re-creates
 instances of the classes it is given (the runtime passes the classes defined in the namespace, so a
 dataclass instance captured in round 1 is a ``Point`` again in round 3); without one, dataclasses and
@@ -70,6 +74,7 @@ from typing import Any
 from codeact.sandbox.runtime._codec_data import encode_data
 from codeact.sandbox.runtime._codec_decode import decode, loads
 from codeact.sandbox.runtime._codec_plain import plain
+from codeact.sandbox.runtime._codec_repr import display_text, has_tags, python_repr
 from codeact.sandbox.runtime._codec_types import TAG, Record, TooLarge, Undecodable, Unencodable
 
 __all__ = [
@@ -79,11 +84,14 @@ __all__ = [
     "Undecodable",
     "Unencodable",
     "decode",
+    "display_text",
     "dumps",
     "encode",
     "encode_sized",
+    "has_tags",
     "loads",
     "plain",
+    "python_repr",
 ]
 
 

@@ -56,6 +56,11 @@ async def _as_coroutine(awaitable: Any) -> Any:
     return await awaitable
 
 
+def cut_note(limit: int) -> str:
+    """What the cut marker says of the limit that cut (its size and the blueprint key that raises it)."""
+    return f": output is capped at {limit} bytes per stream and round, raise sandbox.limits.outputBytes"
+
+
 class CappedWriter:
     """A text stream keeping the head and the tail of what is written, within a byte budget.
 
@@ -123,7 +128,7 @@ class CappedWriter:
         return False
 
     def getvalue(self) -> str:
-        """The captured text; when over budget: head, a ``... [N bytes cut] ...`` marker, tail."""
+        """The captured text; over budget: head, a ``... [N bytes cut: ...the limit and its key] ...`` marker, tail."""
         head = "".join(self._head)
         if not self._overflow:
             text = head
@@ -140,7 +145,7 @@ class CappedWriter:
         t = tb[len(tb) - min(half, len(tb)) :].decode("utf-8", "ignore") if half else ""
         h = hb[: self.limit - len(t.encode())].decode("utf-8", "ignore")
         cut = self._total - len(h.encode()) - len(t.encode())
-        return f"{h}\n... [{cut} bytes cut] ...\n{t}"
+        return f"{h}\n... [{cut} bytes cut{cut_note(self.limit)}] ...\n{t}"
 
 
 def format_error(
@@ -671,6 +676,25 @@ def _set_cpu_limit(cpu_s: Any) -> None:
         pass
 
 
+def _die_of_sigxcpu_as_pid_1() -> None:
+    """As pid 1 (a container's runtime) exit with 128+SIGXCPU when the round's CPU limit fires.
+
+    The kernel does not deliver SIGXCPU's default action (terminate) to a pid namespace's init, so
+    without a handler a busy loop would run on until the round's time limit. The handler runs between
+    bytecodes; a long call in C is still bounded by that time limit. The host reads the exit status as
+    the CPU limit (``CpuLimitExceeded``). Under bubblewrap the runtime is pid 2: the default action works.
+    """
+    import signal
+
+    if os.getpid() != 1 or not hasattr(signal, "SIGXCPU"):
+        return
+
+    def _exit(signum: int, _frame: Any) -> None:
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGXCPU, _exit)
+
+
 def _apply_rlimits(rlimits: dict[str, Any]) -> None:
     """Lower this process's resource limits (soft and hard) before any user code runs."""
     import resource
@@ -749,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
     proxy.watch_host(sock)
     if config.get("rlimits"):
         _apply_rlimits(config["rlimits"])
+    _die_of_sigxcpu_as_pid_1()
     if config.get("cwd"):
         os.chdir(config["cwd"])
     manifest = result.get("manifest") if isinstance(result, dict) else None

@@ -467,9 +467,27 @@ def _answer_text(value: Any) -> str:
 
 
 class _Operation:
-    """A callable toolkit operation: maps arguments to parameter names and sends the call."""
+    """A callable toolkit operation: maps arguments to parameter names and sends the call.
 
-    __slots__ = ("_bridge", "_encode", "_head", "_label", "_name", "_params", "_required", "_toolkit")
+    Python's own rules: positional values fill ``positional`` in order, the rest go to the ``*args``
+    parameter (``varargs``) as one list; keywords name ``keyword`` parameters, the others go to the
+    ``**kwargs`` parameter (``varkw``) as one object. On the wire every parameter is a name.
+    """
+
+    __slots__ = (
+        "_bridge",
+        "_encode",
+        "_head",
+        "_keyword",
+        "_label",
+        "_name",
+        "_params",
+        "_positional",
+        "_required",
+        "_toolkit",
+        "_varargs",
+        "_varkw",
+    )
 
     def __init__(
         self,
@@ -479,6 +497,11 @@ class _Operation:
         name: str,
         params: list[str],
         required: list[str],
+        *,
+        positional: list[str] | None = None,
+        keyword: list[str] | None = None,
+        varargs: str | None = None,
+        varkw: str | None = None,
     ) -> None:
         self._bridge = bridge
         self._encode = encode
@@ -488,26 +511,38 @@ class _Operation:
         self._head = _call_head(toolkit, name)
         self._params = tuple(params)
         self._required = tuple(required)
+        self._positional = tuple(positional) if positional is not None else self._params
+        self._keyword = tuple(keyword) if keyword is not None else self._params
+        self._varargs = varargs
+        self._varkw = varkw
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        params = self._params
-        if len(args) > len(params):
-            raise TypeError(
-                f"{self._label} takes {len(params)} positional argument(s) ({', '.join(params) or 'none'}) "
-                f"but {len(args)} were given"
-            )
+        positional = self._positional
         arguments: dict[str, Any] = {}
-        for name, value in zip(params, args, strict=False):
+        if len(args) > len(positional) and self._varargs is None:
+            raise TypeError(
+                f"{self._label} takes {len(positional)} positional argument(s) "
+                f"({', '.join(positional) or 'none'}) but {len(args)} were given"
+            )
+        for name, value in zip(positional, args, strict=False):
             arguments[name] = value
+        if len(args) > len(positional):
+            arguments[self._varargs] = list(args[len(positional) :])  # type: ignore[index]  # checked above
+        extra: dict[str, Any] = {}
         for name, value in kwargs.items():
-            if name not in params:
+            if name not in self._keyword:
+                if self._varkw is not None:
+                    extra[name] = value
+                    continue
                 raise TypeError(
                     f"{self._label} got an unexpected keyword argument {name!r}; "
-                    f"parameters: {', '.join(params) or 'none'}"
+                    f"parameters: {', '.join(self._keyword) or 'none'}"
                 )
             if name in arguments:
                 raise TypeError(f"{self._label} got multiple values for argument {name!r}")
             arguments[name] = value
+        if extra:
+            arguments[self._varkw] = extra  # type: ignore[index]  # extra is only filled when there is one
         missing = [name for name in self._required if name not in arguments]
         if missing:
             raise TypeError(f"{self._label} missing required argument(s): {', '.join(map(repr, missing))}")
@@ -528,7 +563,8 @@ class _Operation:
         return self._bridge._call(self._head, arguments)
 
     def __repr__(self) -> str:
-        return f"<operation {self._toolkit}.{self._name}({', '.join(self._params)})>"
+        names = [f"*{n}" if n == self._varargs else f"**{n}" if n == self._varkw else n for n in self._params]
+        return f"<operation {self._toolkit}.{self._name}({', '.join(names)})>"
 
 
 class ToolkitProxy:
@@ -574,11 +610,28 @@ class ToolkitProxy:
         return f"<toolkit {cls._toolkit_name}: {', '.join(cls._operations)}>"
 
 
+def _layout(op_spec: Any) -> dict[str, Any]:
+    """The keyword arguments of ``_Operation`` a manifest entry gives beyond ``params`` and ``required``."""
+    if not isinstance(op_spec, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("positional", "keyword"):
+        names = op_spec.get(key)
+        if isinstance(names, list):
+            out[key] = [n for n in names if isinstance(n, str)]
+    for key in ("varargs", "varkw"):
+        if isinstance(op_spec.get(key), str):
+            out[key] = op_spec[key]
+    return out
+
+
 def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -> dict[str, ToolkitProxy]:
     """One proxy object per toolkit of the manifest (malformed entries are skipped).
 
     Args:
-        manifest: ``{"toolkits": {name: {"operations": {op: {"params": [...], "required": [...]}}}}}``.
+        manifest: ``{"toolkits": {name: {"operations": {op: {"params": [...], "required": [...]}}}}}``;
+            an operation with keyword-only, positional-only or variadic parameters also has
+            ``"positional"`` and ``"keyword"`` (names) and ``"varargs"`` / ``"varkw"`` (a name).
         bridge: Where calls go.
         encode: Encodes an argument value (``codec.encode``).
 
@@ -602,7 +655,7 @@ def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -
             raw_required = op_spec.get("required", raw_params) if isinstance(op_spec, dict) else None
             params = [p for p in raw_params or () if isinstance(p, str)]
             required = [p for p in raw_required or () if isinstance(p, str)]
-            attrs[op] = _Operation(bridge, encode, name, op, params, required)
+            attrs[op] = _Operation(bridge, encode, name, op, params, required, **_layout(op_spec))
             names.append(op)
         attrs["_operations"] = tuple(sorted(names))
         doc = spec.get("description") if isinstance(spec, dict) else None

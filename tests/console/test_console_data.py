@@ -53,6 +53,32 @@ async def test_a_session_shows_variables_before_and_after_and_its_links(tmp_path
     assert parent_of("a.b.c", None) is None and parent_of("a.b.2", None) == "a"
 
 
+async def test_a_tuple_a_date_and_a_call_result_show_as_python_never_as_codec_tags(tmp_path: Path) -> None:
+    """The codec's ``{"$type": "tuple", "v": ["A", 4]}`` is ``('A', 4)`` on the page (issue 39)."""
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        await store.create_session(SessionMeta(session_id="S", blueprint_id="b", blueprint_hash="h", model="m"))
+        variables = {"best": {"$type": "tuple", "v": ["A", 4]}, "when": {"$type": "date", "v": "2026-01-02"}}
+        call = {
+            "sequence": 0,
+            "session_id": "S",
+            "toolkit": "stats",
+            "operation": "best_pair",
+            "arguments": {},
+            "result": {"$type": "tuple", "v": ["A", 4]},
+            "error": None,
+            "started_at": 0.0,
+            "duration_s": 0.0,
+        }
+        record = RoundRecord(session_id="S", index=1, started_at=0.0, duration_s=0.1, prompt_hash="p", reply="r",
+                             code="best = await stats.best_pair()\n", variables=variables, calls=(call,))  # fmt: skip
+        await store.append_round(record, segments=[], variables=variables)
+        view = await read_session(store, "S")
+        assert view is not None
+        shown = view.rounds[0]
+        assert {c.name: c.after for c in shown.variables} == {"best": "('A', 4)", "when": "datetime.date(2026, 1, 2)"}
+        assert [c.result for c in shown.calls] == ["('A', 4)"]
+
+
 async def test_a_labelled_runs_session_shows_its_tags_metadata_and_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -67,6 +67,7 @@ class Reply:
     chunks: tuple[str, ...] | None = None  # stream pieces; default: split after each space
     tool_chunk: int = 7  # characters of a tool call's arguments per streamed fragment
     drop_after: int | None = None  # stream: the connection drops after this many events (no [DONE])
+    delay_s: float = 0.0  # the server "generates" this long before it answers (a slow local model)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,6 +249,8 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"message": reply.message, "type": reply.type, "code": reply.code, "param": None}
             self._json(reply.status, {"error": error}, extra)
             return
+        if reply.delay_s:
+            time.sleep(reply.delay_s)  # this handler's thread only: the server keeps answering others
         chat = path.endswith("/chat/completions")
         model = str(body.get("model", "test-model"))
         usage = _usage(reply, _prompt_text(body))

@@ -21,13 +21,16 @@ from tests.engine.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.usefixtures("cli_home")
 
-TYPO = "WARNING $.toolkit blueprint.field.unknown: Unknown top-level field: toolkit; did you mean 'toolkits'?"
+TYPO = (
+    "WARNING $.instruction blueprint.field.unknown: Unknown top-level field: instruction; did you mean 'instructions'?"
+)
 TYPO_BLUEPRINT = """\
 version: codeact.agent/v1
 id: typo
 model: {provider: openai-compatible, model: openai/test-model}
-toolkit:
+toolkits:
   - ref: system
+instruction: {system: Add numbers.}
 workflow: {mode: codeact, maxTurns: 3, codeact: {thought: 'off'}}
 """
 
@@ -67,7 +70,7 @@ def test_run_strict_refuses_the_typo_with_exit_1(tmp_path: Path, openai_server: 
 def test_validate_strict_and_suggestions_of_nested_fields(tmp_path: Path) -> None:
     path = tmp_path / "agent.yaml"
     path.write_text(
-        TYPO_BLUEPRINT.replace("toolkit:", "toolkits:").replace(
+        TYPO_BLUEPRINT.replace("instruction: {system: Add numbers.}\n", "").replace(
             "maxTurns: 3, codeact: {thought: 'off'}", "maxTurn: 3, codeact: {thougth: 'off', max_repeats: 2}"
         )
     )
@@ -89,20 +92,24 @@ def test_validate_strict_and_suggestions_of_nested_fields(tmp_path: Path) -> Non
 
 
 def test_far_names_get_no_suggestion_and_ai4j_keeps_its_rule() -> None:
-    codeact = load_text("version: codeact.agent/v1\nid: a\nmodel: {provider: p, model: m}\nzzzzzz: 1\n")
+    codeact = load_text("version: codeact.agent/v1\nid: a\nmodel: {provider: openai, model: m}\nzzzzzz: 1\n")
     assert [i.message for i in validate_blueprint(codeact).issues] == ["Unknown top-level field: zzzzzz."]
     # ai4j.agent/v1: unknown fields stay warnings, only at the top level (ai4j's rule); a codeact field says so.
     ai4j = load_text(
-        "version: ai4j.agent/v1\nid: a\nmodel: {provider: p, model: m, routes: {}}\ntoolkits: [{ref: system}]\n"
+        "version: ai4j.agent/v1\nid: a\nmodel: {provider: openai, model: m, routes: {}}\nteam: [a]\n"
         "workflow: {mode: codeact, maxTurn: 2}\n"
     )
     report = validate_blueprint(ai4j)
     assert report.valid
+    assert [(i.severity.value, i.message) for i in report.issues] == [("WARNING", "Unknown top-level field: team.")]
+    # ... except where a key decides what the model may do: a grant is never ignored silently (issue 35).
+    report = validate_blueprint(load_text("version: ai4j.agent/v1\nid: a\nmodel: {provider: openai, model: m}\n"
+                                          "toolkits: [{ref: system}]\n"))  # fmt: skip
     assert [(i.severity.value, i.message) for i in report.issues] == [
         (
-            "WARNING",
+            "ERROR",
             "Unknown top-level field: toolkits; it is a codeact.agent/v1 field: set version: codeact.agent/v1 "
-            "to use it.",
+            "to use it. Keys that decide what the model may do are never ignored: fix this one or remove it.",
         )
     ]
 

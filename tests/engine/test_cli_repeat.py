@@ -1,9 +1,9 @@
 """A real model that printed the answer but did not finish sends the same code again (issue 29).
 
 Qwen2.5-Coder-1.5B does this on most tasks: round 1 computes and prints the answer, then it repeats
-round 1's code until the run is stopped as stuck. The repeat runs (code may repeat on purpose: a
-counter, a poll) and its Evaluation tells the model what to do instead, through ``codeact run``
-against the local OpenAI-compatible server.
+round 1's code until the run is stopped as stuck. The repeat is not run again: the model is asked once,
+plainly, for the final answer (the finishing protocol, docs/finishing.md; issue 39), through
+``codeact run`` against the local OpenAI-compatible server.
 """
 
 from __future__ import annotations
@@ -62,27 +62,65 @@ def _rounds(db: Path) -> list[object]:
     return asyncio.run(read())
 
 
-def test_the_same_code_after_a_round_that_ran_is_run_and_the_model_is_told_to_finish(
-    tmp_path: Path, openai_server: OpenAIServer
-) -> None:
+def _deploy_run(tmp_path: Path, openai_server: OpenAIServer, *replies: str, options: str = "") -> tuple[Result, Path]:
     path = tmp_path / "agent.yaml"
-    path.write_text(BLUEPRINT)
+    path.write_text(BLUEPRINT.replace("thought: 'off'", f"thought: 'off'{options}"))
     db = tmp_path / "s.db"
-    openai_server.push(DEPLOY, SAME_AGAIN, FINISH)
+    openai_server.push(*replies)
     result = CliRunner().invoke(
         app,
         ["run", str(path), "--input", "Deploy 2.4.0 of checkout-api", "--store", f"sqlite:///{db}",
          "--session", "S", "--base-url", openai_server.base_url, "--isolation", "process",
          "--toolkit", f"{REPO / 'examples' / 'devops' / 'toolkit.py'}:DevOps"],
     )  # fmt: skip
+    return result, db
+
+
+def _posts(openai_server: OpenAIServer) -> list[str]:
+    return [json.dumps(r.body["messages"]) for r in openai_server.requests if r.method == "POST"]
+
+
+def test_the_same_code_after_a_round_that_ran_is_not_run_again_and_the_model_is_asked_for_the_answer(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    result, db = _deploy_run(tmp_path, openai_server, DEPLOY, SAME_AGAIN, "D-1001")
+    assert result.exit_code == 0, result.stderr
+    records = _rounds(db)
+    assert [r.status for r in records] == ["ok", "repeated"]  # type: ignore[attr-defined]
+    deploys = [c for r in records for c in r.calls if c["operation"] == "deploy_app"]  # type: ignore[attr-defined]
+    assert len(deploys) == 1  # the repeat did not deploy a second time
+    assert deploys[0]["result"]["id"] == "D-1001"
+    step = records[1].finish  # type: ignore[attr-defined]
+    assert (step["step"], step["trigger"], step["answer"]) == ("final_answer", "repeat", "D-1001")
+    assert result.stdout.strip() == "D-1001"
+    final = _posts(openai_server)[2]
+    assert "Reply with the final answer to the task alone" in final
+    assert "Deploy 2.4.0 of checkout-api" in final and "D-1001" in final  # the task and what the code printed
+
+
+def test_an_unknown_final_answer_goes_on_and_the_model_is_told_the_repeat_did_not_run(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    result, db = _deploy_run(tmp_path, openai_server, DEPLOY, SAME_AGAIN, "UNKNOWN", FINISH)
+    assert result.exit_code == 0, result.stderr
+    assert [r.status for r in _rounds(db)] == ["ok", "repeated", "ok"]  # type: ignore[attr-defined]
+    assert result.stdout.strip() == "D-1001"
+    third_round = _posts(openai_server)[3]
+    assert "it was not run again" in third_round
+
+
+def test_with_final_answer_off_the_repeat_runs_and_the_model_is_told_to_finish(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    """``workflow.codeact.finalAnswer: false``: the behaviour before the finishing protocol."""
+    result, db = _deploy_run(tmp_path, openai_server, DEPLOY, SAME_AGAIN, FINISH, options=", finalAnswer: false")
     assert result.exit_code == 0, result.stderr
     records = _rounds(db)
     assert [r.status for r in records] == ["ok", "ok", "ok"]  # type: ignore[attr-defined]
     deploys = [c for r in records for c in r.calls if c["operation"] == "deploy_app"]  # type: ignore[attr-defined]
     assert len(deploys) == 2
     assert result.stdout.strip() == str(deploys[1]["result"]["id"])
-    second = json.dumps([r.body for r in openai_server.requests if r.method == "POST"][1]["messages"])
-    third = json.dumps([r.body for r in openai_server.requests if r.method == "POST"][2]["messages"])
+    second, third = _posts(openai_server)[1:3]
     assert "this was the code of the previous round again" not in second
     assert "this was the code of the previous round again, and it ran again" in third
     assert "await system.finish(answer=...)" in third

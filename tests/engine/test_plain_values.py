@@ -1,4 +1,4 @@
-"""The model reads variables as plain JSON: the prompt's variables header never shows a codec tag."""
+"""The model reads variables as Python shows them: the prompt's variables header never shows a codec tag."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ FIRST = (
 SECOND = 'Thought: Done.\n```python\nsystem.finish("ok")\n```'
 
 
-async def test_the_variables_header_shows_plain_values(
+async def test_the_variables_header_shows_python_values(
     tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -41,4 +41,7 @@ async def test_the_variables_header_shows_plain_values(
     assert result.status == "completed", result.error
     prompt = json.dumps(openai_server.requests[-1].body["messages"])
     assert "$type" not in prompt
-    assert '\\"2026-01-02\\"' in prompt and "[1,2]" in prompt and "[3]" in prompt
+    header = openai_server.requests[-1].body["messages"][-1]["content"]
+    assert "#   when: date = datetime.date(2026, 1, 2)\n" in header
+    assert "#   pair: tuple = (1, 2)\n" in header
+    assert "#   seen: set = {3}\n" in header

@@ -334,7 +334,9 @@ def test_mode_flow_without_a_flow_block_and_a_flow_block_without_the_mode(tmp_pa
         )
     ]
     ai4j = write(
-        tmp_path, "h.yaml", "version: ai4j.agent/v1\nid: h\nmodel: {provider: p, model: m}\nworkflow: {mode: flow}\n"
+        tmp_path,
+        "h.yaml",
+        "version: ai4j.agent/v1\nid: h\nmodel: {provider: openai, model: m}\nworkflow: {mode: flow}\n",
     )
     assert (
         "$.workflow.mode",

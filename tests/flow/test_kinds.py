@@ -614,3 +614,19 @@ async def test_a_step_that_asks_the_user_fails_the_flow(agent: Make) -> None:
     assert result.error["message"].startswith(
         "flow 'ask': agent 'asker' (1) asked the user a question, which a flow cannot answer: Which version?"
     )
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        pytest.param("as is", "as is", id="string"),
+        pytest.param({"ok": True, "n": [1, 2]}, '{"ok": true, "n": [1, 2]}', id="plain-json"),
+        pytest.param({"$type": "tuple", "v": ["A", 4]}, "('A', 4)", id="tuple"),
+        pytest.param({"when": {"$type": "date", "v": "2026-01-02"}}, "{'when': datetime.date(2026, 1, 2)}", id="date"),
+    ],
+)
+def test_a_steps_answer_reads_as_text_without_codec_tags(answer: Any, text: str) -> None:
+    """The next step's model reads ``('A', 4)``, not ``{"$type": "tuple", ...}`` (issue 39)."""
+    from codeact.engine.flow._steps import as_text
+
+    assert as_text(answer) == text

@@ -22,6 +22,7 @@ OWNED_ELSEWHERE = {"toolkit.j2", "system_parse.j2", "system_think.j2"} | {
 }
 
 OWNED_ELSEWHERE = OWNED_ELSEWHERE | {"runner_input.j2"}  # tests/runner/test_entities.py
+OWNED_ELSEWHERE = OWNED_ELSEWHERE | {"call_help.j2"}  # tests/toolkits/test_call_help.py
 
 QWEN = FIM_FAMILIES["qwen"]
 SECTION_VARS: dict[str, Any] = {
@@ -247,11 +248,34 @@ CASES = [
         {"toolkit": "ledger", "operation": "add", "verdict": "denied", "reason": ""},
         id="queue_continue-denied",
     ),
+    pytest.param("same_error.j2", {"call": False}, id="same_error"),
+    pytest.param("same_error.j2", {"call": True}, id="same_error-call"),
     pytest.param(
         "self_check.j2",
         {"task": "List open login requirements", "answer": "R-1, R-4", "evaluation": "Ran without error."},
         id="self_check",
     ),
+    pytest.param(
+        "final_answer.j2",
+        {"task": "Shortest of ATG, GC?", "outputs": "Output:\n{'ATG': 3, 'GC': 2}", "variables": "lengths = {...}"},
+        id="final_answer",
+    ),
+    pytest.param(
+        "final_answer.j2",
+        {"task": "Shortest of ATG, GC?", "outputs": "(nothing)", "variables": ""},
+        id="final_answer-bare",
+    ),
+    pytest.param(
+        "answer_confirm.j2",
+        {"task": "Shortest of ATG, GC?", "name": "answer", "value": "2", "stdout": ""},
+        id="answer_confirm",
+    ),
+    pytest.param(
+        "answer_confirm.j2",
+        {"task": "Shortest of ATG, GC?", "name": "answer", "value": "2", "stdout": "lengths: [3, 2]"},
+        id="answer_confirm-printed",
+    ),
+    pytest.param("repeat_not_run.j2", {}, id="repeat_not_run"),
 ]
 
 

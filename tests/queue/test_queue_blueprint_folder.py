@@ -174,7 +174,7 @@ def test_the_pack_holds_the_referenced_files_only_and_unpacks_inside(tmp_path: P
     write(tmp_path / "shared" / "notes.txt", "not referenced\n")
     path = write(
         tmp_path / "app" / "agent.yaml",
-        "version: codeact.agent/v1\nextend: ../shared/base.yaml\nid: a\nmodel: {provider: p, model: m}\n",
+        "version: codeact.agent/v1\nextend: ../shared/base.yaml\nid: a\nmodel: {provider: openai, model: m}\n",
     )
     pack = pack_blueprint(path)
     assert pack["root"] == "app/agent.yaml"

@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def _assert_rounds_healthy(records: list[Any], max_turns: int) -> None:
             # a reply the parser refused is followed by a round that ran (ok or error), or by another refusal
             # that is itself followed by one: the run did not stop on it
             assert after.status in ("ok", "error", "parse_error", "no_code"), statuses
-    assert records[-1].status in ("ok", "error"), statuses
+    assert records[-1].status in ("ok", "error", "repeated"), statuses  # repeated: the finishing protocol's step
     # the server's prompt cache serves the rounds after the first (the prompt grows by appending; it is
     # 79-91 % per round on the DevOps example): a prompt re-rendered early (a timestamp...) drops it to ~0
     for share in _cache_shares(records)[1:]:
@@ -131,19 +132,21 @@ TASKS = [
 ]
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_multitool_task(model: str, task: str, tmp_path: Path) -> None:
+def _eval_task(
+    task: str, tmp_path: Path, *, model: str, provider: str, extra: list[str]
+) -> tuple[dict[str, Any], list[Any]]:
+    """``codeact eval`` of one multitool task in the chat frame; its result and its rounds (printed with -rP)."""
     base = tmp_path / "base.yaml"
     base.write_text(
         "version: codeact.agent/v1\nextend: codeact-base\nid: real-model-base\n"
-        f"model: {{provider: local, model: {MODEL}, options: {OPTIONS}}}\n",
+        f"model: {{provider: {provider}, model: {MODEL}, options: {OPTIONS}}}\n",
         encoding="utf-8",
     )
     out = tmp_path / "eval"
     started = time.monotonic()
     done = subprocess.run(
         [CODEACT, "eval", "--suite", "multitool", "--model", model, "--modes", "fim-chat", "--task", task,
-         "--blueprint", str(base), "--out", str(out), "--concurrency", "1", "--json"],
+         "--blueprint", str(base), "--out", str(out), "--concurrency", "1", "--json", *extra],
         capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=tmp_path, check=False,
     )  # fmt: skip
     results = [json.loads(p.read_text()) for p in out.glob("results/*/fim-chat/*.json")]
@@ -151,10 +154,48 @@ def test_multitool_task(model: str, task: str, tmp_path: Path) -> None:
     result = results[0]
     records = _rounds(out / "sessions.db", result["session_id"])
     print(f"\n{task} on {model}: {time.monotonic() - started:.0f} s, {len(records)} rounds, "
-          f"statuses {[r.status for r in records]}, answer {result['answer']!r}, "
+          f"statuses {[r.status for r in records]}, answer {result['answer']!r}, reason {result['reason']!r}, "
+          f"finishing steps {[r.finish.get('trigger') for r in records if r.finish]}, "
           f"cache share per round {_cache_shares(records)}")  # fmt: skip
+    return result, records
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_multitool_task(model: str, task: str, tmp_path: Path) -> None:
+    result, records = _eval_task(task, tmp_path, model=model, provider="local", extra=[])
     assert result["status"] == "completed", result["detail"]
     assert result["passed"], (result["answer"], result["expected"], result["detail"])
+    _assert_rounds_healthy(records, max_turns=8)
+
+
+@pytest.fixture(scope="module")
+def served(model: str) -> Iterator[str]:
+    """The model behind an OpenAI-compatible URL (``codeact models serve``), as people serve local models."""
+    server = subprocess.Popen([CODEACT, "models", "serve", MODEL], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()  # the URL alone, once the server listens
+        assert url.startswith("http://127.0.0.1:"), (url, server.stderr.read() if server.poll() is not None else "")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+# Tasks the 1.5B lost behind an OpenAI-compatible URL (the frame layout, no finishing protocol): it computed
+# the answer and repeated its code until the run was stuck (issue 39). The layout now follows the model,
+# and the finishing protocol returns what it computed.
+URL_TASKS = [pytest.param("dna-01", id="dna")]
+
+
+@pytest.mark.parametrize("task", URL_TASKS)
+def test_a_task_through_an_openai_compatible_url_is_finished(served: str, task: str, tmp_path: Path) -> None:
+    model = f"openai/{MODEL}"
+    result, records = _eval_task(task, tmp_path, model=model, provider="openai", extra=["--base-url", served])
+    assert result["status"] == "completed", result["detail"]
+    assert result["passed"], (result["answer"], result["expected"], result["detail"])
+    assert not result["lost"]
     _assert_rounds_healthy(records, max_turns=8)
 
 

@@ -164,9 +164,29 @@ except OSError as exc:
 async def test_memory_limit_stops_a_bomb_and_the_sandbox_recovers(sandbox: DockerSandbox) -> None:
     bomb = await sandbox.execute("x = bytearray(800 * 1024 * 1024)", deadline=20)
     assert not bomb.ok
-    assert bomb.error is not None and bomb.error.type in ("MemoryError", "SandboxCrashed")
+    # RLIMIT_AS raises MemoryError in the code; the container's OOM kill names the limit (issue 35).
+    assert bomb.error is not None and bomb.error.type in ("MemoryError", "MemoryLimitExceeded")
+    assert "sandbox.limits.memoryMb" in bomb.error.message
     after = await sandbox.execute("x = 1 + 1")
     assert after.ok and after.variables == {"x": 2}
+
+
+async def test_an_oom_kill_names_the_memory_limit(sandbox_image: str) -> None:
+    """Files in the tmpfs work dir count against the container's memory: past it the runtime is OOM-killed."""
+    fill = (
+        "for i in range(4):\n    with open(f'/work/fill{i}', 'wb') as f:\n"
+        "        for _ in range(60):\n            f.write(b'x' * (1024 * 1024))\n"
+    )
+    async with DockerSandbox(limits=Limits(memory_bytes=128 * MiB), pool_size=0) as sb:
+        killed = await sb.execute(fill, deadline=30)
+        assert killed.status == "crashed"
+        assert killed.error is not None and killed.error.type == "MemoryLimitExceeded"
+        assert killed.error.message == (
+            "the round ran past its 128 MB memory limit (its processes and the files they wrote, together); the "
+            "sandbox was killed and will be replaced (the variables from before the round are kept). Hold less in "
+            "memory at once, or raise the limit (sandbox.limits.memoryMb)"
+        )
+        assert (await sb.execute("x = 1")).ok
 
 
 async def test_restricted_policy_can_be_switched_on(sandbox_image: str) -> None:

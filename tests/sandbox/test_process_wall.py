@@ -139,3 +139,20 @@ def test_root_without_cgroup_is_not_silently_weaker() -> None:
     if os.geteuid() != 0:
         pytest.skip("the root case: RLIMIT_NPROC binds a non-root host")
     assert SubprocessSandbox(policy=OPEN)._use_cgroup
+
+
+def test_an_oom_kill_is_counted() -> None:
+    """The cgroup's OOM kills are what names the memory limit when it kills a runtime (issue 35 item 4)."""
+    import subprocess
+
+    group = SandboxCgroup.create(pids=8, memory_bytes=64 * 1024 * 1024, cpus=1.0)
+    try:
+        assert group.oom_kills() == 0
+        hog = subprocess.run(
+            [sys.executable, "-c", "data = b'x' * (512 * 1024 * 1024)"], preexec_fn=group.enter, check=False
+        )
+        assert hog.returncode == -9  # SIGKILL from the OOM killer
+        assert group.oom_kills() == 1
+    finally:
+        group.kill()
+        assert group.remove()

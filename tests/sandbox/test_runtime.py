@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from codeact.sandbox.channel import Channel
-from codeact.sandbox.runtime.main import CappedWriter, format_error
+from codeact.sandbox.runtime.main import CappedWriter, cut_note, format_error
 from codeact.sandbox.runtime.proxy import Bridge, ToolkitProxy, build_proxies
 from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR, python_interpreter
 
@@ -22,8 +22,14 @@ from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR, python_interpreter
     [
         pytest.param(["abc", "def"], 10, "abcdef", id="fits"),
         pytest.param(["a" * 10], 10, "a" * 10, id="exactly"),
-        pytest.param(["0123456789", "abcdefghij"], 10, "01234\n... [10 bytes cut] ...\nfghij", id="cut"),
-        pytest.param(["x"] * 1000 + ["END"], 8, "xxxx\n... [995 bytes cut] ...\nxEND", id="many-writes"),
+        pytest.param(
+            ["0123456789", "abcdefghij"],
+            10,
+            "01234\n... [10 bytes cut: output is capped at 10 bytes per stream and round, raise "
+            "sandbox.limits.outputBytes] ...\nfghij",
+            id="cut",
+        ),
+        pytest.param(["x"] * 1000 + ["END"], 8, f"xxxx\n... [995 bytes cut{cut_note(8)}] ...\nxEND", id="many-writes"),
     ],
 )
 def test_capped_writer(writes: list[str], limit: int, expected: str) -> None:
@@ -37,7 +43,7 @@ def test_capped_writer_counts_utf8_bytes() -> None:
     writer = CappedWriter(8)
     writer.write("é" * 20)  # 40 bytes
     value = writer.getvalue()
-    assert value == "éé\n... [32 bytes cut] ...\néé"
+    assert value == f"éé\n... [32 bytes cut{cut_note(8)}] ...\néé"
 
 
 def test_capped_writer_refuses_bytes() -> None:

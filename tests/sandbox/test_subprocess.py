@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from codeact.sandbox import ExecutionResult, IsolationUnavailableError, Limits, SubprocessSandbox
+from codeact.sandbox import ExecutionError, ExecutionResult, IsolationUnavailableError, Limits, SubprocessSandbox
+from codeact.sandbox.base import limit_note
 from codeact.sandbox.policy import Policy
 from codeact.sandbox.runtime import protocol as p
 
@@ -167,10 +168,12 @@ async def test_output_is_truncated_head_and_tail() -> None:
         result = ok(await box.execute("print('HEAD')\nfor i in range(20000):\n    print('x' * 10)\nprint('TAIL')\n"))
     assert result.stdout.startswith("HEAD\n")
     assert result.stdout.endswith("TAIL\n")
-    assert "bytes cut] ...\n" in result.stdout
-    cut = int(result.stdout.split("... [", 1)[1].split(" bytes cut]", 1)[0])
+    # The cut names the limit and the key that raises it (issue 35).
+    marker = " bytes cut: output is capped at 1000 bytes per stream and round, raise sandbox.limits.outputBytes] ...\n"
+    assert marker in result.stdout
+    cut = int(result.stdout.split("... [", 1)[1].split(" bytes cut", 1)[0])
     assert cut == 5 + 20000 * 11 + 5 - 1000
-    assert len(result.stdout.encode()) <= 1000 + 40
+    assert len(result.stdout.encode()) <= 1000 + 40 + len(marker)
 
 
 # -- toolkit proxies ---------------------------------------------------------------------------------
@@ -472,3 +475,45 @@ async def test_runtime_killed_between_rounds_is_replaced_without_a_crash_result(
         second = await box.execute("y = x + 1", variables=first.variables)
         assert second.status == "ok", second.error
         assert second.variables["y"] == 42
+
+
+@pytest.mark.parametrize("isolation", ["bwrap", "process"])
+async def test_the_cpu_limit_names_itself_and_its_key(isolation: Any) -> None:
+    """Death by SIGXCPU (bubblewrap reports exit status 152) is the CPU limit, not a crash (issue 35 item 4)."""
+    async with SubprocessSandbox(limits=Limits(cpu_s=1), isolation=isolation) as box:
+        first = ok(await box.execute("kept = 1"))
+        busy = await box.execute("n = 0\nwhile True:\n    n += 1\n", variables=first.variables)
+        assert busy.status == "crashed"
+        assert busy.error is not None and busy.error.type == "CpuLimitExceeded"
+        assert busy.error.message.startswith("the round ran past its 1 s limit of CPU time")
+        assert busy.error.message.endswith("raise the limit (sandbox.limits.cpuSeconds)")
+        assert busy.variables == first.variables
+        ok(await box.execute("kept += 1", variables=busy.variables))
+
+
+@pytest.mark.parametrize(
+    ("error", "note"),
+    [
+        pytest.param(
+            ExecutionError(type="MemoryError", message=""),
+            "the sandbox's memory limit is 1024 MB: hold less in memory at once, or raise the limit "
+            "(sandbox.limits.memoryMb)",
+            id="memory",
+        ),
+        pytest.param(
+            ExecutionError(type="BlockingIOError", message="[Errno 11] Resource temporarily unavailable"),
+            "[Errno 11] Resource temporarily unavailable (the sandbox's limit of 64 processes and threads was "
+            "reached: start fewer, or raise the limit (sandbox.limits.pids))",
+            id="processes",
+        ),
+        pytest.param(
+            ExecutionError(type="RuntimeError", message="can't start new thread"),
+            "can't start new thread (the sandbox's limit of 64 processes and threads was reached: start fewer, "
+            "or raise the limit (sandbox.limits.pids))",
+            id="threads",
+        ),
+        pytest.param(ExecutionError(type="RuntimeError", message="boom"), "boom", id="other"),
+    ],
+)
+def test_limit_notes_name_the_limit_and_its_key(error: ExecutionError, note: str) -> None:
+    assert limit_note(error, Limits()).message == note

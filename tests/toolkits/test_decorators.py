@@ -73,7 +73,7 @@ def _define_varargs() -> None:
     @toolkit(name="bad", description="d")
     class Bad:
         @operation
-        def op(self, *items: int) -> str:
+        def op(self, *items) -> str:  # type: ignore[no-untyped-def]
             """Doc."""
             return ""
 
@@ -169,9 +169,9 @@ def _define_no_description() -> None:
         ),
         pytest.param(
             _define_varargs,
-            "operation _define_varargs.<locals>.Bad.op: variadic parameter 'items' is not supported; declare each "
-            "parameter",
-            id="varargs",
+            "operation _define_varargs.<locals>.Bad.op: parameter 'items' has no type annotation; annotate it "
+            "(for example `*items: str`)",
+            id="varargs-unannotated",
         ),
         pytest.param(
             _define_bad_approval,

@@ -10,6 +10,7 @@ cancelled task is a tool error in the code.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import uuid
@@ -50,7 +51,9 @@ def a2a_problems(data: Any) -> list[str]:
         problems.append(f"a2a.timeout must be a positive number of seconds, got {timeout!r}")
     for key in data:
         if key not in ("agents", "timeout"):
-            problems.append(f"a2a.{key} is not a known field; known fields: agents, timeout")
+            close = difflib.get_close_matches(str(key), ["agents", "timeout"], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"a2a.{key} is not a known field{hint}; known fields: agents, timeout")
     return problems
 
 

@@ -7,6 +7,7 @@ value. :func:`config_problems` refuses anything that looks like a literal value.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -159,7 +160,9 @@ def config_problems(data: Any) -> list[str]:
     known = {"command", "args", "env", "cwd", "url", "headers", "timeout", "startTimeout"}
     for key in data:
         if key not in known:
-            problems.append(f"mcp.{key} is not a known field; known fields: {', '.join(sorted(known))}")
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"mcp.{key} is not a known field{hint}; known fields: {', '.join(sorted(known))}")
     return problems
 
 

@@ -23,15 +23,23 @@ from codeact.engine.model.local.cache import (
     sha256_of,
 )
 from codeact.engine.model.local.pull import PullProgress, pull_model
-from codeact.engine.model.local.registry import KNOWN_MODELS, LocalModel, known_model
-from codeact.engine.model.local.server import LocalServer, default_threads, ensure_server, stop_servers
-from codeact.engine.model.routes import Route
+from codeact.engine.model.local.registry import (
+    KNOWN_MODELS,
+    LayoutChoice,
+    LocalModel,
+    choose_layout,
+    known_model,
+    match_model,
+)
+from codeact.engine.model.local.server import LocalServer, default_threads, ensure_server, start_server, stop_servers
+from codeact.engine.model.routes import LOCAL_SERVER_TIMEOUT_S, Route
 from codeact.engine.model.settings import ModelSettings
 
 __all__ = [
     "KNOWN_MODELS",
     "LOCAL_PREFIX",
     "CachedModel",
+    "LayoutChoice",
     "LocalModel",
     "LocalModelError",
     "LocalServer",
@@ -39,6 +47,7 @@ __all__ = [
     "add_model",
     "cached_model",
     "cached_models",
+    "choose_layout",
     "default_layout",
     "default_threads",
     "ensure_server",
@@ -47,20 +56,21 @@ __all__ = [
     "local_context_window",
     "local_name",
     "local_route",
+    "match_model",
     "models_dir",
     "pull_model",
     "remove_model",
     "require_model",
     "sha256_of",
+    "start_server",
     "stop_servers",
 ]
 
 LOCAL_PREFIX = "local/"
 
 _DEFAULT_WINDOW = 8192
-# A 1,500-token prompt takes 15-30 s on two idle cores and minutes beside busy jobs: a slow local
-# call is not a dead one, and retrying it only queues a second copy behind the first.
-_LOCAL_TIMEOUT_S = 900.0
+# A slow local call is not a dead one, and retrying it only queues a second copy behind the first.
+_LOCAL_TIMEOUT_S = LOCAL_SERVER_TIMEOUT_S
 
 
 def is_local(settings: ModelSettings) -> bool:
@@ -76,10 +86,7 @@ def local_name(settings: ModelSettings) -> str:
 
 def default_layout(model: str, provider: str | None = None) -> Literal["frame", "turns"]:
     """The chat code prompt's layout for ``model`` when the blueprint names none (docs/models.md)."""
-    if not (model.startswith(LOCAL_PREFIX) or provider == "local"):
-        return "frame"
-    entry = known_model(model.removeprefix(LOCAL_PREFIX))
-    return entry.default_layout if entry is not None else "turns"
+    return choose_layout(model, provider).layout
 
 
 def local_context_window(settings: ModelSettings) -> int:

@@ -13,10 +13,20 @@ registers a GGUF file the user trusts instead.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["KNOWN_MODELS", "LocalModel", "known_model"]
+__all__ = [
+    "KNOWN_MODELS",
+    "SMALL_MODEL_BILLIONS",
+    "LayoutChoice",
+    "LocalModel",
+    "choose_layout",
+    "known_model",
+    "match_model",
+    "parameter_billions",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,3 +106,64 @@ KNOWN_MODELS: dict[str, LocalModel] = {
 def known_model(name: str) -> LocalModel | None:
     """The registry entry for ``name``, or None."""
     return KNOWN_MODELS.get(name)
+
+
+SMALL_MODEL_BILLIONS = 8.0
+"""A model of at most this many billion parameters gets the ``turns`` layout when the registry does not
+know it: measured on the 1.5B (docs/eval.md), ``frame`` loses its answers (it repeats its first code)."""
+
+# Route prefixes and file-name tails that do not change which weights answer (docs/models.md).
+_ROUTE = re.compile(r"^(?:local|openai|ollama|ollama_chat|hosted_vllm|openai-compatible|lm_studio|huggingface)/", re.I)
+_TAIL = re.compile(r"(?:[-_.](?:instruct|chat|it|gguf|q\d[\w]*|f16|fp16|bf16|awq|gptq|int[48]))+$", re.I)
+_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*b(?![a-z0-9])", re.I)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayoutChoice:
+    """The chat code prompt's layout for a model, and why (printed at run start).
+
+    Attributes:
+        layout: ``frame`` or ``turns``.
+        reason: Why, in a few words (``qwen2.5-coder-1.5b in the registry``, ``a 7B model``, ...).
+    """
+
+    layout: Literal["frame", "turns"]
+    reason: str
+
+
+def match_model(model: str) -> LocalModel | None:
+    """The registry entry ``model`` names by any route, or None.
+
+    ``local/NAME``, ``openai/NAME-instruct-q4_k_m.gguf``, ``ollama/qwen2.5-coder:1.5b`` and
+    ``hosted_vllm/Qwen/Qwen2.5-Coder-1.5B-Instruct`` all name the same entry.
+    """
+    name = _ROUTE.sub("", model.strip()).rsplit("/", 1)[-1].lower().replace(":", "-")
+    if name.endswith(".gguf"):
+        name = name[: -len(".gguf")]
+    name = _TAIL.sub("", name)
+    return KNOWN_MODELS.get(name)
+
+
+def parameter_billions(model: str) -> float | None:
+    """The size a model's name states (``7B``, ``1.5b``, ``:0.5b``), in billions, or None."""
+    found = _SIZE.findall(model.replace(":", "-"))
+    return float(found[-1]) if found else None
+
+
+def choose_layout(model: str, provider: str | None = None) -> LayoutChoice:
+    """The layout for ``model`` when the blueprint names none: by the model, not by the route.
+
+    A model the registry knows keeps its layout behind any route; another is laid out by the size its
+    name states (``turns`` up to :data:`SMALL_MODEL_BILLIONS`); a model whose name states none gets
+    ``frame``, unless it is a local one (``provider: local``: small by nature here).
+    """
+    entry = match_model(model)
+    if entry is not None:
+        return LayoutChoice(layout=entry.default_layout, reason=f"{entry.name}, a known model")
+    size = parameter_billions(model)
+    if size is not None:
+        small = size <= SMALL_MODEL_BILLIONS
+        return LayoutChoice(layout="turns" if small else "frame", reason=f"a {size:g}B model")
+    if provider == "local" or model.startswith("local/"):
+        return LayoutChoice(layout="turns", reason="a local model")
+    return LayoutChoice(layout="frame", reason="the default for a model of unstated size")

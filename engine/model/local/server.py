@@ -21,7 +21,7 @@ from typing import Any
 
 from codeact.engine.model.errors import LocalModelError
 
-__all__ = ["LocalServer", "default_threads", "ensure_server", "stop_servers"]
+__all__ = ["LocalServer", "default_threads", "ensure_server", "start_server", "stop_servers"]
 
 _lock = threading.Lock()
 _servers: dict[str, LocalServer] = {}
@@ -67,7 +67,7 @@ class LocalServer:
         self._handle = None
 
 
-def _start(model_path: Path, *, n_ctx: int, threads: int) -> LocalServer:
+def _start(model_path: Path, *, n_ctx: int, threads: int, port: int = 0) -> LocalServer:
     try:
         import xllamacpp
     except ImportError:
@@ -81,7 +81,7 @@ def _start(model_path: Path, *, n_ctx: int, threads: int) -> LocalServer:
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.hostnames = ["127.0.0.1"]
-    params.port = 0
+    params.port = port
     params.cache_prompt = True
     params.warmup = False
     params.ui = False
@@ -117,6 +117,15 @@ def ensure_server(model_path: Path, *, n_ctx: int, threads: int | None = None) -
             atexit.register(stop_servers)
             _atexit_registered = True
         return server
+
+
+def start_server(model_path: Path, *, n_ctx: int, threads: int | None = None, port: int = 0) -> LocalServer:
+    """A new server for ``model_path`` on ``127.0.0.1:port`` (0: a free port), owned by the caller.
+
+    For ``codeact models serve``: the same OpenAI-compatible server a ``local/NAME`` run starts, for any
+    client. Call :meth:`LocalServer.stop` when done.
+    """
+    return _start(model_path, n_ctx=n_ctx, threads=threads or default_threads(), port=port)
 
 
 def stop_servers() -> None:

@@ -1,7 +1,8 @@
 """What the console's pages show, read from the store (the same reads as ``codeact sessions show``).
 
 Every value here is plain data (strings, numbers, lists); the templates escape all of it. Values the
-model or its code produced are shown as plain JSON (the codec's ``$type`` tags decoded), trimmed for the page.
+model or its code produced are shown as JSON, or as Python shows them when JSON cannot hold them (a tuple
+as ``('A', 4)``, a date as ``datetime.date(2026, 1, 2)``; never the codec's ``$type`` tags), trimmed for the page.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from codeact.engine.events import error_summary, without_frame_error
 from codeact.engine.service.console._highlight import CodeLine, highlight
 from codeact.engine.store import CorruptRecordError, RoundEntry, RoundRecord, SessionMeta, Store
-from codeact.sandbox.runtime.codec import plain
+from codeact.sandbox.runtime.codec import has_tags, python_repr
 
 __all__ = [
     "ArtifactView",
@@ -45,7 +46,10 @@ _IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
 def _json(value: Any, *, cap: int = _VALUE_CAP) -> str:
-    text = json.dumps(plain(value), ensure_ascii=False, indent=1, default=str)
+    """Plain data as indented JSON; a value JSON cannot hold as Python shows it (``('A', 4)``), never as its tag."""
+    if has_tags(value):
+        return python_repr(value, limit=cap)
+    text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 

@@ -117,7 +117,8 @@ async def test_max_turns_fails_the_run_with_a_reason(make_agent: MakeAgent, sqli
 @pytest.mark.parametrize(
     ("replies", "what"),
     [
-        pytest.param([code("x = 1")] * 3, "code", id="same-code"),
+        # a repeat of a successful round is not run: the final-answer step asks, and UNKNOWN goes on
+        pytest.param([code("x = 1"), code("x = 1"), "UNKNOWN", code("x = 1"), "UNKNOWN"], "code", id="same-code"),
         pytest.param([code(f"y{i} = 1\nundefined_name") for i in range(3)], "error", id="same-error"),
     ],
 )

@@ -44,7 +44,7 @@ def _text(body: str) -> Blueprint:
 def test_step1_validation_failed_wins_over_everything() -> None:
     # invalid id AND sandbox declared AND no model client AND no model.model AND bad options
     blueprint = load_text(
-        "version: ai4j.agent/v1\nid: bad id\nmodel: {provider: p, profile: x, options: {temperature: hot}}\n"
+        "version: ai4j.agent/v1\nid: bad id\nmodel: {provider: openai, profile: x, options: {temperature: hot}}\n"
         "sandbox: {enabled: true}\n"
     )
     error = _create(blueprint)
@@ -149,7 +149,7 @@ def test_step5_option_mapping_number_before_integer() -> None:
     ],
 )
 def test_option_mapping_errors(options: str, code: str, message: str) -> None:
-    error = _create(_text(f"model: {{provider: p, model: m, options: {options}}}\n"), model_client=CLIENT)
+    error = _create(_text(f"model: {{provider: openai, model: m, options: {options}}}\n"), model_client=CLIENT)
     assert (error.code, error.message) == (code, message)
     assert error.report is None  # as ai4j: option errors carry no report
 
@@ -157,7 +157,7 @@ def test_option_mapping_errors(options: str, code: str, message: str) -> None:
 def test_route_option_errors_name_the_route() -> None:
     blueprint = load_text(
         "version: codeact.agent/v1\nid: r\n"
-        "model: {provider: p, model: m, routes: {code: {model: c, options: {temperature: x}}}}\n"
+        "model: {provider: openai, model: m, routes: {code: {model: c, options: {temperature: x}}}}\n"
     )
     error = _create(blueprint, model_client=CLIENT)
     assert error.message == "$.model.routes.code.options.temperature must be a number."
@@ -200,8 +200,17 @@ def test_a_file_cannot_grant_itself_trust() -> None:
         "$.sandbox.allowSandboxDeclaration",
         "$.sandbox.allowedImports",
     ]
-    assert _create(blueprint, model_client=CLIENT).code == "blueprint.sandbox.unsupported"
+    # Inside the sandbox block an unknown key is an error (fail closed, issue 35), even with the host's consent.
     error = _create(blueprint, model_client=CLIENT, allow_sandbox_declaration=True)
+    assert error.code == "blueprint.validation.failed"
+    assert [(i.path, i.code) for i in error.report.errors] == [  # type: ignore[union-attr]
+        ("$.sandbox.allowSandboxDeclaration", "blueprint.safety.field.unknown"),
+        ("$.sandbox.allowedImports", "blueprint.safety.field.unknown"),
+    ]
+    # The top-level flags stay warnings (ignored, they widen nothing): the sandbox is still refused.
+    top_only = load_text(fixture("factory/trust_flags.yaml").read_text().replace("  allow", "  # allow"))
+    assert _create(top_only, model_client=CLIENT).code == "blueprint.sandbox.unsupported"
+    error = _create(top_only, model_client=CLIENT, allow_sandbox_declaration=True)
     assert error.code == "blueprint.sandbox.imports.denied"
 
 
@@ -327,7 +336,7 @@ def test_ai4j_minimal_spec_is_react_with_defaults() -> None:
 )
 def test_workflow_selects_kind_and_bounds_rounds(workflow: str, kind: str, turns: int) -> None:
     spec = AgentFactory().create(
-        _text(f"model: {{provider: p, model: m}}\n{workflow}"), HostContext(model_client=CLIENT)
+        _text(f"model: {{provider: openai, model: m}}\n{workflow}"), HostContext(model_client=CLIENT)
     )
     assert (spec.kind, spec.max_turns) == (kind, turns)
 
@@ -341,7 +350,7 @@ def test_ai4j_instructions_are_trimmed_not_rendered() -> None:
 
 def test_factory_template_error_names_field_and_variable() -> None:
     blueprint = load_text(
-        "version: codeact.agent/v1\nid: t\nmodel: {provider: p, model: m}\ninstructions: {system: '{{ who }}'}\n"
+        "version: codeact.agent/v1\nid: t\nmodel: {provider: openai, model: m}\ninstructions: {system: '{{ who }}'}\n"
     )
     error = _create(blueprint, model_client=CLIENT)  # the validator refuses it first
     assert error.code == "blueprint.validation.failed"
@@ -374,7 +383,7 @@ def test_format_factory_error_lists_the_report() -> None:
         "  ERROR $.id blueprint.id.invalid: id must contain only letters, digits, '.', '_' or '-' (got 'bad id').",
     ]
     assert len(format_factory_error(error).splitlines()) == 11
-    plain = _create(_text("model: {provider: p, model: m, options: {temperature: x}}\n"), model_client=CLIENT)
+    plain = _create(_text("model: {provider: openai, model: m, options: {temperature: x}}\n"), model_client=CLIENT)
     assert format_factory_error(plain) == (
         "Blueprint factory error [blueprint.option.number.invalid]: $.model.options.temperature must be a number."
     )
@@ -382,7 +391,7 @@ def test_format_factory_error_lists_the_report() -> None:
 
 def test_none_context_is_an_empty_context() -> None:
     with pytest.raises(BlueprintFactoryError) as caught:
-        AgentFactory().create(_text("model: {provider: p, model: m}\n"))
+        AgentFactory().create(_text("model: {provider: openai, model: m}\n"))
     assert caught.value.code == "blueprint.modelClient.required"
 
 
@@ -395,7 +404,8 @@ def test_none_context_is_an_empty_context() -> None:
 )
 def test_factory_renders_templates_itself(system: str, code: str) -> None:
     blueprint = load_text(
-        f"version: codeact.agent/v1\nid: t\nmodel: {{provider: p, model: m}}\ninstructions: {{system: '{system}'}}\n"
+        "version: codeact.agent/v1\nid: t\nmodel: {provider: openai, model: m}\n"
+        f"instructions: {{system: '{system}'}}\n"
     )
     lenient = AgentFactory(validator=lambda _: ValidationReport())
     with pytest.raises(BlueprintFactoryError) as caught:

@@ -137,7 +137,7 @@ def _chain(tmp_path: Path, bases: int) -> Path:
         extend = f"extend: ./b{index + 1}.yaml\n" if index < bases else ""
         (tmp_path / f"b{index}.yaml").write_text(f"version: codeact.agent/v1\n{extend}name: b{index}\n")
     root = tmp_path / "root.yaml"
-    root.write_text("version: codeact.agent/v1\nextend: ./b1.yaml\nid: root\nmodel: {provider: p, model: m}\n")
+    root.write_text("version: codeact.agent/v1\nextend: ./b1.yaml\nid: root\nmodel: {provider: openai, model: m}\n")
     return root
 
 

@@ -51,7 +51,7 @@ def test_subagent_nesting_limit(tmp_path: Path) -> None:
     for index in range(10):
         sub = f"subagents: {{next: {{path: ./a{index + 1}.yaml, description: next}}}}\n" if index < 9 else ""
         (tmp_path / f"a{index}.yaml").write_text(
-            f"version: codeact.agent/v1\nid: a{index}\nmodel: {{provider: p, model: m}}\n{sub}"
+            f"version: codeact.agent/v1\nid: a{index}\nmodel: {{provider: openai, model: m}}\n{sub}"
         )
     report = validate_blueprint(load_path(tmp_path / "a0.yaml"))
     assert [issue.code for issue in report.issues] == ["blueprint.subagent.tooDeep"]

@@ -97,7 +97,9 @@ CASES = [
     ),
     pytest.param(
         "validate/field_unknown.yaml",
-        [(W, "$.toolkits", "blueprint.field.unknown"), (W, "$.team", "blueprint.field.unknown")],
+        # ai4j reports unknown fields at the top level only, as warnings; but ``toolkits`` is a grant,
+        # which is never ignored silently (issue 35: fail closed).
+        [(E, "$.toolkits", "blueprint.safety.field.unknown"), (W, "$.team", "blueprint.field.unknown")],
         id="field.unknown-ai4j-top-level-only",
     ),
     pytest.param(
@@ -211,6 +213,26 @@ CASES = [
         ],
         id="field.unknown-codeact-nested",
     ),
+    pytest.param(
+        "validate/cx_safety_field_unknown.yaml",
+        [
+            (E, "$.toolkits[0].aproval", "blueprint.safety.field.unknown"),
+            (E, "$.sandbox.limits.memoryMB", "blueprint.safety.field.unknown"),
+            (E, "$.sandbox.network", "blueprint.safety.field.unknown"),
+            (E, "$.toolkit", "blueprint.safety.field.unknown"),
+            (E, "$.secrets", "blueprint.safety.field.unknown"),
+            (W, "$.teams", "blueprint.field.unknown"),
+        ],
+        id="safety.field.unknown-codeact",
+    ),
+    pytest.param(
+        "validate/safety_field_unknown.yaml",
+        [
+            (E, "$.tools[0].aproval", "blueprint.safety.field.unknown"),
+            (E, "$.sandbox.backend", "blueprint.safety.field.unknown"),
+        ],
+        id="safety.field.unknown-ai4j-nested",
+    ),
 ]
 
 
@@ -293,6 +315,22 @@ def test_unknown_field_messages() -> None:
     ]
 
 
+def test_safety_field_messages_name_the_fix() -> None:
+    fix = "Keys that decide what the model may do are never ignored: fix this one or remove it."
+    assert [issue.message for issue in report_for("validate/cx_safety_field_unknown.yaml").errors] == [
+        f"Unknown field: toolkits[0].aproval; did you mean 'approval'? {fix}",
+        f"Unknown field: sandbox.limits.memoryMB; did you mean 'memoryMb'? {fix}",
+        f"Unknown field: sandbox.network. {fix}",
+        f"Unknown top-level field: toolkit; did you mean 'toolkits'? {fix}",
+        f"Unknown top-level field: secrets. {fix}",
+    ]
+    assert [issue.message for issue in report_for("validate/safety_field_unknown.yaml").errors] == [
+        f"Unknown field: tools[0].aproval; did you mean 'approval'? {fix}",
+        "Unknown field: sandbox.backend; it is a codeact.agent/v1 field: set version: codeact.agent/v1 to use it. "
+        + fix,
+    ]
+
+
 def test_report_to_dict_and_accessors() -> None:
     report = report_for("validate/tool_ref_required.yaml")
     assert report.to_dict() == {
@@ -329,7 +367,7 @@ def test_blueprint_built_in_python_validates_too() -> None:
 
 
 def test_ai4j_instructions_are_not_templates() -> None:
-    text = "version: ai4j.agent/v1\nid: t\nmodel: {provider: p, model: m}\ninstructions: {system: '{{ nope }}'}\n"
+    text = "version: ai4j.agent/v1\nid: t\nmodel: {provider: openai, model: m}\ninstructions: {system: '{{ nope }}'}\n"
     assert validate_blueprint(load_text(text)).issues == ()
 
 
@@ -343,3 +381,18 @@ def test_unquoted_thought_off_means_off() -> None:
     assert validate_blueprint(bp).valid
     assert bp.workflow is not None and bp.workflow.codeact is not None
     assert bp.workflow.codeact.thought == "off"
+
+
+def test_mcp_and_a2a_unknown_keys_are_errors_with_the_did_you_mean() -> None:
+    report = validate_blueprint(
+        load_text(
+            "version: codeact.agent/v1\nid: a\nmodel: {provider: openai, model: m}\ntoolkits:\n"
+            "  - ref: fs\n    mcp: {url: 'http://127.0.0.1:1/mcp', timout: 5}\n"
+            "  - ref: agents\n    a2a: {agents: {reviewer: 'http://127.0.0.1:2'}, timout: 5}\n"
+        )
+    )
+    assert [issue.message for issue in report.errors] == [
+        "toolkits[0].mcp.timout is not a known field (did you mean 'timeout'?); known fields: args, command, cwd, "
+        "env, headers, startTimeout, timeout, url.",
+        "toolkits[1].a2a.timout is not a known field (did you mean 'timeout'?); known fields: agents, timeout.",
+    ]

@@ -179,3 +179,32 @@ def test_a_real_model_over_http_is_evaluated(
     # the checker compares the answer itself: the task says which form it takes
     assert task.instruction + "\\nFinish with the text alone, not a sentence." in prompt
     assert (out / "results" / "openai_test-model" / "chat-blocks" / "cipher-01.json").is_file()
+
+
+def test_an_answer_computed_but_not_returned_is_counted_as_lost(
+    tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 1.5B printed the right GC content, then answered the final-answer step with something else."""
+    from typer.testing import CliRunner
+
+    from codeact.engine.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    compute = (
+        "```python\nrev = dna.reverse_complement(seq='ATGGAGCCCCCGCTCGGAGTCTGGGGAGTCTCC')\n"
+        "gc = dna.gc_content(seq=rev)\nprint(gc)\n```"
+    )
+    openai_server.push(compute, compute, "0.5")  # round 2 repeats round 1: the final-answer step answers wrong
+    out = tmp_path / "lost"
+    result = CliRunner().invoke(
+        app,
+        ["eval", "--suite", "multitool", "--task", "dna-01", "--modes", "fim-chat", "--json"]
+        + ["--model", "openai/test-model", "--base-url", openai_server.base_url, "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    (row,) = report["tasks"]
+    assert not row["passed"] and row["answer"] == 0.5
+    assert row["lost"] == "round 1 printed '0.697'"
+    assert report["configs"][0]["lost"] == 1
+    assert "[answer computed, not returned: round 1 printed '0.697']" in result.stderr

@@ -268,3 +268,26 @@ async def test_complete_argument_errors(openai_server: OpenAIServer, kwargs: dic
     with pytest.raises(ModelConfigError) as info:
         await _client(openai_server).complete(**kwargs)  # type: ignore[arg-type]
     assert str(info.value) == message
+
+
+async def test_a_model_served_on_this_machine_is_given_time_to_generate(openai_server: OpenAIServer) -> None:
+    """A 1.5B behind a loopback URL outlasted the hosted attempt limit on a busy machine (HTTP 408, issue 39)."""
+    openai_server.push(Reply(text="slow but here", delay_s=2.0))
+    client = _client(openai_server, model="openai/qwen2.5-coder-1.5b", timeout_s=0.5, max_retries=0)
+    reply = await client.complete(messages=[{"role": "user", "content": "say something"}])
+    assert reply.text == "slow but here" and reply.attempts == 1
+    await client.aclose()
+
+
+def test_only_a_server_on_this_machine_gets_the_local_timeout_floor() -> None:
+    from codeact.engine.model.routes import LOCAL_SERVER_TIMEOUT_S, route_for
+
+    def floor(base: str | None, model: str = "openai/m") -> float:
+        settings = ModelSettings(model=model, api_base=base)
+        return route_for(settings, infer_provider=lambda m: None, is_provider=lambda p: p == "openai").min_timeout_s
+
+    assert floor("http://127.0.0.1:8080/v1") == LOCAL_SERVER_TIMEOUT_S
+    assert floor("http://localhost:11434") == LOCAL_SERVER_TIMEOUT_S
+    assert floor("http://[::1]:8000/v1") == LOCAL_SERVER_TIMEOUT_S
+    assert floor("https://api.example.com/v1") == 0.0
+    assert floor(None) == 0.0
