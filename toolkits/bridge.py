@@ -370,10 +370,18 @@ class ToolkitBridge:
         started_at = time.time()
         t0 = time.perf_counter()
         emit = self._context.emit if self._call_events else None
+        call_id = ""
         if emit is not None:
+            call_id = CALL_ID.get() or f"{self.session_id}:0:{sequence}"
             emit(
                 "tool.call.started",
-                {"sequence": sequence, "toolkit": toolkit, "operation": operation, "arguments": arguments},
+                {
+                    "sequence": sequence,
+                    "call_id": call_id,
+                    "toolkit": toolkit,
+                    "operation": operation,
+                    "arguments": arguments,
+                },
             )
         error: _p.RpcError | None = None
         result: Any = None
@@ -405,6 +413,7 @@ class ToolkitBridge:
             if emit is not None:
                 done: dict[str, Any] = {
                     "sequence": sequence,
+                    "call_id": call_id,
                     "toolkit": toolkit,
                     "operation": operation,
                     "duration_s": duration,

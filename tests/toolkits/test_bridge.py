@@ -375,11 +375,13 @@ async def test_events_are_emitted() -> None:
     assert [kind for kind, _ in events] == ["tool.call.started", "tool.call.completed"]
     assert events[0][1] == {
         "sequence": 0,
+        "call_id": "s1:0:0",  # without rounds (no engine around the bridge): round 0
         "toolkit": "devops",
         "operation": "get_project_info",
         "arguments": {"project_id": codec.encode("1")},
     }
     assert "error" not in events[1][1]
+    assert events[1][1]["call_id"] == "s1:0:0"
 
 
 async def test_call_events_can_be_left_to_the_host() -> None:
