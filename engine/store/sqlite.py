@@ -52,6 +52,7 @@ from codeact.sandbox.aio import wait_for
 __all__ = ["SQLiteStore"]
 
 _T = TypeVar("_T")
+_INLINE_ROWS = 8  # journal writes of up to this many rows may be made on the event loop's thread (see _add_inline)
 
 
 class SQLiteStore(Store):
@@ -556,7 +557,7 @@ class SQLiteStore(Store):
             with self._transaction() as conn:
                 conn.executemany("INSERT INTO pending (session_id, body) VALUES (?, ?)", rows)
 
-        if self._add_inline(add):
+        if len(rows) <= _INLINE_ROWS and self._add_inline(add):
             return
         await self._run("record pending calls", add)
 
@@ -564,7 +565,8 @@ class SQLiteStore(Store):
         """Make a journal write here, on the event loop's thread, when nothing else uses the connection.
 
         A call waits for its journal entries (docs/store.md, "The call journal"): a hop to the worker
-        thread and back costs more than the write (~0.1 ms against ~15 us for a few small rows). Only
+        thread and back costs more than the write (~0.1 ms against ~15 us for a few small rows). A large
+        group (gathered calls) goes to the worker: the event loop keeps serving the bridge meanwhile. Only
         when the worker is idle (the connection's lock is free now) and only without waiting for another
         process's write lock (busy timeout 0 for this write): otherwise False, and the caller goes
         through the worker as every other operation does.
