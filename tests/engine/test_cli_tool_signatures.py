@@ -33,7 +33,7 @@ version: codeact.agent/v1
 id: signatures-react
 instructions:
   system: Use the tools, then answer in one sentence.
-toolkits: [{ref: system}, {ref: stats}]
+toolkits: [{ref: system}, {ref: stats}, {ref: dna}]  # every toolkit --toolkit loads is granted
 workflow: {mode: react, maxTurns: 4}
 """
 

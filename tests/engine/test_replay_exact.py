@@ -119,8 +119,9 @@ def test_a_tool_call_longer_than_the_round_limit_and_a_killed_round_replay_to_th
     store = f"sqlite:///{tmp_path / 's.db'}"
     path = blueprint(
         tmp_path,
-        "print(slow.ping())\nanswer = slow.wait(seconds=3)\nprint(answer)",
-        "print(answer)\nwhile True:\n    pass",
+        # (not `answer`: a round that sets it asks the model whether it is the final one, docs/finishing.md)
+        "print(slow.ping())\nwaited = slow.wait(seconds=3)\nprint(waited)",
+        "print(waited)\nwhile True:\n    pass",
         "system.finish('after the deadline')",
         body="toolkits: [{ref: system}, {ref: slow}]\nsandbox: {limits: {timeoutSeconds: 2}}\n",
     )

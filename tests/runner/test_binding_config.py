@@ -17,8 +17,10 @@ instructions:
   variables:
     topic: cats
     language: English
-toolkits:
+toolkits:  # the runner's fixture loads inventory and orders: each must be granted
   - ref: system
+  - ref: inventory
+  - ref: orders
 workflow: {{mode: codeact, maxTurns: 3, codeact: {{thought: "off"}}}}
 """
 
