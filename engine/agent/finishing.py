@@ -42,6 +42,7 @@ _EVALUATIONS = 3  # the last rounds' Evaluations the final-answer prompt shows
 _EVALUATION_CHARS = 1200  # of each, from its end (the output's last lines hold the result)
 _VALUE_CHARS = 300
 _FENCED = re.compile(r"^```[A-Za-z]*\n?(.*?)\n?```$", re.DOTALL)
+_BLOCK = re.compile(r"```[A-Za-z]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _FINISH_CALL = re.compile(r"^(?:await\s+)?system\.finish\(\s*(?:answer\s*=\s*)?(.*?)\s*\)$", re.DOTALL)
 _LABEL = re.compile(r"^(?:final\s+)?answer\s*[:=]\s*", re.IGNORECASE)
 _UNKNOWN = frozenset({"unknown", "none", "n/a", "no answer", "i don't know"})
@@ -156,6 +157,10 @@ def parse_answer(text: str, *, variables: Mapping[str, Any] | None = None) -> tu
     fenced = _FENCED.match(body)
     if fenced is not None:
         body = fenced.group(1).strip()
+    else:
+        block = _BLOCK.search(body)
+        if block is not None:  # prose around a code block: the block is what the model answered with
+            body = block.group(1).strip()
     lines = [line.strip() for line in body.splitlines() if line.strip()]
     if len(lines) > 1 and _literal(_LABEL.sub("", lines[-1])) is not None:
         body = lines[-1]  # "The shortest is 3.\n3": prose, then the value on its own line

@@ -42,6 +42,7 @@ workflow:
   maxTurns: 5
   codeact:
     thought: inline
+    finalAnswer: false  # the same code each round on purpose (a counter): run it again (docs/finishing.md)
 """
 
 

@@ -22,6 +22,8 @@ from codeact.engine.model.local import choose_layout
         pytest.param("answer", True, 3, id="a-variable-name"),
         pytest.param("UNKNOWN", False, None, id="unknown"),
         pytest.param("x = 1", False, None, id="an-assignment"),
+        pytest.param("Thought: I count.\n```python\nk += 1\nprint(k)\n```", False, None, id="prose-and-code"),
+        pytest.param("Done.\n```python\nawait system.finish(answer=2)\n```", True, 2, id="prose-and-finish"),
         pytest.param("print(shortest)", False, None, id="a-call"),
         pytest.param("   ", False, None, id="empty"),
     ],
