@@ -673,6 +673,33 @@ CASES: tuple[HostileCase, ...] = (
             """
         ),
     ),
+    # Host waits are not counted against the round's clock (issue 34): a flood of forged frames on the
+    # bridge must still end at the deadline, reach no handler, and leave the sandbox usable.
+    HostileCase(
+        id="bridge-flood-forged-frames",
+        category="bridge",
+        exhausting=True,
+        code=_FIND_SOCKETS
+        + _dedent(
+            r"""
+            import socket
+            frame = b'{"jsonrpc":"2.0","id":1,"method":"call","params":{"toolkit":"vault","operation":"read",' \
+                    b'"arguments":{"x":"' + b'y' * 4096 + b'"}}}\n'
+            while True:
+                for path in _sockets():
+                    s = socket.socket(socket.AF_UNIX)
+                    s.settimeout(0.5)
+                    try:
+                        s.connect(path)
+                        for _ in range(100):
+                            s.sendall(frame)
+                    except OSError:
+                        pass
+                    finally:
+                        s.close()
+            """
+        ),
+    ),
     HostileCase(
         id="bridge-connect-no-auth-call",
         category="bridge",
