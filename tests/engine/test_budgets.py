@@ -78,3 +78,46 @@ def test_a_blueprint_budget_over_the_host_cap_is_refused(tmp_path: Path) -> None
         "1000000, more than this host allows (200000); lower it to 200000 or less, or let the host allow more "
         "(HostContext(call_budgets=...))"
     )
+
+
+def test_a_blueprint_byte_budget_stops_a_flood_of_large_arguments(tmp_path: Path) -> None:
+    """Few calls, each with a large argument: the bytes through the bridge are bounded too."""
+    replies(
+        tmp_path,
+        "```python\nfor i in range(1000):\n    ops.deploy(version='v' * 20000, seconds=0)\n```",
+        "```python\nsystem.finish('stopped')\n```",
+    )
+    path = blueprint(tmp_path, workflow=", runSeconds: 120")
+    path.write_text(path.read_text().replace("roundSeconds: 2", "roundSeconds: 2, budgets: {roundBytes: 200000}"))
+    rc, stream, err = run(path, tmp_path)
+    assert rc == 0, err
+    first = code_completed(stream)[0]
+    assert (first["status"], first["error"]["type"]) == ("error", "BudgetExceeded")
+    assert "(workflow.codeact.budgets.roundBytes)" in first["error"]["message"]
+    calls = [e for e in stream if e["type"] == "tool.call.completed" and e["operation"] == "deploy"]
+    assert 5 <= len(calls) <= 12  # about 200,000 bytes of 20,000-byte arguments, then refused
+
+
+async def test_host_waits_cannot_hold_a_round_past_the_hosts_wall_cap() -> None:
+    """Waiting on the host is off the round's clock; the host's wall-clock cap still ends the round."""
+    import asyncio
+    from typing import Any
+
+    from codeact.sandbox import Limits, SubprocessSandbox
+
+    class SlowHost:
+        def manifest(self) -> dict[str, Any]:
+            return {"toolkits": {"kit": {"description": "slow", "operations": {"wait": {"parameters": {}}}}}}
+
+        async def handle(self, method: str, params: dict[str, Any]) -> Any:
+            await asyncio.sleep(1.0)
+            return {"result": None}
+
+    sandbox = SubprocessSandbox(bridge=SlowHost(), limits=Limits(round_wall_s=3.0))  # type: ignore[arg-type]
+    try:
+        result = await sandbox.execute("while True:\n    await kit.wait()", deadline=1.0)
+    finally:
+        await sandbox.aclose()
+    assert result.status == "deadline_exceeded"
+    assert result.error is not None and "the host's 3 s cap on a round's wall-clock time" in result.error.message
+    assert result.duration_s < 10
