@@ -9,7 +9,6 @@ so litellm talks to it like to any other server. Nothing here imports xllamacpp 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from codeact.engine.model.errors import LocalModelError
 from codeact.engine.model.local.cache import (
@@ -48,7 +47,6 @@ __all__ = [
     "cached_model",
     "cached_models",
     "choose_layout",
-    "default_layout",
     "default_threads",
     "ensure_server",
     "is_local",
@@ -69,8 +67,6 @@ __all__ = [
 LOCAL_PREFIX = "local/"
 
 _DEFAULT_WINDOW = 8192
-# A slow local call is not a dead one, and retrying it only queues a second copy behind the first.
-_LOCAL_TIMEOUT_S = LOCAL_SERVER_TIMEOUT_S
 
 
 def is_local(settings: ModelSettings) -> bool:
@@ -83,10 +79,6 @@ def local_name(settings: ModelSettings) -> str:
     model = settings.model
     return model[len(LOCAL_PREFIX) :] if model.startswith(LOCAL_PREFIX) else model
 
-
-def default_layout(model: str, provider: str | None = None) -> Literal["frame", "turns"]:
-    """The chat code prompt's layout for ``model`` when the blueprint names none (docs/models.md)."""
-    return choose_layout(model, provider).layout
 
 
 def local_context_window(settings: ModelSettings) -> int:
@@ -110,4 +102,4 @@ def local_route(settings: ModelSettings, *, directory: Path | None = None) -> Ro
     base = server.base_url + "/v1"
     return Route(display=LOCAL_PREFIX + name, chat_model=f"openai/{name}", api_base=base,
                  text_model=f"text-completion-openai/{name}", text_api_base=base, provider="openai",
-                 local=True, min_timeout_s=_LOCAL_TIMEOUT_S)  # fmt: skip
+                 local=True, min_timeout_s=LOCAL_SERVER_TIMEOUT_S)  # fmt: skip
