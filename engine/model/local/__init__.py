@@ -80,7 +80,6 @@ def local_name(settings: ModelSettings) -> str:
     return model[len(LOCAL_PREFIX) :] if model.startswith(LOCAL_PREFIX) else model
 
 
-
 def local_context_window(settings: ModelSettings) -> int:
     """The context size the server gets: the run's ``context_window``, else the registry's, else 8192."""
     if settings.context_window:
