@@ -52,7 +52,11 @@ def worker_command(
     ] = False,
 ) -> None:
     """Start a worker that takes queued runs until stopped (SIGTERM: finish the runs, then stop)."""
+    import faulthandler
+
     from codeact.engine.queue._worker import start_worker
+
+    faulthandler.enable()  # a long-lived worker: a fatal signal prints every thread's stack to stderr
     from codeact.toolkits import ToolkitError
 
     url = queue or os.environ.get("CODEACT_QUEUE") or os.environ.get("CODEACT_STORE")

@@ -118,6 +118,9 @@ def serve_command(
         typer.echo(f"codeact serve: --log-format must be 'plain' or 'json', got {log_format!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
     configure_logging("json" if log_format == "json" else "plain")
+    import faulthandler
+
+    faulthandler.enable()  # a long-lived server: a fatal signal prints every thread's stack to stderr
     from codeact.engine.errors import CodeactError
     from codeact.engine.store import open_store
 
@@ -181,7 +184,8 @@ def serve_command(
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     typer.echo(f"codeact serve: listening on http://{shown}:{bound_port} (runners: {', '.join(sorted(runners))})")
     sys.stdout.flush()
-    _warm_up()
+    if not queue:  # with --queue the workers call the model; this process never does
+        _warm_up()
     config = uvicorn.Config(create_app(state), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = _quiet_server(uvicorn)(config)
     try:
