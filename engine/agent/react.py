@@ -134,7 +134,14 @@ class ReactLoop:
                 if isinstance(result, dict) and isinstance(result.get("$control"), dict) and control is None:
                     control = result["$control"]
             except _p.RpcError as exc:
-                content = json.dumps({"error": exc.name, "message": exc.message})
+                refused: dict[str, Any] = {"error": exc.name, "message": exc.message}
+                # A call the argument check refused: its signature and one correct call, as CodeAct's
+                # Evaluation shows them (small models resend the same wrong arguments on the error alone).
+                # (In a sandbox the RPC error is raised as a ToolError; call_help reads it that way.)
+                hint = ctx.bridge.call_help({"type": "ToolError", "message": exc.message}) if ctx.bridge else None
+                if hint:
+                    refused["how_to_call"] = hint
+                content = json.dumps(refused, ensure_ascii=False)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.ctx.add_segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
         await self._record(started, t0, reply.text, reply)

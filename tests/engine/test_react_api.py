@@ -166,3 +166,24 @@ async def test_text_that_only_looks_like_a_call_stays_the_answer(
         first = await agent.invoke("Delete A-1?")
         second = await agent.invoke("Count A-1?")
     assert (first.answer, second.answer) == (unknown, prose)
+
+
+async def test_a_refused_call_comes_back_with_how_to_call_it(
+    tmp_path: Path, openai_server: OpenAIServer, blueprint: Path
+) -> None:
+    """The 1.5B sent ``dna_sequence=4`` three turns running on the error alone (issue 39): the tool message
+    carries the operation's signature and one correct call, as CodeAct's Evaluation does."""
+    wrong = ToolCallReply(name="stock__count", arguments={"sku": 4}, id="c1")
+    right = ToolCallReply(name="stock__count", arguments={"sku": "A-1"}, id="c2")
+    openai_server.push(Reply(tool_calls=(wrong,)), Reply(tool_calls=(right,)), "There are 3 units of A-1 in stock.")
+    async with Agent.from_blueprint(
+        blueprint, toolkits=[Stock], base_url=openai_server.base_url, store=f"sqlite:///{tmp_path / 's.db'}"
+    ) as agent:
+        result = await agent.invoke("How many A-1 are left?")
+    assert result.answer == "There are 3 units of A-1 in stock."
+    refused = json.loads(openai_server.requests[1].body["messages"][-1]["content"])
+    assert "invalid arguments for stock.count" in refused["message"]
+    assert "stock.count(sku: str) -> int" in refused.get("how_to_call", ""), refused
+    assert "A correct call" in refused["how_to_call"]
+    # A call that was not refused by the argument check has no such note.
+    assert openai_server.requests[2].body["messages"][-1]["content"] == "3"
