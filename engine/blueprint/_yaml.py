@@ -76,8 +76,12 @@ def _fix(error: yaml.YAMLError) -> str:
     return "Fix the YAML syntax there."
 
 
-def parse_yaml(text: str) -> Any:
+def parse_yaml(text: str, *, source: str | None = None) -> Any:
     """Parse one YAML document safely (a document parsed before from the same text is copied, not parsed).
+
+    Args:
+        text: The document.
+        source: The file it came from, named in the error (None: text given directly).
 
     Returns:
         The document, the caller's own: changing it changes no other caller's.
@@ -93,7 +97,7 @@ def parse_yaml(text: str) -> Any:
     if cached is not _MISS:
         with contextlib.suppress(RecursionError):  # a document nested nearly as deep as the parser allows
             return copy.deepcopy(cached)
-    document = _parse(text)
+    document = _parse(text, source)
     if len(text) <= _CACHE_MAX_CHARS:
         try:
             kept = copy.deepcopy(document)  # the caller may change the document it gets
@@ -106,22 +110,23 @@ def parse_yaml(text: str) -> Any:
     return document
 
 
-def _parse(text: str) -> Any:
+def _parse(text: str, source: str | None) -> Any:
+    where = f" in {source}" if source else ""
     try:
         document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as exc:
         raise BlueprintLoadError(
-            f"Invalid Agent Blueprint YAML: {_describe(exc)}. {_fix(exc)}",
+            f"Invalid Agent Blueprint YAML{where}: {_describe(exc)}. {_fix(exc)}",
             code="blueprint.yaml.invalid",
         ) from None
     except RecursionError:
         raise BlueprintLoadError(
-            "Invalid Agent Blueprint YAML: the document nests too deeply. Flatten the structure.",
+            f"Invalid Agent Blueprint YAML{where}: the document nests too deeply. Flatten the structure.",
             code="blueprint.yaml.invalid",
         ) from None
     if document is None:
         raise BlueprintLoadError(
-            "Agent Blueprint document is empty. Write at least version, id and model.",
+            f"Agent Blueprint document{where} is empty. Write at least version, id and model.",
             code="blueprint.document.required",
         )
     return document

@@ -172,7 +172,7 @@ def _resolve(document: Any, *, base_dir: Path, label: str, stack: tuple[Path, ..
             "a path is relative to the file that declares it, or use 'default'",
             code="blueprint.kimi.file",
         )
-    base_doc = parse_yaml(read_blueprint_text(resolved, str(resolved)))
+    base_doc = parse_yaml(read_blueprint_text(resolved, str(resolved)), source=resolved.name)
     base = _resolve(base_doc, base_dir=resolved.parent, label=base_path.name, stack=(*stack, resolved))
     return _Spec(
         name=base.name if own.name is _INHERIT else own.name,

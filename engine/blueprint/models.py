@@ -488,7 +488,8 @@ def _load_file(path: Path, *, shown: str, stack: tuple[Path, ...]) -> Blueprint:
 
 
 def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: tuple[Path, ...]) -> Blueprint:
-    document = parse_yaml(text)
+    # The file's name, never its directory (messages may reach an HTTP client: no local paths).
+    document = parse_yaml(text, source=label if source is not None else None)
     kimi = is_kimi_document(document)
     if kimi:
         # A kimi-cli agent file: its own inheritance and checks, then it loads as a codeact agent.

@@ -275,7 +275,7 @@ def _is_blueprint(path: Path) -> bool:
     from codeact.engine.service._log import log_event
 
     try:
-        document = parse_yaml(path.read_text(encoding="utf-8"))
+        document = parse_yaml(path.read_text(encoding="utf-8"), source=path.name)
     except (CodeactError, OSError, UnicodeDecodeError):
         return True
     if isinstance(document, dict) and {"version", "agent", "workflow"} & set(document):

@@ -183,7 +183,7 @@ SANDBOX_BLOCK = "sandbox:\n  backend: subprocess\n  limits: {timeoutSeconds: 5}\
             lambda t: (t / "bad.yaml").write_text("version: [\n") and t / "bad.yaml",
             (),
             [
-                "Blueprint load error [blueprint.yaml.invalid]: Invalid Agent Blueprint YAML: "
+                "Blueprint load error [blueprint.yaml.invalid]: Invalid Agent Blueprint YAML in bad.yaml: "
                 "while parsing a flow node; "
                 "expected the node content, but found '<stream end>' at line 2, column 1. Fix the YAML syntax there."
             ],

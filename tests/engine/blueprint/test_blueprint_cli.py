@@ -63,7 +63,8 @@ def test_validate_load_error_exits_2() -> None:
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (
-        "Blueprint load error [blueprint.yaml.invalid]: Invalid Agent Blueprint YAML: while parsing a flow sequence; "
+        "Blueprint load error [blueprint.yaml.invalid]: Invalid Agent Blueprint YAML in broken.yaml: "
+        "while parsing a flow sequence; "
         "expected ',' or ']', but got '<stream end>' at line 3, column 1. Fix the YAML syntax there.\n"
     )
     for args in (["validate", str(fixture("cli/broken.yaml")), "--json"], ["validate", "no/such/file.yaml"]):

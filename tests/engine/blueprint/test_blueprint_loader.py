@@ -18,7 +18,8 @@ from ._helpers import FIXTURES, fixture
             "yaml_invalid.yaml",
             "blueprint.yaml.invalid",
             None,
-            "Invalid Agent Blueprint YAML: while parsing a flow sequence; expected ',' or ']', but got "
+            "Invalid Agent Blueprint YAML in yaml_invalid.yaml: "
+            "while parsing a flow sequence; expected ',' or ']', but got "
             "'<stream end>' at line 6, column 1. Fix the YAML syntax there.",
             id="yaml.invalid-syntax",
         ),
@@ -26,7 +27,8 @@ from ._helpers import FIXTURES, fixture
             "duplicate_key.yaml",
             "blueprint.yaml.invalid",
             None,
-            "Invalid Agent Blueprint YAML: found duplicate key 'id' (first defined on line 2) at line 6, column 1. "
+            "Invalid Agent Blueprint YAML in duplicate_key.yaml: "
+            "found duplicate key 'id' (first defined on line 2) at line 6, column 1. "
             "Remove or rename one of the two keys.",
             id="yaml.invalid-duplicate-key",
         ),
@@ -34,7 +36,8 @@ from ._helpers import FIXTURES, fixture
             "duplicate_nested_key.yaml",
             "blueprint.yaml.invalid",
             None,
-            "Invalid Agent Blueprint YAML: found duplicate key 'model' (first defined on line 5) at line 6, "
+            "Invalid Agent Blueprint YAML in duplicate_nested_key.yaml: "
+            "found duplicate key 'model' (first defined on line 5) at line 6, "
             "column 3. Remove or rename one of the two keys.",
             id="yaml.invalid-duplicate-nested-key",
         ),
@@ -42,7 +45,8 @@ from ._helpers import FIXTURES, fixture
             "two_documents.yaml",
             "blueprint.yaml.invalid",
             None,
-            "Invalid Agent Blueprint YAML: expected a single document in the stream; but found another document "
+            "Invalid Agent Blueprint YAML in two_documents.yaml: "
+            "expected a single document in the stream; but found another document "
             "at line 3, column 1. Fix the YAML syntax there.",
             id="yaml.invalid-two-documents",
         ),
@@ -50,7 +54,7 @@ from ._helpers import FIXTURES, fixture
             "empty.yaml",
             "blueprint.document.required",
             None,
-            "Agent Blueprint document is empty. Write at least version, id and model.",
+            "Agent Blueprint document in empty.yaml is empty. Write at least version, id and model.",
             id="document.required",
         ),
         pytest.param("not_a_map.yaml", "blueprint.type.map", "$", "$ must be a map, got a list.", id="type.map-top"),
@@ -136,7 +140,7 @@ def test_yaml_invalid_message_never_contains_the_local_path(tmp_path: Path) -> N
             load_stream(stream)
         messages.append(caught.value.message)
     for message in messages:
-        assert message.startswith("Invalid Agent Blueprint YAML: ")
+        assert message.startswith(("Invalid Agent Blueprint YAML in agent.yaml: ", "Invalid Agent Blueprint YAML: "))
         assert "alice" not in message and str(tmp_path) not in message
 
 

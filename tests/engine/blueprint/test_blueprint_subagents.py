@@ -24,7 +24,8 @@ def test_subagent_problems_are_reported_with_the_parent() -> None:
     ]
     assert [issue.message for issue in report.issues] == [
         "Subagent 'ghost': file 'agents/ghost.yaml' was not found; a path is relative to the file that declares it.",
-        "Subagent 'broken' could not be loaded [blueprint.yaml.invalid]: Invalid Agent Blueprint YAML: while "
+        "Subagent 'broken' could not be loaded [blueprint.yaml.invalid]: Invalid Agent Blueprint YAML in broken.yaml: "
+        "while "
         "parsing a flow sequence; expected ',' or ']', but got '<stream end>' at line 3, column 1. "
         "Fix the YAML syntax there.",
         "Subagent 'invalid' at $.id: id must contain only letters, digits, '.', '_' or '-' (got 'invalid sub').",

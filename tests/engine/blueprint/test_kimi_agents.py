@@ -206,7 +206,7 @@ FAILURES = [
     pytest.param(
         {"agent.yaml": "version: 1\nagent: {extend: ./base.yaml}\n", "base.yaml": "# nothing here\n"},
         "blueprint.document.required",
-        "document is empty",
+        "document in base.yaml is empty",
         id="empty-base",
     ),
     pytest.param(
