@@ -5,7 +5,7 @@ sandbox uses, so grants, validation, approvals and the call log are identical) o
 which ends the run. ``system__finish`` also ends it; ``system__ask_user`` pauses it, as in CodeAct.
 
 Text beside tool calls is said to the user (an Express segment and a ``message.completed`` of purpose
-``express``, as CodeAct's ``system.express``); a text answer is the run's answer (``run.completed``).
+``express``, as CodeAct's ``system.send_message``); a text answer is the run's answer (``run.completed``).
 The blueprint's knowledge chosen for the task ends the system message (``_run.py``).
 
 Replies stream as in CodeAct (``message.delta`` events for the text; the model client assembles the
@@ -108,7 +108,7 @@ class ReactLoop:
             return Outcome(status="completed", reason="answered", answer=reply.text)
         if reply.text.strip():
             # The text beside tool calls is said to the user ("Let me look that up."), as codeact's
-            # system.express: an Express segment and a message.completed of purpose "express".
+            # system.send_message: an Express segment and a message.completed of purpose "express".
             ctx.add_segment(SegmentKind.EXPRESS, reply.text.strip())
             ctx.emit(MessageCompleted, text=reply.text.strip(), purpose="express", round=ctx.round)
         messages.append(

@@ -5,7 +5,7 @@ engine event             result(s)
 =======================  ======================================================================
 ``run.started``          ``state.updated`` (conversation ``codeact.session_id`` = the session)
 ``message.delta``        ``message.delta`` (the model's working replies only with ``show_work``)
-``message.completed``    ``message.completed`` for a message to the user (``system.express``);
+``message.completed``    ``message.completed`` for a message to the user (``system.send_message``);
                          the model's working replies only with ``show_work``
 ``code.started``         ``tool.call.started`` of the ``python`` tool (``parameters.code``)
 ``code.completed``       ``tool.call.completed`` of the ``python`` tool (``result``: ``status``,
@@ -26,7 +26,7 @@ others                   nothing (rounds and segments are in the session record)
 
 Every message (and message chunk) says what it is for in ``provider_specific_fields.purpose``:
 ``answer`` (the run's answer, or its question, for the user), ``message`` (an intermediate message
-to the user: ``system.express``) or ``work`` (the model's working reply, its code, and other
+to the user: ``system.send_message``) or ``work`` (the model's working reply, its code, and other
 engine messages; only with ``show_work``). Values crossing from the sandbox are plain JSON (the codec's ``$type``
 tags decoded by ``codeact.sandbox.runtime.codec.plain``); text outputs of the python tool are capped.
 """
@@ -138,7 +138,7 @@ def streams_results(agent: object, *, show_work: bool) -> bool:
     calls stream (``Agent.streams_deltas``: codeact and react alike; a flow streams when any of its
     steps' agents does), and the mapper passes those deltas on. The model's streamed replies are
     working replies (``code``, ``thought``, ``utility``), passed only with ``show_work``; messages
-    to the user (``system.express``, the answer) arrive whole, as ``message.completed``.
+    to the user (``system.send_message``, the answer) arrive whole, as ``message.completed``.
     """
     return show_work and _streams_deltas(agent)
 

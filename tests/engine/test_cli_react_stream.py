@@ -100,7 +100,7 @@ def test_react_streams_its_text_and_assembles_the_tool_calls_the_unstreamed_run_
     # the text of both turns arrived as deltas, joined exactly into the completed messages
     completed = [e for e in streamed if e["type"] == "message.completed" and e["purpose"] == "code"]
     assert [e["text"] for e in completed] == [LOOKUP.text, ANSWER]
-    # the text beside the tool calls is said to the user too (whole, as codeact's system.express)
+    # the text beside the tool calls is said to the user too (whole, as codeact's system.send_message)
     said = [e["text"] for e in streamed if e["type"] == "message.completed" and e["purpose"] == "express"]
     assert said == [LOOKUP.text]
     for done in completed:
