@@ -19,7 +19,7 @@ class RunResult:
         status: ``completed``, ``paused`` (waiting for the user) or ``failed``.
         answer: The final answer, or the question when paused.
         reason: Why it ended (``finished``, ``ask_user``, ``max_turns``, ``stuck``, ...).
-        rounds: Rounds recorded in the session so far.
+        rounds: Rounds this run recorded (``session_rounds``: the session's, earlier runs included).
         error: ``{"code", "message"}`` when failed.
         variables: The session's variables when the run ended, decoded to plain JSON.
         messages: The session's conversation as ``{"role", "content"}`` messages (user messages,
@@ -32,6 +32,7 @@ class RunResult:
     answer: Any = None
     reason: str = ""
     rounds: int = 0
+    session_rounds: int = 0
     error: dict[str, Any] | None = None
     variables: dict[str, Any] = field(default_factory=dict)
     messages: list[dict[str, str]] = field(default_factory=list)
@@ -46,7 +47,8 @@ def _result(last: Event | None, session_id: str) -> RunResult:
             status=status,
             answer=last.answer,
             reason=last.reason,
-            rounds=last.rounds,
+            rounds=last.run_rounds,
+            session_rounds=last.rounds,
         )
     if isinstance(last, RunFailed):
         return RunResult(
@@ -54,7 +56,8 @@ def _result(last: Event | None, session_id: str) -> RunResult:
             session_id=session_id,
             status="failed",
             reason=str(last.error.get("code", "")),
-            rounds=last.rounds,
+            rounds=last.run_rounds,
+            session_rounds=last.rounds,
             error=dict(last.error),
         )
     raise CodeactError("the run ended without run.completed or run.failed (engine bug: please report it)")

@@ -150,14 +150,21 @@ async def _traced(ctx: RunContext, wiring: Wiring) -> None:
         ctx.trace.end(status="interrupted")  # a cancelled run (the span ends once)
 
 
+def _run_rounds(ctx: RunContext) -> int:
+    """The rounds this run recorded (a continued session's earlier rounds not counted)."""
+    return max(0, ctx.recorded - ctx.first_round + 1)
+
+
 def _completed(ctx: RunContext, outcome: Outcome) -> None:
-    ctx.emit(RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=ctx.recorded)
+    ctx.emit(
+        RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=ctx.recorded, run_rounds=_run_rounds(ctx)
+    )
     status = "paused" if outcome.reason == "ask_user" else "completed"
     ctx.trace.end(status=status, reason=outcome.reason, rounds=ctx.recorded)
 
 
 def _failed(ctx: RunContext, error: dict[str, Any], *, retryable: bool = False) -> None:
-    ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.recorded)
+    ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.recorded, run_rounds=_run_rounds(ctx))
     ctx.trace.end(status="failed", error=error, rounds=ctx.recorded)
 
 

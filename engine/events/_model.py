@@ -332,6 +332,7 @@ class RunCompleted(Event):
         answer: The final answer (codec-encoded when it is not a string), or None.
         reason: Why it ended (``"finished"``, ``"self_check"``, ``"max_turns"``, ``"stuck"``, ...).
         rounds: Rounds recorded in the session after this run.
+        run_rounds: Rounds this run recorded (a continued session's earlier rounds not counted).
     """
 
     type: ClassVar[str] = "run.completed"
@@ -339,6 +340,7 @@ class RunCompleted(Event):
     answer: Any = None
     reason: str = "finished"
     rounds: int = 0
+    run_rounds: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -349,6 +351,7 @@ class RunFailed(Event):
         error: ``{"code", "message"}`` (the ``CodeactError.code`` and message).
         retryable: Whether retrying the same run may succeed (store or model outage).
         rounds: Rounds recorded in the session (all intact).
+        run_rounds: Rounds this run recorded.
     """
 
     type: ClassVar[str] = "run.failed"
@@ -356,6 +359,7 @@ class RunFailed(Event):
     error: dict[str, Any]
     retryable: bool = False
     rounds: int = 0
+    run_rounds: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

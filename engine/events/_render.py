@@ -154,8 +154,9 @@ def render_event(event: Event, console: Console) -> None:
         args = call_args(event.arguments)
         console.print(Text(f"? {event.kind} needed: {event.toolkit}.{event.operation}({args})", style="yellow"))
     elif isinstance(event, RunCompleted):
-        plural = "s" if event.rounds != 1 else ""
-        console.print(Text(f"✔ {event.reason} after {event.rounds} round{plural}", style="green"))
+        plural = "s" if event.run_rounds != 1 else ""
+        session = f" ({event.rounds} in the session)" if event.rounds != event.run_rounds else ""
+        console.print(Text(f"✔ {event.reason} after {event.run_rounds} round{plural}{session}", style="green"))
     elif isinstance(event, RunFailed):
         console.print(Text(f"✖ [{event.error.get('code')}] {event.error.get('message')}", style="bold red"))
     elif isinstance(event, MessageCompleted) and event.purpose == "note":  # a flow's note (engine.flow)

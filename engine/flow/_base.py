@@ -299,7 +299,13 @@ class FlowAgent(Lifecycle):
                 run.emit(MessageCompleted, text=note, purpose="note")
             extra = {**extra, "children": run.children, "notes": run.notes, "keys": sorted(run.state)}
             await store.update_session(run.session_id, status="completed", extra=extra)
-            run.emit(RunCompleted, answer=answer, reason=run.reason, rounds=len(run.children))
+            run.emit(
+                RunCompleted,
+                answer=answer,
+                reason=run.reason,
+                rounds=len(run.children),
+                run_rounds=len(run.children),
+            )
         except asyncio.CancelledError:
             run.cancelled = True
             with contextlib.suppress(CodeactError):
@@ -310,7 +316,12 @@ class FlowAgent(Lifecycle):
                 if await store.get_session(run.session_id) is not None:
                     extra = {**extra, "children": run.children, "notes": run.notes}
                     await store.update_session(run.session_id, status="failed", extra=extra)
-            run.emit(RunFailed, error={"code": exc.code, "message": exc.message}, rounds=len(run.children))
+            run.emit(
+                RunFailed,
+                error={"code": exc.code, "message": exc.message},
+                rounds=len(run.children),
+                run_rounds=len(run.children),
+            )
 
     async def _around(self, run: _FlowRun) -> Any:
         jump = await self._hooks("before_agent", run)

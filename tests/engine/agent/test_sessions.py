@@ -66,6 +66,19 @@ async def test_ask_user_pauses_and_the_session_resumes_with_history_and_variable
     assert meta is not None and (meta.status, meta.rounds) == ("completed", 3)
 
 
+async def test_a_continued_session_s_result_counts_the_run_s_own_rounds(make_agent: MakeAgent, store: Store) -> None:
+    """``RunResult.rounds`` is what this run did; the session's total is ``session_rounds`` (issue 35)."""
+    later = [
+        code('project = "P-123"\nreqs = devops.search_requirements(project, "login")[:limit]'),
+        code("system.finish([r['id'] for r in reqs])"),
+    ]
+    made = make_agent(replies=[ASK, *later], store=store)
+    first = await made.agent.invoke("List the login requirements", session_id="s-count")
+    second = await made.agent.invoke("P-123", session_id="s-count")
+    assert (first.rounds, first.session_rounds) == (1, 1)
+    assert (second.status, second.rounds, second.session_rounds) == ("completed", 2, 3)
+
+
 async def test_a_second_run_on_a_busy_session_fails_cleanly(make_agent: MakeAgent, store: Store, probe: Probe) -> None:
     blueprint = BASE.replace("  - ref: devops", "  - ref: probe")
     first = make_agent(blueprint, [code("got = probe.block()\nsystem.finish(got)")], store=store)
