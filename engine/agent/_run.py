@@ -202,8 +202,7 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
                 elif exc.code != "store.lock_lost":  # a fenced-out run must not touch the new owner's session
                     # Only the run holding the lock may mark the session failed (never a busy one).
                     with contextlib.suppress(CodeactError):
-                        if await store.get_session(session_id) is not None:
-                            await store.update_session(session_id, status="failed")
+                        await _fail_session(ctx)
                 raise
             finally:
                 if ctx.writer is not None:
@@ -222,6 +221,25 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
                 meta = await store.get_session(session_id)
             _emit_started(ctx, resumed=meta is not None)
         _failed(ctx, {"code": exc.code, "message": exc.message}, retryable=_retryable(exc))
+
+
+async def _fail_session(ctx: RunContext) -> None:
+    """Mark the session failed, or remove it when this run created it and left it empty.
+
+    Empty: the run failed before its first round recorded anything, no code ran and no toolkit call is
+    journaled (a refused key, an unknown model), so ``sessions list`` and the console show no empty
+    failed session.
+    """
+    store, session_id = ctx.store, ctx.session_id
+    if ctx.created_session and ctx.recorded == 0 and ctx.current_code is None:
+        if ctx.writer is not None:
+            await ctx.writer.aclose()  # started/completed entries are durable before their call goes on
+            ctx.writer = None
+        if not await store.pending(session_id):
+            await store.delete_session(session_id)
+            return
+    if await store.get_session(session_id) is not None:
+        await store.update_session(session_id, status="failed")
 
 
 def _gone_reason(lock: SessionLock) -> str:
@@ -244,6 +262,7 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
     spec, store, session_id = ctx.spec, ctx.store, ctx.session_id
     meta = await store.get_session(session_id)
     if meta is None:
+        ctx.created_session = True
         await store.create_session(
             SessionMeta(
                 session_id=session_id,

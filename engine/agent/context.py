@@ -93,6 +93,7 @@ class RunContext:
     stream: bool = True
     round: int = 0
     first_round: int = 1
+    created_session: bool = False  # this run created the session (it was new)
     recorded: int = 0
     pending_segments: list[Any] = field(default_factory=list)
     # What the caller gave besides the task: the input's history messages as (segment kind, text), the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -56,7 +57,8 @@ def worker_command(
 
     from codeact.engine.queue._worker import start_worker
 
-    faulthandler.enable()  # a long-lived worker: a fatal signal prints every thread's stack to stderr
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # a stderr without a file (tests, embedding)
+        faulthandler.enable()  # a long-lived worker: a fatal signal prints every thread's stack to stderr
     from codeact.toolkits import ToolkitError
 
     url = queue or os.environ.get("CODEACT_QUEUE") or os.environ.get("CODEACT_STORE")

@@ -120,7 +120,8 @@ def serve_command(
     configure_logging("json" if log_format == "json" else "plain")
     import faulthandler
 
-    faulthandler.enable()  # a long-lived server: a fatal signal prints every thread's stack to stderr
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # a stderr without a file (tests, embedding)
+        faulthandler.enable()  # a long-lived server: a fatal signal prints every thread's stack to stderr
     from codeact.engine.errors import CodeactError
     from codeact.engine.store import open_store
 
