@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ class RunResult:
         variables: The session's variables when the run ended, decoded to plain JSON.
         messages: The session's conversation as ``{"role", "content"}`` messages (user messages,
             the agent's messages and its answer).
+        metadata: The run's metadata as the caller gave it (``RunConfig.metadata``, ``--meta``).
     """
 
     run_id: str
@@ -35,9 +37,10 @@ class RunResult:
     error: dict[str, Any] | None = None
     variables: dict[str, Any] = field(default_factory=dict)
     messages: list[dict[str, str]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _result(last: Event | None, session_id: str) -> RunResult:
+def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, Any] | None = None) -> RunResult:
     if isinstance(last, RunCompleted):
         status: Literal["completed", "paused"] = "paused" if last.reason == "ask_user" else "completed"
         return RunResult(
@@ -47,6 +50,7 @@ def _result(last: Event | None, session_id: str) -> RunResult:
             answer=last.answer,
             reason=last.reason,
             rounds=last.rounds,
+            metadata=dict(metadata or {}),
         )
     if isinstance(last, RunFailed):
         return RunResult(
@@ -56,5 +60,6 @@ def _result(last: Event | None, session_id: str) -> RunResult:
             reason=str(last.error.get("code", "")),
             rounds=last.rounds,
             error=dict(last.error),
+            metadata=dict(metadata or {}),
         )
     raise CodeactError("the run ended without run.completed or run.failed (engine bug: please report it)")

@@ -99,6 +99,7 @@ def start_run(
         user=user if user is not None else wiring.user,
         inputs=read.history,
         labels=config.labels(),
+        config=config,
         caller_context=context_text(context),
         input_files=read.files,
     )

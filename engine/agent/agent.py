@@ -294,13 +294,14 @@ class Agent(Lifecycle):
         """
         last: Event | None = None
         session = session_id or ""
+        metadata: dict[str, Any] = {}
         async for event in self.run(input, session_id=session_id, user=user, config=config, context=context):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted):
-                session = event.session_id
+                session, metadata = event.session_id, dict(event.metadata)
             last = event
-        result = _result(last, session)
+        result = _result(last, session, metadata=metadata)
         with contextlib.suppress(CodeactError):  # the store went away: the result without the state
             variables = await self.state(session) if session else {}
             segments = await self.store.segments(session) if session else []

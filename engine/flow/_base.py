@@ -177,14 +177,15 @@ class FlowAgent(Lifecycle):
 
         last: Event | None = None
         session = session_id or ""
+        metadata: dict[str, Any] = {}
         async for event in self.run(input, session_id=session_id, config=config):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted) and event.parent_run_id is None:
-                session = event.session_id
+                session, metadata = event.session_id, dict(event.metadata)
             if event.parent_run_id is None:
                 last = event
-        return _result(last, session)
+        return _result(last, session, metadata=metadata)
 
     def run_sync(
         self,
@@ -332,6 +333,7 @@ class FlowAgent(Lifecycle):
             round=len(run.children),
             input=run.input,
             state=run.state,
+            config=run.hook_config(),
             **extra,
         )
         jump: Jump | None = None

@@ -57,6 +57,13 @@ class _FlowRun:
 
         return RunConfig(tags=self.config.tags, metadata=self.config.metadata, user=self.config.user)
 
+    def hook_config(self) -> RunConfig:
+        """The run's config as the flow's hooks see it: ``thread_id`` is the flow's session."""
+        from codeact.engine.agent import RunConfig
+
+        config = self.config if self.config is not None else RunConfig()
+        return replace(config, thread_id=self.session_id)
+
     def compose(self, step: Step, input: str | None = None) -> str:
         """What a step is asked: the input (the flow's by default) and, with includeContents, the results so far."""
         text = self.input if input is None else input
