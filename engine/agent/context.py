@@ -102,6 +102,10 @@ class RunContext:
     inputs: tuple[tuple[str, str], ...] = ()
     labels: dict[str, Any] = field(default_factory=dict)
     config: RunConfig = field(default_factory=RunConfig)  # as the caller gave it (hooks see it: hook_context)
+    # What the final answer must match (engine/agent/output.py: an OutputSchema), and whether the model
+    # was already told once that its answer did not.
+    output: Any = None
+    output_repaired: bool = False
     caller_context: str | None = None
     input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
     # Recovery (engine/agent/recovery.py): the lock's fencing token, the call journal, the interrupted

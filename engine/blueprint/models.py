@@ -376,7 +376,9 @@ class Blueprint(_Block):
     The fields after ``extensions`` are filled by the loader, never from the file.
     """
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents", "flow", "knowledge"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset(
+        {"extend", "toolkits", "subagents", "flow", "knowledge", "outputSchema"}
+    )
 
     schema_uri: str | None = Field(default=None, alias="$schema")
     version: str | None = None
@@ -395,6 +397,8 @@ class Blueprint(_Block):
     workflow: WorkflowBlock | None = None
     flow: FlowBlock | None = None
     knowledge: KnowledgeBlock | None = None
+    # seed 002's BaseAgent.outputSchema: a JSON Schema the final answer must match (engine/agent/output.py).
+    output_schema: dict[str, Any] | None = None
     extensions: _Options = Field(default_factory=dict)
 
     # Filled by the loader; excluded from dumps (and so from the blueprint hash).

@@ -203,6 +203,7 @@ def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
         interceptors=agent.interceptors,
         stream=agent.stream,
         user=agent.user,
+        output_type=agent.output_type,
     )
 
 

@@ -68,6 +68,7 @@ NOT_RUN = {
     ("python-api.md", "import base64"): "run by tests/engine/test_input_files.py (with an agent and the files)",
     ("python-api.md", "from codeact.engine.agent import Hook, HookResult"): "a fragment (test_agent_api.py runs it)",
     ("python-api.md", "from codeact.toolkits import operation, toolkit"): "a fragment (test_hook_api.py runs it)",
+    ("python-api.md", "from pydantic import BaseModel"): "run by tests/engine/test_output_schema.py (with a model)",
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
     (
         "flow.md",
