@@ -18,8 +18,9 @@ class RunResult:
         run_id: The run.
         session_id: The session (pass it as ``session_id`` to continue).
         status: ``completed``, ``paused`` (waiting for the user) or ``failed``.
-        answer: The final answer, or the question when paused.
-        reason: Why it ended (``finished``, ``ask_user``, ``max_turns``, ``stuck``, ...).
+        answer: The final answer, or the question when paused (a flow paused by ``interruptBefore``: the
+            latest result).
+        reason: Why it ended (``finished``, ``ask_user``, ``interrupt_before``, ``max_turns``, ``stuck``, ...).
         rounds: Rounds recorded in the session so far.
         error: ``{"code", "message"}`` when failed.
         variables: The session's variables when the run ended, decoded to plain JSON.
@@ -40,9 +41,13 @@ class RunResult:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+PAUSE_REASONS = frozenset({"ask_user", "interrupt_before"})
+"""``run.completed`` reasons that leave the run ``paused``: a question for the user, a flow's ``interruptBefore``."""
+
+
 def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, Any] | None = None) -> RunResult:
     if isinstance(last, RunCompleted):
-        status: Literal["completed", "paused"] = "paused" if last.reason == "ask_user" else "completed"
+        status: Literal["completed", "paused"] = "paused" if last.reason in PAUSE_REASONS else "completed"
         return RunResult(
             run_id=last.run_id,
             session_id=session_id,

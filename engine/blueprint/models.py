@@ -332,6 +332,7 @@ class FlowAgentEntry(_Block):
     output_key: str | None = None
     include_contents: bool | None = None
     return_reasoning_contents: bool | None = None
+    when: str | None = None  # conditional flows: a condition on the flow's state (engine/blueprint/conditions.py)
 
 
 class LoopCondition(_Block):
@@ -352,7 +353,7 @@ class LoopBlock(_Block):
 
 
 class FlowBlock(_Block):
-    """``flow`` (codeact, ``workflow.mode: flow``): a sequential, parallel, routing or loop flow of agents."""
+    """``flow`` (codeact, ``workflow.mode: flow``): a sequential, conditional, parallel, routing or loop flow."""
 
     kind: str | None = None
     description: str | None = None
@@ -364,6 +365,8 @@ class FlowBlock(_Block):
     max_concurrency: int | None = None
     output_key: str | None = None
     loop: LoopBlock | None = None
+    # seed 002's FlowAgent.interruptBefore: names of agents the flow pauses before (sequential, conditional).
+    interrupt_before: Annotated[list[str | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
 
 
 class Blueprint(_Block):

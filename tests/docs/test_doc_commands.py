@@ -77,6 +77,10 @@ NOT_RUN = {
     ("flow.md", "from codeact.engine.flow import FlowAgent"): "tests/flow/test_blueprint.py builds the example's flow",
     (
         "flow.md",
+        "from codeact.engine.flow import ConditionalAgent, SequentialAgent, Step",
+    ): "run by tests/flow/test_branch_and_pause.py (with scripted agents)",
+    (
+        "flow.md",
         "from codeact.engine.flow import AgentTool, AgentToolkit",
     ): "a fragment (tests/flow/test_codeact_steps.py)",
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
