@@ -1,10 +1,10 @@
 """Structured output (seed 002's ``outputSchema`` / ``outputType``): a run's final answer checked against a schema.
 
-1. The schema comes from the Python API (``output_type=``: a JSON Schema dict or a pydantic model class)
-   or the blueprint's ``outputSchema`` (a JSON Schema mapping, or one as JSON text); the API's wins.
+1. The schema comes from the Python API (``output_type=``: a JSON Schema dict, or one as JSON text, or a
+   pydantic model class) or the blueprint's ``outputSchema`` (a JSON Schema mapping); the API's wins.
    It is shown to the model before the task (``prompts/output_schema.j2``).
-2. When a run completes, its answer is read as JSON: a string holding JSON (a code fence around it
-   allowed) is parsed, unless the schema asks for a string.
+2. When a run completes, its answer is read as JSON: a string holding JSON (prose and a code fence
+   around it allowed) is parsed, unless the schema asks for a string.
 3. It is validated (``jsonschema`` for a schema, ``model_validate`` for a pydantic model). The first
    violation is told to the model once, plainly (``prompts/output_invalid.j2``), and one repair round
    follows; an answer still invalid ends the run with ``output.invalid`` naming the violation.

@@ -153,7 +153,7 @@ def test_codeact_run_checks_the_blueprints_output_schema(tmp_path: Path, openai_
     env = {**os.environ, "CODEACT_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-test"}
     run = subprocess.run(
         [CODEACT, "run", str(agent), "--model", "openai/test", "--base-url", openai_server.base_url]
-        + ["--store", f"sqlite:///{tmp_path / 's.db'}", "--json", "--input", "Quote A-1."],
+        + ["--store", f"sqlite:///{tmp_path / 's.db'}", "--session", "q1", "--json", "--input", "Quote A-1."],
         capture_output=True,
         text=True,
         env=env,
@@ -163,6 +163,16 @@ def test_codeact_run_checks_the_blueprints_output_schema(tmp_path: Path, openai_
     assert run.returncode == 0, run.stderr
     last = json.loads(run.stdout.splitlines()[-1])
     assert (last["type"], last["answer"], last["rounds"]) == ("run.completed", {"sku": "A-1", "price": 4.5}, 2)
+    replay = subprocess.run(
+        [CODEACT, "replay", "q1", "--store", f"sqlite:///{tmp_path / 's.db'}", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert json.loads(replay.stdout)["ok"] is True
 
 
 async def test_the_docs_example_runs(tmp_path: Path, openai_server: OpenAIServer) -> None:
