@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,13 +18,15 @@ class RunResult:
         run_id: The run.
         session_id: The session (pass it as ``session_id`` to continue).
         status: ``completed``, ``paused`` (waiting for the user) or ``failed``.
-        answer: The final answer, or the question when paused.
-        reason: Why it ended (``finished``, ``ask_user``, ``max_turns``, ``stuck``, ...).
+        answer: The final answer, or the question when paused (a flow paused by ``interruptBefore``: the
+            latest result).
+        reason: Why it ended (``finished``, ``ask_user``, ``interrupt_before``, ``max_turns``, ``stuck``, ...).
         rounds: Rounds this run recorded (``session_rounds``: the session's, earlier runs included).
         error: ``{"code", "message"}`` when failed.
         variables: The session's variables when the run ended, decoded to plain JSON.
         messages: The session's conversation as ``{"role", "content"}`` messages (user messages,
             the agent's messages and its answer).
+        metadata: The run's metadata as the caller gave it (``RunConfig.metadata``, ``--meta``).
     """
 
     run_id: str
@@ -36,11 +39,16 @@ class RunResult:
     error: dict[str, Any] | None = None
     variables: dict[str, Any] = field(default_factory=dict)
     messages: list[dict[str, str]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _result(last: Event | None, session_id: str) -> RunResult:
+PAUSE_REASONS = frozenset({"ask_user", "interrupt_before"})
+"""``run.completed`` reasons that leave the run ``paused``: a question for the user, a flow's ``interruptBefore``."""
+
+
+def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, Any] | None = None) -> RunResult:
     if isinstance(last, RunCompleted):
-        status: Literal["completed", "paused"] = "paused" if last.reason == "ask_user" else "completed"
+        status: Literal["completed", "paused"] = "paused" if last.reason in PAUSE_REASONS else "completed"
         return RunResult(
             run_id=last.run_id,
             session_id=session_id,
@@ -49,6 +57,7 @@ def _result(last: Event | None, session_id: str) -> RunResult:
             reason=last.reason,
             rounds=last.run_rounds,
             session_rounds=last.rounds,
+            metadata=dict(metadata or {}),
         )
     if isinstance(last, RunFailed):
         return RunResult(
@@ -59,5 +68,6 @@ def _result(last: Event | None, session_id: str) -> RunResult:
             rounds=last.run_rounds,
             session_rounds=last.rounds,
             error=dict(last.error),
+            metadata=dict(metadata or {}),
         )
     raise CodeactError("the run ended without run.completed or run.failed (engine bug: please report it)")

@@ -99,6 +99,8 @@ def start_run(
         user=user if user is not None else wiring.user,
         inputs=read.history,
         labels=config.labels(),
+        config=config,
+        output=wiring.output,
         caller_context=context_text(context),
         input_files=read.files,
     )
@@ -296,6 +298,8 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any]
         ctx.add_segment(kind, text, tags=("input",))
     if ctx.caller_context is not None:  # the caller's context (Agent.run(context=...), --context)
         ctx.add_segment(SegmentKind.CONTEXT, ctx.caller_context, tags=("caller",))
+    if ctx.output is not None:  # the answer's shape (Agent(output_type=...), outputSchema)
+        ctx.add_segment(SegmentKind.CONTEXT, ctx.output.intro(), tags=("output",))
     ctx.add_segment(SegmentKind.USER, ctx.input)
 
 

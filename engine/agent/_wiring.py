@@ -19,6 +19,7 @@ from codeact.toolkits import ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.agent.hooks import Hook
+    from codeact.engine.agent.output import OutputSchema
     from codeact.engine.blueprint import AgentSpec, SubagentSpec
     from codeact.engine.knowledge import KnowledgeBase
     from codeact.engine.model import ModelClient
@@ -57,6 +58,7 @@ class Wiring:
     user: str | None
     prompt_config: PromptConfig
     knowledge: KnowledgeBase | None
+    output: OutputSchema | None = None  # what the final answer must match (engine/agent/output.py)
 
 
 def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:

@@ -27,6 +27,7 @@ from codeact.engine.agent._wiring import (
     registry_for,
 )
 from codeact.engine.agent.hooks import Hook
+from codeact.engine.agent.output import output_schema_for
 from codeact.engine.agent.support import Approver
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, RunStarted
@@ -68,6 +69,13 @@ class Agent(Lifecycle):
         interceptors: Model and tool interceptors (first registered is outermost).
         stream: Stream model replies as ``message.delta`` events.
         user: Who the agent acts for (passed to toolkits in their context).
+        output_type: What the final answer must be: a JSON Schema dict or a pydantic model class (the
+            answer is then that model's instance); default the blueprint's ``outputSchema``, if any. An
+            answer that does not match is sent back to the model once, then the run fails with
+            ``output.invalid`` (docs/python-api.md, "Structured output").
+
+    Raises:
+        CodeactError: ``output.schema.invalid`` when ``output_type`` (or ``outputSchema``) is not a schema.
     """
 
     def __init__(
@@ -83,6 +91,7 @@ class Agent(Lifecycle):
         interceptors: Sequence[Any] = (),
         stream: bool = True,
         user: str | None = None,
+        output_type: Any = None,
     ) -> None:
         self.spec = spec
         self.model = model
@@ -103,6 +112,8 @@ class Agent(Lifecycle):
         self.registry = registry_for(registry, spec, self.grants, self._subagent)
         self.prompt_config = prompt_config_for(spec)
         self.knowledge = knowledge_for(spec)
+        self.output_type = output_type
+        self.output = output_schema_for(output_type, spec.blueprint.output_schema if spec.blueprint else None)
 
     # -- public API ----------------------------------------------------------------------------
     @classmethod
@@ -127,6 +138,7 @@ class Agent(Lifecycle):
         stream: bool = True,
         user: str | None = None,
         strict: bool = False,
+        output_type: Any = None,
     ) -> Agent:
         """Build an agent from a blueprint file, the way ``codeact run`` does.
 
@@ -160,6 +172,8 @@ class Agent(Lifecycle):
             user: Who the agent acts for (passed to toolkits in their context).
             strict: Refuse a blueprint the validator warns about (``blueprint.validation.strict``);
                 without it the warnings are printed on stderr, one line each.
+            output_type: What the final answer must be (a JSON Schema dict or a pydantic model class);
+                default the blueprint's ``outputSchema``.
 
         Raises:
             BlueprintLoadError: The file cannot be read or parsed.
@@ -191,6 +205,7 @@ class Agent(Lifecycle):
                 "interceptors": interceptors,
                 "stream": stream,
                 "user": user,
+                "output_type": output_type,
             },
         )
 
@@ -250,6 +265,7 @@ class Agent(Lifecycle):
             user=self.user,
             prompt_config=self.prompt_config,
             knowledge=self.knowledge,
+            output=self.output,
         )
 
     @property
@@ -294,18 +310,21 @@ class Agent(Lifecycle):
         """
         last: Event | None = None
         session = session_id or ""
+        metadata: dict[str, Any] = {}
         async for event in self.run(input, session_id=session_id, user=user, config=config, context=context):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted):
-                session = event.session_id
+                session, metadata = event.session_id, dict(event.metadata)
             last = event
-        result = _result(last, session)
+        result = _result(last, session, metadata=metadata)
         with contextlib.suppress(CodeactError):  # the store went away: the result without the state
             variables = await self.state(session) if session else {}
             segments = await self.store.segments(session) if session else []
             answer = result.answer if result.status != "failed" else None
             result = dataclasses.replace(result, variables=variables, messages=conversation(segments, answer))
+        if self.output is not None and result.status == "completed" and result.reason != "hook":
+            result = dataclasses.replace(result, answer=self.output.instance(result.answer))
         return result
 
     async def state(self, session_id: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from codeact.engine.agent._unreached import FailedRound, unreached_note
 from codeact.engine.agent.artifacts import emit_artifacts, with_artifacts
 from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
 from codeact.engine.agent.finishing import FinishStep, Trigger, confirm_answer, final_answer
+from codeact.engine.agent.output import review
 from codeact.engine.agent.support import describe_variables
 from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
 from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE
@@ -130,8 +131,15 @@ class CodeActLoop:
             ctx.round += 1
             with ctx.trace.round(ctx.round):
                 outcome = await self._round()
-            if outcome is not None:
-                return outcome
+            if outcome is None:
+                continue
+            checked = review(ctx.output, outcome, repaired=ctx.output_repaired)
+            if isinstance(checked, Outcome):
+                return checked
+            # The answer does not match the output schema: the model is told once, in one more round.
+            ctx.output_repaired = True
+            ctx.add_segment(SegmentKind.EVALUATION, checked, tags=("output",))
+            last_round = self._last_round = max(last_round, ctx.round + 1)
         return Outcome(
             status="failed",
             reason="max_turns",

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from codeact.engine.agent._input import RunConfig
 from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, ModelCall, chain, hook_name
 from codeact.engine.agent.recovery import (
     CLEANUP_S,
@@ -100,6 +102,11 @@ class RunContext:
     # run's labels (RunConfig.labels(): thread_id, tags, metadata), the caller's context as text.
     inputs: tuple[tuple[str, str], ...] = ()
     labels: dict[str, Any] = field(default_factory=dict)
+    config: RunConfig = field(default_factory=RunConfig)  # as the caller gave it (hooks see it: hook_context)
+    # What the final answer must match (engine/agent/output.py: an OutputSchema), and whether the model
+    # was already told once that its answer did not.
+    output: Any = None
+    output_repaired: bool = False
     caller_context: str | None = None
     input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
     # Recovery (engine/agent/recovery.py): the lock's fencing token, the call journal, the interrupted
@@ -283,6 +290,7 @@ class RunContext:
             state={"variables": variables, "round": self.round, "last_outcome": last},
             variables=variables,
             last_outcome=last,
+            config=dataclasses.replace(self.config, thread_id=self.session_id, user=self.user),
         )
 
     async def _run_hooks(self, method: str, ctx: HookContext, *, reverse: bool = False) -> Jump | None:

@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from codeact.engine.agent._input import RunConfig
+
 __all__ = [
     "Hook",
     "HookContext",
@@ -83,7 +85,10 @@ class HookContext:
 
     ``variables`` are the run's variables as plain JSON; ``last_outcome`` is the last round's
     ``{"round", "status", "error", "stdout"}`` (None before the first round); ``state`` holds the same
-    three (``variables``, ``round``, ``last_outcome``) as one dict.
+    three (``variables``, ``round``, ``last_outcome``) as one dict. ``config`` is the run's
+    :class:`~codeact.engine.agent.RunConfig` as the run uses it (seed 002's ``RunnableConfig``): its
+    ``thread_id`` is the run's session, ``user`` who it runs for, ``tags`` and ``metadata`` as the caller
+    gave them.
     """
 
     run_id: str
@@ -96,6 +101,7 @@ class HookContext:
     state: dict[str, Any] = field(default_factory=dict)
     variables: dict[str, Any] = field(default_factory=dict)
     last_outcome: dict[str, Any] | None = None
+    config: RunConfig = field(default_factory=RunConfig)
 
 
 HookReturn = Jump | HookResult | None

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
+from codeact.engine.agent.output import review
 from codeact.engine.events import MessageCompleted, RoundStarted
 from codeact.engine.model import ToolCall
 from codeact.sandbox.runtime import protocol as _p
@@ -67,13 +68,25 @@ class ReactLoop:
         ctx = self.ctx
         assert ctx.bridge is not None  # noqa: S101 - the agent always builds one
         messages = self._messages()
-        for _ in range(ctx.spec.max_turns):
+        turns, done = ctx.spec.max_turns, 0
+        while done < turns:
+            done += 1
             ctx.check_stopping()
             ctx.round += 1
             with ctx.trace.round(ctx.round):
                 outcome = await self._turn(messages)
-            if outcome is not None:
-                return outcome
+            if outcome is None:
+                continue
+            checked = review(ctx.output, outcome, repaired=ctx.output_repaired)
+            if isinstance(checked, Outcome):
+                return checked
+            # The answer does not match the output schema: the model is told once, in one more turn.
+            ctx.output_repaired = True
+            ctx.add_segment(SegmentKind.CONTEXT, checked, tags=("output",))
+            if outcome.reason == "answered":  # its text answer, not yet among the messages
+                messages.append({"role": "assistant", "content": str(outcome.answer)})
+            messages.append({"role": "user", "content": checked})
+            turns = max(turns, done + 1)
         return Outcome(
             status="failed",
             reason="max_turns",

@@ -26,7 +26,8 @@ __all__ = [
     "check_flow",
 ]
 
-FLOW_KINDS: Final = ("sequential", "parallel", "routing", "loop")
+FLOW_KINDS: Final = ("sequential", "conditional", "parallel", "routing", "loop")
+PAUSING_KINDS: Final = ("sequential", "conditional")
 MERGE_STRATEGIES: Final = ("map", "list", "concat")
 MIN_PARALLEL: Final = 2
 MAX_PARALLEL: Final = 10
@@ -154,6 +155,7 @@ def check_flow(bp: Blueprint, validate: Callable[[Blueprint], list[ValidationIss
                     )
             else:
                 keys[key] = index
+        _check_when(entry.when, kind, index, last=index == count - 1, error=error, warning=warning)
         if kind == "routing" and _trim(entry.description) is None:
             error(
                 f"{path}.description",
@@ -172,7 +174,62 @@ def check_flow(bp: Blueprint, validate: Callable[[Blueprint], list[ValidationIss
                     )
                 )
     _check_options(bp, kind, keys, error, warning)
+    _check_interrupts(flow.interrupt_before, kind, names, error)
     return out
+
+
+def _check_when(
+    when: str | None,
+    kind: str | None,
+    index: int,
+    *,
+    last: bool,
+    error: Callable[[str, str, str], None],
+    warning: Callable[[str, str, str], None],
+) -> None:
+    """``flow.agents[index].when``: a condition of the language, in a conditional flow; a default only last."""
+    from codeact.engine.blueprint.conditions import ConditionError, parse_condition
+
+    path = f"$.flow.agents[{index}].when"
+    if kind != "conditional":
+        if when is not None:
+            warning(path, "blueprint.flow.option.ignored", f"flow.agents[{index}].when is ignored in a {kind} flow.")
+        return
+    if when is None:
+        if not last:
+            error(
+                path,
+                "blueprint.flow.when.default",
+                f"flow.agents[{index}] has no when: condition, so the agents after it never run; give it one, "
+                "or move it last (the default branch).",
+            )
+        return
+    try:
+        parse_condition(when)
+    except ConditionError as exc:
+        error(path, "blueprint.flow.when.invalid", f"flow.agents[{index}].when: {exc}.")
+
+
+def _check_interrupts(
+    interrupts: list[str | None], kind: str | None, names: dict[str, int], error: Callable[[str, str, str], None]
+) -> None:
+    """``flow.interruptBefore``: names of this flow's agents, in a flow kind that can pause."""
+    if interrupts and kind not in PAUSING_KINDS:
+        error(
+            "$.flow.interruptBefore",
+            "blueprint.flow.interruptBefore.kind",
+            f"flow.interruptBefore applies to {' and '.join(PAUSING_KINDS)} flows, not a {kind} flow; "
+            "put the agent in a sequential flow.",
+        )
+        return
+    for index, name in enumerate(interrupts):
+        if (name or "").strip() not in names:
+            error(
+                f"$.flow.interruptBefore[{index}]",
+                "blueprint.flow.interruptBefore.unknown",
+                f"flow.interruptBefore[{index}] {name!r} is not an agent of this flow; its agents are "
+                f"{', '.join(map(repr, names))}.",
+            )
 
 
 def _check_options(

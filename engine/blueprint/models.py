@@ -332,6 +332,7 @@ class FlowAgentEntry(_Block):
     output_key: str | None = None
     include_contents: bool | None = None
     return_reasoning_contents: bool | None = None
+    when: str | None = None  # conditional flows: a condition on the flow's state (engine/blueprint/conditions.py)
 
 
 class LoopCondition(_Block):
@@ -352,7 +353,7 @@ class LoopBlock(_Block):
 
 
 class FlowBlock(_Block):
-    """``flow`` (codeact, ``workflow.mode: flow``): a sequential, parallel, routing or loop flow of agents."""
+    """``flow`` (codeact, ``workflow.mode: flow``): a sequential, conditional, parallel, routing or loop flow."""
 
     kind: str | None = None
     description: str | None = None
@@ -364,6 +365,8 @@ class FlowBlock(_Block):
     max_concurrency: int | None = None
     output_key: str | None = None
     loop: LoopBlock | None = None
+    # seed 002's FlowAgent.interruptBefore: names of agents the flow pauses before (sequential, conditional).
+    interrupt_before: Annotated[list[str | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
 
 
 class Blueprint(_Block):
@@ -376,7 +379,9 @@ class Blueprint(_Block):
     The fields after ``extensions`` are filled by the loader, never from the file.
     """
 
-    codeact_only: ClassVar[frozenset[str]] = frozenset({"extend", "toolkits", "subagents", "flow", "knowledge"})
+    codeact_only: ClassVar[frozenset[str]] = frozenset(
+        {"extend", "toolkits", "subagents", "flow", "knowledge", "outputSchema"}
+    )
 
     schema_uri: str | None = Field(default=None, alias="$schema")
     version: str | None = None
@@ -395,6 +400,8 @@ class Blueprint(_Block):
     workflow: WorkflowBlock | None = None
     flow: FlowBlock | None = None
     knowledge: KnowledgeBlock | None = None
+    # seed 002's BaseAgent.outputSchema: a JSON Schema the final answer must match (engine/agent/output.py).
+    output_schema: dict[str, Any] | None = None
     extensions: _Options = Field(default_factory=dict)
 
     # Filled by the loader; excluded from dumps (and so from the blueprint hash).

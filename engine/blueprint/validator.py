@@ -137,6 +137,7 @@ class _Checks:
         self.toolkits()
         self.subagents()
         self.knowledge()
+        self.output_schema()
         self.session(self.bp.session)
         self.sandbox(self.bp.sandbox)
         self.workflow(self.bp.workflow)
@@ -482,6 +483,11 @@ class _Checks:
                         f"knowledge.sources[{index}]: folder {shown!r} has no file matching "
                         f"{', '.join(patterns)}; add files or set glob.",
                     )
+
+    def output_schema(self) -> None:
+        from codeact.engine.blueprint._output import check_output_schema
+
+        self.issues.extend(check_output_schema(self.bp.output_schema))
 
     def session(self, session: SessionBlock | None) -> None:
         if session is None:

@@ -562,6 +562,13 @@ async def _drive(
                 markup=False,
                 highlight=False,
             )
+        if not json_output and last.reason == "interrupt_before":
+            command = again(session_id or "", "continue")
+            console.print(
+                f"paused before the flow's next step (interruptBefore); go on with {command}",
+                markup=False,
+                highlight=False,
+            )
         return EXIT_OK
     if isinstance(last, RunFailed):
         # Missing or refused credentials are the caller's configuration, like a bad option: exit 2.

@@ -1,4 +1,4 @@
-"""Flow agents (seed ``002``): sequential, parallel, routing and loop compositions of agents.
+"""Flow agents (seed ``002``): sequential, conditional, parallel, routing and loop compositions of agents.
 
 Build them from Python::
 
@@ -23,6 +23,7 @@ from codeact.engine.flow.kinds import (
     MAX_PARALLEL,
     MIN_PARALLEL,
     ROUTING_RETRIES,
+    ConditionalAgent,
     LoopAgent,
     LoopMode,
     MergeStrategy,
@@ -45,6 +46,7 @@ __all__ = [
     "ROUTING_RETRIES",
     "AgentTool",
     "AgentToolkit",
+    "ConditionalAgent",
     "Flow",
     "FlowAgent",
     "FlowError",

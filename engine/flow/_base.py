@@ -32,7 +32,7 @@ from codeact.engine.events import (
 )
 from codeact.engine.flow._build import build
 from codeact.engine.flow._run import _FlowRun
-from codeact.engine.flow._steps import Step, StepResult, _EndFlow, as_step, is_flow
+from codeact.engine.flow._steps import Step, StepResult, _EndFlow, _PauseFlow, as_step, is_flow
 from codeact.engine.flow.errors import FlowError
 from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
@@ -64,12 +64,18 @@ class FlowAgent(Lifecycle):
         store: Where the flow's session is recorded (default: the first sub-agent's store).
         hooks: ``before_agent`` / ``after_agent`` around the whole flow; ``before_model`` /
             ``after_model`` around the flow's own model calls (routing and merging).
+        interrupt_before: Names of steps the flow pauses before (seed 002's ``interruptBefore``; sequential
+            and conditional flows): the run ends ``paused`` (``run.completed`` reason ``interrupt_before``,
+            its answer the latest result) with the flow's state in its session; a run of the same session
+            goes on from that step.
     """
 
     kind: ClassVar[str] = "flow"
     is_flow: ClassVar[bool] = True  # how a step tells a flow from an Agent (``_steps.is_flow``)
     kinds: ClassVar[dict[str, type[FlowAgent]]] = {}
     """The flow kinds by ``kind`` (each subclass that sets its own ``kind``): what ``from_blueprint`` builds."""
+    pauses: ClassVar[bool] = False
+    """Whether the kind takes ``interrupt_before`` (it calls ``_FlowRun.gate`` before each step)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -84,6 +90,7 @@ class FlowAgent(Lifecycle):
         description: str = "",
         store: Store | None = None,
         hooks: Sequence[Hook] = (),
+        interrupt_before: Sequence[str] = (),
     ) -> None:
         if not isinstance(name, str) or not _NAME.match(name):
             raise FlowError(
@@ -109,6 +116,22 @@ class FlowAgent(Lifecycle):
                     f"flow {name!r}: agents[{index}] output key {step.output_key!r} must be an identifier",
                     code="flow.outputKey.invalid",
                 )
+        if isinstance(interrupt_before, str):
+            interrupt_before = [interrupt_before]
+        unknown = [label for label in interrupt_before if label not in seen]
+        if unknown:
+            raise FlowError(
+                f"flow {name!r}: interrupt_before names {', '.join(map(repr, unknown))}, not a step of this flow; "
+                f"its steps are {', '.join(map(repr, seen))}",
+                code="flow.interruptBefore.unknown",
+            )
+        if interrupt_before and not self.pauses:
+            raise FlowError(
+                f"{self.kind} flow {name!r} cannot pause before a step: interrupt_before applies to sequential and "
+                "conditional flows (put the step in one)",
+                code="flow.interruptBefore.kind",
+            )
+        self.interrupt_before = frozenset(interrupt_before)
         self.store: Store = store if store is not None else _first_store(self.steps)
         self.hooks = tuple(hooks)
         self.model: Any = None
@@ -177,14 +200,15 @@ class FlowAgent(Lifecycle):
 
         last: Event | None = None
         session = session_id or ""
+        metadata: dict[str, Any] = {}
         async for event in self.run(input, session_id=session_id, config=config):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, RunStarted) and event.parent_run_id is None:
-                session = event.session_id
+                session, metadata = event.session_id, dict(event.metadata)
             if event.parent_run_id is None:
                 last = event
-        return _result(last, session)
+        return _result(last, session, metadata=metadata)
 
     def run_sync(
         self,
@@ -236,6 +260,7 @@ class FlowAgent(Lifecycle):
             state={"input": input, **(state or {})},
             last=input if previous is None else previous,
             config=config,
+            interrupt_before=self.interrupt_before,
         )
         task = asyncio.create_task(self._drive(run, link, export))
         task.add_done_callback(lambda _t: queue.put_nowait(None))
@@ -286,19 +311,35 @@ class FlowAgent(Lifecycle):
             else:
                 extra = {**labelled(meta.extra, labels), **{k: v for k, v in extra.items() if k not in _MERGED}}
                 extra["children"] = list(meta.extra.get("children") or [])
+                checkpoint = extra.pop("paused", None)
+                if meta.status == "paused" and isinstance(checkpoint, dict):
+                    _resume(run, checkpoint)  # interruptBefore: go on from the step it paused before
                 await store.update_session(run.session_id, status="active", extra=extra)
             run.children = extra["children"]
             run.counter = itertools.count(len(run.children) + 1)
+            paused: dict[str, Any] | None = None
             try:
                 answer = await self._around(run)
             except _EndFlow as exc:
                 answer, run.reason = exc.reason, "hook"
+            except _PauseFlow as exc:
+                answer, run.reason = run.last, "interrupt_before"
+                paused = {"step": exc.index, "agent": exc.agent, "input": run.input, "state": run.state}
+                paused.update(messages=run.messages, last=run.last)
+                run.notes.append(
+                    f"paused before agent {exc.agent!r} (interruptBefore): run the flow again in session "
+                    f"{run.session_id!r} to go on"
+                )
             if export is not None:
                 export.update(run.state)
             for note in run.notes:
                 run.emit(MessageCompleted, text=note, purpose="note")
             extra = {**extra, "children": run.children, "notes": run.notes, "keys": sorted(run.state)}
-            await store.update_session(run.session_id, status="completed", extra=extra)
+            if paused is not None:
+                extra["paused"] = paused
+            await store.update_session(
+                run.session_id, status="paused" if paused is not None else "completed", extra=extra
+            )
             run.emit(
                 RunCompleted,
                 answer=answer,
@@ -343,6 +384,7 @@ class FlowAgent(Lifecycle):
             round=len(run.children),
             input=run.input,
             state=run.state,
+            config=run.hook_config(),
             **extra,
         )
         jump: Jump | None = None
@@ -361,6 +403,15 @@ class FlowAgent(Lifecycle):
         with contextlib.suppress(Exception):
             return str(self.model.settings_for("utility").model)
         return ""
+
+
+def _resume(run: _FlowRun, checkpoint: dict[str, Any]) -> None:
+    """A paused run's state back in ``run``: it goes on from the step it paused before, on the same input."""
+    run.input = str(checkpoint.get("input", run.input))
+    run.state = dict(checkpoint.get("state") or {"input": run.input})
+    run.messages = list(checkpoint.get("messages") or [])
+    run.last = checkpoint.get("last")
+    run.resume_at = int(checkpoint.get("step") or 0)
 
 
 def _first_store(steps: Sequence[Step]) -> Store:

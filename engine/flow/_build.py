@@ -157,6 +157,7 @@ def _flow(bp: Blueprint, shared: _Shared) -> Any:
                 output_key=(entry.output_key or "").strip() or None,
                 include_contents=entry.include_contents is not False,
                 return_reasoning_contents=entry.return_reasoning_contents is True,
+                when=(entry.when or "").strip() or None,
             )
         )
     name = (bp.id or "flow").strip()
@@ -190,7 +191,8 @@ def _flow(bp: Blueprint, shared: _Shared) -> Any:
             mode = LoopMode.array(max_iterations=cap)
         flow = kinds["loop"](**common, mode=mode)
     else:
-        flow = kinds["sequential"](**common)
+        pause = [name.strip() for name in block.interrupt_before if name]
+        flow = kinds[kind if kind == "conditional" else "sequential"](**common, interrupt_before=pause)
     flow.blueprint_hash = flow_hash(bp)
     flow.hooks = shared.hooks
     return flow

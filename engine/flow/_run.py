@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
+from codeact.engine.agent._results import PAUSE_REASONS
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import (
     Event,
@@ -20,7 +21,16 @@ from codeact.engine.events import (
     RunFailed,
     RunStarted,
 )
-from codeact.engine.flow._steps import Flow, Step, StepResult, _with_state, as_text, child_session_id, is_flow
+from codeact.engine.flow._steps import (
+    Flow,
+    Step,
+    StepResult,
+    _PauseFlow,
+    _with_state,
+    as_text,
+    child_session_id,
+    is_flow,
+)
 from codeact.engine.flow.errors import FlowError
 
 if TYPE_CHECKING:
@@ -48,6 +58,10 @@ class _FlowRun:
     counter: Any = None
     cancelled: bool = False  # the run took its cancel and is marking the session interrupted
     config: RunConfig | None = None  # the run's tags, metadata and user, carried to every step
+    # interruptBefore: the steps the flow pauses before, and the step a resumed run goes on from (it
+    # does not pause there again; 0: not a resumed run).
+    interrupt_before: frozenset[str] = frozenset()
+    resume_at: int = 0
 
     def step_config(self) -> RunConfig | None:
         """The run's config for a step's run: its tags, metadata and user (the step has a session of its own)."""
@@ -56,6 +70,21 @@ class _FlowRun:
         from codeact.engine.agent import RunConfig
 
         return RunConfig(tags=self.config.tags, metadata=self.config.metadata, user=self.config.user)
+
+    def hook_config(self) -> RunConfig:
+        """The run's config as the flow's hooks see it: ``thread_id`` is the flow's session."""
+        from codeact.engine.agent import RunConfig
+
+        config = self.config if self.config is not None else RunConfig()
+        return replace(config, thread_id=self.session_id)
+
+    def gate(self, step: Step, index: int) -> None:
+        """Pause before ``step`` (the flow's ``index``-th) when it is listed in ``interruptBefore``.
+
+        A run resumed at that step goes on (it paused there already).
+        """
+        if step.label in self.interrupt_before and index != self.resume_at:
+            raise _PauseFlow(index, step.label)
 
     def compose(self, step: Step, input: str | None = None) -> str:
         """What a step is asked: the input (the flow's by default) and, with includeContents, the results so far."""
@@ -125,7 +154,7 @@ class _FlowRun:
                     continue
                 if isinstance(event, RunCompleted | RunFailed):
                     if isinstance(event, RunCompleted):
-                        status = "paused" if event.reason == "ask_user" else "completed"
+                        status = "paused" if event.reason in PAUSE_REASONS else "completed"
                         answer = event.answer
                     else:
                         error = dict(event.error)
@@ -171,6 +200,12 @@ class _FlowRun:
                 f"flow {self.flow.name!r}: agent {name!r} ({position}) failed: {message} "
                 f"(see `codeact sessions show {session_id}`)",
                 code="flow.step.failed",
+            )
+        if status == "paused" and is_flow(agent):
+            raise FlowError(
+                f"flow {self.flow.name!r}: its step {name!r} ({position}) is a flow that paused; only the outermost "
+                "flow can pause and resume: move interruptBefore to it",
+                code="flow.step.paused",
             )
         if status == "paused":
             raise FlowError(

@@ -87,6 +87,10 @@ class Step:
             false gives it the flow's input only.
         return_reasoning_contents: Add all of this agent's messages to the flow's results
             (default false: only its final answer).
+        when: In a conditional flow, when this step is the branch taken: a function of the flow's
+            state (``{"input": ..., key: result, ...}``) returning a bool, or a condition in the
+            blueprints' expression language (``codeact.engine.blueprint.conditions``). None: always
+            (the default branch, last).
     """
 
     agent: Agent | Flow
@@ -95,6 +99,7 @@ class Step:
     output_key: str | None = None
     include_contents: bool = True
     return_reasoning_contents: bool = False
+    when: Callable[[Mapping[str, Any]], bool] | str | None = None
 
     @property
     def label(self) -> str:
@@ -155,6 +160,13 @@ class _EndFlow(Exception):  # noqa: N818 - a control-flow signal, never surfaced
         self.reason = reason
 
 
+class _PauseFlow(Exception):  # noqa: N818 - a control-flow signal: the flow pauses before a step (interruptBefore)
+    def __init__(self, index: int, agent: str) -> None:
+        super().__init__(agent)
+        self.index = index
+        self.agent = agent
+
+
 def as_text(value: Any) -> str:
     """A result as text: a string as it is, plain data as JSON, a value JSON cannot hold as Python shows it.
 
@@ -203,6 +215,7 @@ def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
         interceptors=agent.interceptors,
         stream=agent.stream,
         user=agent.user,
+        output_type=agent.output_type,
     )
 
 

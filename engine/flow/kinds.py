@@ -1,13 +1,14 @@
-"""The four flow kinds (seed ``002``'s FlowAgent family): sequential, parallel, routing and loop."""
+"""The flow kinds (seed ``002``'s FlowAgent family): sequential, conditional, parallel, routing and loop."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from codeact import prompts
+from codeact.engine.blueprint.conditions import ConditionError, parse_condition
 from codeact.engine.events import MessageCompleted
 from codeact.engine.flow._base import FlowAgent
 from codeact.engine.flow._run import _FlowRun, run_concurrently
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOOP_CAP",
+    "ConditionalAgent",
     "MAX_PARALLEL",
     "MIN_PARALLEL",
     "ROUTING_RETRIES",
@@ -54,14 +56,105 @@ class SequentialAgent(FlowAgent):
     """
 
     kind: ClassVar[str] = "sequential"
+    pauses: ClassVar[bool] = True
 
     async def _execute(self, run: _FlowRun) -> Any:
-        answer: Any = None
+        answer: Any = run.last if run.resume_at else None
         for index, step in enumerate(self.steps, 1):
+            if index < run.resume_at:
+                continue  # a resumed run: the steps before the pause ran in the paused run
+            run.gate(step, index)
             result = await run.step(step, str(index), run.compose(step))
             run.keep(step, result)
             answer = result.answer
         return answer
+
+
+class ConditionalAgent(FlowAgent):
+    """Runs the first of its agents whose condition holds on the flow's state (a predicate branch).
+
+    Each step's ``when`` is a function of the state (``{"input": ..., key: result, ...}``) or a condition
+    in the blueprints' expression language (``codeact.engine.blueprint.conditions``:
+    ``classify.kind == "refund"``); a step without ``when`` is the default branch and comes last. The
+    answer is the branch's; when no condition holds and there is no default, nothing runs: a note says
+    so, ``run.completed``'s reason is ``no_branch`` and the answer is the previous result, passed on.
+    Beside :class:`RoutingAgent`, which asks a model, this branch is decided by code, the same way
+    every time.
+    """
+
+    kind: ClassVar[str] = "conditional"
+    pauses: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        agents: _Agents,
+        description: str = "",
+        store: Store | None = None,
+        hooks: Sequence[Hook] = (),
+        interrupt_before: Sequence[str] = (),
+    ) -> None:
+        super().__init__(
+            name=name,
+            agents=agents,
+            description=description,
+            store=store,
+            hooks=hooks,
+            interrupt_before=interrupt_before,
+        )
+        tests: list[Callable[[Mapping[str, Any]], bool] | None] = []
+        for index, step in enumerate(self.steps):
+            when = step.when
+            if when is None and index != len(self.steps) - 1:
+                raise FlowError(
+                    f"conditional flow {name!r}: agents[{index}] ({step.label!r}) has no condition, so the agents "
+                    "after it never run; give it when=... or make it the last (the default branch)",
+                    code="flow.when.default",
+                )
+            if isinstance(when, str):
+                try:
+                    when = parse_condition(when)
+                except ConditionError as exc:
+                    raise FlowError(
+                        f"conditional flow {name!r}: agents[{index}] ({step.label!r}): {exc}", code="flow.when.invalid"
+                    ) from None
+            elif when is not None and not callable(when):
+                raise FlowError(
+                    f"conditional flow {name!r}: agents[{index}].when must be a function of the state or a condition "
+                    f"string, not {type(when).__name__}",
+                    code="flow.when.invalid",
+                )
+            tests.append(when)
+        self.conditions = tuple(tests)
+
+    def _holds(self, index: int, state: Mapping[str, Any]) -> bool:
+        test = self.conditions[index]
+        if test is None:
+            return True
+        try:
+            return bool(test(state))
+        except Exception as exc:  # noqa: BLE001 - the caller's predicate: any error fails the flow, named
+            label = self.steps[index].label
+            raise FlowError(
+                f"conditional flow {self.name!r}: the condition of {label!r} failed: {type(exc).__name__}: {exc}",
+                code="flow.when.failed",
+            ) from None
+
+    async def _execute(self, run: _FlowRun) -> Any:
+        for index, step in enumerate(self.steps, 1):
+            if not (index == run.resume_at or self._holds(index - 1, run.state)):
+                continue
+            run.gate(step, index)
+            result = await run.step(step, f"when {index}", run.compose(step))
+            run.keep(step, result)
+            return result.answer
+        conditions = "; ".join(
+            repr(getattr(test, "text", None) or getattr(test, "__name__", "a function")) for test in self.conditions
+        )
+        run.notes.append(f"conditional flow {self.name!r} ran no agent: none of its conditions held ({conditions})")
+        run.reason = "no_branch"
+        return run.last
 
 
 def merge_results(

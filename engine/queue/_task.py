@@ -279,6 +279,7 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
         interceptors=agent.interceptors,
         stream=agent.stream,
         user=agent.user,
+        output_type=agent.output_type,
     )
     copy.grants["attachments"] = "*"
     return copy

@@ -68,12 +68,17 @@ NOT_RUN = {
     ("python-api.md", "import base64"): "run by tests/engine/test_input_files.py (with an agent and the files)",
     ("python-api.md", "from codeact.engine.agent import Hook, HookResult"): "a fragment (test_agent_api.py runs it)",
     ("python-api.md", "from codeact.toolkits import operation, toolkit"): "a fragment (test_hook_api.py runs it)",
+    ("python-api.md", "from pydantic import BaseModel"): "run by tests/engine/test_output_schema.py (with a model)",
     ("design.md", "class RpcHandler(Protocol):"): "an interface outline, not a program",
     (
         "flow.md",
         "from codeact.engine.flow import LoopAgent, LoopMode, ParallelAgent, RoutingAgent, SequentialAgent, Step",
     ): ("a fragment over agents built elsewhere (tests/flow/test_kinds.py runs each kind)"),
     ("flow.md", "from codeact.engine.flow import FlowAgent"): "tests/flow/test_blueprint.py builds the example's flow",
+    (
+        "flow.md",
+        "from codeact.engine.flow import ConditionalAgent, SequentialAgent, Step",
+    ): "run by tests/flow/test_branch_and_pause.py (with scripted agents)",
     (
         "flow.md",
         "from codeact.engine.flow import AgentTool, AgentToolkit",

@@ -65,7 +65,7 @@ def issues(path: Path) -> list[tuple[str, str, str]]:
             (
                 "$.flow.kind",
                 "blueprint.flow.kind.required",
-                "flow.kind is required: one of sequential, parallel, routing, loop.",
+                "flow.kind is required: one of sequential, conditional, parallel, routing, loop.",
             ),
             id="kind-required",
         ),
@@ -74,7 +74,7 @@ def issues(path: Path) -> list[tuple[str, str, str]]:
             (
                 "$.flow.kind",
                 "blueprint.flow.kind.invalid",
-                "flow.kind must be one of: sequential, parallel, routing, loop (got 'graph').",
+                "flow.kind must be one of: sequential, conditional, parallel, routing, loop (got 'graph').",
             ),
             id="kind-invalid",
         ),

@@ -276,6 +276,16 @@ CASES = [
         id="answer_confirm-printed",
     ),
     pytest.param("repeat_not_run.j2", {}, id="repeat_not_run"),
+    pytest.param("output_schema.j2", {"schema": '{\n  "type": "object"\n}'}, id="output_schema"),
+    pytest.param(
+        "output_invalid.j2",
+        {
+            "problem": "at $.price: -3 is less than the minimum of 0",
+            "answer": '{"sku": "A-1", "price": -3}',
+            "schema": '{\n  "type": "object"\n}',
+        },
+        id="output_invalid",
+    ),
 ]
 
 
