@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import IO, Any, Final, Literal, cast
 
 from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
+from codeact.engine.blueprint.kimi import kimi_builtin_args, render_kimi_prompt
 from codeact.engine.blueprint.models import (
     Blueprint,
     InstructionsBlock,
@@ -527,11 +528,11 @@ class AgentFactory:
                 raise BlueprintFactoryError(
                     f"Subagent {name!r}: {exc.message}", code=exc.code, report=exc.report
                 ) from None
-            specs.append(
-                SubagentSpec(
-                    name=name, description=cast(str, _trim(entry.description)), path=Path(entry.path or ""), spec=spec
-                )
-            )
+            description = cast(str, _trim(entry.description))
+            if child.source_format == "kimi" and _trim(child.description):
+                # kimi-cli's when_to_use (and the tools it lacks here) complete what the parent reads.
+                description = f"{description}\n{_trim(child.description)}"
+            specs.append(SubagentSpec(name=name, description=description, path=Path(entry.path or ""), spec=spec))
         return tuple(specs)
 
     @staticmethod
@@ -738,6 +739,13 @@ def render_instructions(
     Raises:
         BlueprintFactoryError: ``blueprint.instructions.template.*`` (undefined variable, bad syntax).
     """
+    if blueprint.kimi_prompt is not None:
+        # A kimi-cli agent file: kimi's own template syntax, with kimi's built-in arguments from this host.
+        try:
+            system = render_kimi_prompt(blueprint.kimi_prompt, kimi_builtin_args(work_dir=host.work_dir, now=host.now))
+        except BlueprintLoadError as exc:
+            raise BlueprintFactoryError(exc.message, code=exc.code) from None
+        return RenderedInstructions(system=_trim(system))
     block: InstructionsBlock | None = blueprint.instructions
     if block is None:
         return RenderedInstructions()

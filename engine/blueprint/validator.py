@@ -180,7 +180,8 @@ class _Checks:
                 "$.model", "blueprint.model.required", "model is required; add a model block with provider and model."
             )
             return
-        if _trim(model.provider) is None:
+        kimi_profile = self.bp.source_format == "kimi" and _trim(model.profile) is not None
+        if _trim(model.provider) is None and not kimi_profile:  # kimi's `model:` names a host profile
             self.error(
                 "$.model.provider",
                 "blueprint.model.provider.required",
@@ -242,8 +243,8 @@ class _Checks:
 
     def instructions(self) -> None:
         instructions = self.bp.instructions
-        if instructions is None or not self.codeact:
-            return  # ai4j.agent/v1 instructions are plain text
+        if instructions is None or not self.codeact or self.bp.kimi_prompt is not None:
+            return  # ai4j.agent/v1 instructions are plain text; a kimi prompt was checked when it was loaded
         variables = {**builtin_variables(), **instructions.variables}
         for name in ("system", "developer"):
             text = getattr(instructions, name)
