@@ -99,8 +99,9 @@ def model_routes(
         update["model"] = block.model_copy(
             update={"model": code.model, "provider": provider_of(code.model, code.provider, block.provider)}
         )
-    # a react agent has no code rounds: it gets no codeact block (the validator would warn it is ignored)
-    react = (workflow.mode or "").strip() == "react" and workflow.codeact is None
+    # Only a codeact agent has code rounds; a react one (``mode: react``, or no mode at all: ai4j's
+    # default) gets no codeact block, which the validator would warn is ignored.
+    react = (workflow.mode or "").strip() != "codeact" and workflow.codeact is None
     if codeact.protocol != chosen_protocol and chosen_protocol is not None and not react:
         update["workflow"] = workflow.model_copy(
             update={"codeact": codeact.model_copy(update={"protocol": chosen_protocol})}

@@ -486,6 +486,8 @@ def _prepare_environment(spec: Any, backend: str | None) -> None:
     from codeact.sandbox.errors import EnvironmentBuildError
 
     chosen = backend or spec.sandbox.backend or "subprocess"
+    if any(w.code == "blueprint.sandbox.provider.substituted" for w in spec.warnings):
+        typer.echo(f"sandbox: {spec.sandbox.provider} is not available on this host; the run uses {chosen}.", err=True)
     try:
         declared_environment(spec.sandbox, "docker" if chosen == "docker" else "subprocess")
     except EnvironmentBuildError as exc:
