@@ -17,6 +17,7 @@ import pytest
 from codeact.engine.blueprint import load_path, validate_blueprint
 from codeact.engine.model.scripted import ScriptedReplies
 from tests.engine.cli_support import cli
+from tests.engine.openai_server import OpenAIServer
 
 pytestmark = pytest.mark.usefixtures("cli_home")
 
@@ -100,3 +101,34 @@ def test_the_allow_flag_exception_is_ai4js_only(tmp_path: Path) -> None:
         "--store", f"sqlite:///{tmp_path / 's.db'}",
     )  # fmt: skip
     assert code == 2 and "[blueprint.sandbox.provider.unknown]" in err
+
+
+@pytest.mark.parametrize("json_output", [pytest.param((), id="text"), pytest.param(("--json",), id="json")])
+def test_protocol_responses_and_api_key_as_ai4js_cli_takes_them(
+    tmp_path: Path, openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch, json_output: tuple[str, ...]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    openai_server.push("Six times seven is 42.")
+    code, out, err = cli(
+        "run", str(SEED / "minimal.yaml"), "--input", "What is six times seven?",
+        "--provider", "openai", "--protocol", "responses", "--model", "gpt-4.1-mini",
+        "--base-url", openai_server.base_url, "--api-key", "sk-from-the-command-line",
+        "--store", f"sqlite:///{tmp_path / 's.db'}", *json_output,
+    )  # fmt: skip
+    assert code == 0, err
+    assert ("Six times seven is 42." in out) and "sk-from-the-command-line" not in out + err
+    request = openai_server.requests[-1]
+    assert request.path == "/v1/responses"  # litellm's Responses API route, not /v1/chat/completions
+    assert request.body["model"] == "gpt-4.1-mini"
+    assert request.headers["authorization"] == "Bearer sk-from-the-command-line"
+    assert "What is six times seven?" in json.dumps(request.body["input"])
+    # the key is in no record of the run
+    for record in tmp_path.glob("s.db*"):
+        assert b"sk-from-the-command-line" not in record.read_bytes(), record.name
+
+
+def test_api_key_never_travels_with_a_queued_run(tmp_path: Path) -> None:
+    code, _, err = cli(
+        "run", str(SEED / "minimal.yaml"), "--input", "x", "--api-key", "sk-secret", "--queue", "redis://localhost:1/0",
+    )  # fmt: skip
+    assert code == 2 and "--api-key stays on this machine" in err and "sk-secret" not in err
