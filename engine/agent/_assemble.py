@@ -6,6 +6,8 @@ store, factory, sandbox.
 
 from __future__ import annotations
 
+import os
+from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from os import PathLike
@@ -15,16 +17,18 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 if TYPE_CHECKING:
     from codeact.engine.agent._lifecycle import Lifecycle
     from codeact.engine.blueprint import Blueprint
-    from codeact.engine.model import ModelClient
+    from codeact.engine.model import ModelClient, ModelSettings
     from codeact.engine.store import Store
     from codeact.toolkits import ToolkitRegistry
 
 __all__ = [
+    "API_KEY_VARIABLE",
     "assemble",
     "mcp_toolkits",
     "model_routes",
     "offered_registry",
     "provider_of",
+    "responses_route",
     "scripted_relative",
     "toolkit_registry",
 ]
@@ -51,6 +55,25 @@ def provider_of(model: str, resolved: str | None, declared: str | None) -> str:
     return declared or "openai"
 
 
+API_KEY_VARIABLE = "CODEACT_API_KEY"
+"""The name ``--api-key`` is read under: the key lives in the model client only, never in ``os.environ``."""
+
+
+def responses_route(settings: ModelSettings) -> ModelSettings:
+    """The route through litellm's Responses API bridge (``openai/responses/<model>``): ``--protocol responses``.
+
+    The prompt stays chat messages; litellm sends them to the provider's ``/v1/responses`` endpoint.
+    A scripted model has no transport and is left as it is.
+    """
+    model = settings.model
+    if model.startswith("scripted/") or "/responses/" in model or model.startswith("responses/"):
+        return settings
+    head, _, rest = model.partition("/")
+    if rest and (settings.provider is None or head == settings.provider):
+        return replace(settings, model=f"{head}/responses/{rest}")
+    return replace(settings, model=f"responses/{model}", provider=settings.provider or "openai")
+
+
 def model_routes(
     bp: Blueprint,
     *,
@@ -59,6 +82,7 @@ def model_routes(
     base_url: str | None,
     profile: str | None,
     protocol: str | None,
+    api_key: str | None = None,
 ) -> tuple[ModelClient, Blueprint]:
     """The model client of the run, and the blueprint rewritten to name the model that was chosen.
 
@@ -69,12 +93,19 @@ def model_routes(
     profile's > ``chat``) and given to both the prompt builder and every model route, so a FIM
     prompt is never sent as a chat message nor a chat prompt to ``/v1/completions``.
 
+    ``protocol="responses"`` (ai4j's ``--protocol responses``) is chat messages sent through litellm's
+    Responses API route; ``api_key`` (``--api-key``) is the key of every route, held by the model
+    client alone (it reaches no sandbox, record or log).
+
     Raises:
         ModelError: No model could be chosen, or a profile is missing or incompatible.
     """
     from codeact.engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
     from codeact.engine.model import ModelClient, resolve_model_routes
 
+    responses = protocol == "responses"
+    if responses:
+        protocol = "chat"
     workflow = bp.workflow or WorkflowBlock()
     codeact = workflow.codeact or CodeActBlock()
     chosen: Any = protocol or codeact.protocol
@@ -92,6 +123,10 @@ def model_routes(
     routes = {
         p: replace(s, model=scripted_relative(s.model, base), protocol=chosen_protocol) for p, s in routes.items()
     }
+    if responses:
+        routes = {p: responses_route(s) for p, s in routes.items()}
+    if api_key:
+        routes = {p: replace(s, api_key_env=API_KEY_VARIABLE) for p, s in routes.items()}
     code = routes.get("code") or next(iter(routes.values()))
     block = bp.model or ModelBlock()
     update: dict[str, Any] = {}
@@ -99,15 +134,17 @@ def model_routes(
         update["model"] = block.model_copy(
             update={"model": code.model, "provider": provider_of(code.model, code.provider, block.provider)}
         )
-    # a react agent has no code rounds: it gets no codeact block (the validator would warn it is ignored)
-    react = (workflow.mode or "").strip() == "react" and workflow.codeact is None
+    # Only a codeact agent has code rounds; a react one (``mode: react``, or no mode at all: ai4j's
+    # default) gets no codeact block, which the validator would warn is ignored.
+    react = (workflow.mode or "").strip() != "codeact" and workflow.codeact is None
     if codeact.protocol != chosen_protocol and chosen_protocol is not None and not react:
         update["workflow"] = workflow.model_copy(
             update={"codeact": codeact.model_copy(update={"protocol": chosen_protocol})}
         )
     if update:
         bp = bp.model_copy(update=update)
-    return ModelClient(routes), bp
+    env = ChainMap({API_KEY_VARIABLE: api_key}, os.environ) if api_key else None
+    return ModelClient(routes, env=env), bp
 
 
 def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> ToolkitRegistry:

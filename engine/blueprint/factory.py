@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import IO, Any, Final, Literal, cast
 
 from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
+from codeact.engine.blueprint.kimi import kimi_builtin_args, render_kimi_prompt
 from codeact.engine.blueprint.models import (
     Blueprint,
     InstructionsBlock,
@@ -56,7 +57,7 @@ from codeact.engine.blueprint.spec import (
     ToolRef,
 )
 from codeact.engine.blueprint.templates import RenderedInstructions, builtin_variables, render_template
-from codeact.engine.blueprint.validator import sandbox_declared, validate_blueprint
+from codeact.engine.blueprint.validator import ai4j_session, sandbox_declared, validate_blueprint
 from codeact.engine.errors import BlueprintFactoryError, BlueprintLoadError, TemplateError
 
 __all__ = [
@@ -331,8 +332,12 @@ class AgentFactory:
                 code="blueprint.model.model.requiredForFactory",
                 report=report,
             )
+        warnings = report.warnings
         if sandbox.declared and blueprint.sandbox is not None:
-            _sandbox_backend(blueprint.sandbox, report)  # ai4j's provider: mapped to a backend, or refused
+            # ai4j's provider: mapped to a backend, or refused; in an ai4j file the host's allow flag
+            # (checked by _sandbox) lets an unknown provider's declaration pass: the run says so.
+            note = _sandbox_backend(blueprint.sandbox, report, ai4j=not blueprint.is_codeact_version)
+            warnings = (*warnings, *note)
         provider = cast(str, _trim(model_block.provider))
         model = ModelSettings(
             provider=provider,
@@ -388,7 +393,7 @@ class AgentFactory:
             blueprint_hash=blueprint_hash(blueprint),
             source_path=blueprint.source_path,
             extends=blueprint.extends,
-            warnings=report.warnings,
+            warnings=warnings,
             blueprint=blueprint,
             host=host,
         )
@@ -407,7 +412,7 @@ class AgentFactory:
         report = self._validated(blueprint, host)
         settings = self._sandbox(blueprint, host, report)
         if settings.declared and blueprint.sandbox is not None:
-            _sandbox_backend(blueprint.sandbox, report)
+            _sandbox_backend(blueprint.sandbox, report, ai4j=not blueprint.is_codeact_version)
         return settings
 
     def _sandbox(self, blueprint: Blueprint, host: HostContext, report: ValidationReport) -> SandboxSettings:
@@ -433,14 +438,15 @@ class AgentFactory:
                 code="blueprint.sandbox.imports.denied",
                 report=report,
             )
-        return self._sandbox_settings(block, imports, report)
+        return self._sandbox_settings(block, imports)
 
     @staticmethod
-    def _sandbox_settings(
-        block: SandboxBlock, imports: tuple[str, ...], report: ValidationReport | None = None
-    ) -> SandboxSettings:
+    def _sandbox_settings(block: SandboxBlock, imports: tuple[str, ...]) -> SandboxSettings:
         limits = block.limits
-        backend = _sandbox_backend(block, report, strict=False)
+        provider = _trim(block.provider)
+        # ai4j's provider picks the backend; an unknown one (refused, or allowed in an ai4j file) picks none
+        backend = SANDBOX_PROVIDERS.get(provider.lower()) if provider is not None else None
+        backend = backend or _trim(block.backend)
         return SandboxSettings(
             declared=True,
             backend=cast(Literal["subprocess", "docker"] | None, backend),
@@ -527,11 +533,11 @@ class AgentFactory:
                 raise BlueprintFactoryError(
                     f"Subagent {name!r}: {exc.message}", code=exc.code, report=exc.report
                 ) from None
-            specs.append(
-                SubagentSpec(
-                    name=name, description=cast(str, _trim(entry.description)), path=Path(entry.path or ""), spec=spec
-                )
-            )
+            description = cast(str, _trim(entry.description))
+            if child.source_format == "kimi" and _trim(child.description):
+                # kimi-cli's when_to_use (and the tools it lacks here) complete what the parent reads.
+                description = f"{description}\n{_trim(child.description)}"
+            specs.append(SubagentSpec(name=name, description=description, path=Path(entry.path or ""), spec=spec))
         return tuple(specs)
 
     @staticmethod
@@ -542,11 +548,21 @@ class AgentFactory:
         memory = session.memory
         compact = session.compact
         trigger = compact.trigger if compact is not None else None
+        # ai4j's free strings run as their codeact counterpart, or the nearest safe value (validator warns)
+        scope, store, strategy = (
+            ai4j_session(session)[:3]
+            if not blueprint.is_codeact_version
+            else (
+                _trim(memory.scope) if memory is not None else None,
+                _trim(memory.store) if memory is not None else None,
+                _trim(compact.strategy) if compact is not None else None,
+            )
+        )
         return SessionSettings(
             memory=MemorySettings(
                 enabled=memory.enabled is True,
-                scope=_trim(memory.scope),
-                store=_trim(memory.store),
+                scope=scope,
+                store=store,
                 config=_frozen(memory.config),
             )
             if memory is not None
@@ -555,7 +571,7 @@ class AgentFactory:
                 enabled=compact.enabled is True,
                 context_ratio=trigger.context_ratio if trigger is not None else None,
                 max_turns=trigger.max_turns if trigger is not None else None,
-                strategy=_trim(compact.strategy),
+                strategy=strategy,
                 preserve=tuple(item for item in compact.preserve if item is not None),
             )
             if compact is not None
@@ -738,6 +754,13 @@ def render_instructions(
     Raises:
         BlueprintFactoryError: ``blueprint.instructions.template.*`` (undefined variable, bad syntax).
     """
+    if blueprint.kimi_prompt is not None:
+        # A kimi-cli agent file: kimi's own template syntax, with kimi's built-in arguments from this host.
+        try:
+            system = render_kimi_prompt(blueprint.kimi_prompt, kimi_builtin_args(work_dir=host.work_dir, now=host.now))
+        except BlueprintLoadError as exc:
+            raise BlueprintFactoryError(exc.message, code=exc.code) from None
+        return RenderedInstructions(system=_trim(system))
     block: InstructionsBlock | None = blueprint.instructions
     if block is None:
         return RenderedInstructions()
@@ -769,15 +792,34 @@ SANDBOX_PROVIDERS: Final[Mapping[str, str]] = {
 """ai4j ``sandbox.provider`` names this host runs, and the backend each one selects."""
 
 
-def _sandbox_backend(block: SandboxBlock, report: ValidationReport | None, *, strict: bool = True) -> str | None:
-    """``sandbox.backend``, or the backend ai4j's ``sandbox.provider`` names; an unknown provider is refused."""
+def _sandbox_backend(
+    block: SandboxBlock, report: ValidationReport | None, *, ai4j: bool = False
+) -> tuple[ValidationIssue, ...]:
+    """Check ai4j's ``sandbox.provider`` against ``sandbox.backend``: an unknown provider is refused.
+
+    The one exception is ai4j's: in an ``ai4j.agent/v1`` file whose declaration the host allowed
+    (``--allow-sandbox-declaration``), an unknown provider (``remote-vm``) passes, as in ai4j, where the
+    flag only lets the declaration through; the run then uses the host's own backend, and the warning
+    returned says so.
+
+    Raises:
+        BlueprintFactoryError: ``blueprint.sandbox.provider.unknown`` or ``.conflict``.
+    """
     backend = _trim(block.backend)
     provider = _trim(block.provider)
     if provider is None:
-        return backend
+        return ()
     mapped = SANDBOX_PROVIDERS.get(provider.lower())
-    if not strict:
-        return mapped or backend
+    if mapped is None and ai4j:
+        return (
+            ValidationIssue.warning(
+                "$.sandbox.provider",
+                "blueprint.sandbox.provider.substituted",
+                f"sandbox.provider {provider!r} is not a sandbox this host runs; the host allowed the declaration, "
+                "so this run uses the host's own sandbox backend instead (the run names it). "
+                f"Set sandbox.provider to one of {', '.join(sorted(SANDBOX_PROVIDERS))} to choose.",
+            ),
+        )
     if mapped is None:
         raise BlueprintFactoryError(
             f"sandbox.provider {provider!r} is not a sandbox this host can run; the providers are: "
@@ -793,4 +835,4 @@ def _sandbox_backend(block: SandboxBlock, report: ValidationReport | None, *, st
             code="blueprint.sandbox.provider.conflict",
             report=report,
         )
-    return mapped
+    return ()

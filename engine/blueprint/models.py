@@ -30,7 +30,7 @@ from codeact.engine.blueprint._document import AI4J_VERSION, CODEACT_VERSION, SU
 from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance, shown_path
 from codeact.engine.blueprint.issues import ValidationIssue
-from codeact.engine.blueprint.kimi import is_kimi_document, kimi_to_codeact
+from codeact.engine.blueprint.kimi import KimiPrompt, is_kimi_document, kimi_to_codeact
 from codeact.engine.errors import BlueprintLoadError
 
 __all__ = [
@@ -414,6 +414,8 @@ class Blueprint(_Block):
     flow_blueprints: dict[int, Blueprint] = Field(default_factory=dict, exclude=True, repr=False)
     # "kimi" for a kimi-cli agent file (its model comes from the host, as in kimi-cli's config).
     source_format: str = Field(default="blueprint", exclude=True, repr=False)
+    # A kimi-cli agent's system prompt, rendered with the host's values when the agent is built.
+    kimi_prompt: KimiPrompt | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def is_codeact_version(self) -> bool:
@@ -498,9 +500,10 @@ def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: 
     # The file's name, never its directory (messages may reach an HTTP client: no local paths).
     document = parse_yaml(text, source=label if source is not None else None)
     kimi = is_kimi_document(document)
+    kimi_prompt: KimiPrompt | None = None
     if kimi:
         # A kimi-cli agent file: its own inheritance and checks, then it loads as a codeact agent.
-        document = kimi_to_codeact(document, source=source, base_dir=base_dir, label=label)
+        document, kimi_prompt = kimi_to_codeact(document, source=source, base_dir=base_dir, label=label)
     codeact = peek_version(document) == CODEACT_VERSION
     coerced = coerce_document(document, Blueprint, codeact=codeact)
     data = coerced.data
@@ -529,6 +532,7 @@ def _load(text: str, *, source: Path | None, base_dir: Path, label: str, stack: 
             "subagent_blueprints": subagents,
             "flow_blueprints": flow,
             "source_format": "kimi" if kimi else "blueprint",
+            "kimi_prompt": kimi_prompt,
         }
     )
 

@@ -181,7 +181,8 @@ class _Checks:
                 "$.model", "blueprint.model.required", "model is required; add a model block with provider and model."
             )
             return
-        if _trim(model.provider) is None:
+        kimi_profile = self.bp.source_format == "kimi" and _trim(model.profile) is not None
+        if _trim(model.provider) is None and not kimi_profile:  # kimi's `model:` names a host profile
             self.error(
                 "$.model.provider",
                 "blueprint.model.provider.required",
@@ -243,8 +244,8 @@ class _Checks:
 
     def instructions(self) -> None:
         instructions = self.bp.instructions
-        if instructions is None or not self.codeact:
-            return  # ai4j.agent/v1 instructions are plain text
+        if instructions is None or not self.codeact or self.bp.kimi_prompt is not None:
+            return  # ai4j.agent/v1 instructions are plain text; a kimi prompt was checked when it was loaded
         variables = {**builtin_variables(), **instructions.variables}
         for name in ("system", "developer"):
             text = getattr(instructions, name)
@@ -504,17 +505,15 @@ class _Checks:
                 "blueprint.memory.scope.warning",
                 "session.memory.enabled is true but neither scope nor store is declared.",
             )
+        scope, store, strategy, unmapped = ai4j_session(session) if not self.codeact else _session_strings(session)
+        self.issues.extend(unmapped)  # ai4j's free strings codeact has no counterpart for: warned, never refused
         if memory is not None:
             from codeact.engine.memory.settings import memory_config_problems
 
             for path, message in memory_config_problems(
-                enabled=memory.enabled is True,
-                scope=_trim(memory.scope),
-                store=_trim(memory.store),
-                config=memory.config,
+                enabled=memory.enabled is True, scope=scope, store=store, config=memory.config
             ):
                 self.error(path, "blueprint.memory.invalid", message)
-        strategy = _trim(session.compact.strategy) if session.compact is not None else None
         if strategy is not None and strategy not in COMPACT_STRATEGIES:
             self.error(
                 "$.session.compact.strategy",
@@ -732,3 +731,60 @@ def validate_blueprint(blueprint: Blueprint) -> ValidationReport:
         The report; ``report.valid`` is True iff no issue is an ``ERROR``.
     """
     return _Checks(blueprint).run()
+
+
+def _session_strings(session: SessionBlock) -> tuple[str | None, str | None, str | None, list[ValidationIssue]]:
+    memory, compact = session.memory, session.compact
+    return (
+        _trim(memory.scope) if memory is not None else None,
+        _trim(memory.store) if memory is not None else None,
+        _trim(compact.strategy) if compact is not None else None,
+        [],
+    )
+
+
+def ai4j_session(session: SessionBlock) -> tuple[str | None, str | None, str | None, list[ValidationIssue]]:
+    """An ``ai4j.agent/v1`` file's free strings (``session.memory.scope``/``store``, ``session.compact.strategy``).
+
+    ai4j checks their structure only. codeact keeps each one it has a counterpart for, and runs the
+    nearest safe value (with a warning that says so) for one it has not: the ``session`` scope (nothing
+    is shared beyond the session), the run's own store, the ``structured-summary`` compaction.
+
+    Returns:
+        ``(scope, store, strategy, warnings)`` as codeact runs them.
+    """
+    from codeact.engine.memory.settings import SCOPES, is_memory_store
+
+    scope, store, strategy, _ = _session_strings(session)
+    warnings: list[ValidationIssue] = []
+    if scope is not None and scope not in SCOPES:
+        warnings.append(
+            ValidationIssue.warning(
+                "$.session.memory.scope",
+                "blueprint.memory.scope.unmapped",
+                f"session.memory.scope {scope!r} has no codeact counterpart ({', '.join(SCOPES)}); this run keeps "
+                "memory to the session (nothing is shared beyond it). Set one of them to choose.",
+            )
+        )
+        scope = "session"
+    if store is not None and not is_memory_store(store):
+        warnings.append(
+            ValidationIssue.warning(
+                "$.session.memory.store",
+                "blueprint.memory.store.unmapped",
+                f"session.memory.store {store!r} is not a store codeact opens; this run keeps memory in the run's "
+                "own store. Set 'session', sqlite:///PATH or redis://HOST:PORT/DB to choose.",
+            )
+        )
+        store = None
+    if strategy is not None and strategy not in COMPACT_STRATEGIES:
+        warnings.append(
+            ValidationIssue.warning(
+                "$.session.compact.strategy",
+                "blueprint.compact.strategy.unmapped",
+                f"session.compact.strategy {strategy!r} has no codeact counterpart; this run compacts with "
+                f"{', '.join(COMPACT_STRATEGIES)}.",
+            )
+        )
+        strategy = COMPACT_STRATEGIES[0]
+    return scope, store, strategy, warnings

@@ -142,7 +142,14 @@ def run_command(
     provider: Annotated[str | None, typer.Option("--provider", help="Model provider (openai-compatible, ...).")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")] = None,
     profile: Annotated[str | None, typer.Option("--profile", help="A model profile from profiles.yaml.")] = None,
-    protocol: Annotated[str | None, typer.Option("--protocol", help="chat or completion (raw FIM).")] = None,
+    protocol: Annotated[
+        str | None,
+        typer.Option("--protocol", help="chat, completion (raw FIM) or responses (litellm's Responses API route)."),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="The model's API key (held by the model client only; never recorded)."),
+    ] = None,
     session: Annotated[str | None, typer.Option("--session", help="Continue (or name) this session.")] = None,
     store: Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")] = None,
     sandbox: Annotated[str | None, typer.Option("--sandbox", help="subprocess or docker.")] = None,
@@ -199,6 +206,13 @@ def run_command(
     except _Usage as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(EXIT_USAGE) from None
+    if queue is not None and api_key is not None:
+        typer.echo(
+            "--api-key stays on this machine and does not travel with a queued run: give the workers the key "
+            "in their environment (a profile's api_key_env, or the provider's variable such as OPENAI_API_KEY).",
+            err=True,
+        )
+        raise typer.Exit(EXIT_USAGE)
     if queue is not None:
         from codeact.engine.cli._queue import run_queued
 
@@ -231,6 +245,7 @@ def run_command(
             base_url=base_url,
             profile=profile,
             protocol=protocol,
+            api_key=api_key,
             store=store,
             sandbox=sandbox,
             isolation=isolation,
@@ -264,7 +279,7 @@ def run_command(
         ("--provider", provider),
         ("--base-url", base_url),
         ("--profile", profile),
-        ("--protocol", protocol),
+        ("--protocol", protocol),  # --api-key is never echoed in a printed command
         ("--store", store),
         ("--sandbox", sandbox),
         ("--isolation", None if isolation == "bwrap" else isolation),
@@ -326,6 +341,7 @@ def _build(
     sandbox: str | None,
     isolation: str,
     allow: bool,
+    api_key: str | None = None,
     runtime: str | None = None,
     max_round_seconds: float | None = None,
     toolkits: list[str],
@@ -355,8 +371,8 @@ def _build(
         raise _Usage(f"--isolation must be 'bwrap' or 'process', got {isolation!r}")
     if runtime not in (None, "runc", "gvisor"):
         raise _Usage(f"--runtime must be 'runc' or 'gvisor', got {runtime!r}")
-    if protocol not in (None, "chat", "completion"):
-        raise _Usage(f"--protocol must be 'chat' or 'completion', got {protocol!r}")
+    if protocol not in (None, "chat", "completion", "responses"):
+        raise _Usage(f"--protocol must be 'chat', 'completion' or 'responses', got {protocol!r}")
     if approve_all and deny_all:
         raise _Usage("--approve-all and --deny-all exclude each other: pass one")
     try:
@@ -364,6 +380,11 @@ def _build(
     except BlueprintLoadError as exc:
         raise _Usage(format_load_error(exc), exc.code) from None
     if bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow":
+        if protocol == "responses" or api_key is not None:
+            raise _Usage(
+                "--protocol responses and --api-key apply to an agent blueprint; a flow's agents name their "
+                "models (use a profile with api_key_env, or the provider's key variable)"
+            )
         return _build_flow(
             bp,
             model=model,
@@ -383,7 +404,7 @@ def _build(
         )
     try:
         client, bp = _model_routes(
-            bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol
+            bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol, api_key=api_key
         )
     except ModelError as exc:
         raise _Usage(exc.message, exc.code) from None
@@ -486,6 +507,8 @@ def _prepare_environment(spec: Any, backend: str | None) -> None:
     from codeact.sandbox.errors import EnvironmentBuildError
 
     chosen = backend or spec.sandbox.backend or "subprocess"
+    if any(w.code == "blueprint.sandbox.provider.substituted" for w in spec.warnings):
+        typer.echo(f"sandbox: {spec.sandbox.provider} is not available on this host; the run uses {chosen}.", err=True)
     try:
         declared_environment(spec.sandbox, "docker" if chosen == "docker" else "subprocess")
     except EnvironmentBuildError as exc:

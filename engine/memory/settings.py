@@ -33,6 +33,7 @@ __all__ = [
     "HistoryConfig",
     "KindLimits",
     "MemoryConfig",
+    "is_memory_store",
     "memory_config",
     "memory_config_problems",
 ]
@@ -174,7 +175,7 @@ def memory_config_problems(
     except ValidationError as exc:
         return [(_path(error), _describe(error)) for error in exc.errors()]
     problems = []
-    if store is not None and store != "session" and "://" not in store and not store.endswith(".db"):
+    if store is not None and not is_memory_store(store):
         problems.append(
             (
                 "$.session.memory.store",
@@ -183,6 +184,11 @@ def memory_config_problems(
             )
         )
     return problems
+
+
+def is_memory_store(store: str) -> bool:
+    """True for a ``session.memory.store`` codeact opens: ``session`` (the run's store) or a store URL/file."""
+    return store == "session" or "://" in store or store.endswith(".db")
 
 
 def _plain(value: Any) -> Any:

@@ -9,6 +9,8 @@ litellm's real request building, SSE parsing, error mapping and usage parsing wi
   after that many events (the connection closes short of the body it announced).
 * ``POST /v1/completions``: the raw-prompt endpoint; every request is recorded, so a test can
   assert that a FIM prompt arrived byte for byte (``server.requests[-1].body["prompt"]``).
+* ``POST /v1/responses``: OpenAI's Responses API (litellm's ``openai/responses/<model>`` route), JSON or
+  its SSE events, one output message per queued reply.
 * ``GET /v1/models``: lists the model names seen so far (some clients probe it).
 * ``POST /v1/embeddings``: a deterministic bag-of-words vector per input (64 hashed word buckets),
   so texts sharing words are similar; no reply needs to be queued.
@@ -237,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/v1/embeddings":
             self._json(200, _embeddings_body(body))
             return
-        if path not in ("/v1/chat/completions", "/v1/completions"):
+        if path not in ("/v1/chat/completions", "/v1/completions", "/v1/responses"):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
         reply = self.state._next(body)
@@ -254,6 +256,9 @@ class _Handler(BaseHTTPRequestHandler):
         chat = path.endswith("/chat/completions")
         model = str(body.get("model", "test-model"))
         usage = _usage(reply, _prompt_text(body))
+        if path.endswith("/responses"):
+            self._responses(reply, model=model, usage=usage, stream=bool(body.get("stream")))
+            return
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             self._stream(reply, chat=chat, model=model, usage=usage if include_usage else None)
@@ -304,6 +309,60 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "text": reply.text, "finish_reason": self._finish(reply), "logprobs": None}],
             "usage": usage,
         }
+
+    def _responses(self, reply: Reply, *, model: str, usage: dict[str, Any], stream: bool) -> None:
+        """OpenAI's Responses API (``POST /v1/responses``): one output message, JSON or its SSE events."""
+        item = {
+            "type": "message",
+            "id": "msg_test",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+        }
+        done = {
+            "id": "resp_test",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": model,
+            "output": [item],
+            "usage": {
+                "input_tokens": usage["prompt_tokens"],
+                "output_tokens": usage["completion_tokens"],
+                "total_tokens": usage["total_tokens"],
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+        if not stream:
+            self._json(200, done)
+            return
+        started = {**done, "status": "in_progress", "output": [], "usage": None}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": started},
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        ]
+        events += [
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_test",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": piece,
+            }  # fmt: skip
+            for piece in _pieces(reply)
+        ]
+        events += [
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": done},
+        ]
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.end_headers()
+        for event in events:
+            self.wfile.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
 
     def _stream(self, reply: Reply, *, chat: bool, model: str, usage: dict[str, Any] | None) -> None:
         frames = [

@@ -231,7 +231,7 @@ SANDBOX_BLOCK = "sandbox:\n  backend: subprocess\n  limits: {timeoutSeconds: 5}\
         pytest.param(
             lambda t: blueprint(t),
             ("--protocol", "fim"),
-            ["--protocol must be 'chat' or 'completion', got 'fim'"],
+            ["--protocol must be 'chat', 'completion' or 'responses', got 'fim'"],
             id="bad-protocol",
         ),
         pytest.param(

@@ -55,8 +55,8 @@ def test_minimal_agent_loads_and_validates(tmp_path: Path) -> None:
     bp = load_path(minimal(tmp_path))
     assert (bp.version, bp.id, bp.name) == ("codeact.agent/v1", "assistant", "assistant")
     assert bp.instructions is not None and bp.instructions.system is not None
-    assert bp.instructions.system.startswith("You are {{ kimi_ROLE }}. Now: {{ now }}.")
-    assert bp.instructions.variables["kimi_ROLE"] == "a helpful assistant"
+    assert bp.instructions.system == "You are ${ROLE}. Now: ${KIMI_NOW}."  # kimi's template, rendered at build
+    assert bp.kimi_prompt is not None and dict(bp.kimi_prompt.args) == {"ROLE": "a helpful assistant"}
     assert [t.ref for t in bp.toolkits if t is not None] == ["system"]  # Shell is the model's own code
     assert bp.workflow is not None and bp.workflow.mode == "codeact"  # extends codeact-base
     assert validate_blueprint(bp).valid
@@ -83,9 +83,9 @@ def test_extend_default_merges_args_and_overrides_the_rest(tmp_path: Path) -> No
     )
     bp = load_path(path)
     assert bp.name == "team_lead"
-    assert bp.instructions is not None
-    assert bp.instructions.variables["kimi_ROLE_ADDITIONAL"] == "Focus on architecture trade-offs."
-    assert "{{ kimi_ROLE_ADDITIONAL }}" in (bp.instructions.system or "")
+    assert bp.instructions is not None and bp.kimi_prompt is not None
+    assert dict(bp.kimi_prompt.args)["ROLE_ADDITIONAL"] == "Focus on architecture trade-offs."
+    assert "${ROLE_ADDITIONAL}" in (bp.instructions.system or "")
     # default grants Think as system.think; excluded here, so system stays whole (from codeact-base)
     assert [(t.ref, t.operations) for t in bp.toolkits if t is not None] == [("system", None)]
     assert cli("validate", str(path))[0] == 0
@@ -116,8 +116,8 @@ def test_prompt_args_merge_key_by_key_and_tools_are_replaced(tmp_path: Path) -> 
     )
     bp = load_path(child)
     assert bp.name == "base"  # inherited
-    assert bp.instructions is not None
-    assert (bp.instructions.variables["kimi_A"], bp.instructions.variables["kimi_B"]) == ("from-base", "from-child")
+    assert bp.kimi_prompt is not None
+    assert dict(bp.kimi_prompt.args) == {"A": "from-base", "B": "from-child"}
     assert [t.ref for t in bp.toolkits if t is not None] == ["system", "devops"]  # Think is gone: replaced
 
 
@@ -181,7 +181,7 @@ def test_subagents_paths_are_relative_to_the_declaring_file(tmp_path: Path) -> N
     entry = bp.subagents["coder"]
     assert entry is not None and entry.description == "Good at implementation and refactoring."
     assert bp.subagent_blueprints["coder"].instructions is not None
-    assert bp.subagent_blueprints["coder"].instructions.system == "Code.\n"
+    assert bp.subagent_blueprints["coder"].instructions.system == "Code."  # stripped, as kimi-cli reads it
 
 
 FAILURES = [
@@ -264,9 +264,12 @@ FAILURES = [
         id="prompt-arg-missing",
     ),
     pytest.param(
-        {"agent.yaml": "version: 1\nagent: {name: a, system_prompt_path: ./s.md, tools: [], model: x}\n", "s.md": "x"},
+        {
+            "agent.yaml": "version: 1\nagent: {name: a, system_prompt_path: ./s.md, tools: [], colour: red}\n",
+            "s.md": "x",
+        },
         "blueprint.kimi.field.invalid",
-        "unknown field(s) agent.model",
+        "unknown field(s) agent.colour",
         id="unknown-field",
     ),
 ]
@@ -438,9 +441,9 @@ def test_kimi_clis_default_agent_and_its_subagents_load_with_kimis_values(tmp_pa
     assert validate_blueprint(bp).issues == ()
     # kimi-cli resolves name "" (a value, not a missing name); codeact's id falls back to the file's stem.
     assert (bp.name, bp.id) == ("", "agent")
-    assert bp.instructions is not None and bp.instructions.variables["kimi_ROLE_ADDITIONAL"] == ""
-    assert (bp.instructions.system or "").startswith(
-        "You are Kimi CLI, an interactive general AI agent running on a user's computer.{{ kimi_ROLE_ADDITIONAL }}"
+    assert bp.kimi_prompt is not None and dict(bp.kimi_prompt.args)["ROLE_ADDITIONAL"] == ""
+    assert bp.instructions is not None and (bp.instructions.system or "").startswith(
+        "You are Kimi CLI, an interactive general AI agent running on a user's computer.${ROLE_ADDITIONAL}"
     )
     assert [(name, entry.description if entry else None) for name, entry in bp.subagents.items()] == [
         ("coder", "Good at general software engineering tasks."),
@@ -453,7 +456,8 @@ def test_kimi_clis_default_agent_and_its_subagents_load_with_kimis_values(tmp_pa
         assert (child.name, child.id, child.subagents) == ("", role, {})  # name inherited; no sub-agents
         assert child.instructions is not None
         assert child.instructions.system == bp.instructions.system  # the base's system.md (its own folder)
-        assert child.instructions.variables["kimi_ROLE_ADDITIONAL"].startswith(
+        assert child.kimi_prompt is not None
+        assert dict(child.kimi_prompt.args)["ROLE_ADDITIONAL"].startswith(
             f"\nYou are now running as a subagent ({role})."
         )
 
