@@ -57,8 +57,10 @@ services-down: ## Stop the services that services-up started
 sandbox-image: ## Build the Docker sandbox image from Debian packages (cached by recipe hash)
 	@sandbox/image/build.sh >/dev/null
 
-dist: | $(UV) ## Build the wheel and the sdist into dist/ (pip install dist/codeact-*.whl; README "Install")
-	@rm -rf dist && $(UV) build -q --out-dir dist . && ls dist
+DIST ?= dist
+dist: | $(UV) ## Build the wheel and the sdist into dist/ (then pip install dist/codeact-*.whl; README "Install")
+	@rm -f $(DIST)/codeact-*.whl $(DIST)/codeact-*.tar.gz
+	@$(UV) build -q --out-dir $(DIST) . && ls $(DIST)/codeact-*
 
 TEST_DEPS ?= install-dev
 test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test (the real-model tier last, alone)
