@@ -227,7 +227,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
             "type": "run.failed",
             "data": {"code": code, "message": message, "retryable": retryable},
             "sequence": sequence,
-            "timestamp": int(time.time()),  # unix seconds, as every other envelope
+            "timestamp": round(time.time(), 3),  # unix seconds to the millisecond, as every other envelope
         }
     )
 
