@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
+import re
 import shutil
 import subprocess
 import threading
@@ -99,6 +100,22 @@ class ImageBuild:
 
 _HEARTBEAT_S: Final = 10.0
 """How often a build that prints nothing says it is still going."""
+_ROOTFS: Final = re.compile(r"\binto (/\S+?), ")
+"""The recipe's debootstrap line names the root it fills; its log is that path plus ``.log``."""
+
+
+def _last_step(log: Path | None) -> str:
+    """The latest ``I: ...`` line of debootstrap's log (``Retrieving libc6``), or "" when none can be read."""
+    if log is None:
+        return ""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(f.seek(0, os.SEEK_END) - 4096, 0))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    steps = [line[3:].strip() for line in tail.splitlines() if line.startswith("I: ")]
+    return steps[-1][:120] if steps else ""
 
 
 def build_image(*, progress: Callable[[str], None], mirror: str | None = None) -> ImageBuild:
@@ -157,19 +174,27 @@ def build_image(*, progress: Callable[[str], None], mirror: str | None = None) -
     threading.Thread(target=pump, name="sandbox-image-build", daemon=True).start()
     said: list[str] = []
     cached = False
-    while True:
-        try:
-            line = lines.get(timeout=_HEARTBEAT_S)
-        except queue.Empty:
-            progress(f"[sandbox-image] still building {tag} ({time.perf_counter() - started:.0f} s so far)")
-            continue
-        if line is None:
-            break
-        said.append(line)
-        cached = cached or "is cached" in line
-        progress(line if line.startswith("[sandbox-image]") else f"[sandbox-image] {line}")
-    out = proc.stdout.read()
-    returncode = proc.wait()
+    step_log: Path | None = None  # debootstrap's log, named in the recipe's step line
+    with proc:  # closes the pipes and waits, also when progress() raises
+        while True:
+            try:
+                line = lines.get(timeout=_HEARTBEAT_S)
+            except queue.Empty:
+                step = _last_step(step_log)
+                progress(
+                    f"[sandbox-image] still building {tag} ({time.perf_counter() - started:.0f} s so far"
+                    + (f"; debootstrap: {step})" if step else ")")
+                )
+                continue
+            if line is None:
+                break
+            said.append(line)
+            cached = cached or "is cached" in line
+            if (found := _ROOTFS.search(line)) is not None:
+                step_log = Path(found.group(1) + ".log")
+            progress(line if line.startswith("[sandbox-image]") else f"[sandbox-image] {line}")
+        out = proc.stdout.read()
+        returncode = proc.wait()
     if returncode != 0:
         tail = "; ".join(said[-8:]) or "no output"
         raise SandboxError(

@@ -89,3 +89,41 @@ def test_status_without_an_engine_is_exit_3() -> None:
     assert out.returncode == 3, out.stdout + out.stderr
     assert out.stderr.startswith("codeact sandbox image status: cannot connect to the Docker engine: ")
     assert "start Docker or point DOCKER_HOST at it" in out.stderr
+
+
+def test_a_failing_recipe_is_one_error_quoting_its_last_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codeact.sandbox import image
+    from codeact.sandbox.errors import SandboxError
+
+    recipe = tmp_path / "build.sh"
+    recipe.write_text(
+        "echo '[sandbox-image] debootstrap bookworm (minbase + python3) into /tmp/x, about a minute' >&2\n"
+        "echo 'E: Failed getting release file http://deb.debian.org/debian/dists/bookworm/Release' >&2\nexit 1\n"
+    )
+    monkeypatch.setattr(image, "RECIPE_PATH", recipe)
+    seen: list[str] = []
+    with pytest.raises(SandboxError) as info:
+        image.build_image(progress=seen.append)
+    assert info.value.code == "sandbox.image.build"
+    assert info.value.message.endswith(
+        f"the recipe {str(recipe)!r} exited with status 1: [sandbox-image] debootstrap bookworm (minbase + python3) "
+        "into /tmp/x, about a minute; E: Failed getting release file "
+        "http://deb.debian.org/debian/dists/bookworm/Release"
+    )
+    assert seen == [
+        "[sandbox-image] debootstrap bookworm (minbase + python3) into /tmp/x, about a minute",
+        "[sandbox-image] E: Failed getting release file http://deb.debian.org/debian/dists/bookworm/Release",
+    ]
+
+
+def test_the_progress_line_names_debootstraps_latest_step(tmp_path: Path) -> None:
+    from codeact.sandbox.image import _ROOTFS, RECIPE_PATH, _last_step
+
+    recipe = RECIPE_PATH.read_text()
+    step_line = next(line for line in recipe.splitlines() if "debootstrap $SUITE" in line and "echo" in line)
+    shown = step_line.split('"')[1].replace("$SUITE", "bookworm").replace("$ROOT", str(tmp_path / "rootfs"))
+    found = _ROOTFS.search(shown)
+    assert found is not None and found.group(1) == str(tmp_path / "rootfs")
+    (tmp_path / "rootfs.log").write_text("I: Retrieving InRelease \nI: Retrieving libc6 2.36-9\nsome other line\n")
+    assert _last_step(Path(found.group(1) + ".log")) == "Retrieving libc6 2.36-9"
+    assert _last_step(tmp_path / "missing.log") == ""
