@@ -76,6 +76,10 @@ def test_ids_parents_times_and_the_thought_part(served: Served, model: OpenAISer
     assert all(isinstance(t, float) and 1.7e9 < t < 1e10 for t in stamps), stamps
     assert stamps == sorted(stamps)
     assert any(t != int(t) for t in stamps)
+    with served.client() as client:
+        run = client.get(f"/v1/runs/{envelopes[0]['run_id']}").json()
+    assert isinstance(run["started_at"], float) and isinstance(run["finished_at"], float)
+    assert run["started_at"] <= stamps[0] <= stamps[-1] <= run["finished_at"]
 
     # every message has an id; the chunks of a streamed message carry the id of the message they build
     messages = [e for e in envelopes if e["type"] == "message.completed"]
