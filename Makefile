@@ -17,7 +17,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 # machine with PYTHONDONTWRITEBYTECODE=1 compiles litellm's ~1,100 modules in every process: 14 s an import.
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: help install install-dev lock test test-latest test-real-model model-pull demo demo-local bench lint typecheck format services-up services-down sandbox-image clean
+.PHONY: help install install-dev lock test test-latest test-real-model model-pull demo demo-local bench lint typecheck format services-up services-down sandbox-image dist clean
 # The local model of the real-model tier (tests/real_model, marker real_model): pulled once, cached by hash.
 REAL_MODEL ?= qwen2.5-coder-1.5b
 
@@ -56,6 +56,11 @@ services-down: ## Stop the services that services-up started
 
 sandbox-image: ## Build the Docker sandbox image from Debian packages (cached by recipe hash)
 	@sandbox/image/build.sh >/dev/null
+
+DIST ?= dist
+dist: | $(UV) ## Build the wheel and the sdist into dist/ (then pip install dist/codeact-*.whl; README "Install")
+	@rm -f $(DIST)/codeact-*.whl $(DIST)/codeact-*.tar.gz
+	@$(UV) build -q --out-dir $(DIST) . && ls $(DIST)/codeact-*
 
 TEST_DEPS ?= install-dev
 test: $(TEST_DEPS) ## Install everything, start real Redis + Docker, build the image, run every test (the real-model tier last, alone)

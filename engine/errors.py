@@ -21,7 +21,7 @@
     │   └── ThoughtParseError           an empty Thought/Plan reply
     ├── SandboxError                    sandbox.errors: the sandbox could not run the code
     │   ├── IsolationUnavailableError   bubblewrap missing and no weaker mode named
-    │   ├── SandboxImageMissingError    the Docker image is not built (`make sandbox-image`)
+    │   ├── SandboxImageMissingError    the Docker image is not built (`codeact sandbox image build`)
     │   ├── EnvironmentBuildError       a declared environment (packages/preset) could not be built
     │   └── ChannelClosedError          sandbox.channel: the runtime connection is gone
     ├── ToolkitError                    toolkits.errors: toolkit registration / bridge host side

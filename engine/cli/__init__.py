@@ -8,7 +8,7 @@ Each command lives in its own module and registers itself on ``app``; heavy depe
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -41,6 +41,27 @@ app = typer.Typer(
     # Plain click help: wraps descriptions instead of cutting option names ("--allow-sandbox-declarat…").
     rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from codeact import __version__
+
+        typer.echo(f"codeact {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version of codeact and exit."
+        ),
+    ] = False,
+) -> None:
+    """codeact: a code-driven agent engine. The model writes Python; a sandbox runs it."""
+
 
 for _module in (
     _validate,

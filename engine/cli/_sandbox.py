@@ -2,10 +2,11 @@
 
 ``gc`` removes what crashed hosts left (containers, runtimes, directories); ``build`` / ``list`` /
 ``prune`` manage the cached environments a blueprint's ``sandbox.packages`` / ``sandbox.preset``
-declare (``codeact.sandbox.env``).
+declare (``codeact.sandbox.env``); ``image build`` / ``image status`` the Docker backend's base image,
+built from the recipe the package ships (``codeact.sandbox.image``).
 
-Exit status of ``build``: 0 built (or already cached), 2 usage or blueprint error, 3 the build failed.
-``list`` and ``prune``: 0.
+Exit status of ``build`` and ``image build``: 0 built (or already cached), 2 usage or blueprint error,
+3 the build failed. ``image status``: 0 built, 1 not built, 3 Docker failed. ``list`` and ``prune``: 0.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import typer
 
 _sandbox_app = typer.Typer(
     name="sandbox",
-    help="Maintain the sandbox backends: cached environments (build/list/prune) and leftovers of crashed hosts (gc).",
+    help="Maintain the sandbox backends: the Docker image (image build/status), cached environments "
+    "(build/list/prune) and leftovers of crashed hosts (gc).",
     no_args_is_help=True,
 )
 
@@ -212,6 +214,79 @@ def prune(
     for e in removed:
         typer.echo(f"removed {e.key} ({e.backend}, {e.label}, {_size(e.size_bytes)}, used {_ago(e.last_used)})")
     typer.echo(f"{len(removed)} environments removed, {_size(sum(e.size_bytes for e in removed))} freed")
+
+
+_image_app = typer.Typer(
+    name="image",
+    help="The Docker sandbox image: build it from the recipe the package ships (no clone needed), or check it.",
+    no_args_is_help=True,
+)
+_sandbox_app.add_typer(_image_app)
+
+
+@_image_app.command("build")
+def image_build(
+    mirror: Annotated[
+        str | None,
+        typer.Option("--debian-mirror", help="A Debian mirror (default: deb.debian.org, or CODEACT_DEBIAN_MIRROR)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as one JSON object.")] = False,
+) -> None:
+    """Build the Docker sandbox image from Debian packages (about a minute; cached by the recipe's hash).
+
+    Needs Docker, bash and debootstrap (apt-get install debootstrap) and root, as the recipe
+    bootstraps a Debian root file system; progress goes to stderr. A built image is reused.
+    """
+    from codeact.sandbox.errors import SandboxError
+    from codeact.sandbox.image import build_image
+
+    try:
+        done = build_image(progress=lambda line: typer.echo(line, err=True), mirror=mirror)
+    except SandboxError as exc:
+        if as_json:
+            typer.echo(json.dumps({"ok": False, "error": {"code": exc.code, "message": exc.message}}))
+        typer.echo(f"codeact sandbox image build: {exc.message}", err=True)
+        raise typer.Exit(3) from None
+    if as_json:
+        typer.echo(json.dumps({"ok": True, "tag": done.tag, "built": done.built, "seconds": round(done.seconds, 3)}))
+        return
+    typer.echo(f"{'built' if done.built else 'cached'}: {done.tag} ({done.seconds:.1f} s)")
+
+
+@_image_app.command("status")
+def image_status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as one JSON object.")] = False,
+) -> None:
+    """Say whether the Docker engine has the sandbox image of the installed recipe (exit 0 yes, 1 no)."""
+    from codeact.sandbox.docker_sandbox import image_status as status_of
+    from codeact.sandbox.errors import SandboxError
+    from codeact.sandbox.image import BUILD_COMMAND
+
+    try:
+        status = status_of()
+    except SandboxError as exc:
+        if as_json:
+            typer.echo(json.dumps({"ok": False, "error": {"code": exc.code, "message": exc.message}}))
+        typer.echo(f"codeact sandbox image status: {exc.message}", err=True)
+        raise typer.Exit(3) from None
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "tag": status.tag,
+                    "built": status.built,
+                    "id": status.image_id,
+                    "size_bytes": status.size_bytes,
+                    "created": status.created,
+                }
+            )
+        )
+    elif status.built:
+        typer.echo(f"built: {status.tag} ({status.image_id}, {_size(status.size_bytes)}, created {status.created})")
+    else:
+        typer.echo(f"not built: {status.tag}; run `{BUILD_COMMAND}` to build it")
+    if not status.built:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,8 @@ engine event             result(s)
 ``message.delta``        ``message.delta`` (the model's working replies only with ``show_work``)
 ``message.completed``    ``message.completed`` for a message to the user (``system.send_message``);
                          the model's working replies only with ``show_work``
+``segment.created``      a Thought: ``message.completed`` of purpose ``thought`` (only with
+                         ``show_work``), the thought alone, ``parent_id`` the reply it was in
 ``code.started``         ``tool.call.started`` of the ``python`` tool (``parameters.code``)
 ``code.completed``       ``tool.call.completed`` of the ``python`` tool (``result``: ``status``,
                          ``stdout``, ``variables_changed``, ``duration_s``; ``error`` the error)
@@ -26,9 +28,17 @@ others                   nothing (rounds and segments are in the session record)
 
 Every message (and message chunk) says what it is for in ``provider_specific_fields.purpose``:
 ``answer`` (the run's answer, or its question, for the user), ``message`` (an intermediate message
-to the user: ``system.send_message``) or ``work`` (the model's working reply, its code, and other
-engine messages; only with ``show_work``). Values crossing from the sandbox are plain JSON (the codec's ``$type``
-tags decoded by ``codeact.sandbox.runtime.codec.plain``); text outputs of the python tool are capped.
+to the user: ``system.send_message``), ``work`` (the model's working reply, its code, and other
+engine messages; only with ``show_work``) or ``thought`` (the Thought of a working reply, on its own;
+only with ``show_work``).
+
+Ids: every message has a ``resp_message_id`` (``<run id>-m1``, ``-m2``, ... in the order the messages
+start; the chunks of a streamed message carry its id). A tool call's envelope names in ``parent_id``
+the working reply whose code made it (the round's ``code`` reply; only when that reply was streamed,
+that is with ``show_work``), and a thought part names the reply it was taken from.
+
+Values crossing from the sandbox are plain JSON (the codec's ``$type`` tags decoded by
+``codeact.sandbox.runtime.codec.plain``); text outputs of the python tool are capped.
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from codeact.engine.events import (
     RunCompleted,
     RunFailed,
     RunStarted,
+    SegmentCreated,
     StateUpdated,
     ToolCallCompleted,
     ToolCallStarted,
@@ -196,9 +207,21 @@ class ResultMapper:
         self.session_id: str | None = None
         self._chunks = 0
         self._code_round: int | None = None
+        self._messages = 0
+        self._streaming: str | None = None  # the id of the message whose chunks are arriving
+        self._last_reply: dict[int | None, str] = {}  # round -> the last working reply streamed in it
+        self._code_reply: dict[int | None, str] = {}  # round -> its code reply (the parent of its tool calls)
 
     # -- building ----------------------------------------------------------------------------
-    def result(self, type: str, data: Any, *, usage: bool = False, timestamp: float | None = None) -> RunnerResult:
+    def result(
+        self,
+        type: str,
+        data: Any,
+        *,
+        usage: bool = False,
+        timestamp: float | None = None,
+        parent_id: str | None = None,
+    ) -> RunnerResult:
         """The next result (sequence + 1); ``usage`` attaches the run's token totals so far."""
         self.sequence += 1
         return RunnerResult.make(
@@ -208,7 +231,12 @@ class ResultMapper:
             sequence=self.sequence,
             usage=self.total_usage() if usage else None,
             timestamp=timestamp if timestamp is not None else time.time(),
+            parent_id=parent_id,
         )
+
+    def _next_message_id(self) -> str:
+        self._messages += 1
+        return f"{self.run_id}-m{self._messages}"
 
     def failed(self, message: str, *, code: str = "runner.error", retryable: bool | None = None) -> RunnerResult:
         """A ``run.failed`` result (retryable by default for ``runner.timeout`` and ``runner.session_busy``).
@@ -238,9 +266,12 @@ class ResultMapper:
         if isinstance(event, MessageDelta):
             if not (self.show_work or event.purpose in _USER_FACING):
                 return []
+            if self._streaming is None:
+                self._streaming = self._next_message_id()
             chunk = MessageChunk(
                 role="assistant",
                 content=event.text,
+                resp_message_id=self._streaming,
                 msg_sequence=self._chunks,
                 provider_specific_fields={"purpose": _purpose(event.purpose)},
             )
@@ -249,29 +280,47 @@ class ResultMapper:
         if isinstance(event, MessageCompleted):
             self._count(event.usage)
             self._chunks = 0
+            streamed, self._streaming = self._streaming, None
             if not (self.show_work or event.purpose in _USER_FACING):
                 return []
-            return [self._message(event.text, ts, purpose=_purpose(event.purpose))]
+            completed = self._message(event.text, ts, purpose=_purpose(event.purpose), message_id=streamed)
+            if event.purpose not in _USER_FACING:
+                reply_id = str(completed.data["message"]["resp_message_id"])
+                self._last_reply[event.round] = reply_id
+                if event.purpose == "code":
+                    self._code_reply[event.round] = reply_id
+            return [completed]
+        if isinstance(event, SegmentCreated):
+            if not self.show_work or event.segment.get("kind") != "Thought":
+                return []
+            parent = self._last_reply.get(event.round)
+            return [self._message(str(event.segment.get("content", "")), ts, purpose="thought", parent_id=parent)]
         if isinstance(event, CodeStarted):
             self._code_round = event.round
             started = ToolCallStartedPayload(
                 tool_call_id=self._code_call_id(event.round), tool_name=PYTHON_TOOL, parameters={"code": event.code}
             )
-            return [self.result("tool.call.started", started, timestamp=ts)]
+            return [
+                self.result("tool.call.started", started, timestamp=ts, parent_id=self._code_reply.get(event.round))
+            ]
         if isinstance(event, CodeCompleted):
             if self._code_round != event.round:
                 return []  # no code ran in this round (nothing was started)
             self._code_round = None
-            return [self.result("tool.call.completed", self._code_completed(event), timestamp=ts)]
+            parent = self._code_reply.get(event.round)
+            return [self.result("tool.call.completed", self._code_completed(event), timestamp=ts, parent_id=parent)]
         if isinstance(event, ToolCallStarted):
             started = ToolCallStartedPayload(
                 tool_call_id=event.call_id,
                 tool_name=f"{event.toolkit}.{event.operation}",
                 parameters=plain(dict(event.arguments)),
             )
-            return [self.result("tool.call.started", started, timestamp=ts)]
+            return [
+                self.result("tool.call.started", started, timestamp=ts, parent_id=self._code_reply.get(event.round))
+            ]
         if isinstance(event, ToolCallCompleted):
-            return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts)]
+            parent = self._code_reply.get(event.round)
+            return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts, parent_id=parent)]
         if isinstance(event, StateUpdated):
             if not (event.changed or event.removed or event.uncaptured):
                 return []
@@ -320,9 +369,17 @@ class ResultMapper:
             return [self.failed(message, code=code, retryable=retryable)]
         return []
 
-    def _message(self, text: str, ts: float, *, purpose: str) -> RunnerResult:
-        message = Message(role="assistant", content=text, provider_specific_fields={"purpose": purpose})
-        return self.result("message.completed", MessageCompletedPayload(message=message), timestamp=ts)
+    def _message(
+        self, text: str, ts: float, *, purpose: str, message_id: str | None = None, parent_id: str | None = None
+    ) -> RunnerResult:
+        message = Message(
+            role="assistant",
+            content=text,
+            resp_message_id=message_id or self._next_message_id(),
+            provider_specific_fields={"purpose": purpose},
+        )
+        payload = MessageCompletedPayload(message=message)
+        return self.result("message.completed", payload, timestamp=ts, parent_id=parent_id)
 
     def _code_call_id(self, round_index: int) -> str:
         return f"{self.run_id}-code-{round_index}"

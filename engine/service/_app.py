@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import re
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -136,11 +137,16 @@ def _runner_allowed(scope: TokenScope, runner_id: str) -> None:
 def parse_context(data: Any) -> RunnerContext:
     """Validate a run context (``RunnerContext``); pydantic's errors become a 422 with their paths.
 
+    A context without ``run_id`` gets a fresh one (``run-<32 hex digits>``), so the same request can be
+    sent twice (a host that wants to name its runs sends its own; the stream's envelopes carry it).
+
     Raises:
         ServiceError: ``service.invalid_context`` with ``errors`` (``loc`` starts with ``context``).
     """
     from codeact.engine.runner import RunnerContext
 
+    if isinstance(data, dict) and "run_id" not in data:
+        data = {**data, "run_id": f"run-{uuid.uuid4().hex}"}
     run_id = data.get("run_id") if isinstance(data, dict) else None
     if isinstance(run_id, str) and run_id and not _RUN_ID.fullmatch(run_id):
         raise ServiceError(

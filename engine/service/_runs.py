@@ -91,8 +91,9 @@ class RunInfo:
             "session_id": self.session_id,
             "status": self.status,
             "pending": list(self.pending),
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
+            # unix seconds to the millisecond: the time format of the stream's envelopes and the JSON logs
+            "started_at": round(self.started_at, 3),
+            "finished_at": round(self.finished_at, 3) if self.finished_at is not None else None,
             "events": self.events,
             "error": self.error,
             "continued_by": self.continued_by,
@@ -227,7 +228,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
             "type": "run.failed",
             "data": {"code": code, "message": message, "retryable": retryable},
             "sequence": sequence,
-            "timestamp": int(time.time()),  # unix seconds, as every other envelope
+            "timestamp": round(time.time(), 3),  # unix seconds to the millisecond, as every other envelope
         }
     )
 

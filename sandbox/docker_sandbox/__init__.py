@@ -9,13 +9,22 @@ the client, host labels, orphan collection); ``_container`` the container spec, 
 from __future__ import annotations
 
 from codeact.sandbox.docker_sandbox._container import DockerSandbox, full_python_policy
-from codeact.sandbox.docker_sandbox._engine import LABEL_SANDBOX, RemovedContainer, map_docker_errors, remove_orphans
+from codeact.sandbox.docker_sandbox._engine import (
+    LABEL_SANDBOX,
+    ImageStatus,
+    RemovedContainer,
+    image_status,
+    map_docker_errors,
+    remove_orphans,
+)
 
 __all__ = [
     "LABEL_SANDBOX",
     "DockerSandbox",
+    "ImageStatus",
     "RemovedContainer",
     "full_python_policy",
+    "image_status",
     "map_docker_errors",
     "remove_orphans",
 ]

@@ -265,7 +265,8 @@ class DockerSandbox(Sandbox):
         pool_size: Containers started ahead of need (default 1): the first round after ``start()``
             and the replacement after a kill do not wait for a container to start.
         cpus: CPU quota in CPUs (default 1.0).
-        image: The image to run (default :func:`codeact.sandbox.image.image_tag`, built by ``make sandbox-image``).
+        image: The image to run (default :func:`codeact.sandbox.image.image_tag`, built by
+            ``codeact sandbox image build``).
         session_id: The ``org.codeact.session`` label (default: the bridge's ``session_id``, else a random id).
         sys_path: Directories the runtime appends to ``sys.path`` (a declared environment's
             ``/opt/codeact/env``, baked into ``image``).

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from codeact.sandbox._owner import process_start, tag_alive
 from codeact.sandbox.errors import SandboxError, SandboxImageMissingError
+from codeact.sandbox.image import image_tag
 
 __all__ = [
     "LABEL_HOSTNAME",
@@ -25,7 +26,9 @@ __all__ = [
     "LABEL_HOST_START",
     "LABEL_SANDBOX",
     "LABEL_SESSION",
+    "ImageStatus",
     "RemovedContainer",
+    "image_status",
     "map_docker_errors",
     "remove_orphans",
 ]
@@ -59,7 +62,8 @@ def map_docker_errors(action: str) -> Iterator[None]:
         yield
     except docker.errors.ImageNotFound as exc:
         raise SandboxImageMissingError(
-            f"cannot {action}: the Docker sandbox image is missing ({_explain(exc)}); run `make sandbox-image`"
+            f"cannot {action}: the Docker sandbox image is missing ({_explain(exc)}); "
+            "run `codeact sandbox image build` to build it"
         ) from None
     except docker.errors.NotFound as exc:
         raise SandboxError(
@@ -99,6 +103,53 @@ def _client() -> Any:
             client.close()
             raise
     return client
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageStatus:
+    """Whether the Docker engine has the sandbox image of the installed recipe.
+
+    Attributes:
+        tag: The image the recipe names (``codeact.sandbox.image.image_tag``).
+        built: Whether the engine has it.
+        image_id: Its short id, "" when not built.
+        size_bytes: Its size, 0 when not built.
+        created: When it was built (the engine's ISO-8601 string), "" when not built.
+    """
+
+    tag: str
+    built: bool
+    image_id: str = ""
+    size_bytes: int = 0
+    created: str = ""
+
+
+def image_status(tag: str | None = None) -> ImageStatus:
+    """Ask the Docker engine (from the environment) whether it has the sandbox image ``tag``.
+
+    Args:
+        tag: The image (default: the installed recipe's, ``codeact.sandbox.image.image_tag``).
+
+    Raises:
+        SandboxError: The engine cannot be reached (``sandbox.docker.unavailable``) or refused.
+    """
+    tag = tag or image_tag()
+    client = _client()
+    try:
+        with map_docker_errors("look up the sandbox image"):
+            found = client.images.list(filters={"reference": tag})
+    finally:
+        client.close()
+    if not found:
+        return ImageStatus(tag=tag, built=False)
+    attrs = found[0].attrs
+    return ImageStatus(
+        tag=tag,
+        built=True,
+        image_id=str(found[0].short_id).removeprefix("sha256:"),
+        size_bytes=int(attrs.get("Size") or 0),
+        created=str(attrs.get("Created") or ""),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def docker_base_info(image: str) -> tuple[str, str]:
     if out.returncode != 0 or len(fields) != 3:
         raise EnvironmentBuildError(
             f"cannot ask the Docker base image {image!r} for its Python version: "
-            f"{(out.stderr or out.stdout).strip()[-300:] or 'no output'}; build it with `make sandbox-image`"
+            f"{(out.stderr or out.stdout).strip()[-300:] or 'no output'}; build it with `codeact sandbox image build`"
         )
     info = (fields[0], _platform_tag(fields[1], fields[2]))
     with contextlib.suppress(OSError):
@@ -277,7 +277,7 @@ def _docker_build(recipe: Recipe, work: Path, tag: str, progress: Progress) -> N
         raise EnvironmentBuildError(
             f"cannot build the sandbox environment image {tag!r}: docker build says: "
             f"{(out.stderr or out.stdout).strip()[-800:]}; check `docker info` and that the base image "
-            f"{recipe.base!r} exists (`make sandbox-image`)"
+            f"{recipe.base!r} exists (`codeact sandbox image build`)"
         )
 
 

@@ -54,6 +54,11 @@ NOT_RUN = {
     ("models.md", "ollama pull qwen2.5-coder:1.5b"): "another server program, not installed here",
     ("models.md", 'codeact run agent.yaml --model ollama/qwen2.5-coder:1.5b -i "..."'): "needs that server running",
     ("README.md", 'export PATH="$PWD/.venv/bin:$PATH"'): "the tests' PATH starts with the venv's bin already",
+    ("README.md", "make dist"): "tests/packaging/test_install.py runs it (into its own directory)",
+    (
+        "README.md",
+        "pip install dist/codeact-0.1.0-py3-none-any.whl",
+    ): "tests/packaging/test_install.py installs the wheel into a fresh venv",
     ("README.md", "codeact sandbox gc"): "acts on the shared Docker engine (tests/sandbox cover gc)",
     ("README.md", "from codeact import Agent, operation, toolkit"): "the import line alone (the toolkit example runs)",
     ("README.md", "from codeact import Agent"): "needs a model; docs/python-api.md's full example runs instead",

@@ -1,11 +1,13 @@
 """The distribution as a user installs it: one top-level package, beside PyPI projects named like our folders.
 
-The wheel and the sdist are built from this checkout; the wheel goes into a fresh venv together with the
+The wheel and the sdist are built from this checkout by ``make dist``; the wheel goes into a fresh venv with the
 PyPI projects ``segments``, ``prompts`` and ``toolkits`` and a local package named ``engine`` (the names the
 repository's folders have), with the runtime dependencies of ``uv.lock`` and no extra. Then, from another
-directory, the commands a new user runs first: ``codeact --help``, ``codeact exec``, ``codeact run`` (the
-scripted DevOps example) and ``from codeact import Agent``; and each command of a missing extra gives its one
-line and exit 2.
+directory, with no checkout on any path, the commands a new user runs first: ``codeact --version``,
+``codeact --help``, ``codeact exec``, ``codeact run`` (the scripted DevOps example), ``codeact sandbox image
+build`` (from the recipe the wheel ships; the image of the same recipe is reused, so this is quick when
+``make test`` has built it) and a round in that Docker sandbox, and ``from codeact import Agent``; and each
+command of a missing extra gives its one line and exit 2. uv's cache keeps the second install quick.
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ def _uv(*argv: str, cwd: Path | None = None) -> None:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     root = tmp_path_factory.mktemp("install")
     dist = root / "dist"
-    _uv("build", "--quiet", "--out-dir", str(dist), str(REPO))
+    # `make dist`, as the README says, into this test's directory (DIST) with this venv's uv.
+    made = subprocess.run(
+        ["make", "-s", "-C", str(REPO), "dist", f"UV={UV}", f"DIST={dist}"], capture_output=True, text=True, timeout=600
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
     (wheel,) = dist.glob("codeact-*.whl")
     (sdist,) = dist.glob("codeact-*.tar.gz")
     # A user's own package named `engine`, as a project of theirs would have.
@@ -77,6 +83,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     for name in ("agent.yaml", "replies.yaml", "toolkit.py"):
         shutil.copy(REPO / "examples" / "devops" / name, home / "devops" / name)
     (home / "hello.py").write_text("x = 6 * 7\nprint('hello from the sandbox', x)\n")
+    (home / "one" / "replies.yaml").parent.mkdir()
+    (home / "one" / "replies.yaml").write_text(
+        "replies:\n  - |\n    Thought: One line answers it; the container says where it runs.\n    ```python\n"
+        "    import os\n    system.finish(f\"{6 * 7} in docker: {os.path.exists('/.dockerenv')}\")\n    ```\n"
+    )
+    (home / "one" / "agent.yaml").write_text(
+        "version: codeact.agent/v1\nid: one-round\nmodel: {provider: scripted, model: scripted/replies.yaml}\n"
+        "toolkits:\n  - ref: system\nworkflow: {mode: codeact, maxTurns: 2, codeact: {thought: inline}}\n"
+    )
     yield Installed(venv=venv, wheel=wheel, sdist=sdist, home=home)
 
 
@@ -114,6 +129,37 @@ def test_from_codeact_import_agent(installed: Installed) -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "<class 'codeact.engine.agent.agent.Agent'>"
     assert out.stderr == ""
+
+
+def test_codeact_version(installed: Installed) -> None:
+    out = installed.run("codeact", "--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "codeact 0.1.0\n"
+
+
+def test_the_checkout_is_on_no_path(installed: Installed) -> None:
+    probe = "import codeact, sys; print(codeact.__file__); print(*sys.path, sep='\\n')"
+    out = installed.run(str(installed.venv / "bin" / "python"), "-c", probe)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(str(installed.venv / "lib"))
+    assert not [p for p in out.stdout.splitlines() if p.startswith(str(REPO))]
+
+
+@pytest.mark.docker
+def test_the_docker_sandbox_from_the_wheel_alone(installed: Installed) -> None:
+    from codeact.sandbox.image import image_tag
+
+    built = installed.run("codeact", "sandbox", "image", "build", "--json", timeout=900)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert json.loads(built.stdout)["tag"] == image_tag()  # the wheel's recipe is the checkout's: one tag
+    assert "[sandbox-image] " in built.stderr  # what it did (built step by step, or found cached)
+    status = installed.run("codeact", "sandbox", "image", "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert status.stdout.startswith(f"built: {image_tag()} (")
+    out = installed.run("codeact", "run", "one/agent.yaml", "--sandbox", "docker", "--input", "What is 6 * 7?")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout == "42 in docker: True\n"  # Docker makes /.dockerenv in every container
+    assert "✔ finished after 1 round" in out.stderr
 
 
 def test_codeact_help(installed: Installed) -> None:

@@ -118,11 +118,12 @@ def test_mapper_numbers_results_filters_work_and_maps_codes() -> None:
         "role": "assistant",
         "content": "x = ",
         "name": None,
-        "resp_message_id": None,
+        "resp_message_id": "r2-m1",  # <protocol run id>-m<n>: the message this chunk builds
         "all_content": None,
         "is_final": False,
         "msg_sequence": 0,
         "provider_specific_fields": {"purpose": "work"},
     }
     assert said.data["message"]["provider_specific_fields"] == {"purpose": "message"}
+    assert said.data["message"]["resp_message_id"] == "r1-m1" and said.timestamp == 1.5
     assert console.failed("gone", code="").data["code"] == "runner.error"

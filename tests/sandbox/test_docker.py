@@ -65,19 +65,19 @@ def test_image_tag_matches_the_build_script() -> None:
     assert image_tag() == out.stdout.strip()
 
 
-def test_missing_image_names_the_make_target(docker_client: Any) -> None:
+def test_missing_image_names_the_command_that_builds_it(docker_client: Any) -> None:
     with pytest.raises(SandboxImageMissingError) as info:
         ensure_image(docker_client, "codeact-sandbox:000000000000")
     assert info.value.message == (
-        "the Docker sandbox image 'codeact-sandbox:000000000000' is not built; run `make sandbox-image` "
-        "(or sandbox/image/build.sh) to build it"
+        "the Docker sandbox image 'codeact-sandbox:000000000000' is not built; run `codeact sandbox image build` "
+        "to build it (about a minute, from Debian packages; `make sandbox-image` in a clone)"
     )
     assert info.value.code == "sandbox.image.missing"
 
 
 async def test_sandbox_with_missing_image_raises_before_running(docker_client: Any) -> None:
     async with DockerSandbox(image="codeact-sandbox:000000000000", pool_size=0) as sb:
-        with pytest.raises(SandboxImageMissingError, match=r"run `make sandbox-image`"):
+        with pytest.raises(SandboxImageMissingError, match=r"run `codeact sandbox image build`"):
             await sb.start()
 
 

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,9 @@ def test_json_log_has_access_run_and_error_lines_and_never_the_token(
     unauthorized = [line for line in lines if line["event"] == "error" and line["status"] == 401]
     assert unauthorized and unauthorized[0]["code"] == "service.unauthorized"
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]) for line in lines)
+    for line in lines:  # `timestamp` is `time` as float unix seconds (the stream's format), to the millisecond
+        written = datetime.fromisoformat(line["time"].replace("Z", "+00:00")).timestamp()
+        assert isinstance(line["timestamp"], float) and abs(line["timestamp"] - written) <= 0.001, line
 
 
 def test_plain_log_is_the_default(tmp_path: Path, model_server: OpenAIServer, replies: OpenAIServer) -> None:

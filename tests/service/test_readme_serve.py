@@ -2,7 +2,8 @@
 
 The commands come from the README's block (only the port differs: a free one instead of 8765); the
 output must match the README's text block, where a ``...`` line stands for events left out, and
-timestamps and token counts (which follow the prompt templates) may differ.
+run ids (fresh for each POST), timestamps and token counts (which follow the prompt templates) may
+differ. The curl runs twice, as a reader may: the second is a new run of the same conversation.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ import pytest
 from tests.service.helpers import start_server, stop_server
 
 REPO = Path(__file__).resolve().parents[2]
-_VARYING = re.compile(r'"(timestamp|prompt_tokens|completion_tokens|total_tokens)":\d+')
+_VARYING = re.compile(r'"(timestamp|prompt_tokens|completion_tokens|total_tokens)":[\d.]+')
+_RUN_ID = re.compile(r"\brun-[0-9a-f]{32}\b")
+
+
+def _normal(text: str) -> str:
+    return _RUN_ID.sub("run-ID", _VARYING.sub(r'"\1":N', text)).rstrip()
 
 
 def _section() -> tuple[list[str], str]:
@@ -49,11 +55,16 @@ def test_the_readme_serve_example_prints_what_the_readme_shows(tmp_path: Path) -
     try:
         command = shlex.split(curl.replace("http://127.0.0.1:8765", served.url))
         out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+        again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     finally:
         assert stop_server(served) == 0, served.stderr.read_text()
     assert out.returncode == 0, out.stderr
+    assert again.returncode == 0, again.stderr
+    assert "event: run.completed" in again.stdout and "event: run.failed" not in again.stdout, again.stdout
+    first, second = (set(_RUN_ID.findall(o.stdout)) for o in (out, again))
+    assert len(first) == 1 and len(second) == 1 and first != second
     shown = _section()[1]
-    actual, expected = _VARYING.sub(r'"\1":N', out.stdout).rstrip(), _VARYING.sub(r'"\1":N', shown).rstrip()
+    actual, expected = _normal(out.stdout), _normal(shown)
     position = 0
     parts = expected.split("...\n")
     for part in parts:
