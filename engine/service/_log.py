@@ -81,14 +81,14 @@ class _PlainFormatter(logging.Formatter):
 
 
 class _JsonFormatter(logging.Formatter):
-    """``{"time": ..., "timestamp": ..., "level": "info", "event": "access", "request_id": ..., ...}``, one a line."""
+    """``{"time": ..., "at": ..., "level": "info", "event": "access", "request_id": ..., ...}``, one a line."""
 
     def format(self, record: logging.LogRecord) -> str:
         fields: dict[str, Any] = getattr(record, "codeact_fields", {})
         data: dict[str, Any] = {
             "time": _timestamp(record.created),
             # the service's one machine time (the stream's envelopes, GET /v1/runs): joins a line to them
-            "timestamp": round(record.created, 3),
+            "at": int(record.created * 1000) / 1000,  # the millisecond `time` shows (truncated, not rounded)
             "level": record.levelname.lower(),
             "event": record.getMessage(),
             **fields,

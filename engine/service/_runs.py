@@ -222,13 +222,15 @@ def _log_end(run: _Run) -> None:
 def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: bool) -> RunnerResult:
     from codeact.engine.runner import RunnerResult
 
+    now = time.time()
     return RunnerResult.model_validate(
         {
             "run_id": run_id,
             "type": "run.failed",
             "data": {"code": code, "message": message, "retryable": retryable},
             "sequence": sequence,
-            "timestamp": round(time.time(), 3),  # unix seconds to the millisecond, as every other envelope
+            "timestamp": int(now),  # protocol v1's whole seconds, and `at` to the millisecond (every envelope)
+            "at": round(now, 3),
         }
     )
 

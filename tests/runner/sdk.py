@@ -49,12 +49,10 @@ SDK_PAYLOADS: dict[str, Any] = {
 def sdk_check(result: OurResult) -> RunnerResult:
     """``result`` as the SDK reads it: the envelope, its strict payload, an interaction request inside.
 
-    The SDK gets ``to_sdk_json()`` (what the LangBot adapter hands it): the wire JSON with the timestamp in
-    whole seconds, the SDK's int; nothing else differs, and the SDK ignores ``parent_id``.
+    The SDK gets the wire JSON as it is (``timestamp`` its int; it ignores codeact's ``at`` and ``parent_id``).
     """
-    wire = result.to_sdk_json()
-    assert {**result.to_json(), "timestamp": wire.get("timestamp")} == {**wire, "timestamp": wire.get("timestamp")}
-    assert isinstance(result.to_json().get("timestamp", 0.0), float)
+    wire = result.to_json()
+    assert isinstance(wire.get("timestamp", 0), int) and isinstance(wire.get("at", 0.0), float)
     parsed = RunnerResult.model_validate(wire)
     payload_model = SDK_PAYLOADS.get(result.type)
     if payload_model is not None:

@@ -125,5 +125,5 @@ def test_mapper_numbers_results_filters_work_and_maps_codes() -> None:
         "provider_specific_fields": {"purpose": "work"},
     }
     assert said.data["message"]["provider_specific_fields"] == {"purpose": "message"}
-    assert said.data["message"]["resp_message_id"] == "r1-m1" and said.timestamp == 1.5
+    assert said.data["message"]["resp_message_id"] == "r1-m1" and (said.timestamp, said.at) == (1, 1.5)
     assert console.failed("gone", code="").data["code"] == "runner.error"

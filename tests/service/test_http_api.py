@@ -372,10 +372,10 @@ def test_a_context_built_with_the_langbot_sdk_runs_and_every_envelope_validates_
         [manifest] = client.get("/v1/runners").json()["runners"]
         RunnerManifest.model_validate(manifest)
         events = stream_run(client, RUNNER, sdk_context.model_dump(mode="json"))
-    # The stream's timestamps are float seconds (docs/runner.md, "Ids and times"); the SDK declares whole
-    # seconds, so an SDK host floors them (what RunnerResult.to_sdk_json does); nothing else is adapted.
-    assert all(isinstance(e.data["timestamp"], float) for e in events)
-    results = [RunnerResult.model_validate({**e.data, "timestamp": int(e.data["timestamp"])}) for e in events]
+    # The stream validates as it comes: `timestamp` is the SDK's int; codeact's `at` (float seconds, the
+    # instant to the millisecond) is a field the SDK ignores (docs/runner.md, "Ids and times").
+    assert all(isinstance(e.data["timestamp"], int) and isinstance(e.data["at"], float) for e in events)
+    results = [RunnerResult.model_validate(e.data) for e in events]
     assert results[-1].type == "run.completed"
     assert [r.sequence for r in results] == list(range(1, len(results) + 1))
     assert "7 letters" in [e.data["data"]["message"]["content"] for e in events if e.event == "message.completed"]

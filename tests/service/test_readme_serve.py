@@ -19,7 +19,7 @@ import pytest
 from tests.service.helpers import start_server, stop_server
 
 REPO = Path(__file__).resolve().parents[2]
-_VARYING = re.compile(r'"(timestamp|prompt_tokens|completion_tokens|total_tokens)":[\d.]+')
+_VARYING = re.compile(r'"(timestamp|at|prompt_tokens|completion_tokens|total_tokens)":[\d.]+')
 _RUN_ID = re.compile(r"\brun-[0-9a-f]{32}\b")
 
 

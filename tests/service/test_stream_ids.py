@@ -2,7 +2,7 @@
 
 A model (the local OpenAI-compatible server, streaming) answers in two rounds, Thought then code, the
 way real models write; the UI links every chunk to its message, every tool call to the reply whose
-code made it, shows the Thought apart from the code, and orders by float timestamps in seconds.
+code made it, shows the Thought apart from the code, and orders by float seconds (``at``).
 A context without ``run_id`` gets a fresh one, so the same request can be sent twice.
 """
 
@@ -71,9 +71,11 @@ def test_ids_parents_times_and_the_thought_part(served: Served, model: OpenAISer
     envelopes = _run(served, context("How many words are in 'codeact runs the code the model writes'?"))
     assert envelopes[-1]["type"] == "run.completed", envelopes[-1]
 
-    # one time format: unix seconds as floats (to the millisecond), in stream order
-    stamps = [e["timestamp"] for e in envelopes]
+    # one time format: unix seconds as floats (to the millisecond), in stream order, in `at`; `timestamp`
+    # stays protocol v1's whole seconds (an SDK host validates the stream as it comes)
+    stamps = [e["at"] for e in envelopes]
     assert all(isinstance(t, float) and 1.7e9 < t < 1e10 for t in stamps), stamps
+    assert [e["timestamp"] for e in envelopes] == [int(t) for t in stamps]
     assert stamps == sorted(stamps)
     assert any(t != int(t) for t in stamps)
     with served.client() as client:

@@ -59,7 +59,7 @@ def test_a_ui_renders_the_user_facing_messages_and_one_python_call_per_round(
     assert "$type" not in raw
     envelopes = [e.data for e in read_sse(httpx.Response(200, content=raw.encode()))]
     assert envelopes[-1]["type"] == "run.completed"
-    assert all(isinstance(e["timestamp"], float) and e["timestamp"] < 10**10 for e in envelopes)  # seconds
+    assert all(isinstance(e["at"], float) and e["at"] < 10**10 for e in envelopes)  # seconds
     shown, calls = render(envelopes)
     assert shown == ["The average is 4.", "4"]
     assert len(calls) == 2

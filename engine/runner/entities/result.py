@@ -1,11 +1,12 @@
 """The result envelope (AgentRunner protocol v1): what a run streams back, one envelope per event.
 
 Every envelope has ``run_id``, ``type``, ``data`` (the type's payload), optional ``usage``,
-``sequence`` (1, 2, ... per run), ``timestamp`` (unix seconds as a float, to the millisecond: the one
-time format of the service, as in ``GET /v1/runs``; the SDK declares an int, so the LangBot adapter
-hands it whole seconds) and, on a result that belongs to a message, ``parent_id``: the
-``resp_message_id`` of the model's reply whose code made a tool call, or from which a thought part
-was taken (a codeact field beside the SDK's, which ignores it). The payload of every known type
+``sequence`` (1, 2, ... per run), ``timestamp`` (unix seconds, whole: protocol v1's int, so an SDK host
+validates the stream as it comes), ``at`` (the same instant as a float to the millisecond: codeact's one
+time format, as ``GET /v1/runs``' ``started_at`` and a JSON log line's ``at``) and, on a result that
+belongs to a message, ``parent_id``: the ``resp_message_id`` of the model's reply whose code made a tool
+call, or from which a thought part was taken. ``at`` and ``parent_id`` are codeact's fields beside the
+SDK's, which ignores envelope fields it does not know. The payload of every known type
 is strict (:data:`PAYLOADS`, ``extra="forbid"``); the envelope itself is forward compatible: a
 consumer accepts a ``type`` it does not know (and ignores it, as the seed says the host must).
 Names and shapes follow the ``langbot-plugin`` SDK (0.7, ``RunnerResult``).
@@ -217,7 +218,8 @@ class RunnerResult(BaseModel):
         data: The type's payload.
         usage: Token usage (the terminal result carries the run's total when known).
         sequence: 1, 2, ... within the run.
-        timestamp: Unix seconds, a float to the millisecond.
+        timestamp: Unix seconds, whole (protocol v1's int).
+        at: The same instant, unix seconds as a float to the millisecond (codeact's time format).
         parent_id: The ``resp_message_id`` of the message this result belongs to (a tool call: the reply
             whose code made it; a thought part: the reply it was taken from), None for the others.
     """
@@ -229,7 +231,8 @@ class RunnerResult(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     usage: TokenUsage | None = None
     sequence: int | None = None
-    timestamp: float | None = None
+    timestamp: int | None = None
+    at: float | None = None
     parent_id: str | None = None
 
     @property
@@ -255,16 +258,6 @@ class RunnerResult(BaseModel):
         """The envelope as JSON (``usage`` left out when unknown)."""
         return self.model_dump(mode="json", exclude_none=True)
 
-    def to_sdk_json(self) -> dict[str, Any]:
-        """The envelope as the ``langbot-plugin`` SDK declares it: ``timestamp`` in whole seconds (an int there).
-
-        The SDK ignores ``parent_id`` (a field it does not know); the LangBot adapter hands this to it.
-        """
-        data = self.to_json()
-        if "timestamp" in data:
-            data["timestamp"] = int(data["timestamp"])
-        return data
-
     # -- constructors ------------------------------------------------------------------------
     @classmethod
     def make(
@@ -285,13 +278,15 @@ class RunnerResult(BaseModel):
             model = PAYLOADS.get(type)
             checked = model.model_validate(data) if model is not None else None
             payload = checked.model_dump(mode="json", exclude_none=True) if checked is not None else dict(data)
+        now = time.time() if timestamp is None else timestamp
         return cls(
             run_id=run_id,
             type=type,
             data=payload,
             usage=TokenUsage.model_validate(usage) if isinstance(usage, dict) else usage,
             sequence=sequence,
-            timestamp=round(time.time() if timestamp is None else timestamp, 3),
+            timestamp=int(now),
+            at=round(now, 3),
             parent_id=parent_id,
         )
 

@@ -122,7 +122,7 @@ class CodeactRunner(Runner):
         handler = self._plugin_runtime_handler
         host = SdkTransport(handler) if handler is not None else None
         async for result in runner.run(context, run_id=ctx.run_id, host=host):
-            yield SdkRunnerResult.model_validate(result.to_sdk_json())
+            yield SdkRunnerResult.model_validate(result.to_json())
 
     async def aclose(self) -> None:
         """Close the blueprint's model client and store."""
