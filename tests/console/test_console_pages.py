@@ -7,6 +7,7 @@ routes are served by uvicorn on a free port. One server and one browser for the 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 import urllib.error
@@ -284,3 +285,11 @@ def test_a_session_run_elsewhere_is_followed_live_from_the_store(
         context.close()
         worker.join(60)
     assert result and result[0].status == "completed"
+
+
+def test_the_favicon_is_served_and_no_warning_is_logged(base: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Browsers ask for /favicon.ico on every page; it was a 404 logged as WARNING each time (issue 35)."""
+    with caplog.at_level(logging.INFO), urllib.request.urlopen(f"{base}/favicon.ico", timeout=10) as answer:
+        assert answer.headers["Content-Type"] == "image/svg+xml"
+        assert answer.read().startswith(b"<svg")
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

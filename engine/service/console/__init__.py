@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.routing import BaseRoute, Route
 
 from codeact.engine.service.console._live import Live
-from codeact.engine.service.console._pages import Pages
+from codeact.engine.service.console._pages import Pages, favicon
 from codeact.engine.service.console._web import COOKIE, ConsoleState, guard, page
 
 __all__ = ["COOKIE", "ConsoleState", "console_routes"]
@@ -41,4 +41,5 @@ def console_routes(state: ConsoleState) -> list[BaseRoute]:
         Route("/login", pages.login, methods=["POST"], name="console.login"),
         Route("/logout", pages.logout, methods=["POST"], name="console.logout"),
         Route("/console/static/{name:str}", pages.static, methods=["GET"], name="console.static"),
+        Route("/favicon.ico", favicon, methods=["GET"], name="console.favicon"),
     ]
