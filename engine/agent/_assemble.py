@@ -107,7 +107,9 @@ def model_routes(
         )
     if update:
         bp = bp.model_copy(update=update)
-    return ModelClient(routes), bp
+    client = ModelClient(routes)
+    client.preload()  # litellm's seconds of import, when a route needs it, overlap the sandbox's and store's start
+    return client, bp
 
 
 def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> ToolkitRegistry:

@@ -42,6 +42,7 @@ from typing import Any
 
 from codeact.engine.model._errors_map import _what, map_litellm_errors
 from codeact.engine.model._litellm import _litellm, litellm_loaded, stop_background_tasks
+from codeact.engine.model._progress import slow_step
 from codeact.engine.model._wire import as_object
 from codeact.engine.model.errors import (
     ModelAuthError,
@@ -160,7 +161,8 @@ class ModelClient:
                 self._resolved[purpose] = route
                 return route
         if is_local(settings):
-            route = local_route(settings)
+            with slow_step(f"starting the local model {settings.model!r}"):
+                route = local_route(settings)
             self._resolved[purpose] = route
             return route
 
@@ -215,6 +217,29 @@ class ModelClient:
                 provider=route.provider,
                 model=route.display,
             )
+
+    def preload(self) -> None:
+        """Start importing litellm on a background thread when a route will need it; return at once.
+
+        The import costs seconds; started when the agent is assembled, it runs while the store opens and the
+        sandbox starts, and the first call waits only for what is left of it. Scripted routes, OpenAI-compatible
+        base URLs and local models need no litellm; a hosted route whose key is missing fails at its first call
+        (no request, no import), so it starts nothing either.
+        """
+        if litellm_loaded():
+            return
+        for settings in self._routes.values():
+            if is_local(settings) or settings.model.startswith(SCRIPTED_PREFIX) or settings.provider == "scripted":
+                continue
+            route = route_for(settings, infer_provider=lambda _: None, is_provider=LITELLM_PROVIDERS.__contains__)
+            if over_httpx(route):
+                continue
+            try:
+                self._require_key(settings, route)
+            except ModelAuthError:
+                continue
+            threading.Thread(target=_import_quietly, name="codeact-litellm-import", daemon=True).start()
+            return
 
     # -- calls --------------------------------------------------------------------------------------
 
@@ -272,7 +297,8 @@ class ModelClient:
         if not (route.scripted or over_httpx(route)):
             self._require_key(settings, route)
             if not litellm_loaded():  # its import: 3 s, far more on a busy machine; off the loop for the same reason
-                await asyncio.to_thread(_litellm)
+                with slow_step("loading the model client (litellm)"):
+                    await asyncio.to_thread(_litellm)
         chat_messages = [dict(m) for m in messages] if messages is not None else [{"role": "user", "content": prompt}]
         attempts = settings.max_retries + 1
         attempt = 0
@@ -599,6 +625,11 @@ class ModelClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # the first call imports again and reports what went wrong
+        _litellm()
 
 
 def over_httpx(route: Route) -> bool:
