@@ -232,8 +232,8 @@ class ModelClient:
             if is_local(settings) or settings.model.startswith(SCRIPTED_PREFIX) or settings.provider == "scripted":
                 continue
             route = route_for(settings, infer_provider=lambda _: None, is_provider=LITELLM_PROVIDERS.__contains__)
-            if over_httpx(route):
-                continue
+            if over_httpx(route) or route.provider not in LITELLM_PROVIDERS:
+                continue  # a misspelled provider fails validation: nothing to load for it
             try:
                 self._require_key(settings, route)
             except ModelAuthError:
