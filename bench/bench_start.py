@@ -6,7 +6,8 @@ Cases, each a fresh ``codeact run`` process on a one-round blueprint:
 * ``url``: an OpenAI-compatible server at ``--base-url`` (the local test server, tests/engine/openai_server.py);
 * ``local``: ``local/NAME`` on the embedded llama.cpp server, only when a model is in the cache, measured once
   (CPU heavy; the process is stopped at its first request, before the model generates);
-* ``unknown_provider`` and ``missing_key``: configuration errors, start to exit.
+* ``unknown_provider`` and ``missing_key``: configuration errors, start to exit;
+* the floors: ``python_start_s`` (an empty interpreter) and ``cli_import_s`` (importing the CLI).
 
 "First model request" is when ``ModelClient._call`` is first entered (after the route is resolved, litellm
 imported when the route needs it, the local server started): a probe wraps it and writes the wall time to a
@@ -166,6 +167,20 @@ def _measure(trees: dict[str, Path], work: Path, files: dict[str, Path], url: st
     return figures
 
 
+def _floors(work: Path) -> dict[str, Any]:
+    """What any ``codeact`` command pays in this tree: the interpreter, and the interpreter importing the CLI."""
+    env = _env(REPO, work / "unused.txt")
+    figures: dict[str, Any] = {}
+    for key, code in (("python_start_s", "pass"), ("cli_import_s", "import codeact.engine.cli")):
+        times = []
+        for _ in range(REPEAT):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            times.append(time.perf_counter() - started)
+        figures[key] = _median(times)
+    return figures
+
+
 def _local(tree: Path, work: Path) -> dict[str, Any]:
     sys.path.insert(0, str(REPO))
     from codeact.engine.model.local.cache import cached_models
@@ -203,6 +218,7 @@ def run() -> dict[str, Any]:
         with serve() as server:
             server.responder = responder
             figures = _measure(trees, work, files, server.base_url)
+        figures.update(_floors(work))
         figures.update(_local(REPO, work))
     figures["baseline_commit"] = (
         BASELINE if baseline is not None and "CODEACT_BENCH_BASELINE" not in os.environ else None
