@@ -387,6 +387,8 @@ class ModelClient:
         if client is None:
             import httpx
 
+            # A finished loop's client cannot be used or closed any more: drop it (its sockets went with the loop).
+            self._http = {other: c for other, c in self._http.items() if not other.is_closed()}
             client = self._http[loop] = httpx.AsyncClient()
         path = "/chat/completions" if messages is not None else "/completions"
         url = str(kwargs["api_base"]).rstrip("/") + path
