@@ -121,11 +121,16 @@ async def post(client: httpx.AsyncClient, url: str, body: dict[str, Any], *, api
     if response.status_code >= 400:
         raise _status_error(response, model=model, provider=provider)
     try:
-        return as_object(response.json())
+        data = response.json()
     except ValueError as exc:
         raise ModelServerError(
             f"the server's reply is not JSON: {response.text[:200]!r}", provider=provider, model=model
         ) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise ModelServerError(
+            f"the server's reply has no choices: {response.text[:200]!r}", provider=provider, model=model
+        )
+    return as_object(data)
 
 
 async def stream(client: httpx.AsyncClient, url: str, body: dict[str, Any], *, api_key: str | None, timeout: float,

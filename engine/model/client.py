@@ -403,18 +403,19 @@ class ModelClient:
     def _reply(self, response: Any, state: _Stream, route: Route, *, purpose: str, raw: bool, prompt: str | None,
                messages: list[dict[str, Any]], latency: float, attempt: int) -> ModelReply:  # fmt: skip
         if response is not None:
-            choice = response.choices[0] if response.choices else None
+            choices = getattr(response, "choices", None)
+            choice = choices[0] if choices else None
             if raw:
                 text = (getattr(choice, "text", None) or "") if choice else ""
             else:
                 message = getattr(choice, "message", None)
                 text = (getattr(message, "content", None) or "") if message else ""
                 for index, call in enumerate(getattr(message, "tool_calls", None) or []):
-                    function = call.function
+                    function = getattr(call, "function", None)  # a server's JSON may leave any field out
                     state.tools[index] = {
-                        "id": call.id or f"call_{index}",
-                        "name": function.name or "",
-                        "arguments": function.arguments or "",
+                        "id": getattr(call, "id", None) or f"call_{index}",
+                        "name": getattr(function, "name", None) or "",
+                        "arguments": getattr(function, "arguments", None) or "",
                     }
             state.text = [text]
             state.finish = getattr(choice, "finish_reason", None) if choice else None
@@ -699,7 +700,8 @@ def _stream_cut(error: ModelProviderError, state: _Stream, *, route: Route, wher
 def _absorb(chunk: Any, state: _Stream) -> list[str]:
     """Fold one stream chunk into ``state``; return its text pieces."""
     usage: Any = getattr(chunk, "usage", None)
-    if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+    counted: Any = getattr(usage, "prompt_tokens", None) or getattr(usage, "completion_tokens", None)
+    if usage is not None and counted:
         state.usage = usage
     pieces: list[str] = []
     for choice in getattr(chunk, "choices", None) or []:

@@ -7,11 +7,15 @@ here only to compare.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from codeact.engine.model import ModelClient, ModelServerError, ModelSettings
 from codeact.engine.model._litellm import _litellm
 from codeact.engine.model._prices import _load, model_entry, simple_cost
 from codeact.engine.model.client import KEY_VARIABLES
@@ -72,3 +76,38 @@ def test_key_variables_are_the_ones_litellm_asks_for(provider: str, monkeypatch:
     missing = set(litellm.validate_environment(model=f"{provider}/some-model")["missing_keys"])
     assert KEY_VARIABLES[provider][0] in missing
     assert missing <= set(KEY_VARIABLES[provider])
+
+
+class _Odd(BaseHTTPRequestHandler):
+    """A server that answers 200 with JSON that is not a completion (a proxy's status page, a wrong path)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = json.dumps({"status": "ok"}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+async def test_a_reply_without_choices_is_a_server_error_that_says_what_came() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        client = ModelClient(ModelSettings(model="qwen2.5-coder", api_base=base, max_retries=0), env={})
+        with pytest.raises(ModelServerError) as info:
+            await client.complete(messages=[{"role": "user", "content": "x"}])
+        await client.aclose()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert str(info.value) == (
+        f"model 'openai/qwen2.5-coder' at {base} failed on the provider's side: the server's reply has no choices: "
+        '\'{"status": "ok"}\'; the provider failed; retry later or use another model (--model)'
+    )
