@@ -3,8 +3,9 @@
 An OpenAI-compatible server called over httpx (:mod:`codeact.engine.model._openai_http`) still reports
 cost, context window and vision support from the map litellm ships
 (``litellm/model_prices_and_context_window_backup.json``, the one litellm itself reads with
-``LITELLM_LOCAL_MODEL_COST_MAP=True``, which codeact sets). The file is read once, on first use
-(about 3 MB: tens of milliseconds, against litellm's seconds). A model whose price has tiers
+``LITELLM_LOCAL_MODEL_COST_MAP=True``, which codeact sets). The file is read once, on first use, and
+parsed (about 3 MB: tens of milliseconds, against litellm's seconds) only when it names the model: a
+local server's model (``qwen2.5-coder``) is answered from the text alone. A model whose price has tiers
 (``..._above_200k_tokens``) is left to litellm (:func:`simple_cost` answers ``...``), so the figure is
 always litellm's; a test compares the two over every model of the map.
 """
@@ -22,29 +23,37 @@ __all__ = ["model_entry", "simple_cost"]
 
 _MAP_FILE = "model_prices_and_context_window_backup.json"
 _lock = threading.Lock()
+_text: str | None = None
 _map: dict[str, Any] | None = None
+
+
+def _read() -> str:
+    global _text
+    with _lock:
+        if _text is None:
+            spec = importlib.util.find_spec("litellm")  # finds the package without running it
+            where = list(spec.submodule_search_locations or []) if spec is not None else []
+            files = [Path(folder) / _MAP_FILE for folder in where]
+            _text = next((f.read_text(encoding="utf-8") for f in files if f.is_file()), "{}")
+        return _text
 
 
 def _load() -> dict[str, Any]:
     global _map
+    text = _read()
     with _lock:
         if _map is None:
-            spec = importlib.util.find_spec("litellm")  # finds the package without running it
-            where = list(spec.submodule_search_locations or []) if spec is not None else []
-            data: dict[str, Any] = {}
-            for folder in where:
-                path = Path(folder) / _MAP_FILE
-                if path.is_file():
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                    break
-            _map = data
+            _map = json.loads(text)
         return _map
 
 
 def model_entry(model: str) -> dict[str, Any] | None:
     """The map's entry for ``openai/NAME`` (or ``NAME``) as litellm's ``get_model_info`` finds it, else None."""
-    prices = _load()
     rest = model.split("/", 1)[1] if model.startswith("openai/") else model
+    text = _read()
+    if not any(json.dumps(key, ensure_ascii=False) in text for key in (model, rest)):
+        return None  # a model the map does not name (a local server's): no need to parse 3 MB of JSON
+    prices = _load()
     for key in (model, rest):
         entry = prices.get(key)
         if isinstance(entry, dict) and entry.get("litellm_provider") in ("openai", "text-completion-openai"):
