@@ -144,7 +144,9 @@ def model_routes(
     if update:
         bp = bp.model_copy(update=update)
     env = ChainMap({API_KEY_VARIABLE: api_key}, os.environ) if api_key else None
-    return ModelClient(routes, env=env), bp
+    client = ModelClient(routes, env=env)
+    client.preload()  # litellm's seconds of import, when a route needs it, overlap the sandbox's and store's start
+    return client, bp
 
 
 def toolkit_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> ToolkitRegistry:

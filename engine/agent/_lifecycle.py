@@ -46,8 +46,26 @@ class Lifecycle:
             await closer()
 
     def close(self) -> None:
-        """Close what was opened, and the event loop of ``run_sync`` (from synchronous code)."""
+        """Close what was opened, and the event loop of ``run_sync`` (from synchronous code).
+
+        Called inside a running event loop (a ``with`` block in a notebook or an async app, often after
+        ``run_sync`` refused to run there), it raises nothing and leaves no coroutine un-awaited: the
+        ``run_sync`` loop is closed as it is and the resources are closed by a task on the running loop
+        (``async with`` / ``await agent.aclose()`` close them before returning).
+        """
         runner, self._runner = self._runner, None
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None:
+            if runner is not None:
+                _close_runner(runner)
+            if self._owned:
+                task = running.create_task(self.aclose())
+                _closing.add(task)  # a task only weakly referenced by its loop may be collected before it ends
+                task.add_done_callback(_closed)
+            return
         if runner is None:
             if self._owned:
                 asyncio.run(self.aclose())
@@ -68,6 +86,15 @@ class Lifecycle:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_closing: set[asyncio.Task[None]] = set()
+
+
+def _closed(task: asyncio.Task[None]) -> None:
+    _closing.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved: a failed close is not reported again at garbage collection
 
 
 def _close_runner(runner: asyncio.Runner) -> None:

@@ -94,6 +94,24 @@ class _Spinner:
         self.status: Any = None
 
 
+_slow_steps_shown = False
+
+
+def _show_slow_steps() -> None:
+    """Print the model client's slow steps (litellm's import, a local model's load) on stderr after a second."""
+    global _slow_steps_shown
+    if _slow_steps_shown:  # once per process (the CLI tests run many commands in one)
+        return
+    from codeact.engine.model import on_slow_step
+
+    def show(line: str) -> None:
+        sys.stderr.write(f"[codeact] {line}\n")  # sys.stderr of the moment: a test's capture, the terminal
+        sys.stderr.flush()
+
+    on_slow_step(show)
+    _slow_steps_shown = True
+
+
 def _approver(approve_all: bool, deny_all: bool, spinner: _Spinner) -> Any:
     from codeact.toolkits import ApprovalDecision
 
@@ -237,6 +255,7 @@ def run_command(
     if not err.is_terminal:
         err = Console(stderr=True, soft_wrap=True)
     spinner = _Spinner()
+    _show_slow_steps()
     try:
         agent = _build(
             file,

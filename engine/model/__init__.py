@@ -1,10 +1,12 @@
 """The model client: litellm behind one adapter, profiles, the scripted provider.
 
-``import engine.model`` does not import litellm; the first call does (see :mod:`codeact.engine.model.client`).
+``import engine.model`` does not import litellm; the first call of a route that needs it does (scripted
+models and OpenAI-compatible base URLs never do; see :mod:`codeact.engine.model.client`).
 """
 
 from __future__ import annotations
 
+from codeact.engine.model._progress import on_slow_step
 from codeact.engine.model.client import DeltaCallback, ModelClient, map_litellm_errors, stop_background_tasks
 from codeact.engine.model.errors import (
     LocalModelError,
@@ -76,6 +78,7 @@ __all__ = [
     "load_profiles",
     "map_litellm_errors",
     "normalize_options",
+    "on_slow_step",
     "profile_paths",
     "resolve_model_routes",
     "resolve_model_settings",

@@ -21,7 +21,7 @@ from codeact.engine.model.errors import (
 )
 
 # A key the client never had (the SDK refuses before any request; litellm reports it as HTTP 500).
-_MISSING_KEY = re.compile(
+MISSING_KEY = re.compile(
     r"missing credentials|api_key client option must be set|api[_ ]key (?:is )?(?:missing|not (?:set|found|provided))"
     r"|set the `?[A-Z][A-Z0-9_]*_API_KEY",
     re.IGNORECASE,
@@ -86,7 +86,7 @@ def _translate(exc: Exception, *, model: str | None, provider: str | None) -> Mo
     transport = _transport_error(exc)
     if isinstance(exc, litellm.ContextWindowExceededError):
         cls = ModelContextWindowError
-    elif any(_MISSING_KEY.search(str(e)) for e in _chain(exc)):
+    elif any(MISSING_KEY.search(str(e)) for e in _chain(exc)):
         cls = ModelAuthError  # a local configuration error: never retried
         status = None
     elif isinstance(exc, litellm.Timeout):

@@ -1,4 +1,8 @@
-"""litellm, imported lazily and once: its set-up, the scripted provider it routes to, its background task."""
+"""litellm, imported lazily and once: its set-up, the scripted provider it routes to, its background task.
+
+The model client serves ``scripted/...`` without litellm; the custom provider registered here serves
+direct litellm use (``litellm.acompletion(model="scripted/...")``) from the same script.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,14 @@ from typing import Any
 from codeact.engine.model.errors import (
     ModelConfigError,
 )
-from codeact.engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, ScriptedReply, approx_tokens, lookup
+from codeact.engine.model.scripted import (
+    SCRIPTED_PREFIX,
+    ScriptedReplies,
+    ScriptedReply,
+    lookup,
+    reply_finish,
+    reply_usage,
+)
 from codeact.sandbox.aio import wait_for
 
 _import_lock = threading.Lock()
@@ -77,6 +88,11 @@ def _litellm() -> Any:
     return _litellm_module
 
 
+def litellm_loaded() -> bool:
+    """Whether litellm was imported (and set up) in this process."""
+    return _litellm_module is not None
+
+
 async def stop_background_tasks() -> None:
     """Stop litellm's background logging task if it runs on the current event loop.
 
@@ -129,16 +145,6 @@ def _scripted_handler_class(litellm: Any) -> type:
             raise entry.to_error(model=SCRIPTED_PREFIX + model)
         return entry
 
-    def usage_of(entry: ScriptedReply, messages: list[Any]) -> dict[str, int]:
-        prompt = approx_tokens("\n".join(str(m.get("content") or "") for m in messages))
-        completion = approx_tokens(entry.text) + sum(approx_tokens(c.arguments_json()) for c in entry.tool_calls)
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, **(entry.usage or {})}
-        usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
-        return usage
-
-    def finish_of(entry: ScriptedReply) -> str:
-        return entry.finish_reason or ("tool_calls" if entry.tool_calls else "stop")
-
     def respond(model: str, messages: list[Any], model_response: Any, litellm_params: Any) -> Any:
         entry = take(model, messages, litellm_params, stream=False)
         tool_calls = [
@@ -150,8 +156,8 @@ def _scripted_handler_class(litellm: Any) -> type:
             for i, c in enumerate(entry.tool_calls)
         ]
         model_response.choices[0].message = Message(content=entry.text or None, tool_calls=tool_calls or None)
-        model_response.choices[0].finish_reason = finish_of(entry)
-        usage = usage_of(entry, messages)
+        model_response.choices[0].finish_reason = reply_finish(entry)
+        usage = reply_usage(entry, messages)
         model_response.usage = Usage(
             prompt_tokens=usage["prompt_tokens"],
             completion_tokens=usage["completion_tokens"],
@@ -170,8 +176,8 @@ def _scripted_handler_class(litellm: Any) -> type:
                         "function": {"name": call.name, "arguments": call.arguments_json()}}  # fmt: skip
             yield {"text": "", "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
                    "tool_use": tool_use}  # fmt: skip
-        yield {"text": "", "is_finished": True, "finish_reason": finish_of(entry), "usage": usage_of(entry, messages),
-               "index": 0, "tool_use": None}  # fmt: skip
+        yield {"text": "", "is_finished": True, "finish_reason": reply_finish(entry),
+               "usage": reply_usage(entry, messages), "index": 0, "tool_use": None}  # fmt: skip
 
     class _ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc]
         """Replays :class:`ScriptedReplies` through litellm (model ``scripted/<file>`` or ``scripted/@N``)."""

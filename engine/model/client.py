@@ -1,15 +1,18 @@
-"""The model client (litellm is imported lazily, on first use, by :mod:`codeact.engine.model._litellm`).
+"""The model client (litellm is imported lazily, only by routes that need it, by :mod:`codeact.engine.model._litellm`).
 
 :class:`ModelClient` sends chat messages or raw prompts to the model of a purpose (``code``,
 ``thought``, ``utility``), streams deltas to a callback, parses tool calls, retries transient
 failures with exponential backoff and jitter, and reports usage and cost. litellm exceptions are
 translated once, by :func:`map_litellm_errors`, into :mod:`codeact.engine.model.errors`.
 
-The scripted provider (:mod:`codeact.engine.model.scripted`) is registered here as a litellm custom provider
-(``litellm.custom_provider_map``), so ``scripted/...`` calls go through litellm's own request,
-streaming and response code like any other model. litellm's ``CustomLLM`` has no text-completion
-hook: ``atext_completion`` wraps the prompt as one user message and calls the chat hook, which is
-where the scripted provider records it.
+Three transports, one reader. A ``scripted/...`` route never imports litellm: the script's reply is
+built as the JSON an OpenAI server sends (:func:`~codeact.engine.model.scripted.openai_response`). An
+OpenAI-compatible server at a base URL (``openai-compatible``, ``openai/NAME`` with ``api_base``,
+``local/NAME``) is called over httpx (:mod:`codeact.engine.model._openai_http`), its prices read from
+litellm's bundled map without importing litellm (:mod:`codeact.engine.model._prices`). Every other
+route goes through litellm. All three hand ``_reply``/``_absorb`` the same OpenAI shape, and retries,
+usage, streaming and error messages are this module's, whichever carried the call. A raw prompt to the
+scripted model is recorded as one user message (what litellm's ``atext_completion`` did).
 
 litellm quirks handled here, once:
 
@@ -26,6 +29,7 @@ litellm quirks handled here, once:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import os
@@ -37,7 +41,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeact.engine.model._errors_map import _what, map_litellm_errors
-from codeact.engine.model._litellm import _litellm, stop_background_tasks
+from codeact.engine.model._litellm import _litellm, litellm_loaded, stop_background_tasks
+from codeact.engine.model._progress import slow_step
+from codeact.engine.model._wire import as_object
 from codeact.engine.model.errors import (
     ModelAuthError,
     ModelConfigError,
@@ -51,14 +57,42 @@ from codeact.engine.model.errors import (
     ModelTimeoutError,
 )
 from codeact.engine.model.local import is_local, local_context_window, local_route
+from codeact.engine.model.providers import LITELLM_PROVIDERS
 from codeact.engine.model.routes import Route, route_for
-from codeact.engine.model.scripted import SCRIPTED_PREFIX, ScriptedReplies, approx_tokens, lookup
+from codeact.engine.model.scripted import (
+    SCRIPTED_PREFIX,
+    ScriptedReplies,
+    approx_tokens,
+    lookup,
+    openai_chunks,
+    openai_response,
+)
 from codeact.engine.model.settings import ModelReply, ModelSettings, ToolCall
 
-__all__ = ["DeltaCallback", "MAX_HOSTED_STOP", "ModelClient", "map_litellm_errors", "stop_background_tasks"]
+__all__ = [
+    "KEY_VARIABLES",
+    "MAX_HOSTED_STOP",
+    "DeltaCallback",
+    "ModelClient",
+    "map_litellm_errors",
+    "over_httpx",
+    "stop_background_tasks",
+]
 
 MAX_HOSTED_STOP = 4
 """Stop strings sent to a hosted API (OpenAI's cap); a model server with a base URL gets every one."""
+# The key a hosted provider's route needs (any one of them), as litellm's validate_environment names it (a test
+# compares): a missing key is reported before litellm is imported and before any request.
+KEY_VARIABLES: Mapping[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+}
 _ENGINE_OPTIONS = frozenset({"vision"})  # model options codeact reads itself; never sent to the provider
 
 DeltaCallback = Callable[[str], Awaitable[None] | None]
@@ -103,6 +137,7 @@ class ModelClient:
         self._resolved: dict[str, Route] = {}
         self._resolving = threading.Lock()
         self._scripts: list[ScriptedReplies] = []  # keeps per-client scripts alive (the registry is weak)
+        self._http: dict[asyncio.AbstractEventLoop, Any] = {}  # httpx.AsyncClient per event loop (over_httpx)
 
     # -- configuration ------------------------------------------------------------------------------
 
@@ -115,7 +150,6 @@ class ModelClient:
 
     def _resolve_once(self, purpose: str) -> None:
         with self._resolving:  # two first calls at once bind one script, start one server
-            _litellm()
             self._route(purpose)
 
     def _route(self, purpose: str) -> Route:
@@ -127,18 +161,18 @@ class ModelClient:
                 self._resolved[purpose] = route
                 return route
         if is_local(settings):
-            route = local_route(settings)
+            with slow_step(f"starting the local model {settings.model!r}"):
+                route = local_route(settings)
             self._resolved[purpose] = route
             return route
-        litellm = _litellm()
 
-        def infer(model: str) -> str | None:
+        def infer(model: str) -> str | None:  # only for a bare model name (gpt-4.1-mini): litellm's table
             try:
-                return str(litellm.get_llm_provider(model)[1])
+                return str(_litellm().get_llm_provider(model)[1])
             except Exception:  # litellm raises BadRequestError for unknown names
                 return None
 
-        route = route_for(settings, infer_provider=infer, is_provider=lambda name: name in litellm.provider_list)
+        route = route_for(settings, infer_provider=infer, is_provider=LITELLM_PROVIDERS.__contains__)
         if route.scripted:
             route = self._bind_script(route)
         self._resolved[purpose] = route
@@ -172,6 +206,40 @@ class ModelClient:
         if route.api_base and route.provider in ("openai", "codestral") and not self._env.get("OPENAI_API_KEY"):
             return "sk-no-key"  # local OpenAI-compatible servers (vLLM, Ollama) usually take no key
         return None
+
+    def _require_key(self, settings: ModelSettings, route: Route) -> None:
+        """Refuse a hosted route whose provider's key variable is unset, before litellm's import and any request."""
+        names = KEY_VARIABLES.get(route.provider or "", ()) if not (route.api_base or settings.api_key_env) else ()
+        if names and not any(self._env.get(name) for name in names):
+            raise ModelAuthError(
+                f"model {route.display!r} needs an API key and {names[0]} is not set (no request was sent): "
+                f"set {names[0]} or pass --profile NAME",
+                provider=route.provider,
+                model=route.display,
+            )
+
+    def preload(self) -> None:
+        """Start importing litellm on a background thread when a route will need it; return at once.
+
+        The import costs seconds; started when the agent is assembled, it runs while the store opens and the
+        sandbox starts, and the first call waits only for what is left of it. Scripted routes, OpenAI-compatible
+        base URLs and local models need no litellm; a hosted route whose key is missing fails at its first call
+        (no request, no import), so it starts nothing either.
+        """
+        if litellm_loaded():
+            return
+        for settings in self._routes.values():
+            if is_local(settings) or settings.model.startswith(SCRIPTED_PREFIX) or settings.provider == "scripted":
+                continue
+            route = route_for(settings, infer_provider=lambda _: None, is_provider=LITELLM_PROVIDERS.__contains__)
+            if over_httpx(route) or route.provider not in LITELLM_PROVIDERS:
+                continue  # a misspelled provider fails validation: nothing to load for it
+            try:
+                self._require_key(settings, route)
+            except ModelAuthError:
+                continue
+            threading.Thread(target=_import_quietly, name="codeact-litellm-import", daemon=True).start()
+            return
 
     # -- calls --------------------------------------------------------------------------------------
 
@@ -216,9 +284,8 @@ class ModelClient:
             raise ModelConfigError("ModelClient.complete() needs exactly one of messages= or prompt=")
         settings = self.settings_for(purpose)
         if purpose not in self._resolved:
-            # The first call imports litellm (3 s, far more on a busy machine) and may start the embedded
-            # server: off the event loop, whose other runs (a parallel flow's branches, a service's
-            # requests) and timers would otherwise stand still meanwhile.
+            # The first call may start the embedded server (local/NAME): off the event loop, whose other runs
+            # (a parallel flow's branches, a service's requests) and timers would otherwise stand still meanwhile.
             await asyncio.to_thread(self._resolve_once, purpose)
         route = self._route(purpose)
         raw = prompt is not None and settings.protocol == "completion"
@@ -227,6 +294,11 @@ class ModelClient:
         if tools and prompt is not None:
             raise ModelConfigError("tools need chat messages: pass messages=, not prompt=")
         kwargs = self._kwargs(settings, route, purpose=purpose, raw=raw, stop=stop, tools=tools)
+        if not (route.scripted or over_httpx(route)):
+            self._require_key(settings, route)
+            if not litellm_loaded():  # its import: 3 s, far more on a busy machine; off the loop for the same reason
+                with slow_step("loading the model client (litellm)"):
+                    await asyncio.to_thread(_litellm)
         chat_messages = [dict(m) for m in messages] if messages is not None else [{"role": "user", "content": prompt}]
         attempts = settings.max_retries + 1
         attempt = 0
@@ -273,17 +345,22 @@ class ModelClient:
 
     async def _call(self, route: Route, kwargs: dict[str, Any], *, on_delta: DeltaCallback | None, state: _Stream,
                     prompt: str | None = None, messages: list[dict[str, Any]] | None = None) -> Any:  # fmt: skip
-        litellm = _litellm()
         stream = on_delta is not None
-        call_kwargs = dict(kwargs)
-        if stream:
-            call_kwargs["stream"] = True
-            call_kwargs["stream_options"] = {"include_usage": True}
-        with map_litellm_errors(model=route.display, provider=route.provider):
-            if messages is not None:
-                response = await litellm.acompletion(messages=messages, **call_kwargs)
-            else:
-                response = await litellm.atext_completion(prompt=prompt, **call_kwargs)
+        if route.scripted:
+            response: Any = _scripted(kwargs, messages=messages, prompt=prompt, stream=stream)
+        elif over_httpx(route):
+            response = await self._over_httpx(route, kwargs, messages=messages, prompt=prompt, stream=stream)
+        else:
+            litellm = _litellm()
+            call_kwargs = dict(kwargs)
+            if stream:
+                call_kwargs["stream"] = True
+                call_kwargs["stream_options"] = {"include_usage": True}
+            with map_litellm_errors(model=route.display, provider=route.provider):
+                if messages is not None:
+                    response = await litellm.acompletion(messages=messages, **call_kwargs)
+                else:
+                    response = await litellm.atext_completion(prompt=prompt, **call_kwargs)
         if on_delta is None:
             return response
         iterator: AsyncIterator[Any] = aiter(response)
@@ -301,21 +378,44 @@ class ModelClient:
                     await result
         return None
 
+    async def _over_httpx(self, route: Route, kwargs: dict[str, Any], *, messages: list[dict[str, Any]] | None,
+                          prompt: str | None, stream: bool) -> Any:  # fmt: skip
+        from codeact.engine.model import _openai_http
+
+        loop = asyncio.get_running_loop()
+        client = self._http.get(loop)
+        if client is None:
+            import httpx
+
+            # A finished loop's client cannot be used or closed any more: drop it (its sockets went with the loop).
+            self._http = {other: c for other, c in self._http.items() if not other.is_closed()}
+            client = self._http[loop] = httpx.AsyncClient()
+        path = "/chat/completions" if messages is not None else "/completions"
+        url = str(kwargs["api_base"]).rstrip("/") + path
+        body = _openai_http.body_of(kwargs, messages=messages, prompt=prompt, stream=stream)
+        api_key = kwargs.get("api_key") or self._env.get("OPENAI_API_KEY")
+        where: dict[str, Any] = {"api_key": api_key, "timeout": kwargs["timeout"], "model": route.display,
+                                 "provider": route.provider}  # fmt: skip
+        if stream:
+            return _openai_http.stream(client, url, body, **where)
+        return await _openai_http.post(client, url, body, **where)
+
     def _reply(self, response: Any, state: _Stream, route: Route, *, purpose: str, raw: bool, prompt: str | None,
                messages: list[dict[str, Any]], latency: float, attempt: int) -> ModelReply:  # fmt: skip
         if response is not None:
-            choice = response.choices[0] if response.choices else None
+            choices = getattr(response, "choices", None)
+            choice = choices[0] if choices else None
             if raw:
                 text = (getattr(choice, "text", None) or "") if choice else ""
             else:
                 message = getattr(choice, "message", None)
                 text = (getattr(message, "content", None) or "") if message else ""
                 for index, call in enumerate(getattr(message, "tool_calls", None) or []):
-                    function = call.function
+                    function = getattr(call, "function", None)  # a server's JSON may leave any field out
                     state.tools[index] = {
-                        "id": call.id or f"call_{index}",
-                        "name": function.name or "",
-                        "arguments": function.arguments or "",
+                        "id": getattr(call, "id", None) or f"call_{index}",
+                        "name": getattr(function, "name", None) or "",
+                        "arguments": getattr(function, "arguments", None) or "",
                     }
             state.text = [text]
             state.finish = getattr(choice, "finish_reason", None) if choice else None
@@ -358,6 +458,13 @@ class ModelClient:
     def _cost(route: Route, *, raw: bool, usage: dict[str, int]) -> float | None:
         if route.scripted:
             return None
+        if over_httpx(route):
+            from codeact.engine.model._prices import simple_cost
+
+            cost = simple_cost(route.chat_model, prompt_tokens=usage["prompt_tokens"],
+                               completion_tokens=usage["completion_tokens"])  # fmt: skip
+            if cost is not ...:
+                return cost
         litellm = _litellm()
         try:
             prompt_cost, completion_cost = litellm.cost_per_token(
@@ -422,6 +529,8 @@ class ModelClient:
             return settings.api_key_env
         if route.scripted:
             return "the provider's API key variable"
+        if over_httpx(route):
+            return "OPENAI_API_KEY"  # what litellm's validate_environment names for an openai/ route
         litellm = _litellm()
         try:
             missing = litellm.validate_environment(model=route.chat_model).get("missing_keys") or []
@@ -458,6 +567,12 @@ class ModelClient:
         route = self._route(purpose)
         if route.scripted:
             return None
+        if over_httpx(route):
+            from codeact.engine.model._prices import model_entry
+
+            entry = model_entry(route.chat_model) or {}
+            value = entry.get("max_input_tokens") or entry.get("max_tokens")
+            return int(value) if value else None
         litellm = _litellm()
         try:
             info = litellm.get_model_info(route.chat_model)
@@ -481,6 +596,10 @@ class ModelClient:
         route = self._route(purpose)
         if route.scripted:
             return False
+        if over_httpx(route):
+            from codeact.engine.model._prices import model_entry
+
+            return bool((model_entry(route.chat_model) or {}).get("supports_vision"))
         litellm = _litellm()
         try:
             return bool(litellm.supports_vision(model=route.chat_model))
@@ -496,6 +615,12 @@ class ModelClient:
         """
         self._scripts.clear()
         self._resolved.clear()
+        clients, self._http = self._http, {}
+        running = asyncio.get_running_loop()
+        for loop, client in clients.items():
+            if loop is running:  # another (finished) loop's client cannot be closed here; its sockets go with it
+                with contextlib.suppress(Exception):
+                    await client.aclose()
         await stop_background_tasks()
 
     async def __aenter__(self) -> ModelClient:
@@ -503,6 +628,48 @@ class ModelClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # the first call imports again and reports what went wrong
+        _litellm()
+
+
+def over_httpx(route: Route) -> bool:
+    """Whether ``route`` is an OpenAI-compatible server at a base URL, called over httpx (not litellm).
+
+    ``CODEACT_MODEL_TRANSPORT=litellm`` sends it through litellm instead.
+    """
+    if route.scripted or route.provider != "openai" or not route.api_base:
+        return False
+    if route.text_model is not None and not route.text_model.startswith("text-completion-openai/"):
+        return False
+    return os.environ.get("CODEACT_MODEL_TRANSPORT", "").strip().lower() != "litellm"
+
+
+def _scripted(kwargs: Mapping[str, Any], *, messages: list[dict[str, Any]] | None, prompt: str | None,
+              stream: bool) -> Any:  # fmt: skip
+    """Serve a scripted reply as a server would: the reply object, or an async iterator of its chunks."""
+    model = str(kwargs["model"])
+    script = lookup(model[len(SCRIPTED_PREFIX) :])
+    if script is None:
+        raise ModelConfigError(f"scripted model {model!r} is gone: keep the ScriptedReplies object alive while in use")
+    sent = messages if messages is not None else [{"role": "user", "content": prompt}]
+    metadata = kwargs.get("metadata") or {}
+    purpose, protocol = str(metadata.get("codeact_purpose", "code")), str(metadata.get("codeact_protocol", "chat"))
+    entry = script.take(purpose, messages=sent, protocol=protocol, stream=stream)
+    if entry.error is not None:
+        raise entry.to_error(model=model)
+    raw = messages is None
+    if not stream:
+        return as_object(openai_response(entry, sent, model=model, raw=raw))
+    chunks = [as_object(chunk) for chunk in openai_chunks(entry, sent, raw=raw)]
+
+    async def replay() -> AsyncIterator[Any]:
+        for chunk in chunks:
+            yield chunk
+
+    return replay()
 
 
 def _stream_cut(error: ModelProviderError, state: _Stream, *, route: Route, where: str, tries: str,
@@ -533,7 +700,8 @@ def _stream_cut(error: ModelProviderError, state: _Stream, *, route: Route, wher
 def _absorb(chunk: Any, state: _Stream) -> list[str]:
     """Fold one stream chunk into ``state``; return its text pieces."""
     usage: Any = getattr(chunk, "usage", None)
-    if usage is not None and (usage.prompt_tokens or usage.completion_tokens):
+    counted: Any = getattr(usage, "prompt_tokens", None) or getattr(usage, "completion_tokens", None)
+    if usage is not None and counted:
         state.usage = usage
     pieces: list[str] = []
     for choice in getattr(chunk, "choices", None) or []:

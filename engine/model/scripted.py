@@ -16,9 +16,12 @@ Replies are consumed in order: a call for purpose P takes the first unconsumed e
 ``purpose`` is P or unset. The model name is ``scripted/<path to the file>``; in-process,
 ``ScriptedReplies([...]).model`` gives a name that routes to that very object.
 
-This module is pure Python. The litellm custom provider that serves it lives in
-:mod:`codeact.engine.model.client` (the one module importing litellm), so ``scripted/...`` calls run
-through litellm's real request/stream/response machinery.
+This module is pure Python. :class:`~codeact.engine.model.ModelClient` serves ``scripted/...`` calls
+without litellm: :func:`openai_response` and :func:`openai_chunks` build the very JSON an
+OpenAI-compatible server would send (a reply, or its stream's chunks), and the client reads them
+through the same code as a server's (:mod:`codeact.engine.model._wire`). Direct litellm use
+(``litellm.acompletion(model="scripted/...")``) goes through the custom provider that
+:mod:`codeact.engine.model._litellm` registers, built from the same two functions.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import json
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -55,6 +58,10 @@ __all__ = [
     "ScriptedRequest",
     "ScriptedToolCall",
     "approx_tokens",
+    "openai_chunks",
+    "openai_response",
+    "reply_finish",
+    "reply_usage",
 ]
 
 SCRIPTED_PREFIX = "scripted/"
@@ -253,3 +260,61 @@ def _coerce(entry: object, *, index: int, source: str) -> ScriptedReply:
         raise ModelConfigError(
             f"scripted reply file {source} is invalid at replies[{index}]{where}: {error['msg']}"
         ) from exc
+
+
+# ------------------------------------------------------------------- a reply as an OpenAI server sends it
+
+
+def reply_usage(entry: ScriptedReply, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The usage a scripted reply reports: its ``usage:`` entry, else about len/4 of the prompt and the reply."""
+    prompt = approx_tokens("\n".join(str(m.get("content") or "") for m in messages))
+    completion = approx_tokens(entry.text) + sum(approx_tokens(c.arguments_json()) for c in entry.tool_calls)
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, **(entry.usage or {})}
+    usage.setdefault("total_tokens", usage["prompt_tokens"] + usage["completion_tokens"])
+    return usage
+
+
+def reply_finish(entry: ScriptedReply) -> str:
+    """The finish reason of a scripted reply: its ``finish_reason:``, else ``tool_calls`` or ``stop``."""
+    return entry.finish_reason or ("tool_calls" if entry.tool_calls else "stop")
+
+
+def _tool_calls(entry: ScriptedReply) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": i,
+            "id": c.id or f"call_{i}",
+            "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments_json()},
+        }  # fmt: skip
+        for i, c in enumerate(entry.tool_calls)
+    ]
+
+
+def openai_response(entry: ScriptedReply, messages: Sequence[Mapping[str, Any]], *, model: str,
+                    raw: bool) -> dict[str, Any]:  # fmt: skip
+    """The JSON body an OpenAI-compatible server answers with (``/v1/completions`` when ``raw``)."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": reply_finish(entry)}
+    if raw:
+        choice["text"] = entry.text
+    else:
+        calls = _tool_calls(entry)
+        choice["message"] = {"role": "assistant", "content": entry.text or None, "tool_calls": calls or None}
+    return {"object": "text_completion" if raw else "chat.completion", "model": model, "choices": [choice],
+            "usage": reply_usage(entry, messages)}  # fmt: skip
+
+
+def openai_chunks(entry: ScriptedReply, messages: Sequence[Mapping[str, Any]], *,
+                  raw: bool) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """The chunks of the same reply streamed (``stream_options.include_usage``: usage in the last chunk)."""
+    for piece in entry.pieces():
+        yield {"choices": [{"index": 0, "text": piece} if raw else {"index": 0, "delta": {"content": piece}}]}
+    if not raw:
+        for call in _tool_calls(entry):
+            yield {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+    last: dict[str, Any] = {"index": 0, "finish_reason": reply_finish(entry)}
+    if raw:
+        last["text"] = ""
+    else:
+        last["delta"] = {}
+    yield {"choices": [last], "usage": reply_usage(entry, messages)}

@@ -171,3 +171,41 @@ def test_public_names_are_documented() -> None:
     for name in ("from_blueprint", "run", "invoke", "run_sync", "aclose", "close"):
         assert getattr(Agent, name).__doc__, name
     assert asyncio.iscoroutinefunction(Agent.aclose)
+
+
+_IN_A_LOOP = """
+import asyncio
+from codeact import Agent
+
+async def main():
+    with Agent.from_blueprint({blueprint!r}, store={store!r}) as agent:
+        agent.run_sync("hi")
+
+asyncio.run(main())
+"""
+
+
+def test_run_sync_in_a_running_loop_is_one_clear_error_and_nothing_after(tmp_path: Path) -> None:
+    # Jupyter and async apps run a loop: run_sync refuses with the fix, and the `with` block's close
+    # adds no second traceback (asyncio.run inside a loop) and no "coroutine ... was never awaited".
+    (tmp_path / "replies.yaml").write_text('- |\n  system.finish("hi")\n')
+    blueprint = tmp_path / "agent.yaml"
+    blueprint.write_text(
+        "version: codeact.agent/v1\nid: loop\nname: Loop\n"
+        "model:\n  provider: scripted\n  model: scripted/replies.yaml\n"
+        "instructions:\n  developer: Answer.\n"
+        "toolkits:\n  - ref: system\n"
+        "workflow:\n  mode: codeact\n"
+    )
+    script = tmp_path / "notebook.py"
+    script.write_text(_IN_A_LOOP.format(blueprint=str(blueprint), store=f"sqlite:///{tmp_path / 's.db'}"))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "always"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.count("Traceback") == 1, out.stderr
+    last = out.stderr.rstrip().splitlines()[-1]
+    assert last.endswith(
+        "CodeactError: Agent.run_sync() was called inside a running event loop: "
+        "use `await agent.invoke(...)` (or iterate `agent.run(...)`) in async code"
+    )
+    assert "never awaited" not in out.stderr and "cannot be called from a running event loop" not in out.stderr

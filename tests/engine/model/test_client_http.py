@@ -1,4 +1,8 @@
-"""ModelClient -> litellm -> real HTTP -> the local OpenAI-compatible server (no mocks)."""
+"""ModelClient -> real HTTP -> the local OpenAI-compatible server (no mocks), over both transports.
+
+A base-URL route goes over httpx (no litellm); ``CODEACT_MODEL_TRANSPORT=litellm`` sends it through
+litellm. Every test runs on both, so the two give the same replies, usage, cost, retries and errors.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,14 @@ from codeact.engine.model import (
 from tests.engine.openai_server import Failure, OpenAIServer, Reply, ToolCallReply
 
 FAST = (0.0, 0.0)  # no waiting between retries in tests
+
+
+@pytest.fixture(autouse=True, params=["httpx", "litellm"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The transport of the base-URL route: the thin httpx client, or litellm."""
+    if request.param == "litellm":
+        monkeypatch.setenv("CODEACT_MODEL_TRANSPORT", "litellm")
+    return str(request.param)
 
 
 def _client(server: OpenAIServer, *, protocol: str = "chat", max_retries: int = 3, **kw: object) -> ModelClient:
