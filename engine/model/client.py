@@ -644,6 +644,8 @@ def over_httpx(route: Route) -> bool:
         return False
     if route.text_model is not None and not route.text_model.startswith("text-completion-openai/"):
         return False
+    if route.chat_model.startswith("openai/responses/"):
+        return False  # --protocol responses: litellm's Responses API route (/v1/responses)
     return os.environ.get("CODEACT_MODEL_TRANSPORT", "").strip().lower() != "litellm"
 
 
