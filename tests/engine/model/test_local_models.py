@@ -150,3 +150,33 @@ async def test_a_profile_with_provider_local_routes_to_the_cache(cache: Path) ->
     with pytest.raises(LocalModelError, match=r"run `codeact models pull qwen2.5-coder-1.5b`"):
         await client.complete(messages=[{"role": "user", "content": "hi"}])
     await client.aclose()
+
+
+@pytest.mark.parametrize("runtime", [pytest.param(True, id="with-local-extra"), pytest.param(False, id="without")])
+def test_adding_a_model_says_when_running_it_needs_the_local_extra(tmp_path: Path, cache: Path, runtime: bool) -> None:
+    """``models pull``/``add`` work without the ``local`` extra; running the model then did not (issue 35)."""
+    import os
+    import subprocess
+    import sys
+
+    mine = tmp_path / "mine.gguf"
+    mine.write_bytes(b"GGUF" + b"\0" * 100)
+    hide = tmp_path / "hide"  # an install without the extra: the runtime's module cannot be found
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\n\nclass _Hide:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'xllamacpp':\n            raise ModuleNotFoundError(name)\n        return None\n\n"
+        "sys.meta_path.insert(0, _Hide())\n"
+    )
+    env = {**os.environ, "CODEACT_MODELS_DIR": str(cache)}
+    if not runtime:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hide), env.get("PYTHONPATH", "")) if p)
+    code = "from codeact.engine.cli import app; app()"
+    added = subprocess.run(
+        [sys.executable, "-c", code, "models", "add", "my-coder", str(mine)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert "use --model local/my-coder" in added.stdout
+    note = "needs the llama.cpp runtime, codeact's `local` extra: pip install 'codeact[local]'"
+    assert (note in added.stderr) is not runtime, added.stderr
