@@ -40,7 +40,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
         for name in ("CODEACT_MODEL", "CODEACT_STORE", "CODEACT_PROFILE"):
             mp.delenv(name, raising=False)
         for ask, reply in (  # a conversation: two user messages in one session, the oldest session
-            ("Which shelves do we have?", "Listing.\n```python\nshelves = ['A', 'B']\nsystem.finish(shelves)\n```"),
+            (
+                "Which shelves do we have?",
+                "Thought: Listing the shelves.\n```python\nshelves = ['A', 'B']\nsystem.finish(shelves)\n```",
+            ),
             ("And which one is <b>empty</b>?", "```python\nprint(shelves)\n```\n"),
         ):
             turn = run_agent(url, folder, [reply, '```python\nsystem.finish("B")\n```'], blueprint="audit",
@@ -293,3 +296,27 @@ def test_the_favicon_is_served_and_no_warning_is_logged(base: str, caplog: pytes
         assert answer.headers["Content-Type"] == "image/svg+xml"
         assert answer.read().startswith(b"<svg")
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_the_pages_fit_1400_px_and_show_answers_and_thoughts_as_text(
+    chromium: Any, base: str, recorded: tuple[str, str, str]
+) -> None:
+    """At 1400 px the sessions table overflowed, the answer read as raw ``{"$control": ...}`` JSON and a
+    thought said "Thought:" under its "Thought" heading (issue 35 item 10)."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(8000)
+    page = context.new_page()
+    try:
+        page.goto(f"{base}/?token={TOKEN}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+        page.goto(f"{base}/sessions/conv-1")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+        text = page.locator("main").inner_text()
+        assert "$control" not in text
+        assert 'finished the run with: "B"' in text and "ANSWER" in text.upper()  # what system.finish said
+        thoughts = page.locator(".thought pre").all_inner_texts()
+        assert "Listing the shelves." in thoughts  # the model wrote "Thought: Listing the shelves."
+        for thought in thoughts:
+            assert not thought.lstrip().lower().startswith("thought:"), thought
+    finally:
+        context.close()

@@ -149,6 +149,7 @@ class RoundView:
     stderr: str
     stderr_lines: int
     control: str | None
+    control_label: str = "Control"
     variables: list[VariableChange]
     uncaptured: list[str]
     artifacts: list[ArtifactView]
@@ -334,9 +335,34 @@ def _unreadable_row(problem: CorruptRecordError) -> SessionRow:
 
 
 def _thought(reply: str) -> str:
-    """The reply's prose: the text around its fenced code blocks."""
-    text = _FENCE.sub("", reply)
-    return re.sub(r"\n\s*\n+", "\n\n", text).strip()
+    """The reply's prose: the text around its fenced code blocks (its ``Thought:`` label dropped: the page has one)."""
+    text = re.sub(r"\n\s*\n+", "\n\n", _FENCE.sub("", reply)).strip()
+    return _THOUGHT_LABEL.sub("", text, count=1)
+
+
+_THOUGHT_LABEL = re.compile(r"^\s*(?:\*\*)?thought(?:\*\*)?\s*:\s*(?:\*\*)?\s*", re.I)
+_CONTROL_LABELS = {"finish": "Answer", "ask_user": "Question"}
+
+
+def _control_text(control: Mapping[str, Any]) -> str:
+    """What a control signal said, as a person reads it: the answer, the question, else the signal as JSON."""
+    kind = control.get("kind")
+    if kind == "finish":
+        return _json(control.get("answer"))
+    if kind == "ask_user":
+        question = control.get("question")
+        return question if isinstance(question, str) else _json(question)
+    return _json(control)
+
+
+def _result_text(result: Any) -> str:
+    """A call's result as the page shows it: a control signal (``system.finish``) as what it said."""
+    if isinstance(result, Mapping) and isinstance(result.get("$control"), Mapping) and len(result) == 1:
+        control = result["$control"]
+        label = {"finish": "finished the run with", "ask_user": "asked"}.get(str(control.get("kind")))
+        if label is not None:
+            return f"{label}: {_control_text(control)}"
+    return _json(result)
 
 
 def _approval(call: Mapping[str, Any]) -> str | None:
@@ -363,7 +389,7 @@ def call_view(call: Mapping[str, Any], *, pending: bool = False) -> CallView:
     return CallView(
         name=f"{call.get('toolkit')}.{call.get('operation')}",
         arguments=args,
-        result=None if error is not None or pending else _json(call.get("result")),
+        result=None if error is not None or pending else _result_text(call.get("result")),
         error=error_text,
         duration=duration(seconds) if isinstance(seconds, int | float) else "-",
         approval=_approval(call),
@@ -431,7 +457,8 @@ def round_view(entry: RoundEntry, before: Mapping[str, Any], asked: Sequence[str
         stdout_lines=stdout_lines,
         stderr=stderr,
         stderr_lines=stderr_lines,
-        control=_json(record.control) if record.control else None,
+        control=_control_text(record.control) if record.control else None,
+        control_label=_CONTROL_LABELS.get(str(record.control.get("kind")), "Control") if record.control else "Control",
         variables=_changes(entry, before),
         uncaptured=[f"{u.get('name')} ({u.get('type')}): {u.get('reason')}" for u in record.uncaptured],
         artifacts=[
