@@ -55,7 +55,7 @@ def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, Any] 
             status=status,
             answer=last.answer,
             reason=last.reason,
-            rounds=last.run_rounds,
+            rounds=last.rounds if last.run_rounds is None else last.run_rounds,
             session_rounds=last.rounds,
             metadata=dict(metadata or {}),
         )
@@ -65,7 +65,7 @@ def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, Any] 
             session_id=session_id,
             status="failed",
             reason=str(last.error.get("code", "")),
-            rounds=last.run_rounds,
+            rounds=last.rounds if last.run_rounds is None else last.run_rounds,
             session_rounds=last.rounds,
             error=dict(last.error),
             metadata=dict(metadata or {}),

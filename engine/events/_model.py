@@ -332,7 +332,8 @@ class RunCompleted(Event):
         answer: The final answer (codec-encoded when it is not a string), or None.
         reason: Why it ended (``"finished"``, ``"self_check"``, ``"max_turns"``, ``"stuck"``, ...).
         rounds: Rounds recorded in the session after this run.
-        run_rounds: Rounds this run recorded (a continued session's earlier rounds not counted).
+        run_rounds: Rounds this run recorded (a continued session's earlier rounds not counted); None when
+            not known (an event made before the field existed).
     """
 
     type: ClassVar[str] = "run.completed"
@@ -340,7 +341,7 @@ class RunCompleted(Event):
     answer: Any = None
     reason: str = "finished"
     rounds: int = 0
-    run_rounds: int = 0
+    run_rounds: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -351,7 +352,7 @@ class RunFailed(Event):
         error: ``{"code", "message"}`` (the ``CodeactError.code`` and message).
         retryable: Whether retrying the same run may succeed (store or model outage).
         rounds: Rounds recorded in the session (all intact).
-        run_rounds: Rounds this run recorded.
+        run_rounds: Rounds this run recorded (None: not known).
     """
 
     type: ClassVar[str] = "run.failed"
@@ -359,7 +360,7 @@ class RunFailed(Event):
     error: dict[str, Any]
     retryable: bool = False
     rounds: int = 0
-    run_rounds: int = 0
+    run_rounds: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

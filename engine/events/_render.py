@@ -154,9 +154,10 @@ def render_event(event: Event, console: Console) -> None:
         args = call_args(event.arguments)
         console.print(Text(f"? {event.kind} needed: {event.toolkit}.{event.operation}({args})", style="yellow"))
     elif isinstance(event, RunCompleted):
-        plural = "s" if event.run_rounds != 1 else ""
-        session = f" ({event.rounds} in the session)" if event.rounds != event.run_rounds else ""
-        console.print(Text(f"✔ {event.reason} after {event.run_rounds} round{plural}{session}", style="green"))
+        done = event.rounds if event.run_rounds is None else event.run_rounds
+        plural = "s" if done != 1 else ""
+        session = f" ({event.rounds} in the session)" if event.rounds != done else ""
+        console.print(Text(f"✔ {event.reason} after {done} round{plural}{session}", style="green"))
     elif isinstance(event, RunFailed):
         console.print(Text(f"✖ [{event.error.get('code')}] {event.error.get('message')}", style="bold red"))
     elif isinstance(event, MessageCompleted) and event.purpose == "note":  # a flow's note (engine.flow)
