@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import collections
-import dataclasses
 import datetime
 import decimal
 import enum
 import fractions
 import json
+import sys
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -121,7 +121,8 @@ class _Decoder:
     def dataclass(self, obj: Mapping[str, Any]) -> Any:
         name, cls = self.cls(obj)
         fields = _mapping(obj["v"])
-        if cls is not None and dataclasses.is_dataclass(cls):
+        dataclasses = sys.modules.get("dataclasses")  # a dataclass exists only once something imported it
+        if cls is not None and dataclasses is not None and dataclasses.is_dataclass(cls):
             try:
                 init = {f.name: fields[f.name] for f in dataclasses.fields(cls) if f.init and f.name in fields}
                 instance = cls(**init)

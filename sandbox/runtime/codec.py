@@ -60,13 +60,13 @@ from __future__ import annotations
 
 import base64
 import collections
-import dataclasses
 import datetime
 import decimal
 import enum
 import fractions
 import json
 import math
+import sys
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -312,7 +312,8 @@ class _Encoder:
             return self.container(
                 value, lambda: _tagged("namedtuple", self.fields(value, names), **{"class": _class_name(value)})
             )
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        dataclasses = sys.modules.get("dataclasses")  # none exists before it is imported (a runtime does not)
+        if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
             names = [f.name for f in dataclasses.fields(value)]
             return self.container(
                 value, lambda: _tagged("dataclass", self.fields(value, names), **{"class": _class_name(value)})

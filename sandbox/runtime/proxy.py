@@ -158,9 +158,10 @@ class _Call:
 
     def __await__(self) -> Generator[Any, None, Any]:
         if not self._done:
-            import asyncio  # awaited: a loop runs, so asyncio is loaded already
+            loop = _get_running_loop()
+            if loop is None:  # a round run without an event loop (CompiledCode.loop_free): block as sync code does
+                return self.result()
 
-            loop = asyncio.get_running_loop()
             self._fut = loop.create_future()
             self._bridge._watch(loop)
             yield from self._fut.__await__()

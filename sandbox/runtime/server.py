@@ -395,7 +395,7 @@ class Runtime:
             if prelude is not None and not warm:
                 self._run(prelude, g)
                 self._redecode(params.get("variables") or {}, g)
-            self._run(code, g)
+            self._run(code, g, loop_free=params.get("loop_free") is True)
         except self._proxy.ControlSignal:
             pass
         except self._proxy.HostGone:
@@ -530,10 +530,19 @@ class Runtime:
                 with contextlib.suppress(Exception):
                     g[name] = decode(encoded, registry=registry)
 
-    def _run(self, code: types.CodeType, g: dict[str, Any]) -> None:
+    def _run(self, code: types.CodeType, g: dict[str, Any], *, loop_free: bool = False) -> None:
         result = eval(code, g)  # host-compiled under the policy (top-level await allowed)
         if result is None:  # no top-level await: no event loop, and no asyncio import (a cold start skips it)
             return
+        if loop_free and type(result) is types.CoroutineType:
+            # Its only awaits are inserted before toolkit calls, and awaiting a call with no loop
+            # running blocks on the socket: the coroutine runs to its end in one step, no loop needed.
+            try:
+                result.send(None)
+            except StopIteration:
+                return
+            result.close()
+            raise RuntimeError("the round's code awaited something other than a toolkit call without an event loop")
         import asyncio
 
         if asyncio.iscoroutine(result):
