@@ -10,7 +10,6 @@ import enum
 import fractions
 import json
 import sys
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -226,6 +225,12 @@ def _two(value: Any) -> tuple[Any, Any]:
     return items[0], items[1]
 
 
+def _uuid(obj: Mapping[str, Any]) -> Any:
+    import uuid  # here, not at the top: a runtime that never sees a UUID does not pay for the module
+
+    return uuid.UUID(_text(obj["v"]))
+
+
 def _fraction(obj: Mapping[str, Any]) -> fractions.Fraction:
     numerator, denominator = _two(obj["v"])
     return fractions.Fraction(_int(numerator), _int(denominator))
@@ -269,7 +274,7 @@ _DECODERS: dict[str, Callable[[_Decoder, Mapping[str, Any]], Any]] = {
     "decimal": lambda _d, o: decimal.Decimal(_text(o["v"])),
     "complex": lambda _d, o: _complex(o),
     "fraction": lambda _d, o: _fraction(o),
-    "uuid": lambda _d, o: uuid.UUID(_text(o["v"])),
+    "uuid": lambda _d, o: _uuid(o),
     "range": lambda _d, o: _range(o),
     "enum": _Decoder.enum,
     "dataclass": _Decoder.dataclass,

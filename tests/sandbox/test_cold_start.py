@@ -1,6 +1,6 @@
 """A cold start does only what the first result needs; what it skips still works when a round needs it.
 
-Real runtimes and real cgroups. The runtime imports asyncio, dataclasses, random and secrets only
+Real runtimes and real cgroups. The runtime imports asyncio, dataclasses, random, secrets and uuid only
 once a round uses them (an event loop, a dataclass, a recording view); the runtime's modules
 load from bytecode the host wrote (a read-only mount cannot cache it); the child enters its cgroup
 through ``/bin/sh`` before anything of the sandbox runs, and never runs when it cannot.
@@ -24,7 +24,7 @@ from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR
 pytestmark = [pytest.mark.integration]
 
 OPEN = Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))
-DEFERRED = ("asyncio", "dataclasses", "random", "secrets")
+DEFERRED = ("asyncio", "dataclasses", "random", "secrets", "uuid")
 LOADED = "import sys\nloaded = [m for m in " + repr(DEFERRED) + " if m in sys.modules]\n"
 
 
