@@ -11,8 +11,12 @@ up), ``cpu.max`` their CPU rate. Both layouts are handled:
   in the ``pids``, ``memory`` and ``cpu`` hierarchies; killing is a SIGKILL sweep while ``pids.max``
   is 0, so nothing can fork while it runs.
 
-The child enters the cgroup between ``fork`` and ``exec`` (:meth:`SandboxCgroup.enter`), before any
-sandboxed code exists. Nothing here is silently skipped: a missing controller raises
+The child enters the cgroup before it runs anything of the sandbox: a ``/bin/sh`` writes itself into
+the cgroup, then execs the sandbox's command (:meth:`SandboxCgroup.command`; it exits 126 when a write
+fails, so nothing runs outside). A Python ``preexec_fn`` (:meth:`SandboxCgroup.enter`) would do the
+same between ``fork`` and ``exec``, but it forces a full ``fork`` of the host: ~27 ms for a 250 MiB
+worker process, against ~1 ms for the ``vfork`` that asyncio's spawn uses without one.
+Nothing here is silently skipped: a missing controller raises
 :class:`~codeact.sandbox.errors.IsolationUnavailableError`, and the caller decides (see ``SubprocessSandbox``).
 """
 
@@ -28,6 +32,11 @@ from pathlib import Path
 from typing import Final
 
 from codeact.sandbox.errors import IsolationUnavailableError
+
+# $1: how many cgroup.procs files follow; then the files; then the command. "0": the writing process.
+_ENTER_AND_EXEC: Final = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do printf 0 >"$1" || exit 126; shift; n=$((n - 1)); done; exec "$@"'
+)
 
 __all__ = ["SandboxCgroup", "cgroup_support"]
 
@@ -144,6 +153,22 @@ class SandboxCgroup:
             _write(memory_dir / "memory.memsw.limit_in_bytes", str(memory_bytes))
         _write(cpu_dir / "cpu.cfs_period_us", str(_CPU_PERIOD_US))
         _write(cpu_dir / "cpu.cfs_quota_us", str(quota))
+
+    def command(self, argv: list[str]) -> list[str]:
+        """``argv`` behind a ``/bin/sh`` that first moves itself into the cgroup, then execs ``argv``.
+
+        The process keeps its pid through the ``exec`` (the spawner's pid is the command's). If a write
+        fails the shell exits with status 126 and ``argv`` never runs (fail closed).
+        """
+        return [
+            "/bin/sh",
+            "-c",
+            _ENTER_AND_EXEC,
+            "codeact-cgroup",
+            str(len(self._enter_paths)),
+            *self._enter_paths,
+            *argv,
+        ]
 
     def enter(self) -> None:
         """Move the calling process into the cgroup (a ``preexec_fn``: only raw syscalls here)."""

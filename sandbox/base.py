@@ -427,6 +427,7 @@ class Sandbox(abc.ABC):
             "prelude_source": prelude_source,
             "variables": data_vars,
             "restricted": compiled.restricted,
+            "loop_free": compiled.loop_free,
             "allowed_imports": sorted(policy.allowed_imports),
             "limits": self.limits.runtime_params(),
         }

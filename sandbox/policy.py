@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, TypeVar
 
-from codeact.sandbox._await_insert import _AwaitInserter
+from codeact.sandbox._await_insert import _COMBINATORS, _AwaitInserter
 from codeact.sandbox._last_value import show_last_value
 from codeact.sandbox.runtime.guards import (
     ALLOWED_DUNDER_METHODS,
@@ -102,12 +102,16 @@ class CompiledCode:
         source: The source it was compiled from.
         is_async: The code object is a coroutine (top-level ``await``, possibly inserted).
         restricted: Compiled with the RestrictedPython transform.
+        loop_free: A coroutine whose only awaits are the ones inserted before toolkit calls: the
+            runtime runs it without an event loop (each call blocks on the socket, as in a plain
+            ``def``), so a round that just calls tools pays neither asyncio's import nor a loop.
     """
 
     code: bytes
     source: str
     is_async: bool
     restricted: bool
+    loop_free: bool = False
 
 
 class CompileFailure(Exception):  # noqa: N818 - a result, not a CodeactError: the model fixes its code
@@ -176,6 +180,7 @@ def _compile_cached(source: str, policy: Policy, toolkit_names: frozenset[str], 
         tree = _retry_ast(lambda: ast.parse(source, filename=filename, mode="exec", type_comments=False))
     except SyntaxError as exc:
         raise _syntax_failure(exc, lines, filename) from None
+    loop_free = not _may_need_a_loop(tree)  # before the inserter adds its awaits
     inserter = _AwaitInserter(toolkit_names)
     tree = inserter.visit(tree)
     if filename == "<code>":  # the round's own code, not the prelude of restored definitions
@@ -191,12 +196,40 @@ def _compile_cached(source: str, policy: Policy, toolkit_names: frozenset[str], 
         raise _syntax_failure(exc, lines, filename) from None
     except (ValueError, TypeError) as exc:  # a malformed tree would be our bug; report it, do not crash
         raise CompileFailure(type="SyntaxError", message=str(exc), line=None, source_line=None) from None
+    is_async = bool(code.co_flags & inspect.CO_COROUTINE)
     return CompiledCode(
         code=marshal.dumps(code),
         source=source,
-        is_async=bool(code.co_flags & inspect.CO_COROUTINE),
+        is_async=is_async,
         restricted=policy.restricted,
+        loop_free=is_async and loop_free,
     )
+
+
+_LOOP_ATTRIBUTES: Final = _COMBINATORS | {"run_until_complete", "get_running_loop", "get_event_loop"}
+
+
+def _may_need_a_loop(tree: ast.Module) -> bool:
+    """Whether the code may await something other than a toolkit call (so it needs a real event loop).
+
+    Conservative: any ``await`` or ``async`` construct the code wrote itself, any mention of asyncio
+    (a name, an import) or of a loop or combinator method. Without a loop, code that reaches asyncio
+    another way (``__import__("asyncio")``) and asks it for the running loop gets none.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Await | ast.AsyncFor | ast.AsyncWith | ast.AsyncFunctionDef):
+            return True
+        if isinstance(node, ast.comprehension) and node.is_async:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _LOOP_ATTRIBUTES:
+            return True
+        if isinstance(node, ast.Name) and (node.id == "asyncio" or node.id in _LOOP_ATTRIBUTES):
+            return True
+        if isinstance(node, ast.alias) and "asyncio" in node.name:
+            return True
+        if isinstance(node, ast.ImportFrom) and "asyncio" in (node.module or ""):
+            return True
+    return False
 
 
 def _quote(line: int | None, lines: list[str]) -> tuple[str, str | None]:

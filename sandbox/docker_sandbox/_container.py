@@ -25,7 +25,7 @@ from codeact.sandbox.channel import Channel, RpcHandler
 from codeact.sandbox.docker_sandbox._engine import _client, _force_remove, _host_labels, map_docker_errors
 from codeact.sandbox.errors import IsolationUnavailableError, SandboxError
 from codeact.sandbox.image import ensure_image, image_tag
-from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR
+from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR, compile_runtime
 
 if TYPE_CHECKING:
     from codeact.sandbox.policy import Policy
@@ -328,6 +328,7 @@ class DockerSandbox(Sandbox):
         return f"docker({kernel}no-net,ro-root,caps-dropped,non-root){restricted}"
 
     def _spec(self) -> _ContainerSpec:
+        compile_runtime()  # the image's python3.11 reads the host's cpython-311 bytecode from the mount
         limits = self.limits
         return _ContainerSpec(
             image=self.image or image_tag(),

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import base64
 import collections
-import dataclasses
 import datetime
 import decimal
 import enum
 import fractions
 import json
-import uuid
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -121,7 +120,8 @@ class _Decoder:
     def dataclass(self, obj: Mapping[str, Any]) -> Any:
         name, cls = self.cls(obj)
         fields = _mapping(obj["v"])
-        if cls is not None and dataclasses.is_dataclass(cls):
+        dataclasses = sys.modules.get("dataclasses")  # a dataclass exists only once something imported it
+        if cls is not None and dataclasses is not None and dataclasses.is_dataclass(cls):
             try:
                 init = {f.name: fields[f.name] for f in dataclasses.fields(cls) if f.init and f.name in fields}
                 instance = cls(**init)
@@ -225,6 +225,12 @@ def _two(value: Any) -> tuple[Any, Any]:
     return items[0], items[1]
 
 
+def _uuid(obj: Mapping[str, Any]) -> Any:
+    import uuid  # here, not at the top: a runtime that never sees a UUID does not pay for the module
+
+    return uuid.UUID(_text(obj["v"]))
+
+
 def _fraction(obj: Mapping[str, Any]) -> fractions.Fraction:
     numerator, denominator = _two(obj["v"])
     return fractions.Fraction(_int(numerator), _int(denominator))
@@ -268,7 +274,7 @@ _DECODERS: dict[str, Callable[[_Decoder, Mapping[str, Any]], Any]] = {
     "decimal": lambda _d, o: decimal.Decimal(_text(o["v"])),
     "complex": lambda _d, o: _complex(o),
     "fraction": lambda _d, o: _fraction(o),
-    "uuid": lambda _d, o: uuid.UUID(_text(o["v"])),
+    "uuid": lambda _d, o: _uuid(o),
     "range": lambda _d, o: _range(o),
     "enum": _Decoder.enum,
     "dataclass": _Decoder.dataclass,

@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import re
 import sys
 import types
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from codeact.sandbox.runtime import codec
 from codeact.sandbox.runtime.guards import SANDBOX_MODULE_NAME
@@ -368,8 +367,7 @@ def _size(n: int) -> str:
     return f"{text} {unit}"
 
 
-@dataclasses.dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):  # not a dataclass: a runtime would import dataclasses (and inspect) to start
     """One ``def``/``async def``/``class`` statement the code ran at module level.
 
     Attributes:

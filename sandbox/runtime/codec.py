@@ -60,14 +60,13 @@ from __future__ import annotations
 
 import base64
 import collections
-import dataclasses
 import datetime
 import decimal
 import enum
 import fractions
 import json
 import math
-import uuid
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -312,7 +311,8 @@ class _Encoder:
             return self.container(
                 value, lambda: _tagged("namedtuple", self.fields(value, names), **{"class": _class_name(value)})
             )
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        dataclasses = sys.modules.get("dataclasses")  # none exists before it is imported (a runtime does not)
+        if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
             names = [f.name for f in dataclasses.fields(value)]
             return self.container(
                 value, lambda: _tagged("dataclass", self.fields(value, names), **{"class": _class_name(value)})
@@ -325,6 +325,9 @@ class _Encoder:
         for base, handler in _SUBCLASSES:
             if isinstance(value, base):
                 return handler(self, value)
+        uuid = sys.modules.get("uuid")  # a UUID exists only once its module is imported (a runtime does not)
+        if uuid is not None and isinstance(value, uuid.UUID):
+            return _tagged("uuid", str(value))
         raise Unencodable(f"cannot encode object of type {_class_name(value)!r}")
 
     def fields_of_mapping(self, value: Mapping[str, Any]) -> dict[str, Any]:
@@ -360,7 +363,6 @@ _EXACT: dict[type, Callable[[_Encoder, Any], Any]] = {
     decimal.Decimal: lambda _e, v: _tagged("decimal", str(v)),
     complex: lambda _e, v: _tagged("complex", [_float(v.real), _float(v.imag)]),
     fractions.Fraction: lambda _e, v: _tagged("fraction", [v.numerator, v.denominator]),
-    uuid.UUID: lambda _e, v: _tagged("uuid", str(v)),
     range: lambda _e, v: _tagged("range", [v.start, v.stop, v.step]),
 }
 
@@ -378,6 +380,5 @@ _SUBCLASSES: tuple[tuple[type, Callable[[_Encoder, Any], Any]], ...] = (
     (datetime.timedelta, _EXACT[datetime.timedelta]),
     (decimal.Decimal, _EXACT[decimal.Decimal]),
     (fractions.Fraction, _EXACT[fractions.Fraction]),
-    (uuid.UUID, _EXACT[uuid.UUID]),
     (complex, _EXACT[complex]),
 )

@@ -15,6 +15,9 @@ The module-level ``random`` functions use one generator, seeded in every round t
 change what the code sees: the runtime's own clock, asyncio's and the standard library's internal
 reads are untouched (feeding recorded times to asyncio would break its timers).
 
+``random``, ``uuid`` and ``secrets`` are imported here only when the code imports them (a view is
+built after the real import): at a runtime's start they would cost a tenth of a cold start.
+
 Not covered (documented in ``docs/replay.md``): modules reached another way (``importlib``, a
 toolkit's value), C extensions with their own clocks or generators, ``id()``/memory addresses.
 """
@@ -24,11 +27,8 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import os as _os
-import random as _random
-import secrets as _secrets
 import time as _time
 import types
-import uuid as _uuid
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -120,6 +120,8 @@ class Views:
         if self.seed is None:
             seed = self._recorded_seed
             self.seed = seed if seed is not None else int.from_bytes(_os.urandom(8), "big")
+            import random as _random
+
             _random.seed(self.seed)
 
     def end(self) -> dict[str, Any] | None:
@@ -288,6 +290,8 @@ def _datetime_view(views: Views) -> types.ModuleType:
 
 
 def _random_view(views: Views) -> types.ModuleType:
+    import random as _random
+
     m = _copy(_random)
     take = views.take
 
@@ -321,6 +325,8 @@ def _random_view(views: Views) -> types.ModuleType:
 
 
 def _uuid_view(views: Views) -> types.ModuleType:
+    import uuid as _uuid
+
     m = _copy(_uuid)
     take = views.take
 
@@ -346,6 +352,8 @@ def _os_view(views: Views) -> types.ModuleType:
 
 
 def _secrets_view(views: Views) -> types.ModuleType:
+    import secrets as _secrets
+
     m = _copy(_secrets)
     take = views.take
     system = views.view("random").__dict__["SystemRandom"]

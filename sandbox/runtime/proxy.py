@@ -5,23 +5,33 @@ return an awaitable; answers are read either by an event-loop reader callback (c
 so ``asyncio.gather`` over many calls overlaps on the host) or by a blocking read while the loop
 is paused (``_codeact_sync_`` inside a plain ``def``). Both paths share one buffer in one thread:
 no reader thread, no cross-thread wake-ups, so a call costs one frame each way.
+
+asyncio is not imported here: it costs about a third of a cold start, and the first round of most
+sessions runs no event loop. No loop can run before something imported asyncio, so the checks
+below look it up in ``sys.modules``; :mod:`codeact.sandbox.runtime._call_future` holds what needs it.
 """
 
 from __future__ import annotations
 
-import asyncio
+import collections.abc
 import os
 import select
 import signal
 import socket
 import sys
 import threading
+import types
 from collections import deque
 from collections.abc import Callable, Generator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from codeact.sandbox.runtime import artifacts as _artifacts
 from codeact.sandbox.runtime import protocol as _p
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from codeact.sandbox.runtime._call_future import CallFuture
 
 __all__ = [
     "Bridge",
@@ -38,7 +48,25 @@ __all__ = [
 _RECV: Final = 1 << 20
 _loads = _p.loads
 _dumps = _p.dumps
-_get_running_loop = asyncio._get_running_loop
+_AWAITABLE_TYPES: Final = (types.CoroutineType, types.GeneratorType, collections.abc.Coroutine)  # asyncio.iscoroutine's
+_CallFuture: type[CallFuture] | None = None  # set by _call_future_type() once a loop ran a call
+
+
+def _get_running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop of this thread, or None (always None while asyncio was never imported)."""
+    aio = sys.modules.get("asyncio")
+    return None if aio is None else aio._get_running_loop()
+
+
+def _call_future_type() -> type[CallFuture]:
+    global _CallFuture
+    if _CallFuture is None:
+        from codeact.sandbox.runtime._call_future import CallFuture
+
+        _CallFuture = CallFuture
+    return _CallFuture
+
+
 _FRAME: Final = '{"jsonrpc":"2.0","id":%d%s%s}}\n'  # id, _call_head(toolkit, operation), arguments
 
 
@@ -130,7 +158,10 @@ class _Call:
 
     def __await__(self) -> Generator[Any, None, Any]:
         if not self._done:
-            loop = asyncio.get_running_loop()
+            loop = _get_running_loop()
+            if loop is None:  # a round run without an event loop (CompiledCode.loop_free): block as sync code does
+                return self.result()
+
             self._fut = loop.create_future()
             self._bridge._watch(loop)
             yield from self._fut.__await__()
@@ -138,25 +169,6 @@ class _Call:
 
     def __repr__(self) -> str:
         return f"<pending toolkit call #{self.id}>"
-
-
-class _CallFuture(asyncio.Future):  # type: ignore[type-arg]
-    """A call made while an event loop runs: a future that, awaited directly, may skip the loop.
-
-    ``asyncio.gather`` and friends use it as the plain future it is. A direct ``await`` blocks on
-    the socket instead of going round the event loop when the loop has nothing else to do
-    (``Bridge._wait_inline``): a sequential call then costs one frame each way and no loop step.
-    """
-
-    __slots__ = ("_bridge",)
-    _bridge: Bridge
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        if not self.done():
-            self._bridge._wait_inline(self)
-        return (yield from super().__await__())
-
-    __iter__ = __await__
 
 
 class Bridge:
@@ -289,11 +301,11 @@ class Bridge:
             )
         self._next_id = id_
         loop = _get_running_loop()
-        target: _Call | _CallFuture
+        target: _Call | CallFuture
         if loop is None:
             target = _Call(self, id_)
         else:
-            target = _CallFuture(loop=loop)
+            target = (_CallFuture or _call_future_type())(loop=loop)
             target._bridge = self
             if self._loop is not loop:
                 self._watch(loop)
@@ -319,6 +331,11 @@ class Bridge:
             return value.result()
         if kind is _Call:
             return value.result()
+        if "asyncio" not in sys.modules:  # then nothing is a future, and a coroutine is rare: import only for one
+            if not isinstance(value, _AWAITABLE_TYPES) and not hasattr(value, "__await__"):
+                return value
+        import asyncio
+
         if isinstance(value, asyncio.Future):
             if not value.done():
                 if not any(t is value for t in self._pending.values()):
@@ -347,7 +364,7 @@ class Bridge:
         if loop is not None and not loop.is_closed():
             loop.remove_reader(self.sock.fileno())
 
-    def _wait_inline(self, target: _CallFuture) -> None:
+    def _wait_inline(self, target: CallFuture) -> None:
         """Read answers on the socket until ``target`` is resolved, if the event loop is idle.
 
         Awaiting a call normally goes round the event loop twice (the reader callback, then the
