@@ -382,7 +382,7 @@ class _Namespace:
         def _getattr_(obj: Any, name: str) -> Any:
             if name in ok_names:
                 value = getattr(obj, name)
-                if type(value) is ModuleType:
+                if isinstance(value, ModuleType):  # a subclass too (the slow path checks the same way)
                     return check_value(obj, name, value)
                 return value
             return slow_getattr(obj, name)

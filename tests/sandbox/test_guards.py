@@ -39,6 +39,11 @@ ALLOWED_NAMES = ", ".join(sorted(DEFAULT_IMPORTS))
 
 # (id, code, exception type, message fragment)
 HOSTILE_RUNTIME = [
+    pytest.param(
+        "import math\nclass M(type(math)):\n    pass\nclass Box:\n    pass\nb = Box()\nb.thing = 1\nb.thing\n"
+        "b.thing = M('os')\nb.thing",
+        AttributeError, "module 'os', which is not allowed", id="module-subclass-on-a-known-name",
+    ),
     pytest.param('getattr((), "__class__")', AttributeError, "attribute '__class__' is not allowed in sandboxed code",
                  id="getattr-class"),
     pytest.param('getattr(getattr(type, "__subclasses__"), "x")', AttributeError, "'__subclasses__' is not allowed",
