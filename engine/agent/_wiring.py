@@ -144,7 +144,21 @@ def prompt_config_for(spec: AgentSpec) -> PromptConfig:
         fim_tokens=fim_tokens,
         # inline thought: the code reply is the round's only reply, so it states the next goal too
         next_goal=codeact.thought == "inline",
+        **_prompt_block(spec),
     )
+
+
+def _prompt_block(spec: AgentSpec) -> dict[str, Any]:
+    """The blueprint's ``prompt:`` block (platform, sections, templates, overrides) as prompt-config fields."""
+    block = spec.blueprint.prompt
+    if block is None:
+        return {}
+    fields: dict[str, Any] = {"templates": dict(block.templates), "overrides": dict(block.overrides)}
+    if block.platform is not None:
+        fields["platform"] = block.platform
+    if block.sections is not None:
+        fields["sections"] = tuple(block.sections)
+    return fields
 
 
 def knowledge_for(spec: AgentSpec) -> KnowledgeBase | None:

@@ -55,6 +55,7 @@ __all__ = [
     "ModelRoute",
     "ModelRoutes",
     "PluginEntry",
+    "PromptBlock",
     "SUPPORTED_VERSIONS",
     "SandboxBlock",
     "SandboxLimits",
@@ -369,6 +370,22 @@ class FlowBlock(_Block):
     interrupt_before: Annotated[list[str | None], BeforeValidator(_none_to_list)] = Field(default_factory=list)
 
 
+class PromptBlock(_Block):
+    """``prompt:``, how the agent's system prompt is assembled (seed 001's prompt sections; codeact files).
+
+    Attributes:
+        platform: The platform the agent works for (the Platform section), e.g. ``Acme's support desk``.
+        sections: The system sections, in order (names from ``codeact.segments.SECTION_NAMES``).
+        templates: Per-section template of the prompts package (``{role: system_role.j2}``).
+        overrides: Per-section literal text replacing the template (``{{ name }}`` substituted).
+    """
+
+    platform: str | None = None
+    sections: list[str] | None = None
+    templates: _Options = Field(default_factory=dict)
+    overrides: _Options = Field(default_factory=dict)
+
+
 class Blueprint(_Block):
     """An agent blueprint as loaded from YAML (after ``extend`` inheritance).
 
@@ -380,7 +397,7 @@ class Blueprint(_Block):
     """
 
     codeact_only: ClassVar[frozenset[str]] = frozenset(
-        {"extend", "toolkits", "subagents", "flow", "knowledge", "outputSchema"}
+        {"extend", "toolkits", "subagents", "flow", "knowledge", "outputSchema", "prompt"}
     )
 
     schema_uri: str | None = Field(default=None, alias="$schema")
@@ -402,6 +419,7 @@ class Blueprint(_Block):
     knowledge: KnowledgeBlock | None = None
     # seed 002's BaseAgent.outputSchema: a JSON Schema the final answer must match (engine/agent/output.py).
     output_schema: dict[str, Any] | None = None
+    prompt: PromptBlock | None = None
     extensions: _Options = Field(default_factory=dict)
 
     # Filled by the loader; excluded from dumps (and so from the blueprint hash).

@@ -138,6 +138,7 @@ class _Checks:
         self.subagents()
         self.knowledge()
         self.output_schema()
+        self.prompt()
         self.session(self.bp.session)
         self.sandbox(self.bp.sandbox)
         self.workflow(self.bp.workflow)
@@ -489,6 +490,29 @@ class _Checks:
         from codeact.engine.blueprint._output import check_output_schema
 
         self.issues.extend(check_output_schema(self.bp.output_schema))
+
+    def prompt(self) -> None:
+        """``prompt:``: the sections, templates and overrides as the prompt builder checks them."""
+        block = self.bp.prompt
+        if block is None:
+            return
+        from pydantic import ValidationError
+
+        from codeact.segments import PromptConfig
+
+        for key, value in (
+            ("platform", block.platform),
+            ("sections", block.sections),
+            ("templates", block.templates),
+            ("overrides", block.overrides),
+        ):
+            if value is None:
+                continue
+            try:
+                PromptConfig.model_validate({key: tuple(value) if key == "sections" else value})
+            except ValidationError as exc:
+                message = "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors())
+                self.error(f"$.prompt.{key}", "blueprint.prompt.invalid", f"prompt.{key}: {message}.")
 
     def session(self, session: SessionBlock | None) -> None:
         if session is None:
