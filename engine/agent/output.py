@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,11 +22,11 @@ from pydantic import BaseModel, ValidationError
 
 from codeact import prompts
 from codeact.engine.agent.context import Outcome
+from codeact.engine.blueprint.json_text import json_in_text
 from codeact.engine.errors import CodeactError
 
 __all__ = ["OutputSchema", "output_schema_for", "review"]
 
-_FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?```", re.DOTALL)
 _SHOWN = 2_000
 
 
@@ -62,7 +61,7 @@ class OutputSchema:
 
         value = plain(answer)
         if isinstance(value, str) and self.schema.get("type") != "string":
-            parsed, problem = _json_in(value)
+            parsed, problem = json_in_text(value)
             if problem is not None:
                 return value, problem
             value = parsed
@@ -99,26 +98,6 @@ class OutputSchema:
         if len(text) > _SHOWN:
             text = text[:_SHOWN] + " ..."
         return prompts.render("output_invalid.j2", problem=problem, answer=text, schema=self.shown()).strip()
-
-
-def _json_in(text: str) -> tuple[Any, str | None]:
-    """The JSON value of an answer given as text: all of it, a fenced block in it, or its outermost ``{}``/``[]``.
-
-    Real models put prose around the JSON ("Here it is: ```json ...```").
-    """
-    stripped = text.strip()
-    candidates = [stripped, *(m.group(1) for m in _FENCE.finditer(stripped))]
-    for opening, closing in ("{}", "[]"):
-        start, end = stripped.find(opening), stripped.rfind(closing)
-        if 0 <= start < end:
-            candidates.append(stripped[start : end + 1])
-    first_error = ""
-    for candidate in candidates:
-        try:
-            return json.loads(candidate), None
-        except ValueError as exc:
-            first_error = first_error or str(exc)
-    return None, f"it is not JSON ({first_error})"
 
 
 def output_schema_for(output_type: Any, blueprint_schema: Any) -> OutputSchema | None:

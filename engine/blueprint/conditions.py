@@ -23,17 +23,16 @@ Examples: ``classify.kind == "refund"``, ``review.score >= 7 and not review.bloc
 from __future__ import annotations
 
 import ast
-import json
 import operator
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from codeact.engine.blueprint.json_text import json_in_text
+
 __all__ = ["Condition", "ConditionError", "parse_condition"]
 
 _MAX_CHARS: Final = 500
-_FENCE: Final = re.compile(r"```[A-Za-z]*[ \t]*\n(.*?)\n?```", re.DOTALL)
 _CONSTANTS: Final = {"true": True, "false": False, "null": None}
 _COMPARE: Final[dict[type[ast.cmpop], Callable[[Any, Any], Any]]] = {
     ast.Eq: operator.eq,
@@ -174,30 +173,9 @@ def _eval(node: ast.expr, state: Mapping[str, Any]) -> Any:
 def _item(value: Any, key: Any) -> Any:
     """``value[key]``, or null when it is not there; a string holding a JSON object or array is read as it."""
     if isinstance(value, str):
-        value = _json_in(value)
+        value, _ = json_in_text(value)  # a JSON object or array in the text, else not an item
     if isinstance(value, Mapping):
         return value.get(key) if isinstance(key, str) else None
     if isinstance(value, list | tuple) and isinstance(key, int) and not isinstance(key, bool):
         return value[key] if -len(value) <= key < len(value) else None
-    return None
-
-
-def _json_in(text: str) -> Any:
-    """The JSON object or array a step's answer holds: all of it, a fenced block, or its outermost ``{}``/``[]``.
-
-    Models put prose around the JSON ("Here is the classification: ```json {...} ```"); None when there is none.
-    """
-    stripped = text.strip()
-    candidates = [stripped, *(m.group(1) for m in _FENCE.finditer(stripped))]
-    for opening, closing in ("{}", "[]"):
-        start, end = stripped.find(opening), stripped.rfind(closing)
-        if 0 <= start < end:
-            candidates.append(stripped[start : end + 1])
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, dict | list):
-            return data
     return None
