@@ -278,6 +278,8 @@ def run_command(
             spinner=spinner,
             user=user,
             strict=strict,
+            # --json prints the chunks; a terminal counts them on the spinner while a slow model writes
+            stream=json_output or err.is_terminal,
         )
     except _Usage as exc:
         typer.echo(str(exc), err=True)
@@ -370,6 +372,7 @@ def _build(
     spinner: _Spinner,
     user: str | None = None,
     strict: bool = False,
+    stream: bool = False,
 ) -> Any:
     from codeact.engine.agent import Agent, default_sandbox_factory
     from codeact.engine.agent._assemble import model_routes as _model_routes  # shared with Agent.from_blueprint
@@ -418,7 +421,7 @@ def _build(
             allow=allow,
             registry=_loaded(toolkits),
             approver=_approver(approve_all, deny_all, spinner),
-            stream=json_output,
+            stream=stream,
             strict=strict,
         )
     try:
@@ -461,7 +464,7 @@ def _build(
             registry=registry,
             sandbox_factory=factory,
             approver=approver,
-            stream=json_output,
+            stream=stream,
             user=user,
         )
     except BaseException:
@@ -552,6 +555,7 @@ async def _drive(
     session_id = session
     produced: set[tuple[int, str]] = set()
     status = None if json_output or not console.is_terminal else console.status("working...", spinner="dots")
+    written = 0  # characters of the model's reply streamed so far this round (shown on the spinner)
     spinner.status = status
     interrupted = False
     try:
@@ -568,7 +572,12 @@ async def _drive(
                 sys.stdout.flush()
             else:
                 if status is not None:
-                    status.update(_status_text(event))
+                    written = 0 if event.type == "round.started" else written
+                    if event.type == "message.delta":
+                        written += len(getattr(event, "text", ""))
+                        status.update(f"the model is writing... {written:,} characters")
+                    else:
+                        status.update(_status_text(event))
                 render_event(event, console)
     except asyncio.CancelledError:
         # Ctrl-C (asyncio.run cancels this task): the agent recorded the round in progress as

@@ -70,6 +70,7 @@ class Reply:
     tool_chunk: int = 7  # characters of a tool call's arguments per streamed fragment
     drop_after: int | None = None  # stream: the connection drops after this many events (no [DONE])
     delay_s: float = 0.0  # the server "generates" this long before it answers (a slow local model)
+    chunk_delay_s: float = 0.0  # stream: the pause before each piece (a model writing a few tokens a second)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -379,6 +380,8 @@ class _Handler(BaseHTTPRequestHandler):
             frames = frames[: reply.drop_after]
         self.end_headers()
         for frame in frames:
+            if reply.chunk_delay_s:
+                time.sleep(reply.chunk_delay_s)
             self.wfile.write(frame)
             self.wfile.flush()
         if reply.drop_after is not None:
