@@ -27,7 +27,10 @@ id: slow
 model: {provider: openai-compatible, model: openai/test-model}
 workflow: {maxTurns: 2, codeact: {thought: 'off'}}
 """
-REPLY = "```python\nwords = 'a slow local model writes this reply a few tokens at a time'.split()\nsystem.finish(len(words))\n```"
+REPLY = (
+    "```python\nwords = 'a slow local model writes this reply a few tokens at a time'.split()\n"
+    "system.finish(len(words))\n```"
+)
 
 
 def test_the_spinner_counts_what_a_slow_model_has_written(tmp_path: Path, openai_server: OpenAIServer) -> None:
