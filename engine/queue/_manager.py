@@ -181,7 +181,16 @@ class QueueRunManager:
         from codeact.engine.runner import ResultMapper
 
         request = json.loads(info.get("request") or "{}")
-        return ResultMapper(run_id, show_work=bool(request.get("show_work", True)))
+        context = request.get("context")
+        delivery = context.get("delivery") if isinstance(context, dict) else None
+        delivery = delivery if isinstance(delivery, dict) else {}
+        size = delivery.get("max_message_size")
+        return ResultMapper(
+            run_id,
+            show_work=bool(request.get("show_work", True)),
+            streaming=bool(delivery.get("supports_streaming", False)),  # as the in-process runner: the host says
+            max_message_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        )
 
     def _envelopes(self, mapper: ResultMapper, entry: Mapping[str, Any], started: list[bool]) -> list[RunnerResult]:
         """The protocol results of one stream entry (engine events through the mapper; queue entries as needed)."""

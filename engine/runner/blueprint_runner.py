@@ -186,8 +186,14 @@ class BlueprintRunner:
                 Its ``thread_id`` must be unset: the conversation picks the session.
         """
         deadline = context.runtime.deadline_at
+        delivery = context.delivery
         mapper = ResultMapper(
-            run_id, show_work=self.show_work, expires_at=deadline, interactive=interactions is not None
+            run_id,
+            show_work=self.show_work,
+            expires_at=deadline,
+            interactive=interactions is not None,
+            streaming=delivery.supports_streaming,  # no chunks to a surface that cannot show them
+            max_message_size=delivery.max_message_size,
         )
         if deadline is not None and deadline <= time.time():
             yield mapper.failed(

@@ -193,15 +193,28 @@ class ResultMapper:
         expires_at: Unix time after which interaction requests expire (the run's deadline).
         interactive: Whether someone can answer an approval; when not, an approval request becomes
             a ``processor.log`` warning (the call is denied) instead of a request nobody answers.
+        streaming: Whether the host takes ``message.delta`` chunks (the context's
+            ``delivery.supports_streaming``); when not, every message arrives whole.
+        max_message_size: The longest message the host's surface takes (``delivery.max_message_size``,
+            characters); a longer one is sent as several messages, split at a line or word break.
     """
 
     def __init__(
-        self, run_id: str, *, show_work: bool = False, expires_at: float | None = None, interactive: bool = True
+        self,
+        run_id: str,
+        *,
+        show_work: bool = False,
+        expires_at: float | None = None,
+        interactive: bool = True,
+        streaming: bool = True,
+        max_message_size: int | None = None,
     ) -> None:
         self.run_id = run_id
         self.show_work = show_work
         self.expires_at = expires_at
         self.interactive = interactive
+        self.streaming = streaming
+        self.max_message_size = max_message_size if max_message_size and max_message_size > 0 else None
         self.sequence = 0
         self.usage: dict[str, int] = {}
         self.session_id: str | None = None
@@ -264,7 +277,7 @@ class ResultMapper:
             state = StateUpdatedPayload(scope="conversation", key=SESSION_STATE_KEY, value=event.session_id)
             return [self.result("state.updated", state, timestamp=ts)]
         if isinstance(event, MessageDelta):
-            if not (self.show_work or event.purpose in _USER_FACING):
+            if not self.streaming or not (self.show_work or event.purpose in _USER_FACING):
                 return []
             if self._streaming is None:
                 self._streaming = self._next_message_id()
@@ -283,18 +296,18 @@ class ResultMapper:
             streamed, self._streaming = self._streaming, None
             if not (self.show_work or event.purpose in _USER_FACING):
                 return []
-            completed = self._message(event.text, ts, purpose=_purpose(event.purpose), message_id=streamed)
+            completed = self._messages_of(event.text, ts, purpose=_purpose(event.purpose), message_id=streamed)
             if event.purpose not in _USER_FACING:
-                reply_id = str(completed.data["message"]["resp_message_id"])
+                reply_id = str(completed[0].data["message"]["resp_message_id"])
                 self._last_reply[event.round] = reply_id
                 if event.purpose == "code":
                     self._code_reply[event.round] = reply_id
-            return [completed]
+            return completed
         if isinstance(event, SegmentCreated):
             if not self.show_work or event.segment.get("kind") != "Thought":
                 return []
             parent = self._last_reply.get(event.round)
-            return [self._message(str(event.segment.get("content", "")), ts, purpose="thought", parent_id=parent)]
+            return self._messages_of(str(event.segment.get("content", "")), ts, purpose="thought", parent_id=parent)
         if isinstance(event, CodeStarted):
             self._code_round = event.round
             started = ToolCallStartedPayload(
@@ -381,6 +394,19 @@ class ResultMapper:
         payload = MessageCompletedPayload(message=message)
         return self.result("message.completed", payload, timestamp=ts, parent_id=parent_id)
 
+    def _messages_of(
+        self, text: str, ts: float, *, purpose: str, message_id: str | None = None, parent_id: str | None = None
+    ) -> list[RunnerResult]:
+        """``text`` as one message, or as several of at most ``max_message_size`` characters.
+
+        The first part keeps ``message_id`` (the streamed chunks built it); the others get new ids.
+        """
+        parts = split_message(text, self.max_message_size)
+        return [
+            self._message(part, ts, purpose=purpose, message_id=message_id if i == 0 else None, parent_id=parent_id)
+            for i, part in enumerate(parts)
+        ]
+
     def _code_call_id(self, round_index: int) -> str:
         return f"{self.run_id}-code-{round_index}"
 
@@ -422,9 +448,9 @@ class ResultMapper:
                 action=INTERACTION_REQUESTED_ACTION, payload=request.model_dump(mode="json")
             )
             out.append(self.result("action.requested", action, timestamp=ts))
-            out.append(self._message(request.fallback_text, ts, purpose="answer"))
+            out.extend(self._messages_of(request.fallback_text, ts, purpose="answer"))
         elif event.answer is not None:
-            out.append(self._message(_text(event.answer), ts, purpose="answer"))
+            out.extend(self._messages_of(_text(event.answer), ts, purpose="answer"))
         done = RunCompletedPayload(finish_reason=event.reason or "stop")
         out.append(self.result("run.completed", done, usage=True, timestamp=ts))
         return out
@@ -434,3 +460,27 @@ class ResultMapper:
             value = usage.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 self.usage[key] = self.usage.get(key, 0) + value
+
+
+def split_message(text: str, limit: int | None) -> list[str]:
+    """``text`` in parts of at most ``limit`` characters (``[text]`` when it fits, or with no limit).
+
+    Each part is cut at the last line break of its window, else the last space; a word longer than
+    ``limit`` is cut where it must.
+    """
+    if limit is None or len(text) <= limit:
+        return [text]
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = window.rfind("\n")
+        if cut <= 0:
+            cut = window.rfind(" ")
+        if cut <= 0:
+            cut = limit
+        parts.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip("\n ")
+    if rest:
+        parts.append(rest)
+    return [p for p in parts if p] or [text[:limit]]
