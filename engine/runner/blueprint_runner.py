@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import re
+import secrets
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -28,12 +30,14 @@ from codeact.engine.runner.proxy import (
     HostTransport,
     RunAPIProxy,
 )
+from codeact.engine.telemetry import attached
 from codeact.sandbox.aio import wait_for
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, RunConfig
     from codeact.engine.blueprint import Blueprint
+    from codeact.engine.events import Event
     from codeact.engine.flow import FlowAgent
     from codeact.engine.model import ModelClient
 
@@ -225,17 +229,26 @@ class BlueprintRunner:
         # Image and file contents travel as the message's parts: the same path as Agent.run(message).
         message: Any = {"role": "user", "content": [{"type": "text", "text": text}, *parts]} if parts else text
         events = agent.run(message, session_id=session_id_for(context), config=config)
+        # The host's runtime.trace_id: the run's spans continue the host's trace (when tracing is on). The
+        # run starts at its first step, so that step starts under the host's trace context.
+        first: asyncio.Future[Event] | None = None
+        carrier = _trace_carrier(context.runtime.trace_id)
+        if carrier is not None:
+            with attached(carrier):
+                first = asyncio.ensure_future(anext(events))
         ended = False
         try:
             while not ended:
+                step: Awaitable[Event] = first if first is not None else anext(events)
+                first = None
                 try:
                     if deadline is None:
-                        event = await anext(events)
+                        event = await step
                     else:
                         remaining = deadline - time.time()
                         if remaining <= 0:
                             raise TimeoutError
-                        event = await wait_for(anext(events), remaining)
+                        event = await wait_for(step, remaining)
                 except StopAsyncIteration:
                     break
                 except CodeactError as exc:  # the input was refused before the run started (a file part)
@@ -384,3 +397,16 @@ class FlowRunner(BlueprintRunner):
         proxy: RunAPIProxy | None,
     ) -> Any:
         return FlowEvents(self.flow)
+
+
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _trace_carrier(trace_id: str | None) -> dict[str, str] | None:
+    """A W3C ``traceparent`` carrier continuing the host's trace (a fresh parent span id), or None.
+
+    Only a W3C trace id is taken (32 lowercase hex digits, not all zero); anything else is ignored.
+    """
+    if not isinstance(trace_id, str) or not _TRACE_ID.fullmatch(trace_id) or not int(trace_id, 16):
+        return None
+    return {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01"}
