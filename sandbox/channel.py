@@ -167,6 +167,10 @@ class _Connection(asyncio.Protocol):
         finally:
             del buf[:start]
 
+    def drop_buffer(self) -> None:
+        """Free the read buffer (the connection is closed; nothing more is read)."""
+        self._buf = bytearray()
+
     def eof_received(self) -> bool | None:
         if self._buf and not self._discarding and self.authenticated:
             # A truncated last frame (no newline): answer it, then let the connection close.
@@ -325,6 +329,8 @@ class Channel:
         self._config_file: Path | None = None
         self.big_frames = False
         """A frame over 1 MiB went through since the last ``end_round()`` (its memory is given back then)."""
+        self.big_seen = False
+        """A frame over 1 MiB went through in this session (its buffers are given back at close too)."""
         self.rpc_count = 0
         """Toolkit calls received since the last ``begin_round()``."""
         # The round clock pauses while the code waits on the host: calls in flight, since when, and the
@@ -539,7 +545,7 @@ class Channel:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         if self.big_frames:
-            self.big_frames = False
+            self.big_frames, self.big_seen = False, True
             release_memory()
         return self.rpc_count
 
@@ -624,8 +630,12 @@ class Channel:
                 self._connected.set_exception(ChannelClosedError("the bridge channel was closed"))
                 self._connected.exception()
         shutil.rmtree(self.directory, ignore_errors=True)
-        if self.big_frames:
-            self.big_frames = False
+        if self.big_frames or self.big_seen:
+            # The connection's read buffer grew to the largest frame (or an oversized line's 8 MiB): drop it,
+            # then give the heap's free memory back, or the host stays at its peak after bridge abuse.
+            if self._peer is not None:
+                self._peer.drop_buffer()
+            self.big_frames = self.big_seen = False
             release_memory()
 
 
