@@ -133,11 +133,10 @@ class CodeActLoop:
                 outcome = await self._round()
             if outcome is None:
                 continue
-            checked = review(ctx.output, outcome, repaired=ctx.output_repaired)
+            checked = review(ctx, outcome)
             if isinstance(checked, Outcome):
                 return checked
             # The answer does not match the output schema: the model is told once, in one more round.
-            ctx.output_repaired = True
             ctx.add_segment(SegmentKind.EVALUATION, checked, tags=("output",))
             last_round = self._last_round = max(last_round, ctx.round + 1)
         return Outcome(

@@ -77,11 +77,10 @@ class ReactLoop:
                 outcome = await self._turn(messages)
             if outcome is None:
                 continue
-            checked = review(ctx.output, outcome, repaired=ctx.output_repaired)
+            checked = review(ctx, outcome)
             if isinstance(checked, Outcome):
                 return checked
             # The answer does not match the output schema: the model is told once, in one more turn.
-            ctx.output_repaired = True
             ctx.add_segment(SegmentKind.CONTEXT, checked, tags=("output",))
             if outcome.reason == "answered":  # its text answer, not yet among the messages
                 messages.append({"role": "assistant", "content": str(outcome.answer)})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from codeact.engine.errors import ModelError
 from codeact.engine.model._litellm import _litellm
@@ -62,9 +63,8 @@ def _transport_error(exc: BaseException) -> type[ModelProviderError] | None:
     return None
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+def retry_after_of(headers: Any) -> float | None:
+    """The seconds a response's ``retry-after`` header asks for (None: absent or not a number)."""
     if headers is None:
         return None
     try:
@@ -72,6 +72,25 @@ def _retry_after(exc: BaseException) -> float | None:
         return float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def status_error_class(status: int | None) -> type[ModelProviderError]:
+    """The error class an HTTP status means.
+
+    429 rate limited, 401/403 refused credentials, 404 not found, 5xx the server's fault, another 4xx a
+    bad request; anything else a provider error.
+    """
+    if status == 429:
+        return ModelRateLimitError
+    if status in (401, 403):
+        return ModelAuthError
+    if status == 404:
+        return ModelNotFoundError
+    if status is not None and status >= 500:
+        return ModelServerError
+    if status is not None and 400 <= status < 500:
+        return ModelBadRequestError
+    return ModelProviderError
 
 
 def _translate(exc: Exception, *, model: str | None, provider: str | None) -> ModelError:
@@ -94,26 +113,23 @@ def _translate(exc: Exception, *, model: str | None, provider: str | None) -> Mo
     elif transport is not None:
         cls = transport
         status = None
-    elif isinstance(exc, litellm.RateLimitError) or status == 429:
-        cls = ModelRateLimitError
-    elif status in (401, 403) or isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
-        cls = ModelAuthError
-    elif isinstance(exc, litellm.NotFoundError) or status == 404:
-        cls = ModelNotFoundError
-    elif (status is not None and status >= 500) or isinstance(
-        exc, litellm.ServiceUnavailableError | litellm.InternalServerError | litellm.BadGatewayError
-    ):
-        cls = ModelServerError
-    elif (status is not None and 400 <= status < 500) or isinstance(exc, litellm.BadRequestError):
-        cls = ModelBadRequestError
     else:
-        cls = ModelProviderError
+        # litellm's own class, else what the status means, in this order (a 429 is rate limiting first)
+        by_status = status_error_class(status)
+        by_type: tuple[tuple[type[ModelProviderError], tuple[type[BaseException], ...]], ...] = (
+            (ModelRateLimitError, (litellm.RateLimitError,)),
+            (ModelAuthError, (litellm.AuthenticationError, litellm.PermissionDeniedError)),
+            (ModelNotFoundError, (litellm.NotFoundError,)),
+            (ModelServerError, (litellm.ServiceUnavailableError, litellm.InternalServerError, litellm.BadGatewayError)),
+            (ModelBadRequestError, (litellm.BadRequestError,)),
+        )
+        cls = next((c for c, types in by_type if isinstance(exc, types) or by_status is c), ModelProviderError)
     return cls(
         _detail(exc),
         status_code=status,
         provider=provider or getattr(exc, "llm_provider", None),
         model=model,
-        retry_after=_retry_after(exc),
+        retry_after=retry_after_of(getattr(getattr(exc, "response", None), "headers", None)),
     )
 
 

@@ -25,16 +25,13 @@ from typing import Any
 
 import httpx
 
-from codeact.engine.model._errors_map import MISSING_KEY
+from codeact.engine.model._errors_map import MISSING_KEY, retry_after_of, status_error_class
 from codeact.engine.model._wire import as_object
 from codeact.engine.model.errors import (
     ModelAuthError,
-    ModelBadRequestError,
     ModelConnectionError,
     ModelContextWindowError,
-    ModelNotFoundError,
     ModelProviderError,
-    ModelRateLimitError,
     ModelServerError,
     ModelTimeoutError,
 )
@@ -69,14 +66,6 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        value = response.headers.get("retry-after")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _status_error(response: httpx.Response, *, model: str, provider: str | None) -> ModelProviderError:
     status = response.status_code
     try:
@@ -92,17 +81,9 @@ def _status_error(response: httpx.Response, *, model: str, provider: str | None)
         cls = ModelContextWindowError
     elif MISSING_KEY.search(message):
         cls, code = ModelAuthError, None
-    elif status == 429:
-        cls = ModelRateLimitError
-    elif status in (401, 403):
-        cls = ModelAuthError
-    elif status == 404:
-        cls = ModelNotFoundError
-    elif status >= 500:
-        cls = ModelServerError
     else:
-        cls = ModelBadRequestError
-    return cls(message, status_code=code, provider=provider, model=model, retry_after=_retry_after(response))
+        cls = status_error_class(status)  # an error response: 4xx or 5xx
+    return cls(message, status_code=code, provider=provider, model=model, retry_after=retry_after_of(response.headers))
 
 
 def _transport_error(exc: httpx.HTTPError, *, model: str, provider: str | None) -> ModelProviderError:
