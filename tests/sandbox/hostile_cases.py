@@ -700,6 +700,28 @@ CASES: tuple[HostileCase, ...] = (
             """
         ),
     ),
+    # Rounds without an await of their own now run without an event loop (issue 38), and a session that
+    # moved big frames frees its read buffer at close: oversized frames on the round's own authenticated
+    # connection, from such a round, are refused at the frame cap, reach no handler, end at the deadline
+    # and leave the sandbox usable (the policy refuses `__self__`; full CPython reaches the socket).
+    HostileCase(
+        id="bridge-oversize-flood-loop-free",
+        category="bridge",
+        exhausting=True,
+        code=_dedent(
+            r"""
+            sock = _codeact_sync_.__self__.sock
+            head = b'{"jsonrpc":"2.0","id":1,"method":"call","params":{"toolkit":"vault","operation":"read",' \
+                   b'"arguments":{"x":"'
+            chunk = b'y' * (1024 * 1024)
+            while True:
+                sock.sendall(head)
+                for _ in range(9):  # 9 MiB: over the 8 MiB frame cap
+                    sock.sendall(chunk)
+                sock.sendall(b'"}}}\n')
+            """
+        ),
+    ),
     HostileCase(
         id="bridge-connect-no-auth-call",
         category="bridge",
