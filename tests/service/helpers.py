@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,26 @@ def stream_run(client: httpx.Client, runner_id: str, ctx: dict[str, Any]) -> lis
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         return list(read_sse(response))
+
+
+@contextmanager
+def serve_blueprint(tmp: Path, blueprint: str, base_url: str, *, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """`codeact serve` of one blueprint (written to ``tmp/agent.yaml``) whose model is the OpenAI-compatible
+    server at ``base_url``; it must stop cleanly (exit 0) when the block ends."""
+    path = tmp / "agent.yaml"
+    path.write_text(blueprint)
+    repo = str(Path(__file__).resolve().parents[2])
+    served = start_server(
+        tmp, [path], "--model", "openai/test-model", "--base-url", base_url, env={"PYTHONPATH": repo, **(env or {})}
+    )
+    yield served
+    assert stop_server(served) == 0, served.stderr.read_text()
+
+
+def run_envelopes(served: Served, runner_id: str, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """POST one run as SSE to ``served`` and return its envelopes (each event's data)."""
+    with served.client() as client:
+        return [e.data for e in stream_run(client, runner_id, ctx)]
 
 
 def sandbox_processes(session_id: str) -> list[int]:

@@ -8,15 +8,13 @@ model sends the user a long message and finishes with a long answer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.openai_server import OpenAIServer, serve
-from tests.service.helpers import Served, context, read_sse, start_server, stop_server
+from tests.engine.openai_server import OpenAIServer
+from tests.service.helpers import Served, context, run_envelopes, serve_blueprint
 
-REPO = Path(__file__).resolve().parents[2]
 RUNNER = "chat-agent"
 BLUEPRINT = f"""\
 version: codeact.agent/v1
@@ -32,32 +30,15 @@ REPLY = f"```python\nsystem.send_message({NOTE!r})\nsystem.finish({ANSWER!r})\n`
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[OpenAIServer]:
-    with serve() as server:
+def served(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer) -> Iterator[Served]:
+    with serve_blueprint(tmp_path_factory.mktemp("delivery"), BLUEPRINT, model_server.base_url) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, model: OpenAIServer) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("delivery")
-    (tmp / "agent.yaml").write_text(BLUEPRINT)
-    server = start_server(
-        tmp, [tmp / "agent.yaml"], "--model", "openai/test-model", "--base-url", model.base_url,
-        env={"PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-    yield server
-    assert stop_server(server) == 0, server.stderr.read_text()
 
 
 def _run(served: Served, delivery: dict[str, Any]) -> list[dict[str, Any]]:
     ctx = context("How many boxes are there?")
     ctx["delivery"] = {"surface": "chat", **delivery}
-    with served.client() as client:
-        with client.stream(
-            "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
-        ) as response:
-            assert response.status_code == 200, response.read()
-            envelopes = [e.data for e in read_sse(response)]
+    envelopes = run_envelopes(served, RUNNER, ctx)
     assert envelopes[-1]["type"] == "run.completed", envelopes[-1]
     return envelopes
 
@@ -66,22 +47,22 @@ def _said(envelopes: list[dict[str, Any]]) -> list[str]:
     return [str(e["data"]["message"]["content"]) for e in envelopes if e["type"] == "message.completed"]
 
 
-def test_a_surface_that_streams_gets_chunks_and_whole_messages(served: Served, model: OpenAIServer) -> None:
-    model.push(REPLY)
+def test_a_surface_that_streams_gets_chunks_and_whole_messages(served: Served, model_server: OpenAIServer) -> None:
+    model_server.push(REPLY)
     envelopes = _run(served, {"supports_streaming": True})
     assert [e for e in envelopes if e["type"] == "message.delta"]  # the model's reply, as it streamed
     assert [m for m in _said(envelopes) if m in (NOTE, ANSWER)] == [NOTE, ANSWER]
 
 
-def test_a_surface_that_cannot_stream_gets_no_chunks(served: Served, model: OpenAIServer) -> None:
-    model.push(REPLY)
+def test_a_surface_that_cannot_stream_gets_no_chunks(served: Served, model_server: OpenAIServer) -> None:
+    model_server.push(REPLY)
     envelopes = _run(served, {"supports_streaming": False})
     assert [e for e in envelopes if e["type"] == "message.delta"] == []
     assert [m for m in _said(envelopes) if m in (NOTE, ANSWER)] == [NOTE, ANSWER]
 
 
-def test_a_long_message_is_split_at_the_surface_s_size(served: Served, model: OpenAIServer) -> None:
-    model.push(REPLY)
+def test_a_long_message_is_split_at_the_surface_s_size(served: Served, model_server: OpenAIServer) -> None:
+    model_server.push(REPLY)
     envelopes = _run(served, {"supports_streaming": False, "max_message_size": 40})
     said = _said(envelopes)
     assert all(len(part) <= 40 for part in said), said

@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.engine.openai_server import OpenAIServer, serve
-from tests.service.helpers import Served, context, read_sse, start_server, stop_server
+from tests.engine.openai_server import OpenAIServer
+from tests.service.helpers import Served, context, run_envelopes, serve_blueprint
 
-REPO = Path(__file__).resolve().parents[2]
 RUNNER = "traced-agent"
 BLUEPRINT = f"""\
 version: codeact.agent/v1
@@ -32,31 +31,16 @@ HOST_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[OpenAIServer]:
-    with serve() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def traced(tmp_path_factory: pytest.TempPathFactory, model: OpenAIServer) -> Iterator[tuple[Served, Path]]:
+def traced(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer) -> Iterator[tuple[Served, Path]]:
     tmp = tmp_path_factory.mktemp("host-trace")
-    (tmp / "agent.yaml").write_text(BLUEPRINT)
     spans = tmp / "spans.jsonl"
-    server = start_server(
-        tmp, [tmp / "agent.yaml"], "--model", "openai/test-model", "--base-url", model.base_url,
-        env={"PYTHONPATH": str(REPO), "OTEL_TRACES_EXPORTER": "jsonl", "CODEACT_TRACE_FILE": str(spans)},
-    )  # fmt: skip
-    yield server, spans
-    assert stop_server(server) == 0, server.stderr.read_text()
+    env = {"OTEL_TRACES_EXPORTER": "jsonl", "CODEACT_TRACE_FILE": str(spans)}
+    with serve_blueprint(tmp, BLUEPRINT, model_server.base_url, env=env) as server:
+        yield server, spans
 
 
 def _run(served: Served, ctx: dict[str, Any]) -> list[dict[str, Any]]:
-    with served.client() as client:
-        with client.stream(
-            "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
-        ) as response:
-            assert response.status_code == 200, response.read()
-            envelopes = [e.data for e in read_sse(response)]
+    envelopes = run_envelopes(served, RUNNER, ctx)
     assert envelopes[-1]["type"] == "run.completed", envelopes[-1]
     return envelopes
 
@@ -74,9 +58,9 @@ def _spans(path: Path, session: str) -> list[dict[str, Any]]:
     raise AssertionError(f"no span of session {session} in {path}")
 
 
-def test_the_run_continues_the_host_s_trace(traced: tuple[Served, Path], model: OpenAIServer) -> None:
+def test_the_run_continues_the_host_s_trace(traced: tuple[Served, Path], model_server: OpenAIServer) -> None:
     served, path = traced
-    model.push('```python\nsystem.finish("done")\n```')
+    model_server.push('```python\nsystem.finish("done")\n```')
     ctx = context("Finish.", conversation="traced-conv")
     ctx["runtime"] = {"trace_id": HOST_TRACE}
     envelopes = _run(served, ctx)
@@ -86,9 +70,9 @@ def test_the_run_continues_the_host_s_trace(traced: tuple[Served, Path], model: 
     assert any(s["name"].startswith("round ") for s in spans)  # the rounds are in the host's trace too
 
 
-def test_a_malformed_trace_id_is_ignored(traced: tuple[Served, Path], model: OpenAIServer) -> None:
+def test_a_malformed_trace_id_is_ignored(traced: tuple[Served, Path], model_server: OpenAIServer) -> None:
     served, path = traced
-    model.push('```python\nsystem.finish("done")\n```')
+    model_server.push('```python\nsystem.finish("done")\n```')
     ctx = context("Finish.", conversation="other-conv")
     ctx["runtime"] = {"trace_id": "not-a-trace-id"}
     envelopes = _run(served, ctx)

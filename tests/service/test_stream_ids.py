@@ -9,16 +9,13 @@ A context without ``run_id`` gets a fresh one, so the same request can be sent t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.engine.openai_server import OpenAIServer, serve
-from tests.service.helpers import Served, context, read_sse, start_server, stop_server
+from tests.engine.openai_server import OpenAIServer
+from tests.service.helpers import Served, context, run_envelopes, serve_blueprint
 
-REPO = Path(__file__).resolve().parents[2]
 RUNNER = "ui-agent"
 BLUEPRINT = f"""\
 version: codeact.agent/v1
@@ -39,35 +36,17 @@ SECOND = (
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[OpenAIServer]:
-    with serve() as server:
+def served(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer) -> Iterator[Served]:
+    with serve_blueprint(tmp_path_factory.mktemp("stream-ids"), BLUEPRINT, model_server.base_url) as server:
         yield server
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, model: OpenAIServer) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("stream-ids")
-    (tmp / "agent.yaml").write_text(BLUEPRINT)
-    server = start_server(
-        tmp, [tmp / "agent.yaml"], "--model", "openai/test-model", "--base-url", model.base_url,
-        env={"PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-    yield server
-    assert stop_server(server) == 0, server.stderr.read_text()
-
-
 def _run(served: Served, ctx: dict[str, Any]) -> list[dict[str, Any]]:
-    with served.client() as client:
-        with client.stream(
-            "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
-        ) as response:
-            assert response.status_code == 200, response.read()
-            raw = response.read()
-    return [e.data for e in read_sse(httpx.Response(200, content=raw))]
+    return run_envelopes(served, RUNNER, ctx)
 
 
-def test_ids_parents_times_and_the_thought_part(served: Served, model: OpenAIServer) -> None:
-    model.push(FIRST, SECOND)
+def test_ids_parents_times_and_the_thought_part(served: Served, model_server: OpenAIServer) -> None:
+    model_server.push(FIRST, SECOND)
     envelopes = _run(served, context("How many words are in 'codeact runs the code the model writes'?"))
     assert envelopes[-1]["type"] == "run.completed", envelopes[-1]
 
@@ -127,11 +106,11 @@ def test_ids_parents_times_and_the_thought_part(served: Served, model: OpenAISer
     ]
 
 
-def test_a_context_without_a_run_id_can_be_sent_twice(served: Served, model: OpenAIServer) -> None:
+def test_a_context_without_a_run_id_can_be_sent_twice(served: Served, model_server: OpenAIServer) -> None:
     ctx = context("How many words?")
     del ctx["run_id"]
     finish = "Thought: I can answer at once.\n```python\nsystem.finish('2 words')\n```\n"
-    model.push(finish, finish)
+    model_server.push(finish, finish)
     runs = [_run(served, ctx), _run(served, ctx)]
     run_ids = [{e["run_id"] for e in envelopes} for envelopes in runs]
     assert all(len(ids) == 1 for ids in run_ids)
