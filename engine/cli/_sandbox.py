@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -243,10 +243,7 @@ def image_build(
     try:
         done = build_image(progress=lambda line: typer.echo(line, err=True), mirror=mirror)
     except SandboxError as exc:
-        if as_json:
-            typer.echo(json.dumps({"ok": False, "error": {"code": exc.code, "message": exc.message}}))
-        typer.echo(f"codeact sandbox image build: {exc.message}", err=True)
-        raise typer.Exit(3) from None
+        _image_failed("build", exc, as_json=as_json)
     if as_json:
         typer.echo(json.dumps({"ok": True, "tag": done.tag, "built": done.built, "seconds": round(done.seconds, 3)}))
         return
@@ -265,10 +262,7 @@ def image_status(
     try:
         status = status_of()
     except SandboxError as exc:
-        if as_json:
-            typer.echo(json.dumps({"ok": False, "error": {"code": exc.code, "message": exc.message}}))
-        typer.echo(f"codeact sandbox image status: {exc.message}", err=True)
-        raise typer.Exit(3) from None
+        _image_failed("status", exc, as_json=as_json)
     if as_json:
         typer.echo(
             json.dumps(
@@ -292,3 +286,11 @@ def image_status(
 def register(app: typer.Typer) -> None:
     """Register the ``sandbox`` command group on ``app``."""
     app.add_typer(_sandbox_app)
+
+
+def _image_failed(command: str, exc: Any, *, as_json: bool) -> NoReturn:
+    """Report a Docker or recipe failure of ``codeact sandbox image COMMAND`` (JSON too) and exit 3."""
+    if as_json:
+        typer.echo(json.dumps({"ok": False, "error": {"code": exc.code, "message": exc.message}}))
+    typer.echo(f"codeact sandbox image {command}: {exc.message}", err=True)
+    raise typer.Exit(3)
