@@ -19,7 +19,6 @@ import contextlib
 import signal
 import socket
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -185,8 +184,6 @@ def serve_command(
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     typer.echo(f"codeact serve: listening on http://{shown}:{bound_port} (runners: {', '.join(sorted(runners))})")
     sys.stdout.flush()
-    if not queue:  # with --queue the workers call the model; this process never does
-        _warm_up()
     config = uvicorn.Config(create_app(state), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = _quiet_server(uvicorn)(config)
     try:
@@ -203,17 +200,6 @@ async def _serve(server: Any, sock: socket.socket, store: Any, runners: list[Blu
         for runner in runners:
             await runner.aclose()  # its model client (and litellm's logging task on this loop)
         await store.close()
-
-
-def _warm_up() -> None:
-    """Import the model layer (litellm: seconds) in the background, so the first run does not wait for it."""
-
-    def load() -> None:
-        from codeact.engine.model._litellm import _litellm  # the one module that imports litellm
-
-        _litellm()
-
-    threading.Thread(target=load, name="codeact-serve-warm-up", daemon=True).start()
 
 
 def _quiet_server(uvicorn: Any) -> Any:
