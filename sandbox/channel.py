@@ -103,10 +103,12 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        self._channel._accepted.add(self)
         self._auth_timer = asyncio.get_running_loop().call_later(self._channel.auth_timeout_s, self._auth_expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        self._channel._accepted.discard(self)
         if self._auth_timer is not None:
             self._auth_timer.cancel()
         if self.authenticated:
@@ -322,6 +324,7 @@ class Channel:
         self._connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._accepted: set[_Connection] = set()  # open connections, authenticated or not (closed at close)
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: _Runner | None = None
         self._next_id = 0
@@ -605,9 +608,11 @@ class Channel:
         self._drop_runner()
         for task in list(self._tasks):
             task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        self.close_now()
+        try:
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:  # a cancel arriving while the calls wind down must not leave the sockets open
+            self.close_now()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
@@ -617,9 +622,10 @@ class Channel:
         self._closed = True
         with contextlib.suppress(RuntimeError):  # the loop is closed already
             self._drop_runner()
-        if self._peer is not None:
+        for conn in [*self._accepted, *([self._peer] if self._peer is not None else [])]:
             with contextlib.suppress(Exception):
-                self._peer.close()
+                conn.close()  # the peer, and connections still waiting to authenticate
+        self._accepted.clear()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 self._server.close()
