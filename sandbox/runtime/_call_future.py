@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = ["CallFuture"]
 
@@ -28,7 +28,7 @@ class CallFuture(asyncio.Future):  # type: ignore[type-arg]
     __slots__ = ("_bridge",)
     _bridge: _Bridge
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[object, None, object]:
         if not self.done():
             self._bridge._wait_inline(self)
         return (yield from super().__await__())

@@ -35,10 +35,11 @@ import ast
 import base64
 import re
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
+from typing import Any, Final, Protocol
 
-from codeact.sandbox.runtime._codec_types import TAG, Undecodable, Unencodable
+from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Undecodable, Unencodable
 
 __all__ = ["DATA_DECODERS", "DATA_MODULES", "DATA_TAGS", "encode_data"]
 
@@ -51,7 +52,32 @@ _REPR_CHARS: Final = 200
 _DTYPE: Final = re.compile(r"^[<>|=]?(?:b1|[iu][1248]|f(?:2|4|8|12|16)|c(?:8|16|24|32)|[mM]8(?:\[\d*\w+\])?|[SU]\d+)$")
 
 
-def _one_line(value: Any) -> str:
+class DataEncoder(Protocol):
+    """The codec's encoder, as the data encoders use it (``codec._Encoder``)."""
+
+    def encode(self, value: object) -> JsonValue:
+        """``value`` encoded (nested values of an array or a frame)."""
+        ...
+
+    def roundtrip(self, encoded: JsonValue) -> object:
+        """``encoded`` decoded as the sandbox will restore it."""
+        ...
+
+
+class _DType(Protocol):  # numpy.dtype, as far as the codec reads one
+    kind: str
+    str: str
+    itemsize: int
+
+
+class _Array(Protocol):  # numpy.ndarray, as far as the codec reads one
+    shape: tuple[int, ...]
+    dtype: _DType
+
+    def ravel(self, order: str) -> Iterable[object]: ...
+
+
+def _one_line(value: object) -> str:
     try:
         text = " ".join(repr(value).split())
     except Exception:  # noqa: BLE001 - a value's own repr is sandboxed code
@@ -59,11 +85,11 @@ def _one_line(value: Any) -> str:
     return text if len(text) <= _REPR_CHARS else text[: _REPR_CHARS - 3] + "..."
 
 
-def _tag(tag: str, value: Any, payload: Any) -> dict[str, Any]:
+def _tag(tag: str, value: object, payload: JsonValue) -> JsonObject:
     return {TAG: tag, "class": type(value).__name__, "repr": _one_line(value), "v": payload}
 
 
-def encode_data(encoder: Any, value: Any) -> dict[str, Any] | None:
+def encode_data(encoder: DataEncoder, value: object) -> JsonObject | None:
     """The tagged encoding of a numpy/pandas/sympy ``value``, or None when it is none of theirs.
 
     Args:
@@ -89,12 +115,12 @@ def encode_data(encoder: Any, value: Any) -> dict[str, Any] | None:
 # -- numpy --------------------------------------------------------------------------------------------
 
 
-def _numpy(encoder: Any, value: Any) -> dict[str, Any] | None:
+def _numpy(encoder: DataEncoder, value: object) -> JsonObject | None:
     np = sys.modules.get("numpy")
     if np is None:
         return None
     if type(value) is np.ndarray:
-        return _tag("ndarray", value, _array(encoder, np, value))
+        return _tag("ndarray", value, _array(encoder, np, np.asarray(value)))  # the array itself, typed
     if isinstance(value, np.generic):
         arr = np.asarray(value)
         if arr.dtype.kind in "OV" or not _DTYPE.match(arr.dtype.str):
@@ -103,8 +129,8 @@ def _numpy(encoder: Any, value: Any) -> dict[str, Any] | None:
     return None
 
 
-def _array(encoder: Any, np: Any, arr: Any) -> dict[str, Any]:
-    shape = [int(n) for n in arr.shape]
+def _array(encoder: DataEncoder, np: ModuleType, arr: _Array) -> JsonObject:
+    shape: list[JsonValue] = [int(n) for n in arr.shape]
     if arr.dtype.kind == "O":
         return {"dtype": "object", "shape": shape, "items": [encoder.encode(item) for item in arr.ravel(order="C")]}
     if not _DTYPE.match(arr.dtype.str):
@@ -116,14 +142,14 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _import(name: str) -> Any:
+def _import(name: str) -> ModuleType:
     try:
         return __import__(name)
     except ImportError:
         raise Undecodable(f"{name} is not installed in this sandbox (declare it: sandbox.packages)") from None
 
 
-def _decode_array(payload: Any) -> Any:
+def _decode_array(payload: object) -> object:
     np = _import("numpy")
     if type(payload) is not dict:
         raise Undecodable("ndarray payload must be an object")
@@ -148,13 +174,14 @@ def _decode_array(payload: Any) -> Any:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
-def _dtype(np: Any, text: Any) -> Any:
+def _dtype(np: ModuleType, text: object) -> _DType:
     if type(text) is not str or not _DTYPE.match(text):
         raise Undecodable(f"unsupported numpy dtype {text!r}")
-    return np.dtype(text)
+    dtype: _DType = np.dtype(text)
+    return dtype
 
 
-def _raw(text: Any) -> bytes:
+def _raw(text: object) -> bytes:
     if type(text) is not str:
         raise Undecodable("expected base64 text")
     try:
@@ -163,7 +190,7 @@ def _raw(text: Any) -> bytes:
         raise Undecodable(f"bad base64 payload: {exc}") from None
 
 
-def _decode_npscalar(payload: Any) -> Any:
+def _decode_npscalar(payload: object) -> object:
     np = _import("numpy")
     if type(payload) is not dict:
         raise Undecodable("npscalar payload must be an object")
@@ -177,11 +204,12 @@ def _decode_npscalar(payload: Any) -> Any:
 # -- pandas -------------------------------------------------------------------------------------------
 
 
-def _pandas(encoder: Any, value: Any) -> dict[str, Any] | None:
+def _pandas(encoder: DataEncoder, value: Any) -> JsonObject | None:  # a pandas value (untyped package)
     pd = sys.modules.get("pandas")
     if pd is None:
         return None
     kind = type(value)
+    payload: JsonObject
     if kind is pd.DataFrame:
         payload = {
             "index": _index(encoder, pd, value.index),
@@ -210,11 +238,11 @@ def _pandas(encoder: Any, value: Any) -> dict[str, Any] | None:
     return None
 
 
-def _verified(encoder: Any, tagged: dict[str, Any], value: Any) -> dict[str, Any]:
+def _verified(encoder: DataEncoder, tagged: JsonObject, value: Any) -> JsonObject:  # value: a pandas value
     """``tagged`` when it decodes back to an equal value of the same type and dtypes, else Unencodable."""
     what = type(value).__name__
     try:
-        back = encoder.roundtrip(tagged)
+        back: Any = encoder.roundtrip(tagged)  # a pandas value like ``value``
         same = type(back) is type(value) and bool(back.equals(value))
         if same and hasattr(value, "dtypes"):
             same = [str(d) for d in back.dtypes] == [str(d) for d in value.dtypes] if what == "DataFrame" else True
@@ -229,19 +257,19 @@ def _verified(encoder: Any, tagged: dict[str, Any], value: Any) -> dict[str, Any
     return tagged
 
 
-def _index(encoder: Any, pd: Any, index: Any) -> dict[str, Any]:
+def _index(encoder: DataEncoder, pd: ModuleType, index: Any) -> JsonObject:  # index: a pandas Index
     if type(index) is pd.RangeIndex:
         return {"kind": "range", "v": [index.start, index.stop, index.step], "name": encoder.encode(index.name)}
     if type(index) is pd.MultiIndex:
         return {"kind": "multi", "v": [encoder.encode(t) for t in index], "names": encoder.encode(list(index.names))}
-    out = {"kind": "index", "v": _column(encoder, pd, index), "name": encoder.encode(index.name)}
+    out: JsonObject = {"kind": "index", "v": _column(encoder, pd, index), "name": encoder.encode(index.name)}
     freq = getattr(index, "freqstr", None)
     if isinstance(freq, str):
         out["freq"] = freq
     return out
 
 
-def _column(encoder: Any, pd: Any, values: Any) -> dict[str, Any]:
+def _column(encoder: DataEncoder, pd: ModuleType, values: Any) -> JsonObject:  # values: a pandas column
     np = sys.modules["numpy"]
     dtype = values.dtype
     if isinstance(dtype, np.dtype):
@@ -258,7 +286,7 @@ def _column(encoder: Any, pd: Any, values: Any) -> dict[str, Any]:
     return {"ext": str(dtype), "items": [encoder.encode(item) for item in array]}
 
 
-def _decode_column(pd: Any, column: Any) -> Any:
+def _decode_column(pd: ModuleType, column: object) -> object:
     if type(column) is not dict:
         raise Undecodable("a pandas column must be an object")
     if "np" in column:
@@ -276,7 +304,7 @@ def _decode_column(pd: Any, column: Any) -> Any:
     return pd.array(items, dtype=ext)
 
 
-def _decode_index(pd: Any, spec: Any) -> Any:
+def _decode_index(pd: ModuleType, spec: object) -> Any:  # a pandas Index
     if type(spec) is not dict:
         raise Undecodable("a pandas index must be an object")
     kind = spec.get("kind")
@@ -299,7 +327,7 @@ def _decode_index(pd: Any, spec: Any) -> Any:
     raise Undecodable(f"unknown pandas index kind {kind!r}")
 
 
-def _decode_dataframe(payload: Any) -> Any:
+def _decode_dataframe(payload: object) -> object:
     pd = _import("pandas")
     if type(payload) is not dict or type(payload.get("data")) is not list:
         raise Undecodable("dataframe payload must hold a list of columns")
@@ -315,7 +343,7 @@ def _decode_dataframe(payload: Any) -> Any:
     return frame
 
 
-def _decode_series(payload: Any) -> Any:
+def _decode_series(payload: object) -> object:
     pd = _import("pandas")
     if type(payload) is not dict:
         raise Undecodable("series payload must be an object")
@@ -324,7 +352,7 @@ def _decode_series(payload: Any) -> Any:
     )
 
 
-def _decode_pdscalar(payload: Any) -> Any:
+def _decode_pdscalar(payload: Any) -> object:  # a non-dict payload fails at .get (AttributeError)
     pd = _import("pandas")
     kind = payload.get("kind") if type(payload) is dict else None
     if kind == "NaT":
@@ -347,7 +375,7 @@ def _decode_pdscalar(payload: Any) -> Any:
 # -- sympy --------------------------------------------------------------------------------------------
 
 
-def _sympy(encoder: Any, value: Any) -> dict[str, Any] | None:
+def _sympy(encoder: DataEncoder, value: object) -> JsonObject | None:
     sympy = sys.modules.get("sympy")
     if sympy is None or not isinstance(value, sympy.Basic | sympy.MatrixBase):
         return None
@@ -363,7 +391,7 @@ def _sympy(encoder: Any, value: Any) -> dict[str, Any] | None:
     return _tag("sympy", value, text)
 
 
-def _decode_sympy(payload: Any) -> Any:
+def _decode_sympy(payload: object) -> object:
     sympy = _import("sympy")
     if type(payload) is not str:
         raise Undecodable("sympy payload must be srepr text")
@@ -377,15 +405,15 @@ def _decode_sympy(payload: Any) -> Any:
 class _SympyBuilder:
     """Rebuilds ``srepr`` text: calls of sympy classes on literals, never ``eval``."""
 
-    def __init__(self, sympy: Any) -> None:
+    def __init__(self, sympy: ModuleType) -> None:
         self.sympy = sympy
 
-    def build(self, node: ast.expr) -> Any:  # noqa: C901 - one case per node kind srepr writes
+    def build(self, node: ast.expr) -> object:  # noqa: C901 - one case per node kind srepr writes
         if isinstance(node, ast.Constant) and type(node.value) in (int, float, str, bool, type(None)):
             return node.value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             operand = self.build(node.operand)
-            if type(operand) in (int, float):
+            if type(operand) is int or type(operand) is float:
                 return -operand
         if isinstance(node, ast.List):
             return [self.build(e) for e in node.elts]
@@ -408,7 +436,7 @@ class _SympyBuilder:
             return func(*args, **kwargs)
         raise Undecodable(f"unexpected {type(node).__name__} in sympy srepr text")
 
-    def name(self, name: str) -> Any:
+    def name(self, name: str) -> object:
         value = getattr(self.sympy, name, None) if not name.startswith("_") else None
         if isinstance(value, type) or isinstance(value, self.sympy.Basic):
             return value
@@ -421,7 +449,7 @@ class _SympyBuilder:
 _SYMPY_CLASSES: dict[str, type] = {}
 
 
-def _sympy_classes(sympy: Any) -> dict[str, type]:
+def _sympy_classes(sympy: ModuleType) -> dict[str, type]:
     """Every subclass of ``sympy.Basic`` defined in sympy's own modules, by name (built once)."""
     if not _SYMPY_CLASSES:
         todo = [sympy.Basic]
@@ -433,7 +461,7 @@ def _sympy_classes(sympy: Any) -> dict[str, type]:
     return _SYMPY_CLASSES
 
 
-DATA_DECODERS: Final[Mapping[str, Callable[[Any], Any]]] = {
+DATA_DECODERS: Final[Mapping[str, Callable[[object], object]]] = {
     "ndarray": _decode_array,
     "npscalar": _decode_npscalar,
     "pdscalar": _decode_pdscalar,

@@ -11,15 +11,21 @@ import fractions
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from codeact.sandbox.runtime._codec_data import DATA_DECODERS
 from codeact.sandbox.runtime._codec_types import TAG, Record, Undecodable
 
+if TYPE_CHECKING:
+    import uuid
+
 _json_loads = json.loads
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
-def decode(obj: Any, *, registry: Mapping[str, type] | None = None, data: bool = False) -> Any:
+
+def decode(obj: object, *, registry: Mapping[str, type] | None = None, data: bool = False) -> object:
     """Decode codec output back into values.
 
     Args:
@@ -41,7 +47,7 @@ def decode(obj: Any, *, registry: Mapping[str, type] | None = None, data: bool =
     return _guarded(decoder.walk, obj)
 
 
-def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> Any:
+def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> object:
     """Parse JSON text and decode it (see ``decode``).
 
     Args:
@@ -61,7 +67,7 @@ def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> A
 _MALFORMED = (ValueError, TypeError, KeyError, OverflowError, IndexError, ZeroDivisionError, decimal.InvalidOperation)
 
 
-def _guarded(run: Callable[[Any], Any], arg: Any) -> Any:
+def _guarded(run: Callable[[_T], _R], arg: _T) -> _R:
     """``run(arg)``, with every way hostile data can make decoding fail turned into ``Undecodable``."""
     try:
         return run(arg)
@@ -78,16 +84,16 @@ class _Decoder:
         self.registry = registry
         self.data = data
 
-    def walk(self, value: Any) -> Any:
+    def walk(self, value: object) -> object:
         """Decode parsed JSON, building fresh containers (the input is never shared or changed)."""
         if type(value) is dict:
-            out: dict[str, Any] = {}
+            out: dict[str, object] = {}
             for key, item in value.items():
                 kind = type(item)
                 out[key] = self.walk(item) if (kind is dict or kind is list) else item
             return self.hook(out) if TAG in out else out
         if type(value) is list:
-            items: list[Any] = []
+            items: list[object] = []
             append = items.append
             for item in value:
                 kind = type(item)
@@ -95,7 +101,7 @@ class _Decoder:
             return items
         return value
 
-    def hook(self, obj: dict[str, Any]) -> Any:
+    def hook(self, obj: dict[str, object]) -> object:
         tag = obj.get(TAG)
         if tag is None:
             return obj
@@ -111,13 +117,13 @@ class _Decoder:
             raise Undecodable(f"codec tag {tag!r} without a payload")
         return handler(self, obj)
 
-    def cls(self, obj: Mapping[str, Any]) -> tuple[str, type | None]:
+    def cls(self, obj: Mapping[str, object]) -> tuple[str, type | None]:
         name = obj.get("class")
         if type(name) is not str:
             raise Undecodable(f"codec tag {obj[TAG]!r} without a class name")
         return name, self.registry.get(name)
 
-    def dataclass(self, obj: Mapping[str, Any]) -> Any:
+    def dataclass(self, obj: Mapping[str, object]) -> object:
         name, cls = self.cls(obj)
         fields = _mapping(obj["v"])
         dataclasses = sys.modules.get("dataclasses")  # a dataclass exists only once something imported it
@@ -133,7 +139,7 @@ class _Decoder:
             return instance
         return Record(fields, class_name=name, kind="dataclass")
 
-    def model(self, obj: Mapping[str, Any]) -> Any:
+    def model(self, obj: Mapping[str, object]) -> object:
         name, cls = self.cls(obj)
         fields = _mapping(obj["v"])
         validate = getattr(cls, "model_validate", None) if cls is not None else None
@@ -144,7 +150,7 @@ class _Decoder:
                 pass
         return Record(fields, class_name=name, kind="model")
 
-    def namedtuple(self, obj: Mapping[str, Any]) -> Any:
+    def namedtuple(self, obj: Mapping[str, object]) -> object:
         _name, cls = self.cls(obj)
         fields = _mapping(obj["v"])
         if cls is not None and issubclass(cls, tuple) and hasattr(cls, "_fields"):
@@ -154,7 +160,7 @@ class _Decoder:
                 pass
         return tuple(fields.values())
 
-    def enum(self, obj: Mapping[str, Any]) -> Any:
+    def enum(self, obj: Mapping[str, object]) -> object:
         _name, cls = self.cls(obj)
         member = obj.get("name")
         if cls is not None and isinstance(cls, enum.EnumMeta) and type(member) is str:
@@ -165,32 +171,32 @@ class _Decoder:
         return obj["v"]
 
 
-def _mapping(value: Any) -> dict[str, Any]:
+def _mapping(value: object) -> dict[str, object]:
     if type(value) is not dict:
         raise Undecodable("expected an object of fields")
     return value
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> list[object]:
     if type(value) is not list:
         raise Undecodable("expected a list payload")
     return value
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if type(value) is not str:
         raise Undecodable("expected a text payload")
     return value
 
 
-def _int(value: Any) -> int:
+def _int(value: object) -> int:
     if type(value) is not int:
         raise Undecodable("expected an integer")
     return value
 
 
-def _pairs(obj: Mapping[str, Any]) -> dict[Any, Any]:
-    result: dict[Any, Any] = {}
+def _pairs(obj: Mapping[str, object]) -> dict[object, object]:
+    result: dict[object, object] = {}
     for pair in _list(obj["v"]):
         if type(pair) is not list or len(pair) != 2:
             raise Undecodable("expected [key, value] pairs")
@@ -198,67 +204,67 @@ def _pairs(obj: Mapping[str, Any]) -> dict[Any, Any]:
     return result
 
 
-def _special_float(obj: Mapping[str, Any]) -> float:
+def _special_float(obj: Mapping[str, object]) -> float:
     text = obj["v"]
-    if text not in ("nan", "inf", "-inf"):
+    if not isinstance(text, str) or text not in ("nan", "inf", "-inf"):
         raise Undecodable(f"unknown float {text!r}")
     return float(text)
 
 
-def _complex_part(value: Any) -> float:
+def _complex_part(value: object) -> float:
     if isinstance(value, float) or type(value) is int:
         return float(value)
     raise Undecodable("expected a number")
 
 
-def _three_ints(value: Any) -> tuple[int, int, int]:
+def _three_ints(value: object) -> tuple[int, int, int]:
     items = _list(value)
     if len(items) != 3:
         raise Undecodable("expected three integers")
     return _int(items[0]), _int(items[1]), _int(items[2])
 
 
-def _two(value: Any) -> tuple[Any, Any]:
+def _two(value: object) -> tuple[object, object]:
     items = _list(value)
     if len(items) != 2:
         raise Undecodable("expected two items")
     return items[0], items[1]
 
 
-def _uuid(obj: Mapping[str, Any]) -> Any:
+def _uuid(obj: Mapping[str, object]) -> uuid.UUID:
     import uuid  # here, not at the top: a runtime that never sees a UUID does not pay for the module
 
     return uuid.UUID(_text(obj["v"]))
 
 
-def _fraction(obj: Mapping[str, Any]) -> fractions.Fraction:
+def _fraction(obj: Mapping[str, object]) -> fractions.Fraction:
     numerator, denominator = _two(obj["v"])
     return fractions.Fraction(_int(numerator), _int(denominator))
 
 
-def _complex(obj: Mapping[str, Any]) -> complex:
+def _complex(obj: Mapping[str, object]) -> complex:
     real, imag = _two(obj["v"])
     return complex(_complex_part(real), _complex_part(imag))
 
 
-def _timedelta(obj: Mapping[str, Any]) -> datetime.timedelta:
+def _timedelta(obj: Mapping[str, object]) -> datetime.timedelta:
     days, seconds, microseconds = _three_ints(obj["v"])
     return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
 
 
-def _range(obj: Mapping[str, Any]) -> range:
+def _range(obj: Mapping[str, object]) -> range:
     start, stop, step = _three_ints(obj["v"])
     return range(start, stop, step)
 
 
-def _b64decode(obj: Mapping[str, Any]) -> bytes:
+def _b64decode(obj: Mapping[str, object]) -> bytes:
     try:
         return base64.b64decode(_text(obj["v"]), validate=True)
     except ValueError as exc:  # binascii.Error is a ValueError
         raise Undecodable(f"bad base64 payload: {exc}") from None
 
 
-_DECODERS: dict[str, Callable[[_Decoder, Mapping[str, Any]], Any]] = {
+_DECODERS: dict[str, Callable[[_Decoder, Mapping[str, object]], object]] = {
     "tuple": lambda _d, o: tuple(_list(o["v"])),
     "set": lambda _d, o: set(_list(o["v"])),
     "frozenset": lambda _d, o: frozenset(_list(o["v"])),

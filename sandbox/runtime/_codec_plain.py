@@ -27,7 +27,7 @@ import json
 from typing import Any
 
 from codeact.sandbox.runtime._codec_data import DATA_TAGS
-from codeact.sandbox.runtime._codec_types import TAG
+from codeact.sandbox.runtime._codec_types import TAG, JsonValue
 
 __all__ = ["plain"]
 
@@ -35,7 +35,7 @@ _LISTS = frozenset({"tuple", "set", "frozenset", "deque"})
 _RECORDS = frozenset({"model", "dataclass", "namedtuple", "enum"})
 
 
-def plain(obj: Any) -> Any:
+def plain(obj: object) -> Any:  # noqa: ANN401 - callers index the result as the JSON they expect
     """``obj`` (codec-encoded JSON data) with every tag replaced by plain JSON (a new value; ``obj`` is unchanged)."""
     if isinstance(obj, list):
         return [plain(item) for item in obj]
@@ -49,7 +49,7 @@ def plain(obj: Any) -> Any:
     if tag in _LISTS or tag in _RECORDS:
         return plain(payload)
     if tag == "dict" and isinstance(payload, list):
-        out: dict[str, Any] = {}
+        out: dict[str, JsonValue] = {}
         for pair in payload:
             if isinstance(pair, list) and len(pair) == 2:
                 key = plain(pair[0])

@@ -31,6 +31,7 @@ import base64
 import binascii
 import datetime
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from codeact.sandbox.runtime._codec_data import DATA_TAGS
@@ -64,7 +65,7 @@ class _Writer:
             raise _Full
 
 
-def python_repr(obj: Any, *, limit: int | None = None) -> str:
+def python_repr(obj: object, *, limit: int | None = None) -> str:
     """The ``repr`` text of the value ``obj`` (codec-encoded JSON data) stands for.
 
     Args:
@@ -88,7 +89,7 @@ def python_repr(obj: Any, *, limit: int | None = None) -> str:
     return text
 
 
-def has_tags(obj: Any) -> bool:
+def has_tags(obj: object) -> bool:
     """Whether codec data holds a tagged value anywhere (it is not plain JSON)."""
     stack = [obj]
     while stack:
@@ -102,7 +103,7 @@ def has_tags(obj: Any) -> bool:
     return False
 
 
-def display_text(obj: Any, *, limit: int | None = None) -> str:
+def display_text(obj: object, *, limit: int | None = None) -> str:
     """Codec data for a person to read: its JSON text when it is plain JSON, else ``python_repr``.
 
     Plain data reads the same in both (and JSON is what a log or a function-calling model expects);
@@ -124,7 +125,7 @@ def display_text(obj: Any, *, limit: int | None = None) -> str:
     return text
 
 
-def _write(obj: Any, out: _Writer) -> None:
+def _write(obj: object, out: _Writer) -> None:
     if isinstance(obj, list):
         _items(obj, out, "[", "]")
     elif isinstance(obj, dict):
@@ -138,7 +139,7 @@ def _write(obj: Any, out: _Writer) -> None:
         out.put(repr(obj))
 
 
-def _items(items: list[Any], out: _Writer, opening: str, closing: str) -> None:
+def _items(items: list[object], out: _Writer, opening: str, closing: str) -> None:
     out.put(opening)
     for index, item in enumerate(items):
         if index:
@@ -147,7 +148,7 @@ def _items(items: list[Any], out: _Writer, opening: str, closing: str) -> None:
     out.put(closing)
 
 
-def _mapping(pairs: list[Any], out: _Writer) -> None:
+def _mapping(pairs: Sequence[Sequence[object]], out: _Writer) -> None:
     out.put("{")
     for index, (key, value) in enumerate(pairs):
         if index:
@@ -158,7 +159,7 @@ def _mapping(pairs: list[Any], out: _Writer) -> None:
     out.put("}")
 
 
-def _fields(name: str, fields: Any, out: _Writer) -> None:
+def _fields(name: str, fields: object, out: _Writer) -> None:
     """``Name(a=1, b=2)``: a dataclass's, a pydantic model's or a namedtuple's repr."""
     out.put(f"{name}(")
     if isinstance(fields, dict):
@@ -202,7 +203,7 @@ def _tagged(obj: dict[str, Any], out: _Writer) -> None:  # noqa: C901 -- one bra
             _write(payload, out)  # an unknown tag, or a malformed payload: the payload's text
 
 
-def _source(obj: dict[str, Any], out: _Writer) -> None:
+def _source(obj: dict[str, object], out: _Writer) -> None:
     raw = obj.get("v")
     code = raw if isinstance(raw, str) else ""
     first = code.strip().splitlines()[0] if code.strip() else ""
@@ -215,7 +216,7 @@ def _source(obj: dict[str, Any], out: _Writer) -> None:
     out.put(f"<{'class' if kind == 'class' else 'function'} {name}>")
 
 
-def _scalar(tag: str, payload: Any) -> str | None:  # noqa: C901, PLR0911 -- one return per tag
+def _scalar(tag: str, payload: object) -> str | None:  # noqa: C901, PLR0911 -- one return per tag
     """The repr of a tag whose payload is one value; None when the payload does not fit the tag."""
     try:
         if tag == "float" and payload in ("nan", "inf", "-inf"):
@@ -244,7 +245,7 @@ def _scalar(tag: str, payload: Any) -> str | None:  # noqa: C901, PLR0911 -- one
     return None
 
 
-def _float(part: Any) -> float:
+def _float(part: object) -> float:
     if isinstance(part, dict) and part.get(TAG) == "float":
         return float(str(part.get("v")))
     if isinstance(part, int | float) and not isinstance(part, bool):

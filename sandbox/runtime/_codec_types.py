@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final, TypeAlias
 
 TAG: Final = "$type"
+
+JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
+"""A JSON value as ``json.loads`` returns it and the codec's ``encode`` produces it."""
+
+JsonObject: TypeAlias = "dict[str, JsonValue]"
+"""A JSON object."""
 
 
 class Unencodable(Exception):  # noqa: N818 - the name says what happened to the value
@@ -38,7 +44,7 @@ class Undecodable(ValueError):
     """Input that is not valid codec output (a malformed tag or payload)."""
 
 
-class Record(dict[str, Any]):
+class Record(dict[str, object]):
     """A decoded dataclass or pydantic model whose class was not in the registry.
 
     A plain ``dict`` of the fields that also reads fields as attributes (``record.name``) and
@@ -47,12 +53,12 @@ class Record(dict[str, Any]):
 
     __slots__ = ("_codeact_class", "_codeact_kind")
 
-    def __init__(self, fields: Mapping[str, Any], *, class_name: str, kind: str = "dataclass") -> None:
+    def __init__(self, fields: Mapping[str, object], *, class_name: str, kind: str = "dataclass") -> None:
         super().__init__(fields)
         self._codeact_class = class_name
         self._codeact_kind = kind
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         try:
             return self[name]
         except KeyError:
@@ -62,9 +68,9 @@ class Record(dict[str, Any]):
         fields = ", ".join(f"{key}={value!r}" for key, value in self.items())
         return f"{self._codeact_class}({fields})"
 
-    def __reduce__(self) -> Any:  # pragma: no cover - copy support for the slots
+    def __reduce__(self) -> tuple[object, ...]:  # pragma: no cover - copy support for the slots
         return (_make_record, (dict(self), self._codeact_class, self._codeact_kind))
 
 
-def _make_record(fields: dict[str, Any], class_name: str, kind: str) -> Record:  # pragma: no cover
+def _make_record(fields: dict[str, object], class_name: str, kind: str) -> Record:  # pragma: no cover
     return Record(fields, class_name=class_name, kind=kind)

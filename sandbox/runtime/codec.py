@@ -67,14 +67,14 @@ import fractions
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeGuard, TypeVar
 
 from codeact.sandbox.runtime._codec_data import encode_data
 from codeact.sandbox.runtime._codec_decode import decode, loads
 from codeact.sandbox.runtime._codec_plain import plain
 from codeact.sandbox.runtime._codec_repr import display_text, has_tags, python_repr
-from codeact.sandbox.runtime._codec_types import TAG, Record, TooLarge, Undecodable, Unencodable
+from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Record, TooLarge, Undecodable, Unencodable
 
 __all__ = [
     "TAG",
@@ -97,11 +97,19 @@ __all__ = [
 _json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _isfinite = math.isfinite
 
+_J = TypeVar("_J")
+
+
+class _Model(Protocol):
+    """A pydantic model, as the encoder sees one."""
+
+    def model_dump(self) -> object: ...
+
 
 # -- encode -----------------------------------------------------------------------------------------
 
 
-def encode(value: Any, *, max_bytes: int | None = None, data: bool = False) -> Any:
+def encode(value: object, *, max_bytes: int | None = None, data: bool = False) -> JsonValue:
     """Encode ``value`` as JSON-able data (see the module docstring for the tags).
 
     Args:
@@ -119,7 +127,7 @@ def encode(value: Any, *, max_bytes: int | None = None, data: bool = False) -> A
     return _encode(value, max_bytes, data)[0]
 
 
-def encode_sized(value: Any, *, max_bytes: int | None = None, data: bool = False) -> tuple[Any, int]:
+def encode_sized(value: object, *, max_bytes: int | None = None, data: bool = False) -> tuple[JsonValue, int]:
     """``encode`` plus the size of the result as compact JSON in UTF-8 bytes.
 
     Args:
@@ -143,7 +151,7 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def dumps(value: Any, *, max_bytes: int | None = None) -> str:
+def dumps(value: object, *, max_bytes: int | None = None) -> str:
     """``encode`` then compact JSON text.
 
     Args:
@@ -160,16 +168,9 @@ def dumps(value: Any, *, max_bytes: int | None = None) -> str:
     return text if text is not None else _json_dumps(data)
 
 
-def _encode(value: Any, max_bytes: int | None, with_data: bool = False) -> tuple[Any, str | None]:
-    kind = type(value)
-    plain = False
-    if kind is dict or kind is list:
-        try:
-            plain = _is_plain(value)
-        except RecursionError:  # deep or circular: the slow path says which
-            plain = False
+def _encode(value: object, max_bytes: int | None, with_data: bool = False) -> tuple[JsonValue, str | None]:
     try:
-        data = value if plain else _Encoder(with_data).encode(value)
+        data = value if _plain_json(value) else _Encoder(with_data).encode(value)
     except RecursionError:
         raise Unencodable("nesting too deep") from None
     text: str | None = None
@@ -179,7 +180,18 @@ def _encode(value: Any, max_bytes: int | None, with_data: bool = False) -> tuple
     return data, text
 
 
-def _is_plain(value: Any) -> bool:
+def _plain_json(value: object) -> TypeGuard[JsonValue]:
+    """Whether ``value`` is a dict or list that is JSON data already (``_is_plain``)."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return False
+    try:
+        return _is_plain(value)
+    except RecursionError:  # deep or circular: the slow path says which
+        return False
+
+
+def _is_plain(value: object) -> bool:
     """Whether ``value`` is JSON data already (exact types, str keys, finite floats, no ``"$type"`` key)."""
     if type(value) is dict:
         if TAG in value:
@@ -220,17 +232,17 @@ def _check_size(text: str, max_bytes: int | None) -> None:
         raise TooLarge(size, max_bytes)
 
 
-def _tagged(tag: str, payload: Any, **extra: Any) -> dict[str, Any]:
+def _tagged(tag: str, payload: JsonValue, **extra: JsonValue) -> JsonObject:
     return {TAG: tag, **extra, "v": payload}
 
 
-def _float(value: float) -> Any:
+def _float(value: float) -> JsonValue:
     if math.isfinite(value):
         return value
     return _tagged("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
 
 
-def _class_name(value: Any) -> str:
+def _class_name(value: object) -> str:
     return str(type(value).__qualname__)
 
 
@@ -241,14 +253,15 @@ class _Encoder:
         self.active: set[int] = set()
         self.data = data
 
-    def roundtrip(self, encoded: Any) -> Any:
+    def roundtrip(self, encoded: JsonValue) -> object:
         """``encoded`` decoded as the sandbox will restore it (the data encoders verify with it)."""
         return decode(encoded, data=True)
 
-    def encode(self, value: Any) -> Any:
+    def encode(self, value: Any) -> JsonValue:  # Any: `kind is str` narrows it, which mypy cannot follow
         kind = type(value)
         if kind is str or kind is int or kind is bool or value is None:
-            return value
+            scalar: str | int | bool | None = value
+            return scalar
         if kind is float:
             return _float(value)
         handler = _EXACT.get(kind)
@@ -256,7 +269,7 @@ class _Encoder:
             return handler(self, value)
         return self.other(value)
 
-    def container(self, value: Any, build: Callable[[], Any]) -> Any:
+    def container(self, value: object, build: Callable[[], _J]) -> _J:
         key = id(value)
         if key in self.active:
             raise Unencodable("circular reference")
@@ -266,24 +279,24 @@ class _Encoder:
         finally:
             self.active.discard(key)
 
-    def items(self, values: Any) -> list[Any]:
+    def items(self, values: Iterable[object]) -> list[JsonValue]:
         return [self.encode(item) for item in values]
 
-    def encode_list(self, value: list[Any]) -> Any:
+    def encode_list(self, value: list[object]) -> JsonValue:
         return self.container(value, lambda: self.items(value))
 
-    def encode_dict(self, value: Mapping[Any, Any]) -> Any:
-        def build() -> Any:
+    def encode_dict(self, value: Mapping[Any, object]) -> JsonValue:
+        def build() -> JsonValue:
             if TAG not in value and all(type(key) is str for key in value):
                 return {key: self.encode(item) for key, item in value.items()}
             return _tagged("dict", [[self.encode(key), self.encode(item)] for key, item in value.items()])
 
         return self.container(value, build)
 
-    def fields(self, value: Any, names: Any) -> dict[str, Any]:
+    def fields(self, value: object, names: Iterable[str]) -> JsonObject:
         return {name: self.encode(getattr(value, name)) for name in names}
 
-    def other(self, value: Any) -> Any:  # noqa: C901 - one isinstance ladder, in priority order
+    def other(self, value: object) -> JsonValue:  # noqa: C901 - one isinstance ladder, in priority order
         if self.data:
             tagged = self.container(value, lambda: encode_data(self, value))
             if tagged is not None:
@@ -330,16 +343,16 @@ class _Encoder:
             return _tagged("uuid", str(value))
         raise Unencodable(f"cannot encode object of type {_class_name(value)!r}")
 
-    def fields_of_mapping(self, value: Mapping[str, Any]) -> dict[str, Any]:
+    def fields_of_mapping(self, value: Mapping[str, object]) -> JsonObject:
         return {str(key): self.encode(item) for key, item in value.items()}
 
 
-def _is_model(value: Any) -> bool:
+def _is_model(value: object) -> TypeGuard[_Model]:
     kind = type(value)
     return callable(getattr(kind, "model_dump", None)) and hasattr(kind, "model_fields")
 
 
-def _sequence(tag: str) -> Callable[[_Encoder, Any], Any]:
+def _sequence(tag: str) -> Callable[[_Encoder, Iterable[object]], JsonValue]:
     return lambda encoder, value: encoder.container(value, lambda: _tagged(tag, encoder.items(value)))
 
 
@@ -347,7 +360,7 @@ def _b64(value: bytes | bytearray) -> str:
     return base64.b64encode(value).decode("ascii")
 
 
-_EXACT: dict[type, Callable[[_Encoder, Any], Any]] = {
+_EXACT: dict[type, Callable[[_Encoder, Any], JsonValue]] = {  # each takes its key type
     list: _Encoder.encode_list,
     dict: _Encoder.encode_dict,
     tuple: _sequence("tuple"),
@@ -367,7 +380,7 @@ _EXACT: dict[type, Callable[[_Encoder, Any], Any]] = {
 }
 
 # Subclasses (after the enum/dataclass/namedtuple checks): handled as their base type.
-_SUBCLASSES: tuple[tuple[type, Callable[[_Encoder, Any], Any]], ...] = (
+_SUBCLASSES: tuple[tuple[type, Callable[[_Encoder, Any], JsonValue]], ...] = (
     (dict, _Encoder.encode_dict),
     (list, _Encoder.encode_list),
     (tuple, _EXACT[tuple]),
