@@ -35,7 +35,7 @@ _LISTS = frozenset({"tuple", "set", "frozenset", "deque"})
 _RECORDS = frozenset({"model", "dataclass", "namedtuple", "enum"})
 
 
-def plain(obj: object) -> Any:  # noqa: ANN401 - callers index the result as the JSON they expect
+def plain(obj: object) -> Any:  # Any: callers index the result as the JSON they expect
     """``obj`` (codec-encoded JSON data) with every tag replaced by plain JSON (a new value; ``obj`` is unchanged)."""
     if isinstance(obj, list):
         return [plain(item) for item in obj]

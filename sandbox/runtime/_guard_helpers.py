@@ -8,18 +8,17 @@ from __future__ import annotations
 import _string  # type: ignore[import-not-found]  # C helpers behind str.format parsing (stdlib)
 import os
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
 
 
 class _GuardedFormatter(string.Formatter):
     """``str.format`` whose ``{0.attr}`` / ``{0[key]}`` fields go through the attribute guard."""
 
-    def __init__(self, getattr_: Callable[[Any, str], Any]) -> None:
+    def __init__(self, getattr_: Callable[[object, str], object]) -> None:
         self._getattr = getattr_
 
-    def get_field(self, field_name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
+    def get_field(self, field_name: str, args: Sequence[object], kwargs: Mapping[str, object]) -> tuple[object, str]:
         first, rest = _string.formatter_field_name_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attr, key in rest:
@@ -42,10 +41,10 @@ class _WriteProxy:
 
     __slots__ = ("_target",)
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: object) -> None:
         object.__setattr__(self, "_target", target)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         target = object.__getattribute__(self, "_target")
         raise AttributeError(_write_denied(target, name))
 
@@ -53,14 +52,14 @@ class _WriteProxy:
         target = object.__getattribute__(self, "_target")
         raise AttributeError(_write_denied(target, name))
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: object, value: object) -> None:
         object.__getattribute__(self, "_target")[key] = value
 
-    def __delitem__(self, key: Any) -> None:
+    def __delitem__(self, key: object) -> None:
         del object.__getattribute__(self, "_target")[key]
 
 
-def _write_denied(target: Any, name: str) -> str:
+def _write_denied(target: object, name: str) -> str:
     if isinstance(target, ModuleType):
         what = f"module {target.__name__!r}"
     elif isinstance(target, type):
@@ -74,13 +73,13 @@ def _write_denied(target: Any, name: str) -> str:
 
 
 class _TypeMeta(type):
-    def __instancecheck__(cls, obj: Any) -> bool:
+    def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, type)
 
-    def __subclasscheck__(cls, sub: Any) -> bool:
+    def __subclasscheck__(cls, sub: type) -> bool:
         return issubclass(sub, type)
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, *args: object, **kwargs: object) -> object:
         if len(args) == 1 and not kwargs:
             return type(args[0])
         raise TypeError(
@@ -96,8 +95,8 @@ _SafeType.__name__ = _SafeType.__qualname__ = "type"
 _SafeType.__module__ = "builtins"
 
 
-def _disabled(name: str) -> Callable[..., Any]:
-    def disabled(*args: Any, **kwargs: Any) -> Any:
+def _disabled(name: str) -> Callable[..., object]:
+    def disabled(*args: object, **kwargs: object) -> object:
         raise NameError(f"{name}() is not allowed in sandboxed code")
 
     disabled.__name__ = disabled.__qualname__ = name
@@ -129,13 +128,13 @@ class _ClassFactory:
 
     __slots__ = ("_owned",)
 
-    def __init__(self, owned: set[Any]) -> None:
+    def __init__(self, owned: set[object]) -> None:
         self._owned = owned
 
-    def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: Any) -> Mapping[str, object]:
+    def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: object) -> Mapping[str, object]:
         return _calculate_metaclass(bases).__prepare__(name, bases, **kwargs)
 
-    def __call__(self, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> type:
+    def __call__(self, name: str, bases: tuple[type, ...], namespace: dict[str, object], **kwargs: object) -> type:
         cls: type = _calculate_metaclass(bases)(name, bases, namespace, **kwargs)
         self._owned.add(cls)
         return cls
@@ -144,8 +143,8 @@ class _ClassFactory:
 _READ_MODES = frozenset({"r", "rt", "rb", "tr", "br"})
 
 
-def _read_only_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,
-                    errors: str | None = None, newline: str | None = None) -> Any:  # fmt: skip
+def _read_only_open(file: object, mode: str = "r", buffering: int = -1, encoding: str | None = None,
+                    errors: str | None = None, newline: str | None = None) -> object:  # fmt: skip
     """``open()`` of sandboxed code: reads files inside the working directory, nothing else.
 
     The run's input files are placed there (``Sandbox.input_files``); the path is resolved (``..``

@@ -18,7 +18,8 @@ from __future__ import annotations
 import base64
 import os
 import sys
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 __all__ = ["OUTPUTS_DIR", "Outputs", "keep_files", "outputs", "prepare", "save_open_figures"]
 
@@ -82,7 +83,7 @@ class Outputs:
                 except Exception:
                     pass
 
-    def collect(self, limits: dict[str, Any]) -> list[dict[str, Any]]:
+    def collect(self, limits: Mapping[str, object]) -> list[dict[str, str | int]]:
         """The round's artifacts: ``{"name", "size", "data"}`` or ``{"name", "size", "refused"}``."""
         self.save_figures()
         file_cap = _int(limits.get("artifact_bytes"), _DEFAULT_FILE_BYTES)
@@ -90,7 +91,7 @@ class Outputs:
         now = self._scan()
         changed = [name for name, sig in now.items() if self._sent.get(name) != sig]
         self._sent = now
-        out: list[dict[str, Any]] = []
+        out: list[dict[str, str | int]] = []
         total = 0
         for index, name in enumerate(changed):
             size = now[name][0]
@@ -148,7 +149,7 @@ def _is_regular(mode: int) -> bool:
     return stat.S_ISREG(mode)
 
 
-def _int(value: Any, default: int) -> int:
+def _int(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
@@ -172,7 +173,7 @@ def prepare(cwd: str | None = None) -> Outputs:
     return _current
 
 
-def keep_files(value: Any) -> None:
+def keep_files(value: object) -> None:
     """Write the files a toolkit result carries into ``outputs/`` (they become the round's artifacts).
 
     A toolkit (an MCP tool returning an image) marks a file as ``{"artifact": NAME, "data": bytes, ...}``

@@ -25,9 +25,10 @@ import re
 import sys
 import types
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from codeact.sandbox.runtime import codec
+from codeact.sandbox.runtime._codec_types import JsonObject, JsonValue
 from codeact.sandbox.runtime.guards import SANDBOX_MODULE_NAME
 
 __all__ = ["SOURCE_TAG", "Definition", "capture", "collect_definitions", "definition_sources", "split_restorable"]
@@ -48,15 +49,15 @@ LIVE_REPR_NOTE: Final = "; a resumed session has its repr() as a str instead"
 
 
 def capture(
-    namespace: Mapping[str, Any],
+    namespace: Mapping[str, object],
     *,
     source_defs: Mapping[str, str],
     baseline: Collection[str] = (),
     max_var_bytes: int = 1 << 20,
     max_total_bytes: int = 8 << 20,
     definitions: Sequence[Definition] = (),
-    modules: Mapping[str, Any] | None = None,
-) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    modules: Mapping[str, object] | None = None,
+) -> tuple[dict[str, JsonValue], list[dict[str, str]]]:
     """Encode the variables of a namespace.
 
     Args:
@@ -77,7 +78,7 @@ def capture(
         tags), in namespace order; and ``[{"name", "type", "reason"}]`` for what was left out.
     """
     skip = frozenset(baseline)
-    variables: dict[str, Any] = {}
+    variables: dict[str, JsonValue] = {}
     uncaptured: list[dict[str, str]] = []
     total = 0
     context = _Context(namespace, source_defs, definitions, modules or {})
@@ -127,10 +128,10 @@ class _Context:
 
     def __init__(
         self,
-        namespace: Mapping[str, Any],
+        namespace: Mapping[str, object],
         source_defs: Mapping[str, str],
         definitions: Sequence[Definition],
-        modules: Mapping[str, Any],
+        modules: Mapping[str, object],
     ) -> None:
         self.namespace = namespace
         self.source_defs = source_defs
@@ -140,13 +141,13 @@ class _Context:
         self.modules = modules
 
 
-def _is_builtin(name: str, value: Any) -> bool:
+def _is_builtin(name: str, value: object) -> bool:
     return (hasattr(builtins, name) and getattr(builtins, name) is value) or (
         id(value) in _BUILTIN_IDS and isinstance(value, (types.BuiltinFunctionType, type))
     )
 
 
-def _capture_one(name: str, value: Any, context: _Context, max_bytes: int) -> tuple[Any, int]:
+def _capture_one(name: str, value: object, context: _Context, max_bytes: int) -> tuple[JsonValue, int]:
     if isinstance(value, types.ModuleType):
         return _source_tag("import", _module_import(name, value.__name__), max_bytes)
     definition = _definition(name, value, context)
@@ -163,8 +164,8 @@ def _capture_one(name: str, value: Any, context: _Context, max_bytes: int) -> tu
         return _source_tag("import", statement, max_bytes)
 
 
-def _source_tag(kind: str, source: str, max_bytes: int) -> tuple[dict[str, str], int]:
-    tagged = {codec.TAG: SOURCE_TAG, "kind": kind, "v": source}
+def _source_tag(kind: str, source: str, max_bytes: int) -> tuple[JsonObject, int]:
+    tagged: JsonObject = {codec.TAG: SOURCE_TAG, "kind": kind, "v": source}
     size = len(source.encode("utf-8")) + 40
     if size > max_bytes:
         raise codec.TooLarge(size, max_bytes)
@@ -175,7 +176,7 @@ def _module_import(name: str, module: str) -> str:
     return f"import {module}" if name == module else f"import {module} as {name}"
 
 
-def _name_import(name: str, value: Any, modules: Mapping[str, Any]) -> str | None:
+def _name_import(name: str, value: object, modules: Mapping[str, object]) -> str | None:
     """``from <module> import <attr> [as <name>]`` for a function, class or object of an imported module."""
     module_name = getattr(value, "__module__", None)
     if not isinstance(module_name, str) or module_name in (SANDBOX_MODULE_NAME, "builtins"):
@@ -200,7 +201,7 @@ def _name_import(name: str, value: Any, modules: Mapping[str, Any]) -> str | Non
     return None
 
 
-def _definition(name: str, value: Any, context: _Context) -> tuple[str, str] | None:
+def _definition(name: str, value: object, context: _Context) -> tuple[str, str] | None:
     """``(kind, source)`` for a function or class the code defined, ``None`` for anything else.
 
     Raises ``Unencodable`` (with what to do instead) for functions and classes of the code that
@@ -252,7 +253,7 @@ def _definition(name: str, value: Any, context: _Context) -> tuple[str, str] | N
     )
 
 
-def _locate(value: Any, candidates: Sequence[Definition]) -> Definition | None:
+def _locate(value: object, candidates: Sequence[Definition]) -> Definition | None:
     """The definition that created ``value``: matched by its code's place, else the last one."""
     if len(candidates) == 1:
         return candidates[0]
@@ -263,7 +264,7 @@ def _locate(value: Any, candidates: Sequence[Definition]) -> Definition | None:
     return candidates[-1]
 
 
-def _code_places(value: Any) -> list[tuple[str, int]]:
+def _code_places(value: object) -> list[tuple[str, int]]:
     """``(filename, first line)`` of the code objects a function or class carries."""
     places: list[tuple[str, int]] = []
     seen = 0
@@ -283,7 +284,7 @@ def _code_places(value: Any) -> list[tuple[str, int]]:
     return places
 
 
-def _missed(name: str, value: Any, reason: str, note: str = "") -> dict[str, str]:
+def _missed(name: str, value: object, reason: str, note: str = "") -> dict[str, str]:
     kind = type(value)
     type_name = getattr(kind, "__qualname__", None) or kind.__name__
     if reason.startswith("cannot encode object of type") or reason == "circular reference":
@@ -291,7 +292,7 @@ def _missed(name: str, value: Any, reason: str, note: str = "") -> dict[str, str
     return {"name": name, "type": str(type_name), "reason": reason + note}
 
 
-def _as_repr(value: Any, max_var_bytes: int, room: int) -> tuple[str, int] | None:
+def _as_repr(value: object, max_var_bytes: int, room: int) -> tuple[str, int] | None:
     """``(repr(value), its encoded size)``, at most ``_KEPT_REPR_CHARS`` long; None when it does not fit."""
     try:
         text = repr(value)
@@ -311,7 +312,7 @@ def _as_repr(value: Any, max_var_bytes: int, room: int) -> tuple[str, int] | Non
     return (encoded, size) if isinstance(encoded, str) else None
 
 
-def _advice(name: str, value: Any, reason: str) -> str:
+def _advice(name: str, value: object, reason: str) -> str:
     """Why a value the codec refused cannot be stored, said as what the code can do instead."""
     if reason == "circular reference":
         return "it contains itself (a circular reference), which cannot be stored; keep a copy without the cycle"
@@ -345,7 +346,7 @@ def _advice(name: str, value: Any, reason: str) -> str:
     )
 
 
-def _short_repr(value: Any) -> str:
+def _short_repr(value: object) -> str:
     try:
         text = repr(value)
     except Exception:  # noqa: BLE001 - the object's own __repr__ is sandboxed code
@@ -528,7 +529,7 @@ def definition_sources(source: str) -> dict[str, str]:
     return result
 
 
-def split_restorable(variables: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+def split_restorable(variables: Mapping[str, JsonValue]) -> tuple[dict[str, JsonValue], str]:
     """Split captured variables into data and a prelude of definitions.
 
     Restore order for the runtime: ``codec.decode`` the data into the namespace, run the prelude
@@ -543,13 +544,13 @@ def split_restorable(variables: Mapping[str, Any]) -> tuple[dict[str, Any], str]
         imports (each in ``try``/``except ImportError``), then the definitions' sources in their
         original order (``""`` when there are none).
     """
-    data: dict[str, Any] = {}
+    data: dict[str, JsonValue] = {}
     imports: list[str] = []
     parts: list[str] = []
     aliases: list[str] = []
     for name, value in variables.items():
-        if type(value) is dict and value.get(codec.TAG) == SOURCE_TAG and type(value.get("v")) is str:
-            source = value["v"].strip()
+        if type(value) is dict and value.get(codec.TAG) == SOURCE_TAG and type(code := value.get("v")) is str:
+            source = code.strip()
             kind = value.get("kind")
             if kind == "import":
                 # one failing import (a narrower policy now) must not lose the definitions after it

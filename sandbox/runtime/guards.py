@@ -29,7 +29,7 @@ import operator
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import FunctionType, ModuleType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from codeact.sandbox.runtime._guard_helpers import (
     _ClassFactory,
@@ -139,7 +139,7 @@ _DISABLED_BUILTINS: Final = (
 )  # fmt: skip
 _DANGEROUS_VALUES: Final = frozenset(id(getattr(builtins, name)) for name in ("compile", "open"))
 
-_IN_PLACE: Final[dict[str, Callable[[Any, Any], Any]]] = {
+_IN_PLACE: Final[dict[str, Callable[[object, object], object]]] = {
     "+=": operator.iadd,
     "-=": operator.isub,
     "*=": operator.imul,
@@ -155,6 +155,7 @@ _IN_PLACE: Final[dict[str, Callable[[Any, Any], Any]]] = {
     "@=": operator.imatmul,
 }
 
+_T = TypeVar("_T")
 _MISSING: Final = object()
 _STR_FORMAT: Final = str.format
 _STR_FORMAT_MAP: Final = str.format_map
@@ -180,7 +181,7 @@ def _denied_attribute(name: object) -> AttributeError:
     return AttributeError(f"attribute {name!r} is not allowed in sandboxed code")
 
 
-def _inplacevar_(op: str, target: Any, value: Any) -> Any:
+def _inplacevar_(op: str, target: object, value: object) -> object:
     """``x op= y`` as RestrictedPython spells it (kept for compatibility; names use native in-place ops)."""
     try:
         func = _IN_PLACE[op]
@@ -189,20 +190,20 @@ def _inplacevar_(op: str, target: Any, value: Any) -> Any:
     return func(target, value)
 
 
-def _getiter_(obj: Any) -> Iterator[Any]:
+def _getiter_(obj: Iterable[object]) -> Iterator[object]:
     return iter(obj)
 
 
-def _unpack_sequence_(value: Any, spec: Any, getiter: Any) -> list[Any]:
+def _unpack_sequence_(value: Iterable[object], spec: object, getiter: object) -> list[object]:
     # Compatibility only: our transform leaves unpacking native (iteration is not restricted here).
     return list(value)
 
 
-def _iter_unpack_sequence_(value: Any, spec: Any, getiter: Any) -> Iterator[Any]:
+def _iter_unpack_sequence_(value: Iterable[object], spec: object, getiter: object) -> Iterator[object]:
     return iter(value)
 
 
-def _apply_(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _apply_(func: Callable[..., object], *args: object, **kwargs: object) -> object:
     return func(*args, **kwargs)
 
 
@@ -213,9 +214,9 @@ class _Namespace:
         self.allowed = frozenset(allowed_imports)
         self.allowed_text = ", ".join(sorted(self.allowed)) or "none"
         # types whose instances sandboxed code may change in place; classes are added as they are defined
-        self.owned: set[Any] = {dict, list}
+        self.owned: set[object] = {dict, list}
         self.ok_names: set[str] = set()
-        self.namespace: dict[str, Any] = {}
+        self.namespace: dict[str, object] = {}
 
     # -- modules ----------------------------------------------------------------------------------
     def module_allowed(self, name: str) -> bool:
@@ -233,7 +234,7 @@ class _Namespace:
             f"import of {name!r} is not allowed in sandboxed code (allowed: {self.allowed_text})", name=name
         )
 
-    def check_value(self, obj: Any, name: str, value: Any) -> Any:
+    def check_value(self, obj: object, name: str, value: object) -> object:
         if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
             raise AttributeError(
                 f"attribute {name!r} is module {value.__name__!r}, which is not allowed in sandboxed code "
@@ -245,7 +246,7 @@ class _Namespace:
             return self.guard_format(value)
         return value
 
-    def guard_format(self, value: Any) -> Any:
+    def guard_format(self, value: object) -> object:
         if value is _STR_FORMAT:
             return self.str_format
         if value is _STR_FORMAT_MAP:
@@ -258,14 +259,14 @@ class _Namespace:
                 return lambda mapping: self.str_format_map(template, mapping)
         return value
 
-    def str_format(self, template: str, /, *args: Any, **kwargs: Any) -> str:
+    def str_format(self, template: str, /, *args: object, **kwargs: object) -> str:
         if not isinstance(template, str):
             raise TypeError("format() needs a str")
         if _needs_guarded_format(template):
             return self.formatter.vformat(template, args, kwargs)
         return _STR_FORMAT(template, *args, **kwargs)
 
-    def str_format_map(self, template: str, mapping: Mapping[str, Any], /) -> str:
+    def str_format_map(self, template: str, mapping: Mapping[str, object], /) -> str:
         if not isinstance(template, str):
             raise TypeError("format_map() needs a str")
         if _needs_guarded_format(template):
@@ -273,7 +274,7 @@ class _Namespace:
         return _STR_FORMAT_MAP(template, mapping)
 
     # -- attribute access -------------------------------------------------------------------------
-    def slow_getattr(self, obj: Any, name: str, default: Any = _MISSING) -> Any:
+    def slow_getattr(self, obj: object, name: str, default: object = _MISSING) -> object:
         if type(name) is not str:
             raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
         if not _name_allowed(name):
@@ -293,7 +294,7 @@ class _Namespace:
                 return default
         return self.check_value(obj, name, value)
 
-    def private_allowed(self, obj: Any, name: str) -> bool:
+    def private_allowed(self, obj: object, name: str) -> bool:
         """Whether ``obj.<name>`` (a private name) belongs to the code.
 
         True when it was set on an instance of one of the code's classes, or the first class in the
@@ -320,7 +321,7 @@ class _Namespace:
                 return cls in owned and cls not in (dict, list)
         return False
 
-    def is_owned(self, obj: Any) -> bool:
+    def is_owned(self, obj: object) -> bool:
         if type(obj) in self.owned:
             return True
         if isinstance(obj, type):
@@ -331,8 +332,8 @@ class _Namespace:
     def guarded_import(
         self,
         name: str,
-        globals: Mapping[str, Any] | None = None,  # noqa: A002 - the signature of builtins.__import__
-        locals: Mapping[str, Any] | None = None,  # noqa: A002
+        globals: Mapping[str, object] | None = None,  # noqa: A002 - the signature of builtins.__import__
+        locals: Mapping[str, object] | None = None,  # noqa: A002
         fromlist: Iterable[str] | None = (),
         level: int = 0,
     ) -> ModuleType:
@@ -371,7 +372,7 @@ class _Namespace:
                 raise ImportError(f"cannot import name {item!r} from {name!r}: not allowed in sandboxed code")
         return module
 
-    def build(self, *, restricted: bool) -> dict[str, Any]:
+    def build(self, *, restricted: bool) -> dict[str, object]:
         ns = self.namespace
         ok_names = self.ok_names
         owned = self.owned
@@ -379,7 +380,7 @@ class _Namespace:
         is_owned = self.is_owned
         check_value = self.check_value
 
-        def _getattr_(obj: Any, name: str) -> Any:
+        def _getattr_(obj: object, name: str) -> object:
             if name in ok_names:
                 value = getattr(obj, name)
                 if isinstance(value, ModuleType):  # a subclass too (the slow path checks the same way)
@@ -387,7 +388,7 @@ class _Namespace:
                 return value
             return slow_getattr(obj, name)
 
-        def _write_(obj: Any) -> Any:
+        def _write_(obj: _T) -> _T | _WriteProxy:
             if type(obj) in owned:
                 return obj
             if is_owned(obj):
@@ -397,41 +398,41 @@ class _Namespace:
                 return obj
             return _WriteProxy(obj)
 
-        def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+        def guarded_getattr(obj: object, name: str, *default: object) -> object:
             if len(default) > 1:
                 raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
             return slow_getattr(obj, name, default[0] if default else _MISSING)
 
-        def guarded_hasattr(obj: Any, name: str) -> bool:
+        def guarded_hasattr(obj: object, name: str) -> bool:
             try:
                 slow_getattr(obj, name)
             except AttributeError:
                 return False
             return True
 
-        def guarded_setattr(obj: Any, name: str, value: Any) -> None:
+        def guarded_setattr(obj: object, name: str, value: object) -> None:
             if type(name) is not str:
                 raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
             if (name.startswith("_") and not is_private_name(name)) or name in DENIED_ATTRIBUTES:
                 raise _denied_attribute(name)
             setattr(_write_(obj), name, value)
 
-        def guarded_delattr(obj: Any, name: str) -> None:
+        def guarded_delattr(obj: object, name: str) -> None:
             if type(name) is not str:
                 raise TypeError(f"attribute name must be a string, not {type(name).__name__!r}")
             if (name.startswith("_") and not is_private_name(name)) or name in DENIED_ATTRIBUTES:
                 raise _denied_attribute(name)
             delattr(_write_(obj), name)
 
-        def guarded_dir(*args: Any) -> list[str]:
+        def guarded_dir(*args: object) -> list[str]:
             if len(args) != 1:
                 raise TypeError("dir() needs exactly one argument in sandboxed code")
             return [name for name in dir(args[0]) if _name_allowed(name)]
 
-        def _inplaceattr_(obj: Any, name: str, op: str, value: Any) -> None:
+        def _inplaceattr_(obj: object, name: str, op: str, value: object) -> None:
             setattr(_write_(obj), name, _inplacevar_(op, _getattr_(obj, name), value))
 
-        def _inplaceitem_(obj: Any, key: Any, op: str, value: Any) -> None:
+        def _inplaceitem_(obj: Any, key: object, op: str, value: object) -> None:  # any subscriptable object
             _write_(obj)[key] = _inplacevar_(op, obj[key], value)
 
         def _codeact_import_star_(name: str) -> None:
@@ -498,7 +499,7 @@ class _Namespace:
         return ns
 
 
-def show_value(value: Any, label: str | None = None) -> None:
+def show_value(value: object, label: str | None = None) -> None:
     """``_codeact_show_``: a bare expression's value, printed as in a REPL (sandbox/_last_value.py).
 
     None is not shown; with ``label`` (when a round shows several values) the line is ``label -> repr``.
@@ -507,7 +508,7 @@ def show_value(value: Any, label: str | None = None) -> None:
         print(f"{label} -> {value!r}" if label else repr(value))
 
 
-def restricted_globals(*, allowed_imports: Collection[str]) -> dict[str, Any]:
+def restricted_globals(*, allowed_imports: Collection[str]) -> dict[str, object]:
     """A fresh namespace for code compiled with the RestrictedPython policy.
 
     Run the code (and the prelude of restored definitions) in the returned dict itself, not a copy:
@@ -524,7 +525,7 @@ def restricted_globals(*, allowed_imports: Collection[str]) -> dict[str, Any]:
     return _Namespace(allowed_imports).build(restricted=True)
 
 
-def plain_globals(*, allowed_imports: Collection[str] | None) -> dict[str, Any]:
+def plain_globals(*, allowed_imports: Collection[str] | None) -> dict[str, object]:
     """A fresh namespace for code compiled WITHOUT the RestrictedPython transform (full builtins).
 
     Args:

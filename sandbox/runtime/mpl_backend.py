@@ -9,18 +9,18 @@ only for every round that does not draw.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from types import ModuleType
 
 from codeact.sandbox.runtime import artifacts
 
 __all__ = ["FigureCanvas", "FigureManager", "show"]
 
-_agg: Any = importlib.import_module("matplotlib.backends.backend_agg")
+_agg: ModuleType = importlib.import_module("matplotlib.backends.backend_agg")
 
-FigureCanvas: Any = _agg.FigureCanvasAgg
-FigureManager: Any = _agg.FigureManager
+FigureCanvas: type = _agg.FigureCanvasAgg
+FigureManager: type = _agg.FigureManager
 
 
-def show(*args: Any, **kwargs: Any) -> None:
+def show(*args: object, **kwargs: object) -> None:
     """Save every open figure as ``outputs/figure-N.png`` and close it (there is no screen)."""
     artifacts.save_open_figures()

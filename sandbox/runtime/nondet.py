@@ -29,8 +29,8 @@ import datetime as _dt
 import os as _os
 import time as _time
 import types
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeAlias, TypeVar
 
 __all__ = ["MAX_READS", "VIEWED", "Tape", "Views"]
 
@@ -38,6 +38,9 @@ MAX_READS: Final = 10_000
 """Reads recorded per round; past it the tape is marked ``truncated`` (a replay reads live after it)."""
 
 _MAX_TAPE_CHARS: Final = 1 << 20
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., object])
+_TimeTuple: TypeAlias = tuple[int, int, int, int, int, int, int, int, int]
 VIEWED: Final = frozenset({"time", "datetime", "random", "uuid", "os", "secrets"})
 """The modules the code gets a recording view of."""
 
@@ -51,16 +54,16 @@ class Tape:
 
     __slots__ = ("_feed", "_pos", "_replaying", "chars", "diverged", "reads", "truncated")
 
-    def __init__(self, replay: list[Any] | None = None) -> None:
-        self.reads: list[list[Any]] = []
-        self._feed: list[Any] = replay if replay is not None else []
+    def __init__(self, replay: list[object] | None = None) -> None:
+        self.reads: list[list[object]] = []
+        self._feed: list[object] = replay if replay is not None else []
         self._replaying = replay is not None
         self._pos = 0
         self.diverged: str | None = None
         self.truncated = False
         self.chars = 0
 
-    def take(self, kind: str, live: Callable[[], Any]) -> Any:
+    def take(self, kind: str, live: Callable[[], object]) -> Any:  # Any: live()'s value, or the recorded one
         """The value of one read: the recorded one on replay, else ``live()`` (recorded)."""
         if self._replaying:
             pos = self._pos
@@ -102,7 +105,7 @@ class Views:
         self.modules: dict[str, types.ModuleType] = {}
 
     # -- a round ----------------------------------------------------------------------------------
-    def begin(self, config: Any) -> None:
+    def begin(self, config: object) -> None:
         """Start a round: a new tape (replaying ``config["reads"]`` when given).
 
         ``random`` is seeded when the round first imports it (every round that uses it does: names
@@ -124,7 +127,7 @@ class Views:
 
             _random.seed(self.seed)
 
-    def end(self) -> dict[str, Any] | None:
+    def end(self) -> dict[str, object] | None:
         """The round's record: ``{["seed"], "reads"[, "diverged"][, "unread"][, "truncated"]}``.
 
         None when the round neither used ``random`` nor read anything (nothing to replay).
@@ -133,7 +136,7 @@ class Views:
         self.tape = Tape()
         if self.seed is None and not tape.reads and tape.diverged is None and not tape.unread:
             return None
-        out: dict[str, Any] = {"reads": tape.reads}
+        out: dict[str, object] = {"reads": tape.reads}
         if self.seed is not None:
             out["seed"] = self.seed
         if tape.diverged is not None:
@@ -144,18 +147,18 @@ class Views:
             out["truncated"] = True
         return out
 
-    def importer(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def importer(self, original: Callable[..., object]) -> Callable[..., object]:
         """``__import__`` that returns the views of :data:`VIEWED` modules (after ``original`` allowed them)."""
         original = getattr(original, "_codeact_original", original)
         view = self.view
 
         def __import__(  # noqa: N807 - the builtin's name
             name: str,
-            globals: Any = None,  # noqa: A002 - the signature of builtins.__import__
-            locals: Any = None,  # noqa: A002
-            fromlist: Any = (),
+            globals: object = None,  # noqa: A002 - the signature of builtins.__import__
+            locals: object = None,  # noqa: A002
+            fromlist: object = (),
             level: int = 0,
-        ) -> Any:
+        ) -> object:
             module = original(name, globals, locals, fromlist, level)
             if level == 0 and type(name) is str:
                 target = name if fromlist else name.partition(".")[0]
@@ -175,7 +178,7 @@ class Views:
             module = self.modules[name] = _BUILDERS[name](self)
         return module
 
-    def take(self, kind: str, live: Callable[[], Any]) -> Any:
+    def take(self, kind: str, live: Callable[[], object]) -> Any:  # as Tape.take
         """One read through the current round's tape."""
         return self.tape.take(kind, live)
 
@@ -188,7 +191,7 @@ def _copy(real: types.ModuleType) -> types.ModuleType:
     return module
 
 
-def _named(module: str, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def _named(module: str, name: str, fn: _F) -> _F:
     fn.__module__ = module
     fn.__name__ = fn.__qualname__ = name
     return fn
@@ -198,7 +201,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _bytes(text: Any) -> bytes:
+def _bytes(text: object) -> bytes:
     return base64.b64decode(text) if isinstance(text, str) else b""
 
 
@@ -206,26 +209,26 @@ def _time_view(views: Views) -> types.ModuleType:
     m = _copy(_time)
     take = views.take
 
-    def reader(kind: str, real: Callable[[], Any]) -> Callable[[], Any]:
+    def reader(kind: str, real: Callable[[], object]) -> Callable[[], object]:
         return lambda: take(kind, real)
 
     for name in ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns"):
         m.__dict__[name] = _named("time", name, reader(f"time.{name}", getattr(_time, name)))
     now = m.__dict__["time"]
 
-    def localtime(secs: float | None = None) -> Any:
+    def localtime(secs: float | None = None) -> _time.struct_time:
         return _time.localtime(now() if secs is None else secs)
 
-    def gmtime(secs: float | None = None) -> Any:
+    def gmtime(secs: float | None = None) -> _time.struct_time:
         return _time.gmtime(now() if secs is None else secs)
 
     def ctime(secs: float | None = None) -> str:
         return _time.ctime(now() if secs is None else secs)
 
-    def asctime(t: Any = None) -> str:
+    def asctime(t: _time.struct_time | _TimeTuple | None = None) -> str:
         return _time.asctime(localtime() if t is None else t)
 
-    def strftime(format: str, t: Any = None) -> str:  # noqa: A002 - the stdlib's signature
+    def strftime(format: str, t: _time.struct_time | _TimeTuple | None = None) -> str:  # noqa: A002 - the stdlib's signature
         return _time.strftime(format, localtime() if t is None else t)
 
     for fn in (localtime, gmtime, ctime, asctime, strftime):
@@ -238,7 +241,7 @@ class _Alias(type):
 
     _real: type
 
-    def __instancecheck__(cls, obj: Any) -> bool:
+    def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, cls._real)
 
     def __subclasscheck__(cls, sub: type) -> bool:
@@ -250,6 +253,7 @@ def _datetime_view(views: Views) -> types.ModuleType:
     take = views.take
     real_datetime, real_date = _dt.datetime, _dt.date
 
+    # The views return the real classes' instances (instances of the view by _Alias), not Self: Any.
     class date(_dt.date, metaclass=_Alias):  # noqa: N801 - the stdlib's name
         _real = real_date
 
@@ -267,7 +271,7 @@ def _datetime_view(views: Views) -> types.ModuleType:
             return real_datetime(*args, **kwargs)
 
         @classmethod
-        def now(cls, tz: Any = None) -> Any:
+        def now(cls, tz: _dt.tzinfo | None = None) -> Any:
             text = take("datetime.now", lambda: real_datetime.now(tz).isoformat())
             value = real_datetime.fromisoformat(text)
             return value if tz is None else value.astimezone(tz)
@@ -298,11 +302,11 @@ def _random_view(views: Views) -> types.ModuleType:
     def fresh_seed() -> int:
         return int.from_bytes(_os.urandom(16), "big")
 
-    def seed(a: Any = None, version: int = 2) -> None:
+    def seed(a: int | float | str | bytes | bytearray | None = None, version: int = 2) -> None:
         _random.seed(take("random.seed", fresh_seed) if a is None else a, version)
 
     class Random(_random.Random):
-        def __init__(self, x: Any = None) -> None:
+        def __init__(self, x: int | float | str | bytes | bytearray | None = None) -> None:
             super().__init__(take("random.Random", fresh_seed) if x is None else x)
 
     class SystemRandom(_random.SystemRandom):
@@ -330,10 +334,10 @@ def _uuid_view(views: Views) -> types.ModuleType:
     m = _copy(_uuid)
     take = views.take
 
-    def uuid4() -> Any:
+    def uuid4() -> _uuid.UUID:
         return _uuid.UUID(take("uuid.uuid4", lambda: _uuid.uuid4().hex))
 
-    def uuid1(node: Any = None, clock_seq: Any = None) -> Any:
+    def uuid1(node: int | None = None, clock_seq: int | None = None) -> _uuid.UUID:
         return _uuid.UUID(take("uuid.uuid1", lambda: _uuid.uuid1(node, clock_seq).hex))
 
     m.__dict__.update(uuid4=_named("uuid", "uuid4", uuid4), uuid1=_named("uuid", "uuid1", uuid1))
@@ -376,7 +380,7 @@ def _secrets_view(views: Views) -> types.ModuleType:
         value: int = take("secrets.randbits", lambda: _secrets.randbits(k))
         return value
 
-    def choice(seq: Any) -> Any:
+    def choice(seq: Sequence[_T]) -> _T:
         return seq[randbelow(len(seq))]
 
     for fn in (token_bytes, token_hex, token_urlsafe, randbelow, randbits, choice):

@@ -22,11 +22,12 @@ import sys
 import threading
 import types
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar
 
 from codeact.sandbox.runtime import artifacts as _artifacts
 from codeact.sandbox.runtime import protocol as _p
+from codeact.sandbox.runtime._codec_types import JsonObject
 
 if TYPE_CHECKING:
     import asyncio
@@ -46,6 +47,20 @@ __all__ = [
 ]
 
 _RECV: Final = 1 << 20
+_T = TypeVar("_T")
+
+
+class _Layout(TypedDict, total=False):
+    """The keyword arguments of ``_Operation`` beyond ``params`` and ``required``."""
+
+    positional: list[str]
+    keyword: list[str]
+    varargs: str
+    varkw: str
+
+
+_LIST_KEYS: Final[tuple[Literal["positional", "keyword"], ...]] = ("positional", "keyword")
+_NAME_KEYS: Final[tuple[Literal["varargs", "varkw"], ...]] = ("varargs", "varkw")
 _loads = _p.loads
 _dumps = _p.dumps
 _AWAITABLE_TYPES: Final = (types.CoroutineType, types.GeneratorType, collections.abc.Coroutine)  # asyncio.iscoroutine's
@@ -79,7 +94,7 @@ class ToolError(Exception):
         data: Extra details (for example field errors), or None.
     """
 
-    def __init__(self, message: str, *, code: str = "tool_error", data: Any = None) -> None:
+    def __init__(self, message: str, *, code: str = "tool_error", data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -103,7 +118,7 @@ class ControlSignal(BaseException):
         control: The ``$control`` object, e.g. ``{"kind": "finish", "answer": ...}``.
     """
 
-    def __init__(self, control: dict[str, Any]) -> None:
+    def __init__(self, control: dict[str, object]) -> None:
         super().__init__(f"control signal {control.get('kind')!r}")
         self.control = control
 
@@ -112,7 +127,7 @@ class HostGone(BaseException):
     """The host closed the bridge connection: the runtime exits."""
 
 
-def _tool_error(error: Any) -> ToolError:
+def _tool_error(error: object) -> ToolError:
     if not isinstance(error, dict):
         return ToolError("malformed error from the host")
     code = error.get("code")
@@ -136,11 +151,11 @@ class _Call:
         self._bridge = bridge
         self.id = id_
         self._done = False
-        self._value: Any = None
+        self._value: object = None
         self._exc: BaseException | None = None
-        self._fut: asyncio.Future[Any] | None = None
+        self._fut: asyncio.Future[object] | None = None
 
-    def _resolve(self, value: Any, exc: BaseException | None) -> None:
+    def _resolve(self, value: object, exc: BaseException | None) -> None:
         self._done, self._value, self._exc = True, value, exc
         fut = self._fut
         if fut is not None and not fut.done():
@@ -149,14 +164,14 @@ class _Call:
             else:
                 fut.set_result(value)
 
-    def result(self) -> Any:
+    def result(self) -> object:
         if not self._done:
             self._bridge.wait(self)
         if self._exc is not None:
             raise self._exc
         return self._value
 
-    def __await__(self) -> Generator[Any, None, Any]:
+    def __await__(self) -> Generator[object, None, object]:
         if not self._done:
             loop = _get_running_loop()
             if loop is None:  # a round run without an event loop (CompiledCode.loop_free): block as sync code does
@@ -179,24 +194,24 @@ class Bridge:
         decode: Turns a codec-encoded result into a value (``codec.decode``).
     """
 
-    def __init__(self, sock: socket.socket, decode: Callable[[Any], Any] = lambda v: v) -> None:
+    def __init__(self, sock: socket.socket, decode: Callable[[object], object] = lambda v: v) -> None:
         self.sock = sock
         self._fd = sock.fileno()
         self._decode = decode
         self._heads: dict[tuple[str, str], str] = {}
-        self._poller: tuple[int, Any] | None = None  # (self-pipe fd of the loop, select.poll object)
+        self._poller: tuple[int, select.poll] | None = None  # (self-pipe fd of the loop, select.poll object)
         self._buf = b""
         self._next_id = 0
-        self._pending: dict[int, _Call | asyncio.Future[Any]] = {}
-        self._requests: deque[dict[str, Any]] = deque()
+        self._pending: dict[int, _Call | asyncio.Future[object]] = {}
+        self._requests: deque[JsonObject] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.control: dict[str, Any] | None = None
+        self.control: dict[str, object] | None = None
         """The first control signal of the current round."""
-        self.on_request: Callable[[dict[str, Any]], None] | None = None
+        self.on_request: Callable[[JsonObject], None] | None = None
         """Called for host requests that arrive while a round runs."""
 
     # -- frames ----------------------------------------------------------------------------------
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, object]) -> None:
         """Send one frame (raises ``RpcError(PAYLOAD_TOO_LARGE)`` over the cap)."""
         self.sock.sendall(_p.encode_frame(message))
 
@@ -233,7 +248,7 @@ class Bridge:
         target = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
         if target is None:
             return  # an answer to a call of an earlier round
-        value: Any = None
+        value: object = None
         exc: BaseException | None = None
         if "error" in message:
             exc = _tool_error(message["error"])
@@ -264,14 +279,14 @@ class Bridge:
         """Block until some bytes arrive and process every complete frame."""
         self._feed(self.sock.recv(_RECV))
 
-    def next_request(self) -> dict[str, Any]:
+    def next_request(self) -> JsonObject:
         """Block until the host sends a request (``execute``, ``shutdown``)."""
         while not self._requests:
             self.read_blocking()
         return self._requests.popleft()
 
     # -- calls -----------------------------------------------------------------------------------
-    def call(self, toolkit: str, operation: str, arguments: dict[str, Any]) -> Any:
+    def call(self, toolkit: str, operation: str, arguments: Mapping[str, object]) -> _Call | CallFuture:
         """Send a ``call`` frame now; return an awaitable of its result.
 
         Args:
@@ -287,7 +302,7 @@ class Bridge:
             head = self._heads[(toolkit, operation)] = _call_head(toolkit, operation)
         return self._call(head, arguments)
 
-    def _call(self, head: str, arguments: dict[str, Any]) -> Any:
+    def _call(self, head: str, arguments: Mapping[str, object]) -> _Call | CallFuture:
         if self.control is not None:
             raise ControlSignal(self.control)  # the round is over: stop code that swallowed the signal
         id_ = self._next_id + 1
@@ -313,7 +328,7 @@ class Bridge:
         self.sock.sendall(frame)
         return target
 
-    def wait(self, target: Any) -> None:
+    def wait(self, target: _Call | asyncio.Future[object]) -> None:
         """Block (the event loop, if any, is paused) until ``target`` is resolved."""
         if isinstance(target, _Call):
             while not target._done:
@@ -322,7 +337,7 @@ class Bridge:
             while not target.done():
                 self.read_blocking()
 
-    def sync(self, value: Any) -> Any:
+    def sync(self, value: Any) -> object:  # Any: what the code passes, narrowed by `type(value) is`
         """``_codeact_sync_``: the result of a toolkit call made inside a plain ``def``."""
         kind = type(value)
         if kind is _CallFuture and value._bridge is self:
@@ -379,7 +394,7 @@ class Bridge:
             if loop._ready or loop._scheduled:  # type: ignore[attr-defined]
                 return
             ssock: int = loop._ssock.fileno()  # type: ignore[attr-defined]
-            watched: dict[int, Any] = loop._selector._fd_to_key  # type: ignore[attr-defined]
+            watched: dict[int, object] = loop._selector._fd_to_key  # type: ignore[attr-defined]
         except AttributeError:
             return
         fd = self._fd
@@ -466,7 +481,7 @@ def exit_now(status: int = 70) -> None:
     os._exit(status)
 
 
-async def _await(value: Any) -> Any:
+async def _await(value: Awaitable[_T]) -> _T:
     return await value
 
 
@@ -475,7 +490,7 @@ def _call_head(toolkit: str, operation: str) -> str:
     return f',"method":"call","params":{{"toolkit":{_dumps(toolkit)},"operation":{_dumps(operation)},"arguments":'
 
 
-def _answer_text(value: Any) -> str:
+def _answer_text(value: object) -> str:
     try:
         text = repr(value)
     except Exception:  # noqa: BLE001 - the object's own __repr__ is the model's code
@@ -509,7 +524,7 @@ class _Operation:
     def __init__(
         self,
         bridge: Bridge,
-        encode: Callable[[Any], Any],
+        encode: Callable[[object], object],
         toolkit: str,
         name: str,
         params: list[str],
@@ -533,9 +548,9 @@ class _Operation:
         self._varargs = varargs
         self._varkw = varkw
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> _Call | CallFuture:
         positional = self._positional
-        arguments: dict[str, Any] = {}
+        arguments: dict[str, object] = {}
         if len(args) > len(positional) and self._varargs is None:
             raise TypeError(
                 f"{self._label} takes {len(positional)} positional argument(s) "
@@ -545,7 +560,7 @@ class _Operation:
             arguments[name] = value
         if len(args) > len(positional):
             arguments[self._varargs] = list(args[len(positional) :])  # type: ignore[index]  # checked above
-        extra: dict[str, Any] = {}
+        extra: dict[str, object] = {}
         for name, value in kwargs.items():
             if name not in self._keyword:
                 if self._varkw is not None:
@@ -593,10 +608,10 @@ class ToolkitProxy:
     _elsewhere: Mapping[str, tuple[str, ...]] = {}
     """Operation name -> the other toolkits of the session that have it (for the error's hint)."""
 
-    _forward: Mapping[str, Any] = {}
+    _forward: Mapping[str, _Operation] = {}
     """Operation name -> the ``system`` toolkit's operation of that name, which this toolkit lacks."""
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> _Operation:
         cls = type(self)
         if name.startswith("_"):
             raise AttributeError(f"private attribute {name!r} of toolkit {cls._toolkit_name!r} is not accessible")
@@ -616,7 +631,7 @@ class ToolkitProxy:
             f"granted operations of {cls._toolkit_name}: {granted}"
         )
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"toolkit {type(self)._toolkit_name!r} is read-only")
 
     def __dir__(self) -> list[str]:
@@ -627,22 +642,22 @@ class ToolkitProxy:
         return f"<toolkit {cls._toolkit_name}: {', '.join(cls._operations)}>"
 
 
-def _layout(op_spec: Any) -> dict[str, Any]:
+def _layout(op_spec: object) -> _Layout:
     """The keyword arguments of ``_Operation`` a manifest entry gives beyond ``params`` and ``required``."""
     if not isinstance(op_spec, dict):
         return {}
-    out: dict[str, Any] = {}
-    for key in ("positional", "keyword"):
+    out: _Layout = {}
+    for key in _LIST_KEYS:
         names = op_spec.get(key)
         if isinstance(names, list):
             out[key] = [n for n in names if isinstance(n, str)]
-    for key in ("varargs", "varkw"):
-        if isinstance(op_spec.get(key), str):
-            out[key] = op_spec[key]
+    for name_key in _NAME_KEYS:
+        if isinstance(op_spec.get(name_key), str):
+            out[name_key] = op_spec[name_key]
     return out
 
 
-def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -> dict[str, ToolkitProxy]:
+def build_proxies(manifest: object, bridge: Bridge, encode: Callable[[object], object]) -> dict[str, ToolkitProxy]:
     """One proxy object per toolkit of the manifest (malformed entries are skipped).
 
     Args:
@@ -663,7 +678,7 @@ def build_proxies(manifest: Any, bridge: Bridge, encode: Callable[[Any], Any]) -
         if not (isinstance(name, str) and name.isidentifier() and not name.startswith("_")):
             continue
         ops = spec.get("operations") if isinstance(spec, dict) else None
-        attrs: dict[str, Any] = {"__slots__": (), "_toolkit_name": name}
+        attrs: dict[str, object] = {"__slots__": (), "_toolkit_name": name}
         names: list[str] = []
         for op, op_spec in (ops or {}).items():
             if not (isinstance(op, str) and op.isidentifier() and not op.startswith("_")):
