@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from codeact.engine.errors import StoreError
 from codeact.engine.store._records import CorruptRecordError, RoundEntry, RoundsRead, kind, repair_hint
 from codeact.engine.store._types import SESSION_STATUSES, SessionMeta
+from codeact.prompts.jsontypes import JsonObject, JsonValue
+
+_T = TypeVar("_T")
 
 __all__ = [
     "TruncateReport",
@@ -34,7 +37,7 @@ def _round_of_position(position: int, entries: Iterable[RoundEntry]) -> int | No
     return None
 
 
-def decode_segment(session_id: str, position: int, body: str, *, entries: Iterable[RoundEntry] = ()) -> dict[str, Any]:
+def decode_segment(session_id: str, position: int, body: str, *, entries: Iterable[RoundEntry] = ()) -> JsonObject:
     """One stored segment (1-based ``position`` in the session's list); ``CorruptRecordError`` naming it."""
     reason: str | None = None
     try:
@@ -62,9 +65,9 @@ def decode_segment(session_id: str, position: int, body: str, *, entries: Iterab
     )
 
 
-async def decode_segments(store: Any, session_id: str, rows: Iterable[tuple[int, str]]) -> list[dict[str, Any]]:
+async def decode_segments(store: Any, session_id: str, rows: Iterable[tuple[int, str]]) -> list[JsonObject]:
     """Every stored segment (``(position, body)`` in order); the first unreadable one raised, with its round."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     for position, body in rows:
         try:
             out.append(decode_segment(session_id, position, body))
@@ -74,10 +77,10 @@ async def decode_segments(store: Any, session_id: str, rows: Iterable[tuple[int,
     return out
 
 
-def decode_variable(session_id: str, name: str, text: str, *, rounds: int | None) -> Any:
+def decode_variable(session_id: str, name: str, text: str, *, rounds: int | None) -> JsonValue:
     """One stored variable (the session's current state, after round ``rounds``); ``CorruptRecordError`` naming it."""
     try:
-        return json.loads(text)
+        value: JsonValue = json.loads(text)
     except (ValueError, TypeError) as exc:
         where = f" (after round {rounds})" if rounds is not None else ""
         raise CorruptRecordError(
@@ -89,9 +92,10 @@ def decode_variable(session_id: str, name: str, text: str, *, rounds: int | None
             field=name,
             repair_after=rounds,
         ) from None
+    return value
 
 
-_META_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+_META_CHECKS: dict[str, tuple[Callable[[Any], object], object]] = {  # each parses a stored str or number
     # field -> (parse raw -> value or raise ValueError, default when repairing)
     "session_id": (lambda v: _need(isinstance(v, str) and v, v), None),
     "blueprint_id": (lambda v: _need(isinstance(v, str), v), "unknown"),
@@ -108,14 +112,14 @@ _META_CHECKS: dict[str, tuple[Callable[[Any], Any], Any]] = {
 _META_REQUIRED = ("session_id", "blueprint_id", "blueprint_hash", "model", "created_at", "status", "rounds")
 
 
-def _need(ok: Any, value: Any) -> Any:
+def _need(ok: object, value: _T) -> _T:
     if not ok:
         raise ValueError(f"unexpected value {value!r:.80}")
     return value
 
 
-def _meta_fields(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    values: dict[str, Any] = {}
+def _meta_fields(raw: Mapping[str, object]) -> tuple[dict[str, object], dict[str, str]]:
+    values: dict[str, object] = {}
     bad: dict[str, str] = {}
     for name, (parse, _default) in _META_CHECKS.items():
         if name not in raw or raw[name] is None:
@@ -129,7 +133,7 @@ def _meta_fields(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]
     return values, bad
 
 
-def decode_meta(session_id: str, raw: Mapping[str, Any]) -> SessionMeta:
+def decode_meta(session_id: str, raw: Mapping[str, object]) -> SessionMeta:
     """Session metadata from its stored fields (strings or numbers); ``CorruptRecordError`` naming the field."""
     values, bad = _meta_fields(raw)
     if bad:
@@ -149,7 +153,9 @@ def decode_meta(session_id: str, raw: Mapping[str, Any]) -> SessionMeta:
     return SessionMeta.from_json(values)
 
 
-def repair_meta(session_id: str, raw: Mapping[str, Any], *, rounds: int, now: float) -> tuple[SessionMeta, list[str]]:
+def repair_meta(
+    session_id: str, raw: Mapping[str, object], *, rounds: int, now: float
+) -> tuple[SessionMeta, list[str]]:
     """The metadata with unreadable fields reset to defaults, ``rounds`` set; returns it and the fields reset."""
     values, bad = _meta_fields(raw)
     for name in bad:

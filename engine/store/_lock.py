@@ -13,7 +13,6 @@ import secrets
 import socket
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from codeact.engine.errors import StoreError
 
@@ -122,7 +121,7 @@ class LockInfo:
             return False
         return bool(state) and state[0] in ("Z", "X")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | int | float | None]:
         """``{"owner", "host", "pid", "since", "expires_at"}`` (no token)."""
         return {
             "owner": self.owner,

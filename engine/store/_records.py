@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from codeact.engine.errors import StoreError
 from codeact.engine.store._types import RoundRecord, dumps
+from codeact.prompts.jsontypes import JsonValue
 
 __all__ = [
     "FORMAT",
@@ -111,32 +112,32 @@ def round_error(session_id: str, index: int, reason: str, *, field: str | None =
 # ---- field checks ----------------------------------------------------------------------------------
 
 
-def kind(value: Any) -> str:
+def kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _list_of(item: Callable[[Any], bool]) -> Callable[[Any], bool]:
+def _list_of(item: Callable[[object], bool]) -> Callable[[object], bool]:
     return lambda value: isinstance(value, list) and all(item(v) for v in value)
 
 
-def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+def _optional(check: Callable[[object], bool]) -> Callable[[object], bool]:
     return lambda value: value is None or check(value)
 
 
-def _is_str(value: Any) -> bool:
+def _is_str(value: object) -> bool:
     return isinstance(value, str)
 
 
-def _is_dict(value: Any) -> bool:
+def _is_dict(value: object) -> bool:
     return isinstance(value, dict)
 
 
 # field -> (check, what it should be); the required ones have no default in RoundRecord.
-_ROUND_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+_ROUND_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
     "session_id": (_is_str, "a string"),
     "index": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
     "started_at": (_is_number, "a number"),
@@ -166,7 +167,7 @@ _DELTA_FIELDS = ("segment_ids", "variables")
 _DELTA_CHECKED = tuple(n for n in _ROUND_FIELDS if n not in _DELTA_FIELDS)
 
 
-def _check_fields(session_id: str, index: int, data: Mapping[str, Any], names: Iterable[str]) -> None:
+def _check_fields(session_id: str, index: int, data: Mapping[str, object], names: Iterable[str]) -> None:
     for name in _REQUIRED:
         if name not in data:
             raise round_error(session_id, index, "missing", field=name)
@@ -216,7 +217,7 @@ class Tail:
 
     index: int = 0
     segment_ids: tuple[str, ...] = ()
-    variables: Mapping[str, Any] = field(default_factory=dict)
+    variables: Mapping[str, JsonValue] = field(default_factory=dict)
     texts: Mapping[str, str] | None = None
     table_segments: int | None = 0
     digest: str = ""
@@ -249,7 +250,7 @@ class RoundEntry:
 
     index: int
     record: RoundRecord | None
-    changed: Mapping[str, Any] = field(default_factory=dict)
+    changed: Mapping[str, JsonValue] = field(default_factory=dict)
     removed: tuple[str, ...] = ()
     added: tuple[str, ...] = ()
     problem: CorruptRecordError | None = None

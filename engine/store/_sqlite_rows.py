@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from codeact.engine.errors import StoreError
 from codeact.engine.store import _entries as _ent
@@ -74,22 +73,22 @@ _META_COLUMNS = (
 _SELECT_META = f"SELECT {', '.join(_META_COLUMNS)} FROM sessions"
 
 
-def _meta_from_row(row: tuple[Any, ...]) -> SessionMeta:
+def _meta_from_row(row: tuple[object, ...]) -> SessionMeta:
     return _ent.decode_meta(str(row[0]), dict(zip(_META_COLUMNS, row, strict=True)))
 
 
-def _meta_or_problem(row: tuple[Any, ...]) -> SessionMeta | _rec.CorruptRecordError:
+def _meta_or_problem(row: tuple[object, ...]) -> SessionMeta | _rec.CorruptRecordError:
     try:
         return _meta_from_row(row)
     except _rec.CorruptRecordError as exc:
         return exc
 
 
-def _text(texts: Mapping[str, str] | None, session_id: str, name: str, value: Any) -> str:
+def _text(texts: Mapping[str, str] | None, session_id: str, name: str, value: object) -> str:
     return texts[name] if texts is not None else dumps(value, what=f"variable {name!r} of session {session_id!r}")
 
 
-def _rounds_count(value: Any) -> int:
+def _rounds_count(value: object) -> int:
     """The ``rounds`` column, or -1 when it is unreadable (so every append is a conflict)."""
     return value if isinstance(value, int) else -1
 

@@ -78,7 +78,7 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
-def dumps_entry(value: Any, *, what: str) -> str:
+def dumps_entry(value: object, *, what: str) -> str:
     """``dumps`` for the call journal's many small entries: the protocol's prebuilt C encoder, then ``dumps``.
 
     ``json.dumps`` with options builds a new encoder on every call, which shows at one entry per call start
@@ -90,7 +90,7 @@ def dumps_entry(value: Any, *, what: str) -> str:
         return dumps(value, what=what)
 
 
-def dumps(value: Any, *, what: str) -> str:
+def dumps(value: object, *, what: str) -> str:
     """Serialize ``value`` to compact JSON, raising ``StoreError`` naming ``what`` when it cannot.
 
     Args:

@@ -40,6 +40,7 @@ from codeact.engine.store._types import (
     check_session_id,
     dumps,
 )
+from codeact.prompts.jsontypes import JsonValue
 from codeact.sandbox.aio import cancel_and_wait
 
 __all__ = [
@@ -195,8 +196,8 @@ class Store(ABC):
         self,
         record: RoundRecord,
         *,
-        segments: Sequence[Mapping[str, Any]],
-        variables: Mapping[str, Any],
+        segments: Sequence[Mapping[str, object]],
+        variables: Mapping[str, object],
         fence: str | None = None,
     ) -> None:
         """Atomically record a round, its new segments and the session's current variables.
@@ -232,7 +233,7 @@ class Store(ABC):
         """All segments of the session, in the order they were appended."""
 
     @abstractmethod
-    async def variables(self, session_id: str) -> dict[str, Any]:
+    async def variables(self, session_id: str) -> dict[str, JsonValue]:
         """The session's current codec-encoded variables by name."""
 
     @abstractmethod
@@ -325,10 +326,10 @@ class Store(ABC):
 
     # Pending calls: what the round in progress did so far, written as it happens (docs/store.md).
     @abstractmethod
-    async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
+    async def add_pending(self, session_id: str, entry: Mapping[str, object]) -> None:
         """Append one entry (``{"round", "kind": "call" | "code", ...}``) to the session's pending list."""
 
-    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, object]]) -> None:
         """Append several entries in ONE write (the call journal's group commit; docs/store.md, "The call journal").
 
         The entries land together and in order, or none does. Backends override this; the default makes

@@ -46,6 +46,7 @@ from codeact.engine.store._redis_scripts import (
 )
 from codeact.engine.store._types import dumps_entry
 from codeact.engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+from codeact.prompts.jsontypes import JsonValue
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -190,7 +191,7 @@ def _meta_to_hash(meta: SessionMeta) -> dict[str, str]:
 
 
 def _meta_from_hash(session_id: str, data: Mapping[str, str]) -> SessionMeta:
-    values: dict[str, Any] = dict(data)
+    values: dict[str, str | None] = dict(data)
     values.setdefault("extra", "{}")
     values.setdefault("updated_at", values.get("created_at"))
     return _ent.decode_meta(session_id, values)
@@ -404,8 +405,8 @@ class RedisStore(Store):
         self,
         record: RoundRecord,
         *,
-        segments: Sequence[Mapping[str, Any]],
-        variables: Mapping[str, Any],
+        segments: Sequence[Mapping[str, object]],
+        variables: Mapping[str, object],
         fence: str | None = None,
     ) -> None:
         """Atomically record a round, its new segments and the session's current variables (one Lua script)."""
@@ -512,7 +513,7 @@ class RedisStore(Store):
             items: list[str] = await self._client.lrange(key, 0, -1)
         return await _ent.decode_segments(self, session_id, enumerate(items, start=1))
 
-    async def variables(self, session_id: str) -> dict[str, Any]:
+    async def variables(self, session_id: str) -> dict[str, JsonValue]:
         """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
         key = self._key(session_id, "vars")
         with map_redis_errors(self.url):
@@ -611,14 +612,14 @@ class RedisStore(Store):
 
     # ---- pending calls --------------------------------------------------------------------------
 
-    async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
+    async def add_pending(self, session_id: str, entry: Mapping[str, object]) -> None:
         """Append one entry to the session's pending list."""
         key = self._key(session_id, "pending")
         body = dumps(dict(entry), what=f"a pending entry of session {session_id!r}")
         with map_redis_errors(self.url):
             await self._client.rpush(key, body)
 
-    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, object]]) -> None:
         """Append several entries with one ``RPUSH`` (atomic: all of them, in order, or none)."""
         if not entries:
             return

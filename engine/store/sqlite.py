@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 from codeact.engine.errors import StoreError
 from codeact.engine.store import _entries as _ent
@@ -47,11 +47,13 @@ from codeact.engine.store._sqlite_rows import (
 )
 from codeact.engine.store._types import dumps_entry
 from codeact.engine.store.base import RoundRecord, SessionMeta, Store, check_session_id, dumps
+from codeact.prompts.jsontypes import JsonValue
 from codeact.sandbox.aio import wait_for
 
 __all__ = ["SQLiteStore"]
 
 _T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 _INLINE_ROWS = 8  # journal writes of up to this many rows may be made on the event loop's thread (see _add_inline)
 
 
@@ -114,7 +116,7 @@ class SQLiteStore(Store):
                 code="store.sqlite",
             ) from exc
 
-    async def _run(self, action: str, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _run(self, action: str, fn: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
         if self._closed:
             raise StoreError(f"store {self.url} is closed", code="store.closed")
 
@@ -239,15 +241,15 @@ class SQLiteStore(Store):
         self,
         record: RoundRecord,
         *,
-        segments: Sequence[Mapping[str, Any]],
-        variables: Mapping[str, Any],
+        segments: Sequence[Mapping[str, object]],
+        variables: Mapping[str, object],
         fence: str | None = None,
     ) -> None:
         """Atomically record a round, its new segments and the session's current variables."""
         session_id = check_session_id(record.session_id)
         now = time.time()
 
-        def segment_rows(start: int) -> Iterator[tuple[Any, ...]]:
+        def segment_rows(start: int) -> Iterator[tuple[object, ...]]:
             for offset, segment in enumerate(segments, start=1):
                 segment_id = segment.get("id")
                 if not isinstance(segment_id, str) or not segment_id:
@@ -378,11 +380,11 @@ class SQLiteStore(Store):
         rows = await self._run("read segments", read)
         return await _ent.decode_segments(self, session_id, rows)
 
-    async def variables(self, session_id: str) -> dict[str, Any]:
+    async def variables(self, session_id: str) -> dict[str, JsonValue]:
         """The session's current codec-encoded variables by name; ``CorruptRecordError`` naming an unreadable one."""
         check_session_id(session_id)
 
-        def read() -> tuple[list[tuple[str, str]], Any]:
+        def read() -> tuple[list[tuple[str, str]], object]:
             rows = self._conn.execute(
                 "SELECT name, value FROM variables WHERE session_id = ? ORDER BY name", (session_id,)
             ).fetchall()
@@ -532,7 +534,7 @@ class SQLiteStore(Store):
 
     # ---- pending calls --------------------------------------------------------------------------
 
-    async def add_pending(self, session_id: str, entry: Mapping[str, Any]) -> None:
+    async def add_pending(self, session_id: str, entry: Mapping[str, object]) -> None:
         """Append one entry to the session's pending list."""
         check_session_id(session_id)
         body = dumps(dict(entry), what=f"a pending entry of session {session_id!r}")
@@ -542,7 +544,7 @@ class SQLiteStore(Store):
 
         await self._run("record a pending call", add)
 
-    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    async def add_pending_many(self, session_id: str, entries: Sequence[Mapping[str, object]]) -> None:
         """Append several entries in one transaction (one commit for the calls that completed together)."""
         check_session_id(session_id)
         what = f"a pending entry of session {session_id!r}"
