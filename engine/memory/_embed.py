@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from codeact.engine.memory.records import AgentMemoryError, MemoryItem
 
@@ -23,7 +22,7 @@ async def embed(texts: Sequence[str], *, model: str, api_base: str | None = None
         return []
     import litellm
 
-    kwargs: dict[str, Any] = {"model": model, "input": list(texts)}
+    kwargs: dict[str, object] = {"model": model, "input": list(texts)}
     if api_base:
         kwargs["api_base"] = api_base
     try:

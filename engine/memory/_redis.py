@@ -7,13 +7,15 @@ Keys per kind: ``:scope:{scope}`` (hash id -> record JSON), ``:order:{scope}`` (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from codeact.engine.memory.backend import MemoryBackend
 from codeact.engine.memory.records import AgentMemoryError, MemoryItem, MemoryKind
 
 __all__ = ["RedisMemory"]
+
+_T = TypeVar("_T")
 
 
 class RedisMemory(MemoryBackend):
@@ -34,7 +36,7 @@ class RedisMemory(MemoryBackend):
     def _k(self, kind: str, part: str) -> str:
         return f"{self.prefix}:memory:{kind}:{part}"
 
-    async def _call(self, action: str, coro: Any) -> Any:
+    async def _call(self, action: str, coro: Awaitable[_T]) -> _T:
         import redis
 
         try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar, TypeVarTuple
 
 from codeact.engine.memory.backend import MemoryBackend
 from codeact.engine.memory.records import AgentMemoryError, MemoryItem, MemoryKind
@@ -15,6 +15,7 @@ from codeact.engine.memory.records import AgentMemoryError, MemoryItem, MemoryKi
 __all__ = ["SQLiteMemory"]
 
 _T = TypeVar("_T")
+_Ts = TypeVarTuple("_Ts")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_items (
@@ -62,7 +63,7 @@ class SQLiteMemory(MemoryBackend):
         except sqlite3.Error as exc:
             raise AgentMemoryError(f"memory store {path} could not be opened: {exc}", code="memory.store") from exc
 
-    async def _run(self, action: str, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _run(self, action: str, fn: Callable[[*_Ts], _T], *args: *_Ts) -> _T:
         def locked() -> _T:
             with self._lock:
                 try:
@@ -74,7 +75,7 @@ class SQLiteMemory(MemoryBackend):
 
         return await asyncio.get_running_loop().run_in_executor(self._worker, locked)
 
-    def _write(self, statements: list[tuple[str, tuple[Any, ...]]], bumps: set[tuple[str, str]]) -> None:
+    def _write(self, statements: Sequence[tuple[str, tuple[object, ...]]], bumps: Iterable[tuple[str, str]]) -> None:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -193,7 +194,7 @@ class SQLiteMemory(MemoryBackend):
             self._conn.close()
 
 
-def _item(row: tuple[Any, ...]) -> MemoryItem:
+def _item(row: tuple[str, float]) -> MemoryItem:  # (item JSON, used_at)
     item = MemoryItem.loads(str(row[0]))
     used = float(row[1])
     return item if used == item.used_at else item.with_changes(used_at=used)

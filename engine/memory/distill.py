@@ -10,7 +10,6 @@ import datetime as _dt
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from codeact.engine.memory.retrieval import tokenize
 
@@ -46,7 +45,7 @@ class RunTrace:
     task: str
     status: str
     reason: str
-    answer: Any = None
+    answer: object = None
     rounds: tuple[RoundTrace, ...] = ()
     entities: tuple[str, ...] = ()
     user: str | None = None
@@ -76,7 +75,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _answer_text(answer: Any) -> str:
+def _answer_text(answer: object) -> str:
     if answer is None:
         return ""
     if isinstance(answer, str):
@@ -117,7 +116,7 @@ def _changed_line(failed: str, fixed: str) -> str:
     return fixed.strip().split("\n")[0] if fixed.strip() else ""
 
 
-def history_fields(trace: RunTrace) -> dict[str, Any]:
+def history_fields(trace: RunTrace) -> dict[str, object]:
     """The seed's ``HistoryChatMemory`` fields: ``time``, ``question_type``, ``keys``, ``summary``, ``userId``."""
     outcome = {"completed": "Answered", "failed": "Failed", "paused": "Waiting for the user"}.get(trace.status, "Ended")
     answer = _answer_text(trace.answer)
@@ -137,7 +136,7 @@ def history_fields(trace: RunTrace) -> dict[str, Any]:
     }
 
 
-def experience_fields(trace: RunTrace) -> dict[str, Any] | None:
+def experience_fields(trace: RunTrace) -> dict[str, object] | None:
     """The experience of a run: task, the code that worked, errors and their fixes, operations, outcome.
 
     None when the run ran no code (nothing to learn from).
@@ -189,8 +188,8 @@ def experience_fields(trace: RunTrace) -> dict[str, Any] | None:
 
 
 def merge_model_fields(
-    history: dict[str, Any], experience: dict[str, Any] | None, reply: Mapping[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    history: dict[str, object], experience: dict[str, object] | None, reply: Mapping[str, object]
+) -> tuple[dict[str, object], dict[str, object] | None]:
     """Overlay what a distilling model replied (``question_type``, ``keys``, ``summary``, ``lesson``)."""
     history = dict(history)
     for name in ("question_type", "keys", "summary"):

@@ -61,7 +61,7 @@ class MemoryManager:
         self.embedding_base = embedding_base
 
     # -- entities (session scope) ---------------------------------------------------------------
-    async def remember(self, session_id: str, title: str, data: Any) -> None:
+    async def remember(self, session_id: str, title: str, data: object) -> None:
         """Remember ``data`` under ``title`` in the session (replacing what the title held).
 
         Raises:
@@ -98,7 +98,7 @@ class MemoryManager:
         await self.backend.put([item])
         await self.evict("entity", session_id, keep=item_id)
 
-    async def recall(self, session_id: str, title: str) -> Any:
+    async def recall(self, session_id: str, title: str) -> object:
         """The data remembered under ``title``.
 
         Raises:
@@ -122,7 +122,7 @@ class MemoryManager:
         return items
 
     # -- history summaries (user scope) ---------------------------------------------------------
-    async def add_history(self, user: str, fields: Mapping[str, Any]) -> MemoryItem:
+    async def add_history(self, user: str, fields: Mapping[str, object]) -> MemoryItem:
         """Store a run's summary for ``user`` (the seed's ``HistoryChatMemory`` fields)."""
         text = f"{fields.get('summary', '')}\nkeys: {fields.get('keys', '')}"
         item = MemoryItem(
@@ -151,7 +151,7 @@ class MemoryManager:
         return chosen
 
     # -- experiences ----------------------------------------------------------------------------
-    async def add_experience(self, scope: str, fields: Mapping[str, Any], *, approved: bool = False) -> MemoryItem:
+    async def add_experience(self, scope: str, fields: Mapping[str, object], *, approved: bool = False) -> MemoryItem:
         """Store an experience in ``scope`` (embedded now when an embedding model is configured)."""
         text = _experience_text(fields)
         data = dict(fields)
@@ -307,7 +307,7 @@ class MemoryManager:
         await self.backend.put([updated])
         return updated
 
-    async def import_items(self, records: Sequence[Mapping[str, Any]], *, approved: bool | None = None) -> int:
+    async def import_items(self, records: Sequence[Mapping[str, object]], *, approved: bool | None = None) -> int:
         """Store exported records (``approved`` overrides their flag when given); returns how many."""
         items = [MemoryItem.from_json(record) for record in records]
         if approved is not None:
@@ -318,7 +318,7 @@ class MemoryManager:
         return len(items)
 
 
-def _check_title(title: Any) -> str:
+def _check_title(title: object) -> str:
     if not isinstance(title, str) or not title.strip():
         raise AgentMemoryError(f"an entity title must be a non-empty string, got {title!r}", code="memory.entity_title")
     clean = str(title).strip()

@@ -45,7 +45,7 @@ class MemoryItem:
     scope: str
     title: str
     text: str
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, object] = field(default_factory=dict)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created_at: float = field(default_factory=time.time)
     used_at: float = 0.0
@@ -57,7 +57,7 @@ class MemoryItem:
         if not self.used_at:
             object.__setattr__(self, "used_at", self.created_at)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON-able dict (the stored body, and ``codeact memory export``)."""
         return {
             "kind": self.kind,

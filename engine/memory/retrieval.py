@@ -11,10 +11,13 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from codeact.engine.errors import MissingExtraError
 from codeact.engine.memory.records import MemoryItem
+
+if TYPE_CHECKING:
+    import bm25s
 
 __all__ = ["LexicalIndex", "tokenize"]
 
@@ -74,7 +77,7 @@ class LexicalIndex(Generic[_T]):
 
     def __init__(self, items: Sequence[_T]) -> None:
         self.items = list(items)
-        self._retriever: Any = None
+        self._retriever: bm25s.BM25 | None = None
         self._vocab: dict[str, int] = {}
         if not self.items:
             return

@@ -15,9 +15,9 @@ import datetime as _dt
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codeact import prompts
 from codeact.engine.errors import CodeactError
@@ -75,15 +75,15 @@ class EntityAccess:
         self._manager = manager
         self._session_id = session_id
 
-    async def remember(self, title: str, data: Any) -> None:
+    async def remember(self, title: str, data: object) -> None:
         """Remember ``data`` under ``title``."""
         await self._manager.remember(self._session_id, title, data)
 
-    async def recall(self, title: str) -> Any:
+    async def recall(self, title: str) -> object:
         """The data under ``title``."""
         return await self._manager.recall(self._session_id, title)
 
-    async def entities(self) -> list[dict[str, Any]]:
+    async def entities(self) -> list[dict[str, object]]:
         """The session's entities."""
         return [
             {"title": item.title, "data": item.data.get("value"), "updated": _iso(item.used_at)}
@@ -103,7 +103,7 @@ class RunMemory:
     """
 
     def __init__(
-        self, manager: MemoryManager, *, session_id: str, user: str | None, agent_id: str, owned: Any = None
+        self, manager: MemoryManager, *, session_id: str, user: str | None, agent_id: str, owned: Store | None = None
     ) -> None:
         self.manager = manager
         self.config = manager.config
@@ -174,11 +174,11 @@ class RunMemory:
         task: str,
         status: str,
         reason: str,
-        answer: Any,
+        answer: object,
         rounds: Sequence[RoundRecord],
         codes: dict[int, str],
         run_id: str,
-        distill: Callable[[str], Any] | None = None,
+        distill: Callable[[str], Awaitable[str]] | None = None,
     ) -> None:
         """Distill and store the run's history summary and experience (errors are logged, not raised)."""
         try:
@@ -191,11 +191,11 @@ class RunMemory:
         task: str,
         status: str,
         reason: str,
-        answer: Any,
+        answer: object,
         rounds: Sequence[RoundRecord],
         codes: dict[int, str],
         run_id: str,
-        distill: Callable[[str], Any] | None,
+        distill: Callable[[str], Awaitable[str]] | None,
     ) -> None:
         if status == "paused":
             return  # the run goes on after the user's answer: its summary comes then
@@ -305,7 +305,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _json_object(reply: str) -> dict[str, Any] | None:
+def _json_object(reply: str) -> dict[str, object] | None:
     text = reply.strip()
     if text.startswith("```"):
         text = text.strip("`")

@@ -21,10 +21,11 @@ Every key is optional; camelCase and snake_case are both accepted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
 
 __all__ = [
     "SCOPES",
@@ -141,14 +142,14 @@ class MemoryConfig(_Config):
 
 
 def memory_config(
-    *, enabled: bool, scope: str | None, store: str | None, config: Mapping[str, Any] | None
+    *, enabled: bool, scope: str | None, store: str | None, config: Mapping[str, object] | None
 ) -> MemoryConfig:
     """Resolve a blueprint's ``session.memory`` fields.
 
     Raises:
         ValueError: A field is invalid (the message names it and says what is accepted).
     """
-    data: dict[str, Any] = {k: _plain(v) for k, v in (config or {}).items()}
+    data: dict[str, object] = {k: _plain(v) for k, v in (config or {}).items()}
     data["enabled"] = enabled
     if scope is not None:
         data["scope"] = scope
@@ -161,10 +162,10 @@ def memory_config(
 
 
 def memory_config_problems(
-    *, enabled: bool, scope: str | None, store: str | None, config: Mapping[str, Any] | None
+    *, enabled: bool, scope: str | None, store: str | None, config: Mapping[str, object] | None
 ) -> list[tuple[str, str]]:
     """``(json path, message)`` for each invalid field of ``session.memory`` (empty when valid)."""
-    data: dict[str, Any] = {k: _plain(v) for k, v in (config or {}).items()}
+    data: dict[str, object] = {k: _plain(v) for k, v in (config or {}).items()}
     data["enabled"] = enabled
     if scope is not None:
         data["scope"] = scope
@@ -191,7 +192,7 @@ def is_memory_store(store: str) -> bool:
     return store == "session" or "://" in store or store.endswith(".db")
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -199,7 +200,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _path(error: Any) -> str:
+def _path(error: ErrorDetails) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     top = {"enabled", "scope", "store"}
     if loc and loc[0] in top:
@@ -207,7 +208,7 @@ def _path(error: Any) -> str:
     return "$.session.memory.config" + "".join(f".{part}" for part in loc)
 
 
-def _describe(error: Any) -> str:
+def _describe(error: ErrorDetails) -> str:
     where = _path(error).removeprefix("$.")
     message = str(error.get("msg", "invalid"))
     if error.get("type") == "extra_forbidden":
