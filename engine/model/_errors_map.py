@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from codeact.engine.errors import ModelError
 from codeact.engine.model._litellm import _litellm
@@ -63,7 +62,7 @@ def _transport_error(exc: BaseException) -> type[ModelProviderError] | None:
     return None
 
 
-def retry_after_of(headers: Any) -> float | None:
+def retry_after_of(headers: Mapping[str, str] | None) -> float | None:
     """The seconds a response's ``retry-after`` header asks for (None: absent or not a number)."""
     if headers is None:
         return None

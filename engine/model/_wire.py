@@ -9,12 +9,11 @@ A leaf module: it imports nothing of the product.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
 
 __all__ = ["as_object"]
 
 
-def as_object(value: Any) -> Any:
+def as_object(value: object) -> object:
     """``value`` with every JSON object turned into an attribute object (lists kept as lists)."""
     if isinstance(value, dict):
         return SimpleNamespace(**{str(k): as_object(v) for k, v in value.items()})

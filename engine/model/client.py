@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeact.engine.model._errors_map import _what, map_litellm_errors
 from codeact.engine.model._litellm import _litellm, litellm_loaded, stop_background_tasks
@@ -68,6 +68,9 @@ from codeact.engine.model.scripted import (
     openai_response,
 )
 from codeact.engine.model.settings import ModelReply, ModelSettings, ToolCall
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "KEY_VARIABLES",
@@ -105,7 +108,7 @@ DeltaCallback = Callable[[str], Awaitable[None] | None]
 class _Stream:
     text: list[str] = field(default_factory=list)
     tools: dict[int, dict[str, str]] = field(default_factory=dict)
-    usage: Any = None
+    usage: object = None
     finish: str | None = None
     emitted: bool = False
     chunks: int = 0  # chunks received (a connection error after some is a stream cut off mid-reply)
@@ -137,7 +140,7 @@ class ModelClient:
         self._resolved: dict[str, Route] = {}
         self._resolving = threading.Lock()
         self._scripts: list[ScriptedReplies] = []  # keeps per-client scripts alive (the registry is weak)
-        self._http: dict[asyncio.AbstractEventLoop, Any] = {}  # httpx.AsyncClient per event loop (over_httpx)
+        self._http: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}  # per event loop (over_httpx)
 
     # -- configuration ------------------------------------------------------------------------------
 
@@ -247,7 +250,7 @@ class ModelClient:
         self,
         *,
         purpose: str = "code",
-        messages: Sequence[Mapping[str, Any]] | None = None,
+        messages: Sequence[Mapping[str, object]] | None = None,
         prompt: str | None = None,
         stop: Sequence[str] | None = None,
         on_delta: DeltaCallback | None = None,
@@ -344,7 +347,7 @@ class ModelClient:
         return kwargs
 
     async def _call(self, route: Route, kwargs: dict[str, Any], *, on_delta: DeltaCallback | None, state: _Stream,
-                    prompt: str | None = None, messages: list[dict[str, Any]] | None = None) -> Any:  # fmt: skip
+                    prompt: str | None = None, messages: list[dict[str, Any]] | None = None) -> object:  # fmt: skip
         stream = on_delta is not None
         if route.scripted:
             response: Any = _scripted(kwargs, messages=messages, prompt=prompt, stream=stream)
@@ -400,7 +403,7 @@ class ModelClient:
             return _openai_http.stream(client, url, body, **where)
         return await _openai_http.post(client, url, body, **where)
 
-    def _reply(self, response: Any, state: _Stream, route: Route, *, purpose: str, raw: bool, prompt: str | None,
+    def _reply(self, response: object, state: _Stream, route: Route, *, purpose: str, raw: bool, prompt: str | None,
                messages: list[dict[str, Any]], latency: float, attempt: int) -> ModelReply:  # fmt: skip
         if response is not None:
             choices = getattr(response, "choices", None)
@@ -434,7 +437,7 @@ class ModelClient:
             purpose=purpose,
         )
 
-    def _usage(self, usage: Any, route: Route, *, text: str, prompt: str | None,
+    def _usage(self, usage: object, route: Route, *, text: str, prompt: str | None,
                messages: list[dict[str, Any]]) -> dict[str, int]:  # fmt: skip
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
@@ -540,12 +543,12 @@ class ModelClient:
 
     # -- tokens -------------------------------------------------------------------------------------
 
-    def count_tokens(self, text_or_messages: str | Sequence[Mapping[str, Any]], *, purpose: str = "code") -> int:
+    def count_tokens(self, text_or_messages: str | Sequence[Mapping[str, object]], *, purpose: str = "code") -> int:
         """Tokens in a text or chat messages for the route's model (about len/4 when litellm cannot tell)."""
         return self._count(self._route(purpose), text_or_messages)
 
     @staticmethod
-    def _count(route: Route, value: str | Sequence[Mapping[str, Any]]) -> int:
+    def _count(route: Route, value: str | Sequence[Mapping[str, object]]) -> int:
         flat = value if isinstance(value, str) else "\n".join(str(m.get("content") or "") for m in value)
         if route.scripted:
             return approx_tokens(flat)
@@ -699,10 +702,10 @@ def _stream_cut(error: ModelProviderError, state: _Stream, *, route: Route, wher
     )
 
 
-def _absorb(chunk: Any, state: _Stream) -> list[str]:
+def _absorb(chunk: object, state: _Stream) -> list[str]:
     """Fold one stream chunk into ``state``; return its text pieces."""
-    usage: Any = getattr(chunk, "usage", None)
-    counted: Any = getattr(usage, "prompt_tokens", None) or getattr(usage, "completion_tokens", None)
+    usage: object = getattr(chunk, "usage", None)
+    counted: object = getattr(usage, "prompt_tokens", None) or getattr(usage, "completion_tokens", None)
     if usage is not None and counted:
         state.usage = usage
     pieces: list[str] = []
@@ -719,7 +722,7 @@ def _absorb(chunk: Any, state: _Stream) -> list[str]:
     return pieces
 
 
-def _absorb_tool_call(call: Any, tools: dict[int, dict[str, str]]) -> None:
+def _absorb_tool_call(call: object, tools: dict[int, dict[str, str]]) -> None:
     """Fold one streamed tool-call fragment into ``tools`` (slots by the call's ``index``).
 
     OpenAI's shape: the first fragment of a call has its ``index``, ``id`` and function ``name`` (and

@@ -90,7 +90,7 @@ class ProfileConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _refuse_keys(cls, data: Any) -> Any:
+    def _refuse_keys(cls, data: object) -> object:
         if isinstance(data, Mapping):
             for key in ("api_key", "key", "token", "secret"):
                 if key in data:
@@ -175,7 +175,7 @@ def _profile_help(
 
 
 class _Dumpable(Protocol):
-    def model_dump(self) -> dict[str, Any]: ...
+    def model_dump(self) -> dict[str, object]: ...
 
 
 BlueprintModel = Mapping[str, Any] | str | _Dumpable | None

