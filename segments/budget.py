@@ -304,7 +304,7 @@ def fallback_summary(segments: Sequence[Segment], *, preserve: Iterable[str] = D
     by_round: dict[int, list[Segment]] = {}
     for segment in segments:
         by_round.setdefault(segment.round_index, []).append(segment)
-    categories: list[dict[str, Any]] = []
+    categories: list[dict[str, object]] = []
     for name in dict.fromkeys(preserve):
         items = _category(name, segments, by_round)
         categories.append({"title": _TITLES.get(name, name.replace("_", " ").capitalize()), "items": items})

@@ -103,7 +103,7 @@ class Prompt:
     static: str = field(default="", repr=False)
     static_hash: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """A JSON-able record (for the round record in the store)."""
         return {
             "purpose": self.purpose,
@@ -369,7 +369,7 @@ class CmdPromptBuilder(BasePromptBuilder):
         )
 
 
-def _completion_rows(history: SegmentHistory) -> list[dict[str, Any]]:
+def _completion_rows(history: SegmentHistory) -> list[dict[str, object]]:
     rows = []
     for segment in history:
         if segment.kind == SegmentKind.CODE:

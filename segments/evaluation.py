@@ -27,7 +27,7 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:head]}\n... [{len(text) - limit} characters cut] ...\n{text[-tail:]}"
 
 
-def without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
+def without_frame_error(stdout: str, error: Mapping[str, object]) -> str:
     """``stdout`` without the frame handler's ``Error: Type(...)`` line for ``error`` (its last such line)."""
     name = str(error.get("type", "")).rsplit(".", 1)[-1]
     if not name:

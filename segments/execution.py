@@ -14,9 +14,16 @@ next round's id without reading anything back.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-__all__ = ["exec_chain", "exec_id"]
+__all__ = ["ExecChain", "exec_chain", "exec_id"]
+
+
+class ExecChain(TypedDict):
+    """The execution-chain fields of a segment (``Segment(..., **exec_chain(...))``)."""
+
+    exec_id: str
+    parent_exec_ids: tuple[str, ...]
 
 
 def exec_id(session_id: str, round_index: int) -> str:
@@ -24,7 +31,7 @@ def exec_id(session_id: str, round_index: int) -> str:
     return f"{session_id}:{round_index}"
 
 
-def exec_chain(session_id: str, round_index: int, recorded: int) -> dict[str, Any]:
+def exec_chain(session_id: str, round_index: int, recorded: int) -> ExecChain:
     """``exec_id`` and ``parent_exec_ids`` of a segment added at ``round_index`` of a session.
 
     Args:

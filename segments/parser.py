@@ -30,7 +30,6 @@ import json
 import re
 import textwrap
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any
 
 from codeact import prompts
 from codeact.segments._blocks import Block, candidates, fenced_blocks, tag_blocks
@@ -83,7 +82,7 @@ _CALL_OR_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*\(|[A-Za-z_]\w*\.[A-Za-z_]\w*")
 _WORD = re.compile(r"[A-Za-z][a-z]+(?:'[a-z]+)?")
 
 
-def _error(reason: str, reply: str, **variables: Any) -> CodeParseError:
+def _error(reason: str, reply: str, **variables: object) -> CodeParseError:
     message = prompts.render("reply_error.j2", reason=reason, **variables).strip()
     line = variables.get("line")
     return CodeParseError(

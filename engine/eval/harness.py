@@ -14,13 +14,18 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from codeact.engine.eval.errors import EvalError
 from codeact.engine.eval.oracle import ORACLE, OracleModel
 from codeact.engine.eval.suite import Suite, Task, check_answer
 from codeact.toolkits.bound import bind_toolkit
 from codeact.toolkits.builtin.system import SystemToolkit
+
+if TYPE_CHECKING:
+    from codeact.engine.store import RoundRecord, Store
+
+_T = TypeVar("_T")
 
 __all__ = ["MODES", "EvalConfig", "computed_answer", "result_path", "run_eval"]
 
@@ -117,7 +122,7 @@ def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> 
     return "\n".join(lines) + "\n"
 
 
-async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, store: Any) -> dict[str, Any]:
+async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, store: Store) -> dict[str, Any]:
     from codeact.engine.agent import Agent
 
     folder = config.out / "blueprints" / mode
@@ -185,7 +190,7 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
     }
 
 
-def computed_answer(suite: Suite, task: Task, records: Sequence[Any]) -> str | None:
+def computed_answer(suite: Suite, task: Task, records: Sequence[RoundRecord]) -> str | None:
     """Where a failed task's right answer appeared (printed, or in a variable) without reaching the result.
 
     The candidates are each printed line (whole, and what follows its last ``->``, ``:`` or ``=``) and each
@@ -218,7 +223,7 @@ def _line_candidates(line: str) -> list[str]:
     return [t for t in out if t]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: _T) -> _T | str:
     try:
         json.dumps(value)
     except (TypeError, ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +76,11 @@ def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> dict[str, Any
     return {"suite": suite, "generated_at": time.time(), "configs": out, "tasks": list(results)}
 
 
-def _label(config: dict[str, Any]) -> str:
+def _label(config: Mapping[str, object]) -> str:
     return f"{config['mode']} ({config['model']})"
 
 
-def _cost(value: Any) -> str:
+def _cost(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 

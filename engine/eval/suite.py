@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import yaml
 
@@ -64,7 +63,7 @@ class Task:
 
     id: str
     instruction: str
-    expected: Any
+    expected: object
     checker: Checker = field(default_factory=Checker)
     toolkits: tuple[str, ...] = ()
     domain: str = ""
@@ -151,7 +150,7 @@ def _resolve(name_or_dir: str | Path) -> Path:
     )
 
 
-def _task(raw: Any, where: str) -> Task:
+def _task(raw: object, where: str) -> Task:
     if not isinstance(raw, Mapping):
         raise EvalError(f"{where}: a task must be a mapping, got {type(raw).__name__}", code="eval.suite")
     missing = [k for k in ("id", "instruction", "expected") if k not in raw]
@@ -181,7 +180,7 @@ def _task(raw: Any, where: str) -> Task:
     )
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path) -> object:
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -208,7 +207,7 @@ def load_suite(name_or_dir: str | Path) -> Suite:
         file = root / str(meta["checks"])
         checks[file.stem] = _load_module(file, f"{key}_{file.stem}")
     source = root / str(meta.get("tasks", "tasks.yaml"))
-    raws: list[tuple[Any, str]] = []
+    raws: list[tuple[object, str]] = []
     if source.is_dir():
         for file in sorted(source.glob("*.yaml")):
             raws.append((_read_yaml(file), str(file)))
@@ -244,7 +243,7 @@ def load_suite(name_or_dir: str | Path) -> Suite:
     )
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -257,7 +256,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def check_answer(suite: Suite, task: Task, answer: Any) -> tuple[bool, str]:
+def check_answer(suite: Suite, task: Task, answer: object) -> tuple[bool, str]:
     """``(passed, why)`` for ``answer`` to ``task``; a failing Python checker counts as a fail."""
     checker = task.checker
     if checker.type == "numeric":
@@ -268,7 +267,7 @@ def check_answer(suite: Suite, task: Task, answer: Any) -> tuple[bool, str]:
         return ok, "" if ok else f"{got} differs from {want} by more than {checker.tolerance}"
     if checker.type == "python":
         module, _, func_name = checker.function.partition(":")
-        func: Callable[..., Any] | None = getattr(suite.checks.get(module), func_name, None)
+        func: Callable[..., object] | None = getattr(suite.checks.get(module), func_name, None)
         if func is None:
             return False, f"checker {checker.function} not found"
         try:
@@ -280,7 +279,7 @@ def check_answer(suite: Suite, task: Task, answer: Any) -> tuple[bool, str]:
     return ok, "" if ok else f"{answer!r} is not {task.expected!r}"
 
 
-def _exact(answer: Any, expected: Any) -> bool:
+def _exact(answer: object, expected: object) -> bool:
     if isinstance(expected, str) and isinstance(answer, str):
         return answer.strip() == expected.strip()
     if isinstance(expected, int | float) and not isinstance(expected, bool):

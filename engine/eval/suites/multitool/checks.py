@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def _norm(value: Any) -> str:
+def _norm(value: object) -> str:
     return " ".join(str(value).split()).strip().strip(".").lower()
 
 
-def same_text(answer: Any, expected: Any, task: Any) -> bool:
+def same_text(answer: object, expected: object, task: object) -> bool:
     """The answer is the expected text, ignoring case, surrounding spaces and a final full stop."""
     return _norm(answer) == _norm(expected)
