@@ -52,10 +52,12 @@ class Runner:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, tasks: set[asyncio.Task[None]]) -> None:
         self._tasks = tasks
-        self._work: asyncio.Future[tuple[Coroutine[Any, Any, None], Any, contextvars.Context]] = loop.create_future()
+        self._work: asyncio.Future[tuple[Coroutine[object, object, None], object, contextvars.Context]] = (
+            loop.create_future()
+        )
         self.task: asyncio.Task[None] = loop.create_task(self._drive())
 
-    def start(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> bool:
+    def start(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[object, object, None]) -> bool:
         """Run ``coro`` up to its first suspension in this runner's task; True when it finished."""
         context = contextvars.copy_context()
         task = self.task
@@ -79,7 +81,9 @@ class Runner:
 
 
 @types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], yielded: Any, context: contextvars.Context) -> Generator[Any, Any, None]:
+def _resume(
+    coro: Coroutine[object, object, None], yielded: object, context: contextvars.Context
+) -> Generator[object, object, None]:
     """Continue a coroutine whose first step already ran (``yielded`` is its first suspension)."""
     while True:
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = ["cancel_and_wait", "finish_through_cancels", "wait_for"]
 
@@ -35,7 +35,7 @@ async def wait_for(aw: Awaitable[T], timeout: float | None) -> T:
 
 
 async def cancel_and_wait(
-    task: asyncio.Future[Any], *, poll: float = 1.0, acknowledged: Callable[[], bool] | None = None
+    task: asyncio.Future[T], *, poll: float = 1.0, acknowledged: Callable[[], bool] | None = None
 ) -> None:
     """Cancel ``task`` and wait until it is done, cancelling again if it swallowed the cancel.
 

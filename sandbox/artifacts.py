@@ -15,7 +15,7 @@ import binascii
 import mimetypes
 import re
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final, TypeGuard
 
 __all__ = ["Artifact", "OUTPUTS_DIR", "artifacts_from_answer", "sniff_mime"]
 
@@ -50,15 +50,20 @@ class Artifact:
     data: bytes = field(default=b"", repr=False)
     refused: str | None = None
 
-    def to_json(self, *, with_data: bool = False) -> dict[str, Any]:
+    def to_json(self, *, with_data: bool = False) -> dict[str, str | int | None]:
         """``{"name", "mime", "size", "refused"}`` (and ``data_b64`` when ``with_data``)."""
-        out: dict[str, Any] = {"name": self.name, "mime": self.mime, "size": self.size, "refused": self.refused}
+        out: dict[str, str | int | None] = {
+            "name": self.name,
+            "mime": self.mime,
+            "size": self.size,
+            "refused": self.refused,
+        }
         if with_data:
             out["data_b64"] = base64.b64encode(self.data).decode("ascii")
         return out
 
     @classmethod
-    def from_json(cls, data: Any) -> Artifact | None:
+    def from_json(cls, data: object) -> Artifact | None:
         """Rebuild from :meth:`to_json` output (a stored record); None for a malformed object."""
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
@@ -92,13 +97,13 @@ def sniff_mime(name: str, data: bytes) -> str:
     return guessed
 
 
-def _valid_name(name: Any) -> bool:
+def _valid_name(name: object) -> TypeGuard[str]:
     if not isinstance(name, str) or not _NAME.match(name):
         return False
     return all(part not in ("", ".", "..") for part in name.split("/"))
 
 
-def artifacts_from_answer(raw: Any, *, file_bytes: int, round_bytes: int) -> tuple[Artifact, ...]:
+def artifacts_from_answer(raw: object, *, file_bytes: int, round_bytes: int) -> tuple[Artifact, ...]:
     """The round's artifacts from the runtime's (untrusted) ``artifacts`` member.
 
     Args:

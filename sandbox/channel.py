@@ -20,9 +20,11 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Protocol, cast, runtime_checkable
+from typing import Any, Final, Protocol, TypeGuard, cast, runtime_checkable
 
+from codeact.prompts.jsontypes import JsonObject
 from codeact.sandbox._eager import Runner as _Runner
 from codeact.sandbox._eager import release_memory
 from codeact.sandbox._owner import dir_prefix
@@ -58,7 +60,7 @@ class RpcHandler(Protocol):
         """
         ...
 
-    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+    async def handle(self, method: str, params: JsonObject) -> object:
         """Serve one request from the runtime.
 
         Runs inside a task, from its very first step (which the channel runs as soon as the frame
@@ -204,7 +206,7 @@ class _Connection(asyncio.Protocol):
         else:
             self._reject(_p.RpcError(_p.INVALID_REQUEST, "frame is neither a request nor a response"))
 
-    def _authenticate(self, message: dict[str, Any]) -> None:
+    def _authenticate(self, message: JsonObject) -> None:
         channel = self._channel
         id_ = message.get("id")
         params = message.get("params")
@@ -263,7 +265,7 @@ class _Connection(asyncio.Protocol):
         else:
             self._transport.write(frame)
 
-    def _send_result(self, id_: int | str, result: Any) -> None:
+    def _send_result(self, id_: int | str, result: object) -> None:
         """``_send(response(id_, result))``, without building the message first."""
         transport = self._transport
         if self._closed or transport is None or transport.is_closing():
@@ -323,7 +325,7 @@ class Channel:
         self._peer: _Connection | None = None
         self._connected: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[int, asyncio.Future[object]] = {}
         self._accepted: set[_Connection] = set()  # open connections, authenticated or not (closed at close)
         self._tasks: set[asyncio.Task[None]] = set()
         self._runner: _Runner | None = None
@@ -383,7 +385,7 @@ class Channel:
             raise
         return channel
 
-    def write_config(self, config: dict[str, Any]) -> Path:
+    def write_config(self, config: Mapping[str, object]) -> Path:
         """Write the runtime's configuration (which holds the token) into the private directory.
 
         For a runtime that cannot read it from stdin (a container): it reads the file at start-up
@@ -455,7 +457,7 @@ class Channel:
         self._drop_runner()
 
     # -- host -> runtime -------------------------------------------------------------------------
-    async def request(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> object:
         """Send a request to the runtime and wait for its result.
 
         Args:
@@ -476,7 +478,7 @@ class Channel:
             raise ChannelClosedError("the sandbox runtime is not connected")
         self._next_id += 1
         id_ = self._next_id
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[object] = asyncio.get_running_loop().create_future()
         self._pending[id_] = fut
         try:
             peer._send(_p.request(id_, method, params))
@@ -552,7 +554,7 @@ class Channel:
             release_memory()
         return self.rpc_count
 
-    def _dispatch(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
+    def _dispatch(self, conn: _Connection, id_: int | str, method: str, params: JsonObject) -> None:
         if method == "call":
             self.rpc_count += 1
         if self.handler is None:
@@ -580,7 +582,7 @@ class Channel:
         if runner is not None:
             runner.task.cancel()
 
-    async def _serve(self, conn: _Connection, id_: int | str, method: str, params: dict[str, Any]) -> None:
+    async def _serve(self, conn: _Connection, id_: int | str, method: str, params: JsonObject) -> None:
         handler = self.handler
         # Counted from the call's first step (a task cancelled before it runs never counts, so never leaks).
         if not self.in_flight:
@@ -645,5 +647,5 @@ class Channel:
             release_memory()
 
 
-def _valid_id(id_: Any) -> bool:
+def _valid_id(id_: object) -> TypeGuard[int | str | None]:
     return id_ is None or isinstance(id_, str) or (isinstance(id_, int) and not isinstance(id_, bool))

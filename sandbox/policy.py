@@ -132,7 +132,7 @@ class CompileFailure(Exception):  # noqa: N818 - a result, not a CodeactError: t
         self.source_line = source_line
         self._detail = detail
 
-    def to_error(self) -> dict[str, Any]:
+    def to_error(self) -> dict[str, str | int | None]:
         """The ``error`` member of an execution result: ``{"type", "message", "line", "traceback"}``."""
         return {"type": self.type, "message": self.message, "line": self.line, "traceback": self._detail}
 

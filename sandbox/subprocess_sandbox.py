@@ -33,7 +33,7 @@ import sys
 import tempfile
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from typing import TYPE_CHECKING, ClassVar, Final, Literal, TypeVar
 
 from codeact.sandbox import _spawn
 from codeact.sandbox._cgroup import SandboxCgroup, cgroup_support
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from codeact.sandbox.policy import Policy
 
 __all__ = ["SubprocessSandbox", "bwrap_command", "compile_runtime", "python_interpreter"]
+
+_T = TypeVar("_T")
 
 RUNTIME_DIR: Final = Path(__file__).resolve().parent / "runtime"
 _RUNTIME_MOUNT: Final = "/opt/codeact/runtime"
@@ -222,7 +224,7 @@ def _cgroup_choice(wall: str) -> bool:
     return _cgroup_available()
 
 
-def _consume(future: asyncio.Future[Any]) -> None:
+def _consume(future: asyncio.Future[_T]) -> None:
     if not future.cancelled():
         future.exception()
 
@@ -425,7 +427,7 @@ class SubprocessSandbox(Sandbox):
         compile_runtime()
         limits = self.limits
         executable, _ = python_interpreter()
-        config: dict[str, Any] = {"rlimits": limits.rlimits()}
+        config: dict[str, object] = {"rlimits": limits.rlimits()}
         flags, seed_env = self.interpreter()
         work_dir: str | None = None
         if self._mode == "bwrap":

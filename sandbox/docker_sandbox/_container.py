@@ -28,6 +28,9 @@ from codeact.sandbox.image import ensure_image, image_tag
 from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR, compile_runtime
 
 if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
+
     from codeact.sandbox.policy import Policy
 
 __all__ = ["DockerSandbox", "full_python_policy"]
@@ -139,7 +142,7 @@ class _ContainerWorker(RuntimeWorker):
     starts the kill in a worker thread and ``wait_exit``/``aclose`` await it.
     """
 
-    def __init__(self, *, channel: Channel, isolation: str, container: Any) -> None:
+    def __init__(self, *, channel: Channel, isolation: str, container: Container) -> None:
         super().__init__(channel=channel, isolation=isolation)
         self.container = container
         self._killed = False
@@ -310,7 +313,7 @@ class DockerSandbox(Sandbox):
         self.runtime = runtime
         self.session_id = session_id or session_of(bridge) or uuid.uuid4().hex
         self.sys_path = tuple(sys_path)
-        self._client: Any = None
+        self._client: DockerClient | None = None
         self._client_lock: asyncio.Lock | None = None
 
     @property
@@ -344,7 +347,7 @@ class DockerSandbox(Sandbox):
             runtime=RUNTIMES[self.runtime],
         )
 
-    async def _docker(self) -> Any:
+    async def _docker(self) -> DockerClient:
         """The SDK client, created (and the image checked) once per sandbox, off the event loop."""
         if self._client_lock is None:
             self._client_lock = asyncio.Lock()
@@ -354,7 +357,7 @@ class DockerSandbox(Sandbox):
 
                 runtime = RUNTIMES[self.runtime]
 
-                def connect() -> Any:
+                def connect() -> DockerClient:
                     client = _client()
                     try:
                         if runtime is not None:
@@ -401,7 +404,7 @@ class DockerSandbox(Sandbox):
 
         abandoned = threading.Event()
 
-        def run() -> Any:
+        def run() -> Container:
             # create + start rather than run(): a container whose start fails (or whose caller was
             # cancelled meanwhile) is removed here instead of being left behind in "created" state.
             with map_docker_errors("start a sandbox container"):
@@ -487,7 +490,7 @@ RUNTIMES: Final[dict[str, str | None]] = {"runc": None, "gvisor": "runsc"}
 """``DockerSandbox(runtime=...)`` -> the engine's OCI runtime name (None: the engine's default, runc)."""
 
 
-def _check_runtime(client: Any, runtime: str) -> None:
+def _check_runtime(client: DockerClient, runtime: str) -> None:
     """Raise unless the engine has ``runtime`` registered: never fall back to runc silently."""
     with map_docker_errors("list the Docker engine's runtimes"):
         registered = client.info().get("Runtimes") or {}
@@ -503,7 +506,7 @@ def _check_runtime(client: Any, runtime: str) -> None:
 _START_POLL_S: Final = 0.5
 
 
-def _status_and_logs(container: Any) -> tuple[str, str]:
+def _status_and_logs(container: Container) -> tuple[str, str]:
     import docker.errors
 
     try:

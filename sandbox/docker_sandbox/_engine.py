@@ -14,11 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from codeact.sandbox._owner import process_start, tag_alive
 from codeact.sandbox.errors import SandboxError, SandboxImageMissingError
 from codeact.sandbox.image import image_tag
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 __all__ = [
     "LABEL_HOSTNAME",
@@ -86,12 +90,12 @@ def map_docker_errors(action: str) -> Iterator[None]:
         ) from None
 
 
-def _explain(exc: Any) -> str:
+def _explain(exc: BaseException) -> str:
     explanation = getattr(exc, "explanation", None)
     return str(explanation or exc)
 
 
-def _client() -> Any:
+def _client() -> DockerClient:
     """A Docker SDK client from the environment (DOCKER_HOST, ...), checked with a ping."""
     import docker
 
@@ -197,7 +201,7 @@ class RemovedContainer:
     status: str
 
 
-def remove_orphans(*, include_live: bool = False, client: Any = None) -> list[RemovedContainer]:
+def remove_orphans(*, include_live: bool = False, client: DockerClient | None = None) -> list[RemovedContainer]:
     """Remove sandbox containers (label ``org.codeact.sandbox``) whose host process is gone.
 
     Args:
@@ -238,7 +242,7 @@ def remove_orphans(*, include_live: bool = False, client: Any = None) -> list[Re
     return removed
 
 
-def _force_remove(container: Any, *, patience_s: float = _REMOVE_PATIENCE_S) -> bool:
+def _force_remove(container: Container, *, patience_s: float = _REMOVE_PATIENCE_S) -> bool:
     """Kill and remove ``container``; False when it was already gone (auto-remove raced us).
 
     The engine may refuse a removal for a while after the runtime was OOM-killed (gVisor on a busy
