@@ -189,7 +189,7 @@ class OracleModel:
         prompt: str | None = None,
         stop: Sequence[str] | None = None,
         on_delta: DeltaCallback | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
     ) -> ModelReply:
         """The reference solution's next step."""
         t0 = time.perf_counter()

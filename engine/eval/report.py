@@ -11,9 +11,18 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["render_html", "render_markdown", "render_table", "summarize", "write_reports"]
+__all__ = [
+    "ConfigSummary",
+    "RoundSummary",
+    "Summary",
+    "render_html",
+    "render_markdown",
+    "render_table",
+    "summarize",
+    "write_reports",
+]
 
 _COLORS = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#a463f2", "#97bbf5", "#9c6b4e", "#3ca951")
 
@@ -22,12 +31,52 @@ def _avg(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> dict[str, Any]:
+class RoundSummary(TypedDict):
+    """Token averages of one round over the tasks of a configuration that reached it."""
+
+    round: int
+    tasks: int
+    avg_prompt_tokens: float
+    avg_completion_tokens: float
+
+
+class ConfigSummary(TypedDict):
+    """The totals of one configuration (``model`` x ``mode``)."""
+
+    model: str
+    mode: str
+    tasks: int
+    passed: int
+    success_rate: float
+    lost: int
+    avg_rounds: float
+    input_tokens: int
+    output_tokens: int
+    tokens_per_solved: int | None
+    avg_input_tokens: float
+    avg_output_tokens: float
+    wall_s: float
+    avg_wall_s: float
+    cost_usd: float | None
+    per_round: list[RoundSummary]
+    domains: dict[str, dict[str, int]]
+
+
+class Summary(TypedDict):
+    """What :func:`summarize` returns (and ``report.json`` holds)."""
+
+    suite: str
+    generated_at: float
+    configs: list[ConfigSummary]
+    tasks: list[dict[str, Any]]
+
+
+def summarize(results: Sequence[dict[str, Any]], *, suite: str) -> Summary:
     """Totals per configuration (``model`` x ``mode``, in first-seen order) and the task rows."""
     configs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in results:
         configs.setdefault((str(row.get("model")), str(row.get("mode"))), []).append(row)
-    out = []
+    out: list[ConfigSummary] = []
     for (model, mode), rows in configs.items():
         costs = [r["cost_usd"] for r in rows if isinstance(r.get("cost_usd"), int | float)]
         rounds: dict[int, list[dict[str, Any]]] = {}
@@ -100,7 +149,7 @@ _HEAD = (
 )
 
 
-def _rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
+def _rows(summary: Summary) -> list[tuple[str, ...]]:
     return [
         (
             _label(c),
@@ -120,7 +169,7 @@ def _rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
     ]
 
 
-def render_table(summary: dict[str, Any]) -> str:
+def render_table(summary: Summary) -> str:
     """A plain-text table of the totals (one line per configuration)."""
     rows = [_HEAD, *_rows(summary)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(_HEAD))]
@@ -138,7 +187,7 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def _per_round_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _per_round_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     depth = max((len(c["per_round"]) for c in summary["configs"]), default=0)
     head = ["config", *[f"round {i}" for i in range(1, depth + 1)]]
     rows = []
@@ -148,7 +197,7 @@ def _per_round_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]
     return head, rows
 
 
-def render_markdown(summary: dict[str, Any]) -> str:
+def render_markdown(summary: Summary) -> str:
     """The report as Markdown: totals, tokens per round, success per domain, failed tasks."""
     lines = [f"# Eval report: suite `{summary['suite']}`", "", *_md_table(_HEAD, _rows(summary)), ""]
     head, rows = _per_round_rows(summary)
@@ -245,7 +294,7 @@ def _lines(title: str, series: Sequence[tuple[str, Sequence[tuple[int, float]]]]
     return "".join(parts)
 
 
-def render_html(summary: dict[str, Any]) -> str:
+def render_html(summary: Summary) -> str:
     """One self-contained HTML page: the tables and inline SVG charts comparing the configurations."""
     configs = summary["configs"]
     labels = [_label(c) for c in configs]
@@ -301,7 +350,7 @@ def render_html(summary: dict[str, Any]) -> str:
     )
 
 
-def write_reports(out: Path, summary: dict[str, Any]) -> dict[str, Path]:
+def write_reports(out: Path, summary: Summary) -> dict[str, Path]:
     """Write ``report.json``, ``report.md`` and ``report.html`` to ``out``; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "report.json", "markdown": out / "report.md", "html": out / "report.html"}

@@ -136,7 +136,7 @@ def _scripted_handler_class(litellm: Any) -> type:
                 files[name] = ScriptedReplies.from_file(name)
             return files[name]
 
-    def take(model: str, messages: list[Any], litellm_params: Any, *, stream: bool) -> ScriptedReply:
+    def take(model: str, messages: list[dict[str, object]], litellm_params: Any, *, stream: bool) -> ScriptedReply:
         metadata = (litellm_params or {}).get("metadata") or {}
         purpose = str(metadata.get("codeact_purpose") or "code")
         protocol = str(metadata.get("codeact_protocol") or "chat")
@@ -145,7 +145,7 @@ def _scripted_handler_class(litellm: Any) -> type:
             raise entry.to_error(model=SCRIPTED_PREFIX + model)
         return entry
 
-    def respond(model: str, messages: list[Any], model_response: Any, litellm_params: Any) -> Any:
+    def respond(model: str, messages: list[dict[str, object]], model_response: Any, litellm_params: Any) -> Any:
         entry = take(model, messages, litellm_params, stream=False)
         tool_calls = [
             {
@@ -166,7 +166,7 @@ def _scripted_handler_class(litellm: Any) -> type:
         model_response.model = SCRIPTED_PREFIX + model
         return model_response
 
-    def chunks(model: str, messages: list[Any], litellm_params: Any) -> Iterator[dict[str, Any]]:
+    def chunks(model: str, messages: list[dict[str, object]], litellm_params: Any) -> Iterator[dict[str, object]]:
         entry = take(model, messages, litellm_params, stream=True)
         for piece in entry.pieces():
             yield {"text": piece, "is_finished": False, "finish_reason": "", "usage": None, "index": 0,
@@ -182,22 +182,24 @@ def _scripted_handler_class(litellm: Any) -> type:
     class _ScriptedLLM(litellm.CustomLLM):  # type: ignore[misc]
         """Replays :class:`ScriptedReplies` through litellm (model ``scripted/<file>`` or ``scripted/@N``)."""
 
-        def completion(self, model: str, messages: list[Any], api_base: str, custom_prompt_dict: dict[str, Any],
-                       model_response: Any, *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+        def completion(self, model: str, messages: list[dict[str, object]], api_base: str,
+                       custom_prompt_dict: dict[str, object], model_response: Any, *args: object,
+                       **kwargs: Any) -> Any:  # fmt: skip
             return respond(model, messages, model_response, kwargs.get("litellm_params"))
 
-        async def acompletion(self, model: str, messages: list[Any], api_base: str,
-                              custom_prompt_dict: dict[str, Any], model_response: Any, *args: Any,
+        async def acompletion(self, model: str, messages: list[dict[str, object]], api_base: str,
+                              custom_prompt_dict: dict[str, object], model_response: Any, *args: object,
                               **kwargs: Any) -> Any:  # fmt: skip
             return respond(model, messages, model_response, kwargs.get("litellm_params"))
 
-        def streaming(self, model: str, messages: list[Any], api_base: str, custom_prompt_dict: dict[str, Any],
-                      model_response: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:  # fmt: skip
+        def streaming(self, model: str, messages: list[dict[str, object]], api_base: str,
+                      custom_prompt_dict: dict[str, object], model_response: Any, *args: object,
+                      **kwargs: Any) -> Iterator[dict[str, object]]:  # fmt: skip
             yield from chunks(model, messages, kwargs.get("litellm_params"))
 
-        async def astreaming(self, model: str, messages: list[Any], api_base: str,
-                             custom_prompt_dict: dict[str, Any], model_response: Any, *args: Any,
-                             **kwargs: Any) -> AsyncIterator[dict[str, Any]]:  # fmt: skip
+        async def astreaming(self, model: str, messages: list[dict[str, object]], api_base: str,
+                             custom_prompt_dict: dict[str, object], model_response: Any, *args: object,
+                             **kwargs: Any) -> AsyncIterator[dict[str, object]]:  # fmt: skip
             for chunk in chunks(model, messages, kwargs.get("litellm_params")):
                 yield chunk
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 import httpx
 
@@ -46,11 +45,11 @@ _CONTEXT_WINDOW = re.compile(
 _ENGINE_KEYS = frozenset({"model", "timeout", "max_retries", "api_base", "api_key", "_skip_mcp_handler", "metadata"})
 
 
-def body_of(kwargs: Mapping[str, Any], *, messages: list[dict[str, Any]] | None, prompt: str | None,
-            stream: bool) -> dict[str, Any]:  # fmt: skip
+def body_of(kwargs: Mapping[str, object], *, messages: Sequence[Mapping[str, object]] | None, prompt: str | None,
+            stream: bool) -> dict[str, object]:  # fmt: skip
     """The request body litellm would send for these call arguments."""
     model = str(kwargs["model"]).split("/", 1)[1]  # openai/NAME, text-completion-openai/NAME
-    body: dict[str, Any] = {"model": model}
+    body: dict[str, object] = {"model": model}
     if messages is not None:
         body["messages"] = messages
     else:
@@ -92,8 +91,8 @@ def _transport_error(exc: httpx.HTTPError, *, model: str, provider: str | None) 
     return ModelConnectionError(f"Connection error. ({type(exc).__name__}: {exc})", provider=provider, model=model)
 
 
-async def post(client: httpx.AsyncClient, url: str, body: dict[str, Any], *, api_key: str | None, timeout: float,
-               model: str, provider: str | None) -> Any:  # fmt: skip
+async def post(client: httpx.AsyncClient, url: str, body: Mapping[str, object], *, api_key: str | None, timeout: float,
+               model: str, provider: str | None) -> object:  # fmt: skip
     """POST ``body`` and return the reply as an attribute object (raises a ModelProviderError)."""
     try:
         response = await client.post(url, json=body, headers=_headers(api_key), timeout=timeout)
@@ -114,8 +113,8 @@ async def post(client: httpx.AsyncClient, url: str, body: dict[str, Any], *, api
     return as_object(data)
 
 
-async def stream(client: httpx.AsyncClient, url: str, body: dict[str, Any], *, api_key: str | None, timeout: float,
-                 model: str, provider: str | None) -> AsyncIterator[Any]:  # fmt: skip
+async def stream(client: httpx.AsyncClient, url: str, body: Mapping[str, object], *, api_key: str | None,
+                 timeout: float, model: str, provider: str | None) -> AsyncIterator[object]:  # fmt: skip
     """POST ``body`` and yield each server-sent event's chunk as an attribute object, up to ``[DONE]``."""
     try:
         async with client.stream("POST", url, json=body, headers=_headers(api_key), timeout=timeout) as response:

@@ -254,7 +254,7 @@ class ModelClient:
         prompt: str | None = None,
         stop: Sequence[str] | None = None,
         on_delta: DeltaCallback | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, object]] | None = None,
     ) -> ModelReply:
         """Call the model for ``purpose`` with chat ``messages`` or a raw ``prompt``.
 
@@ -302,7 +302,9 @@ class ModelClient:
             if not litellm_loaded():  # its import: 3 s, far more on a busy machine; off the loop for the same reason
                 with slow_step("loading the model client (litellm)"):
                     await asyncio.to_thread(_litellm)
-        chat_messages = [dict(m) for m in messages] if messages is not None else [{"role": "user", "content": prompt}]
+        chat_messages: list[dict[str, object]] = (
+            [dict(m) for m in messages] if messages is not None else [{"role": "user", "content": prompt}]
+        )
         attempts = settings.max_retries + 1
         attempt = 0
         while True:
@@ -323,8 +325,8 @@ class ModelClient:
             return self._reply(response, state, route, purpose=purpose, raw=raw, prompt=prompt,
                                messages=chat_messages, latency=latency, attempt=attempt)  # fmt: skip
 
-    def _kwargs(self, settings: ModelSettings, route: Route, *, purpose: str, raw: bool,
-                stop: Sequence[str] | None, tools: list[dict[str, Any]] | None) -> dict[str, Any]:  # fmt: skip
+    def _kwargs(self, settings: ModelSettings, route: Route, *, purpose: str, raw: bool, stop: Sequence[str] | None,
+                tools: Sequence[Mapping[str, object]] | None) -> dict[str, Any]:  # fmt: skip
         kwargs: dict[str, Any] = {k: v for k, v in settings.options.items() if k not in _ENGINE_OPTIONS}
         base = route.text_api_base if raw else route.api_base
         if stop is not None:
@@ -347,7 +349,7 @@ class ModelClient:
         return kwargs
 
     async def _call(self, route: Route, kwargs: dict[str, Any], *, on_delta: DeltaCallback | None, state: _Stream,
-                    prompt: str | None = None, messages: list[dict[str, Any]] | None = None) -> object:  # fmt: skip
+                    prompt: str | None = None, messages: list[dict[str, object]] | None = None) -> object:  # fmt: skip
         stream = on_delta is not None
         if route.scripted:
             response: Any = _scripted(kwargs, messages=messages, prompt=prompt, stream=stream)
@@ -381,8 +383,8 @@ class ModelClient:
                     await result
         return None
 
-    async def _over_httpx(self, route: Route, kwargs: dict[str, Any], *, messages: list[dict[str, Any]] | None,
-                          prompt: str | None, stream: bool) -> Any:  # fmt: skip
+    async def _over_httpx(self, route: Route, kwargs: dict[str, Any], *, messages: list[dict[str, object]] | None,
+                          prompt: str | None, stream: bool) -> object:  # fmt: skip
         from codeact.engine.model import _openai_http
 
         loop = asyncio.get_running_loop()
@@ -404,7 +406,7 @@ class ModelClient:
         return await _openai_http.post(client, url, body, **where)
 
     def _reply(self, response: object, state: _Stream, route: Route, *, purpose: str, raw: bool, prompt: str | None,
-               messages: list[dict[str, Any]], latency: float, attempt: int) -> ModelReply:  # fmt: skip
+               messages: list[dict[str, object]], latency: float, attempt: int) -> ModelReply:  # fmt: skip
         if response is not None:
             choices = getattr(response, "choices", None)
             choice = choices[0] if choices else None
@@ -438,7 +440,7 @@ class ModelClient:
         )
 
     def _usage(self, usage: object, route: Route, *, text: str, prompt: str | None,
-               messages: list[dict[str, Any]]) -> dict[str, int]:  # fmt: skip
+               messages: list[dict[str, object]]) -> dict[str, int]:  # fmt: skip
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0
         if usage is None or (prompt_tokens == 0 and completion_tokens == 0):
@@ -652,8 +654,8 @@ def over_httpx(route: Route) -> bool:
     return os.environ.get("CODEACT_MODEL_TRANSPORT", "").strip().lower() != "litellm"
 
 
-def _scripted(kwargs: Mapping[str, Any], *, messages: list[dict[str, Any]] | None, prompt: str | None,
-              stream: bool) -> Any:  # fmt: skip
+def _scripted(kwargs: Mapping[str, Any], *, messages: list[dict[str, object]] | None, prompt: str | None,
+              stream: bool) -> object:  # fmt: skip
     """Serve a scripted reply as a server would: the reply object, or an async iterator of its chunks."""
     model = str(kwargs["model"])
     script = lookup(model[len(SCRIPTED_PREFIX) :])
@@ -670,7 +672,7 @@ def _scripted(kwargs: Mapping[str, Any], *, messages: list[dict[str, Any]] | Non
         return as_object(openai_response(entry, sent, model=model, raw=raw))
     chunks = [as_object(chunk) for chunk in openai_chunks(entry, sent, raw=raw)]
 
-    async def replay() -> AsyncIterator[Any]:
+    async def replay() -> AsyncIterator[object]:
         for chunk in chunks:
             yield chunk
 

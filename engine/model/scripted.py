@@ -284,7 +284,7 @@ def reply_finish(entry: ScriptedReply) -> str:
     return entry.finish_reason or ("tool_calls" if entry.tool_calls else "stop")
 
 
-def _tool_calls(entry: ScriptedReply) -> list[dict[str, Any]]:
+def _tool_calls(entry: ScriptedReply) -> list[dict[str, object]]:
     return [
         {
             "index": i,
@@ -297,9 +297,9 @@ def _tool_calls(entry: ScriptedReply) -> list[dict[str, Any]]:
 
 
 def openai_response(entry: ScriptedReply, messages: Sequence[Mapping[str, object]], *, model: str,
-                    raw: bool) -> dict[str, Any]:  # fmt: skip
+                    raw: bool) -> dict[str, object]:  # fmt: skip
     """The JSON body an OpenAI-compatible server answers with (``/v1/completions`` when ``raw``)."""
-    choice: dict[str, Any] = {"index": 0, "finish_reason": reply_finish(entry)}
+    choice: dict[str, object] = {"index": 0, "finish_reason": reply_finish(entry)}
     if raw:
         choice["text"] = entry.text
     else:
@@ -310,14 +310,14 @@ def openai_response(entry: ScriptedReply, messages: Sequence[Mapping[str, object
 
 
 def openai_chunks(entry: ScriptedReply, messages: Sequence[Mapping[str, object]], *,
-                  raw: bool) -> Iterator[dict[str, Any]]:  # fmt: skip
+                  raw: bool) -> Iterator[dict[str, object]]:  # fmt: skip
     """The chunks of the same reply streamed (``stream_options.include_usage``: usage in the last chunk)."""
     for piece in entry.pieces():
         yield {"choices": [{"index": 0, "text": piece} if raw else {"index": 0, "delta": {"content": piece}}]}
     if not raw:
         for call in _tool_calls(entry):
             yield {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
-    last: dict[str, Any] = {"index": 0, "finish_reason": reply_finish(entry)}
+    last: dict[str, object] = {"index": 0, "finish_reason": reply_finish(entry)}
     if raw:
         last["text"] = ""
     else:

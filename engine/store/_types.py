@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from codeact.engine.errors import StoreError
+from codeact.prompts.jsontypes import JsonObject
 from codeact.sandbox.runtime.protocol import dumps as _fast_dumps
 
 __all__ = [
@@ -223,20 +224,20 @@ class RoundRecord:
     segment_ids: tuple[str, ...] = ()
     code: str | None = None
     parse_error: str | None = None
-    calls: tuple[dict[str, Any], ...] = ()
+    calls: tuple[JsonObject, ...] = ()
     stdout: str = ""
     stderr: str = ""
-    error: dict[str, Any] | None = None
+    error: JsonObject | None = None
     status: str = "ok"
     control: dict[str, Any] | None = None
-    variables: dict[str, Any] = field(default_factory=dict)
-    uncaptured: tuple[dict[str, Any], ...] = ()
-    usage: dict[str, Any] = field(default_factory=dict)
+    variables: JsonObject = field(default_factory=dict)
+    uncaptured: tuple[JsonObject, ...] = ()
+    usage: JsonObject = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
-    nondeterminism: dict[str, Any] = field(default_factory=dict)
+    nondeterminism: JsonObject = field(default_factory=dict)
     edits: dict[str, Any] = field(default_factory=dict)
     artifacts: tuple[dict[str, Any], ...] = ()
-    finish: dict[str, Any] = field(default_factory=dict)
+    finish: JsonObject = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of every field (tuples become lists)."""

@@ -230,7 +230,7 @@ _FLIGHTS: list[dict[str, Any]] = [
     {"id": "TR111", "origin": "Oslo", "destination": "Berlin", "price": 99.0, "hours": 1.9, "stops": 0},
     {"id": "TR112", "origin": "Lisbon", "destination": "Berlin", "price": 170.0, "hours": 3.6, "stops": 0},
 ]
-_HOTELS: dict[str, list[dict[str, Any]]] = {
+_HOTELS: dict[str, list[dict[str, str | float]]] = {
     "Lisbon": [
         {"name": "Alfama Rooms", "nightly": 85.0, "rating": 4.1},
         {"name": "Tejo Grand", "nightly": 160.0, "rating": 4.7},
