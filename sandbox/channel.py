@@ -49,7 +49,7 @@ _CONFIG_NAME: Final = "runtime.json"
 class RpcHandler(Protocol):
     """What the channel dispatches runtime->host requests to (``codeact.toolkits.bridge.ToolkitBridge``)."""
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> JsonObject:
         """The toolkits granted to this session, sent to the runtime in the ``auth`` result.
 
         Returns:

@@ -186,7 +186,7 @@ def _check_fields(session_id: str, index: int, data: Mapping[str, object], names
 _RECORD_FIELDS = frozenset(f.name for f in fields(RoundRecord)) - set(_DELTA_FIELDS)
 
 
-def _record(data: Mapping[str, Any], segment_ids: tuple[str, ...], variables: dict[str, Any]) -> RoundRecord:
+def _record(data: Mapping[str, Any], segment_ids: tuple[str, ...], variables: dict[str, JsonValue]) -> RoundRecord:
     values = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
     for name in ("calls", "uncaptured", "artifacts"):
         if name in values:
@@ -316,7 +316,7 @@ def _decode_one(
     data, version = _parse(session_id, index, body, None if lenient else len(prev.segment_ids))
     if version == 1:
         segment_ids = tuple(data.get("segment_ids", ()))
-        variables: dict[str, Any] = dict(data.get("variables", {}))
+        variables: dict[str, JsonValue] = dict(data.get("variables", {}))
         changed = {k: v for k, v in variables.items() if k not in prev.variables or prev.variables[k] != v}
         removed = tuple(sorted(set(prev.variables) - set(variables)))
         table: int | None = None
@@ -350,7 +350,7 @@ def decode_tail(session_id: str, bodies: Iterable[tuple[int, str]]) -> tuple[Tai
     write after it need. On an unreadable record: the state before it and the error.
     """
     ids: list[str] = []
-    variables: dict[str, Any] = {}
+    variables: dict[str, JsonValue] = {}
     table: int | None = 0
     index, last_body = 0, None
     for position, body in bodies:
@@ -379,7 +379,7 @@ def decode_tail(session_id: str, bodies: Iterable[tuple[int, str]]) -> tuple[Tai
     return _tail(index, ids, variables, table, last_body), None
 
 
-def _tail(index: int, ids: list[str], variables: dict[str, Any], table: int | None, body: str | None) -> Tail:
+def _tail(index: int, ids: list[str], variables: dict[str, JsonValue], table: int | None, body: str | None) -> Tail:
     return Tail(
         index=index, segment_ids=tuple(ids), variables=dict(variables), table_segments=table, digest=body_digest(body)
     )

@@ -142,7 +142,7 @@ class SessionMeta:
         if self.updated_at == 0.0:
             object.__setattr__(self, "updated_at", self.created_at)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON-able dict of every field."""
         return asdict(self)
 
@@ -239,7 +239,7 @@ class RoundRecord:
     artifacts: tuple[dict[str, Any], ...] = ()
     finish: JsonObject = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON-able dict of every field (tuples become lists)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in _TUPLE_FIELDS:

@@ -147,7 +147,7 @@ class _ContainerWorker(RuntimeWorker):
         self.container = container
         self._killed = False
         self._kill_task: asyncio.Future[None] | None = None
-        self._state: dict[str, Any] | None = None
+        self._state: dict[str, object] | None = None
         self._removed = False
 
     @property
@@ -380,7 +380,7 @@ class DockerSandbox(Sandbox):
         rlimits = self.limits.rlimits()
         if self.runtime != "gvisor":
             del rlimits["NPROC"]  # the pids cgroup instead
-        config: dict[str, Any] = {
+        config: dict[str, object] = {
             "socket": f"{_BRIDGE_MOUNT}/{channel.socket_path.name}",
             "token": channel.token,
             "rlimits": rlimits,
