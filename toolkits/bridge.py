@@ -14,7 +14,7 @@ import difflib
 import time
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator, Iterable, Mapping
+from collections.abc import Coroutine, Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 import pydantic
@@ -29,7 +29,18 @@ from codeact.toolkits.bound import BoundToolkit, bind_toolkit
 from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
 from codeact.toolkits.context import CALL_ID, Control, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
-from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
+from codeact.toolkits.pipeline import (
+    ApprovalGate,
+    Asker,
+    Call,
+    CallNext,
+    CallOutcome,
+    CallWrapper,
+    asker_of,
+    compose,
+    encode_error,
+)
+from codeact.toolkits.records import Approver, CallRecord, cap_calls
 from codeact.toolkits.registry import ToolkitRegistry
 from codeact.toolkits.spec import OperationSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
@@ -105,13 +116,6 @@ def _args_repr(arguments: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _error_json(err: _p.RpcError) -> dict[str, Any]:
-    out: dict[str, Any] = {"code": err.code, "name": err.name, "message": err.message}
-    if err.data is not None:
-        out["data"] = err.data
-    return out
-
-
 class ToolkitBridge:
     """Serves one session's toolkit calls (implements ``codeact.sandbox.channel.RpcHandler``).
 
@@ -124,6 +128,9 @@ class ToolkitBridge:
         context: The base ``ToolkitContext`` handed to operations (the bridge adds ``deadline``
             and ``skills`` per call).
         approval: The host's approver for ``approval="ask"`` operations; without one they are denied.
+        asker: Asks the host instead of ``approval`` (the engine's also reports ``action.requested``).
+        policies: ``{toolkit: word}``, the grants' approval policies (``Approval.of`` maps each word once);
+            a host that sets them puts :attr:`gate` among its wrappers (:meth:`use`).
         default_timeout: Seconds per call when the operation sets none.
         rate_limit: ``(calls, per_seconds)`` for the session, or ``None`` for no limit.
         record: Keep a ``CallRecord`` of every call (see :meth:`drain_calls`).
@@ -142,6 +149,8 @@ class ToolkitBridge:
         session_id: str | None = None,
         context: ToolkitContext | None = None,
         approval: Approver | None = None,
+        asker: Asker | None = None,
+        policies: Mapping[str, str] | None = None,
         default_timeout: float = 30.0,
         rate_limit: tuple[int, float] | None = None,
         record: bool = True,
@@ -163,13 +172,23 @@ class ToolkitBridge:
         self._grants = normalize_grants(available, grants)
         self.session_id: str = session_id if session_id is not None else context.session_id  # type: ignore[union-attr]
         self._context = context if context is not None else ToolkitContext(session_id=self.session_id)
-        self._approver = approval
+        if asker is None and approval is not None:
+            asker = asker_of(approval)
+        self.gate = ApprovalGate(asker, policies=policies, granted=lambda: self._grants, session_id=self.session_id)
+        """The session's one approval gate (its operation stage runs in the core; its grant stage is a wrapper)."""
         self.default_timeout = float(default_timeout)
         self._limiter = _RateLimiter(*rate_limit) if rate_limit is not None else None
-        self._record = record
-        self._call_events = call_events
         self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
-        self._records: list[tuple[int, str, str, dict[str, Any], Any, _p.RpcError | None, float, float]] = []
+        self._records: list[tuple[Call, CallOutcome]] = []
+        own: list[CallWrapper] = []  # the bridge's own wrappers; a host adds its own with use()
+        if call_events:
+            own.append(self._report)
+        if record:
+            own.append(self._log)
+        self._own: tuple[CallWrapper, ...] = tuple(own)
+        self._handler: CallNext = compose(own, self._core)
+        self._bare: CallNext = self._handler  # for a request that is not even an object: no host wrapper
+        self._composed = False
         self._sequence = 0
         self._meter = BudgetMeter(budgets) if budgets is not None else None
         self._replay: _Replay | None = None
@@ -324,22 +343,8 @@ class ToolkitBridge:
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
         raw, self._records = self._records, []
-        raw.sort(key=lambda r: r[0])
-        session_id = self.session_id
-        records = [
-            CallRecord(
-                sequence=sequence,
-                session_id=session_id,
-                toolkit=toolkit,
-                operation=operation,
-                arguments=arguments,
-                result=None if error is not None else result,
-                error=_error_json(error) if error is not None else None,
-                started_at=started_at,
-                duration_s=duration,
-            )
-            for sequence, toolkit, operation, arguments, result, error, started_at, duration in raw
-        ]
+        raw.sort(key=lambda r: r[0].sequence)
+        records = [self.record_of(call, outcome, call_id="") for call, outcome in raw]
         return cap_calls(records)  # bounded per round (toolkits/records.py RecordCaps)
 
     # -- RpcHandler ------------------------------------------------------------------------------
@@ -353,74 +358,103 @@ class ToolkitBridge:
         """The budgets' counts so far (None without budgets)."""
         return self._meter
 
+    def use(self, wrappers: Sequence[CallWrapper]) -> None:
+        """Put the host's ``wrappers`` (first outermost) between the bridge's own and its core; once.
+
+        The engine's (events, span, call journal, the :attr:`gate`'s grant stage, interceptors) come from
+        ``codeact.engine.calls``. A request whose params are not even an object skips them: it names no call.
+        """
+        if self._composed:
+            raise ToolkitError("ToolkitBridge.use() composes the call pipeline once; it was already called")
+        self._composed = True
+        self._handler = compose((*self._own, *wrappers), self._core)
+
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
         if method != "call":
             raise _p.RpcError(_p.METHOD_NOT_FOUND, f"unknown method {method!r}: the runtime may only send 'call'")
         sequence = self._sequence
         self._sequence += 1
+        handler = self._handler
         if isinstance(params, dict):
             raw_toolkit, raw_operation = params.get("toolkit"), params.get("operation")
             raw_arguments = params.get("arguments", {})
         else:
             raw_toolkit = raw_operation = raw_arguments = None
-        toolkit = raw_toolkit if isinstance(raw_toolkit, str) else ""
-        operation = raw_operation if isinstance(raw_operation, str) else ""
-        arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
-        started_at = time.time()
-        t0 = time.perf_counter()
-        emit = self._context.emit if self._call_events else None
-        call_id = ""
-        if emit is not None:
-            call_id = CALL_ID.get() or f"{self.session_id}:0:{sequence}"
-            emit(
-                "tool.call.started",
-                {
-                    "sequence": sequence,
-                    "call_id": call_id,
-                    "toolkit": toolkit,
-                    "operation": operation,
-                    "arguments": arguments,
-                },
-            )
-        error: _p.RpcError | None = None
-        result: Any = None
+            handler = self._bare
+        call = Call(
+            toolkit=raw_toolkit if isinstance(raw_toolkit, str) else "",
+            operation=raw_operation if isinstance(raw_operation, str) else "",
+            arguments=raw_arguments if isinstance(raw_arguments, dict) else {},
+            sequence=sequence,
+            started_at=time.time(),
+            t0=time.perf_counter(),
+            raw=(raw_toolkit, raw_operation, raw_arguments),
+        )
+        outcome = await handler(call)
+        return outcome.unwrap()
+
+    def record_of(self, call: Call, outcome: CallOutcome, *, call_id: str | None = None) -> CallRecord:
+        """The record of one call: what the code got (the one place a ``CallRecord`` is built)."""
+        failure = outcome.failure
+        return CallRecord(
+            sequence=call.sequence,
+            session_id=self.session_id,
+            toolkit=call.toolkit,
+            operation=call.operation,
+            arguments=call.arguments,
+            result=None if failure is not None else outcome.result,
+            error=failure,
+            started_at=call.started_at,
+            duration_s=outcome.duration_s,
+            call_id=call.call_id if call_id is None else call_id,
+        )
+
+    async def _log(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """The bridge's own call log (``record=True``; :meth:`drain_calls`)."""
+        outcome = await call_next(call)
+        self._records.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
+        return outcome
+
+    async def _report(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """``tool.call.started`` / ``tool.call.completed`` to ``ToolkitContext.emit`` (``call_events=True``)."""
+        emit = self._context.emit
+        if emit is None:
+            return await call_next(call)
+        call_id = CALL_ID.get() or f"{self.session_id}:0:{call.sequence}"
+        started = {"toolkit": call.toolkit, "operation": call.operation, "arguments": call.arguments}
+        emit("tool.call.started", {"sequence": call.sequence, "call_id": call_id, **started})
+        outcome = await call_next(call)
+        done: dict[str, Any] = {
+            "sequence": call.sequence,
+            "call_id": call_id,
+            "toolkit": call.toolkit,
+            "operation": call.operation,
+            "duration_s": outcome.duration_s,
+        }
+        if outcome.error is not None:
+            done["error"] = encode_error(outcome.error)
+        emit("tool.call.completed", done)
+        return outcome
+
+    async def _core(self, call: Call) -> CallOutcome:
+        """Budgets, replay, then the call itself (:meth:`_call`); every failure becomes the outcome."""
         try:
             meter = self._meter
             if self._replay is not None:
-                result = self._replayed(toolkit, operation, arguments, raw_toolkit, raw_operation, raw_arguments)
-            elif meter is not None:
-                signal = meter.charge(1, _size(arguments))
+                return call.done(self._replayed(call.toolkit, call.operation, call.arguments, *call.raw))
+            if meter is not None:
+                signal = meter.charge(1, _size(call.arguments))
                 if signal is not None:  # past a budget: refused, and the round stops (toolkits/budget.py)
-                    result = self._encode_result(f"{toolkit}.{operation}", signal)
-                    return result
-                result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
+                    return call.done(self._encode_result(f"{call.toolkit}.{call.operation}", signal))
+                result = await self._call(call)
                 meter.charge(0, _size(result))
-            else:
-                result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
-            return result
+                return call.done(result)
+            return call.done(await self._call(call))
         except _p.RpcError as err:
-            error = err
-            raise
+            return call.failed(err)
         except asyncio.CancelledError:
-            error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
-            raise
-        finally:
-            duration = time.perf_counter() - t0
-            if self._record:
-                # A tuple now, a CallRecord at drain time: keeps the per-call cost down.
-                self._records.append((sequence, toolkit, operation, arguments, result, error, started_at, duration))
-            if emit is not None:
-                done: dict[str, Any] = {
-                    "sequence": sequence,
-                    "call_id": call_id,
-                    "toolkit": toolkit,
-                    "operation": operation,
-                    "duration_s": duration,
-                }
-                if error is not None:
-                    done["error"] = _error_json(error)
-                emit("tool.call.completed", done)
+            return call.cancelled()
 
     def _replayed(
         self, toolkit: str, operation: str, arguments: dict[str, Any], *raw: Any
@@ -438,9 +472,11 @@ class ToolkitBridge:
             )
         return rec.result
 
-    async def _call(self, sequence: int, toolkit: Any, operation: Any, arguments: Any) -> Any:
+    async def _call(self, call: Call) -> object:
+        toolkit, operation, arguments = call.raw
         if not (isinstance(toolkit, str) and isinstance(operation, str) and isinstance(arguments, dict)):
             raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
+        sequence = call.sequence
         bound = self._authorize(toolkit, operation)
         spec = bound.operations[operation]
         if self._limiter is not None and not self._limiter.allow():
@@ -458,8 +494,7 @@ class ToolkitBridge:
             raise _p.RpcError(
                 _p.INVALID_PARAMS, f"invalid arguments for {toolkit}.{operation}(): {detail}", {"errors": errors}
             ) from None
-        if spec.approval != "auto":
-            await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
+        await self.gate.check_operation(call, spec.policy, spec.summary)
         if bound.prepare is not None:  # a server (re)start is not the call: its own limit bounds it
             try:
                 await bound.prepare(operation)
@@ -468,7 +503,7 @@ class ToolkitBridge:
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout
         context = self._context
         if bound.wants_context(operation):
-            call_id = CALL_ID.get() or f"{self.session_id}:0:{sequence}"
+            call_id = call.call_id or CALL_ID.get() or f"{self.session_id}:0:{sequence}"
             context = context.with_deadline(time.monotonic() + timeout, call_id)
         try:
             value = await _run_with_timeout(bound.invoke(operation, validated, context), timeout)
@@ -524,38 +559,6 @@ class ToolkitBridge:
                     {"errors": [{"field": name, "message": "undecodable value", "type": "codec"}]},
                 ) from None
         return values
-
-    async def _approve(
-        self, sequence: int, toolkit: str, operation: str, summary: str, policy: str, arguments: dict[str, Any]
-    ) -> None:
-        label = f"{toolkit}.{operation}"
-        if policy == "auto":
-            return
-        if policy == "deny":
-            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() is denied by the host's policy and never runs")
-        if self._approver is None:
-            raise _p.RpcError(
-                _p.APPROVAL_DENIED, f"{label}() needs the user's approval, but this host has no approver: denied"
-            )
-        request = ApprovalRequest(
-            session_id=self.session_id,
-            sequence=sequence,
-            toolkit=toolkit,
-            operation=operation,
-            description=summary,
-            arguments=arguments,
-        )
-        try:
-            # In its own task: the approver may use timeouts, which need a current task.
-            decision: ApprovalDecision = await asyncio.ensure_future(self._approver(request))
-        except Exception as exc:
-            raise _p.RpcError(
-                _p.APPROVAL_DENIED, f"{label}() was not approved: the approver failed ({type(exc).__name__})"
-            ) from None
-        if not isinstance(decision, ApprovalDecision) or not decision.allow:
-            given = decision.reason if isinstance(decision, ApprovalDecision) else ""
-            reason = given or "no reason given"
-            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() was not approved: {reason}")
 
     def _encode_result(self, label: str, value: Any) -> Any:
         try:

@@ -15,7 +15,7 @@ from codeact.toolkits._docstring import parse_docstring
 from codeact.toolkits._schema import ArgumentsValidator, render_annotation, returns_schema
 from codeact.toolkits.context import Control, ToolkitContext
 from codeact.toolkits.errors import ToolkitDefinitionError
-from codeact.toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterKind, ParameterSpec
+from codeact.toolkits.spec import APPROVALS, OperationApproval, OperationSpec, ParameterKind, ParameterSpec
 
 __all__ = ["MethodOperation", "ToolkitSpec", "operation", "toolkit", "toolkit_spec"]
 
@@ -32,7 +32,7 @@ _JSON_HINT = (
 
 @dataclass(frozen=True, kw_only=True)
 class _OperationOptions:
-    approval: Approval
+    approval: OperationApproval
     timeout: float | None
 
 
@@ -105,11 +105,11 @@ def operation(func: _F, /) -> _F: ...
 
 
 @overload
-def operation(*, approval: Approval = "auto", timeout: float | None = None) -> Callable[[_F], _F]: ...
+def operation(*, approval: OperationApproval = "auto", timeout: float | None = None) -> Callable[[_F], _F]: ...
 
 
 def operation(
-    func: _F | None = None, /, *, approval: Approval = "auto", timeout: float | None = None
+    func: _F | None = None, /, *, approval: OperationApproval = "auto", timeout: float | None = None
 ) -> _F | Callable[[_F], _F]:
     """Mark a method of a ``@toolkit`` class as an operation the model can call.
 
