@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from codeact.toolkits._grants import Grants
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
-from codeact.toolkits.bridge import ToolkitBridge
+from codeact.toolkits.bridge import CallLog, ToolkitBridge
 from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
 from codeact.toolkits.context import Control, EventSink, MemoryAccess, ModelAccess, ToolkitContext
 from codeact.toolkits.decorators import operation, toolkit
@@ -56,6 +56,7 @@ __all__ = [
     "BudgetMeter",
     "Call",
     "CallBudgets",
+    "CallLog",
     "CallNext",
     "CallOutcome",
     "CallRecord",

@@ -14,7 +14,7 @@ import difflib
 import time
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from typing import Any
 
 import pydantic
@@ -45,7 +45,7 @@ from codeact.toolkits.registry import ToolkitRegistry
 from codeact.toolkits.spec import OperationSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
-__all__ = ["ToolkitBridge"]
+__all__ = ["CallLog", "ToolkitBridge"]
 
 _BAD_CALL = "call params must be {toolkit: str, operation: str, arguments: object}"
 _RESULT_OVERHEAD = 256
@@ -116,6 +116,36 @@ def _args_repr(arguments: Any) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+class CallLog:
+    """A call wrapper that keeps every call with exactly what the code got, until :meth:`drain`.
+
+    Args:
+        record: Builds a call's record (``ToolkitBridge.record_of``).
+        ordered: Hand the calls out in order of arrival (else in the order they ended).
+        ids: Keep the calls' ids in the records.
+    """
+
+    def __init__(self, record: Callable[..., CallRecord], *, ordered: bool = False, ids: bool = True) -> None:
+        self._record = record
+        self._ordered = ordered
+        self._ids = ids
+        self._calls: list[tuple[Call, CallOutcome]] = []
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Run the call and keep it."""
+        outcome = await call_next(call)
+        self._calls.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
+        return outcome
+
+    def drain(self) -> list[CallRecord]:
+        """The calls kept since the last drain (uncapped); clears them."""
+        calls, self._calls = self._calls, []
+        if self._ordered:
+            calls.sort(key=lambda pair: pair[0].sequence)
+        call_id = None if self._ids else ""
+        return [self._record(call, outcome, call_id=call_id) for call, outcome in calls]
+
+
 class ToolkitBridge:
     """Serves one session's toolkit calls (implements ``codeact.sandbox.channel.RpcHandler``).
 
@@ -179,12 +209,13 @@ class ToolkitBridge:
         self.default_timeout = float(default_timeout)
         self._limiter = _RateLimiter(*rate_limit) if rate_limit is not None else None
         self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
-        self._records: list[tuple[Call, CallOutcome]] = []
+        self.log: CallLog | None = CallLog(self.record_of, ordered=True, ids=False) if record else None
+        """The calls the session made, for its record (:meth:`drain_calls`); None when nothing is recorded."""
         own: list[CallWrapper] = []  # the bridge's own wrappers; a host adds its own with use()
         if call_events:
             own.append(self._report)
-        if record:
-            own.append(self._log)
+        if self.log is not None:
+            own.append(self.log)
         self._own: tuple[CallWrapper, ...] = tuple(own)
         self._handler: CallNext = compose(own, self._core)
         self._bare: CallNext = self._handler  # for a request that is not even an object: no host wrapper
@@ -342,10 +373,9 @@ class ToolkitBridge:
 
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
-        raw, self._records = self._records, []
-        raw.sort(key=lambda r: r[0].sequence)
-        records = [self.record_of(call, outcome, call_id="") for call, outcome in raw]
-        return cap_calls(records)  # bounded per round (toolkits/records.py RecordCaps)
+        return cap_calls(
+            self.log.drain() if self.log is not None else []
+        )  # bounded per round (toolkits/records.py RecordCaps)
 
     # -- RpcHandler ------------------------------------------------------------------------------
     def begin_round(self) -> None:
@@ -358,16 +388,19 @@ class ToolkitBridge:
         """The budgets' counts so far (None without budgets)."""
         return self._meter
 
-    def use(self, wrappers: Sequence[CallWrapper]) -> None:
+    def use(self, wrappers: Sequence[CallWrapper], *, log: CallLog | None = None) -> None:
         """Put the host's ``wrappers`` (first outermost) between the bridge's own and its core; once.
 
         The engine's (events, span, call journal, the :attr:`gate`'s grant stage, interceptors) come from
         ``codeact.engine.calls``. A request whose params are not even an object skips them: it names no call.
+        ``log``, when given (one of ``wrappers``), is the log :meth:`drain_calls` hands out.
         """
         if self._composed:
             raise ToolkitError("ToolkitBridge.use() composes the call pipeline once; it was already called")
         self._composed = True
         self._handler = compose((*self._own, *wrappers), self._core)
+        if log is not None:
+            self.log = log
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
         """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
@@ -409,12 +442,6 @@ class ToolkitBridge:
             duration_s=outcome.duration_s,
             call_id=call.call_id if call_id is None else call_id,
         )
-
-    async def _log(self, call: Call, call_next: CallNext, /) -> CallOutcome:
-        """The bridge's own call log (``record=True``; :meth:`drain_calls`)."""
-        outcome = await call_next(call)
-        self._records.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
-        return outcome
 
     async def _report(self, call: Call, call_next: CallNext, /) -> CallOutcome:
         """``tool.call.started`` / ``tool.call.completed`` to ``ToolkitContext.emit`` (``call_events=True``)."""

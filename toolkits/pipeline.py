@@ -92,6 +92,7 @@ class Call:
         raw: The request's ``toolkit``, ``operation`` and ``arguments`` as sent (checked by the core).
         call_id: The call's stable id (``ToolkitContext.call_id``), "" until a wrapper numbers it.
         round: The engine's round the call arrived in, when the host has rounds.
+        round_sequence: The call's order of arrival in that round (0-based; the last part of ``call_id``).
         approved: The host's approver already allowed this call (for its grant): it is not asked again.
     """
 
@@ -104,6 +105,7 @@ class Call:
     raw: tuple[object, object, object]
     call_id: str = ""
     round: int | None = None
+    round_sequence: int = 0
     approved: bool = False
 
     def done(self, result: object) -> CallOutcome:
@@ -215,7 +217,7 @@ class ApprovalGate:
         self,
         ask: Asker | None,
         *,
-        policies: Mapping[str, Approval] | None = None,
+        policies: Mapping[str, str] | None = None,
         granted: Callable[[], Mapping[str, object]] = dict,
         session_id: str = "",
     ) -> None:

@@ -121,7 +121,7 @@ class OperationSpec:
         schema: Mapping[str, Any],
         returns: str = "Any",
         returns_description: str = "",
-        approval: Approval = "auto",
+        approval: OperationApproval = "auto",
         timeout: float | None = None,
     ) -> OperationSpec:
         """Build a spec from a JSON schema of the arguments object (for dynamic toolkits, MCP tools).

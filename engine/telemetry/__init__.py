@@ -18,6 +18,7 @@ Needs the ``otel`` extra (``pip install codeact[otel]``).
 from __future__ import annotations
 
 from codeact.engine.telemetry._state import (
+    NULL_TRACE,
     CaptureOptions,
     RunTrace,
     attached,
@@ -32,6 +33,7 @@ from codeact.engine.telemetry._state import (
 from codeact.engine.telemetry._usage import Usage, usage_of_round, usage_total
 
 __all__ = [
+    "NULL_TRACE",
     "CaptureOptions",
     "RunTrace",
     "Usage",
