@@ -15,7 +15,7 @@ import time
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 
@@ -81,7 +81,7 @@ class _Replay:
         self.next = 0
         self.divergence: str | None = None
 
-    def take(self, toolkit: str, operation: str, arguments: Any) -> CallRecord:
+    def take(self, toolkit: str, operation: str, arguments: object) -> CallRecord:
         while self.next < len(self.records) and self.used[self.next]:
             self.next += 1
         for index in range(self.next, len(self.records)):
@@ -109,7 +109,7 @@ class _Replay:
         return self.used.count(False)
 
 
-def _args_repr(arguments: Any) -> str:
+def _args_repr(arguments: object) -> str:
     if not isinstance(arguments, dict):
         return repr(arguments)[:80]
     text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
@@ -355,7 +355,7 @@ class ToolkitBridge:
         granted = self._granted_toolkits()
         return openai_tools([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
 
-    def call_help(self, error: Mapping[str, Any] | None) -> str | None:
+    def call_help(self, error: Mapping[str, object] | None) -> str | None:
         """What to show the model after ``error`` (a round's ``{"type", "message", ...}``), if it refused a call.
 
         For a call of a granted operation refused by the argument check (the bridge's ``invalid arguments
@@ -402,7 +402,7 @@ class ToolkitBridge:
         if log is not None:
             self.log = log
 
-    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+    async def handle(self, method: str, params: dict[str, object]) -> object:
         """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
         if method != "call":
             raise _p.RpcError(_p.METHOD_NOT_FOUND, f"unknown method {method!r}: the runtime may only send 'call'")
@@ -452,7 +452,7 @@ class ToolkitBridge:
         started = {"toolkit": call.toolkit, "operation": call.operation, "arguments": call.arguments}
         emit("tool.call.started", {"sequence": call.sequence, "call_id": call_id, **started})
         outcome = await call_next(call)
-        done: dict[str, Any] = {
+        done: dict[str, object] = {
             "sequence": call.sequence,
             "call_id": call_id,
             "toolkit": call.toolkit,
@@ -484,8 +484,8 @@ class ToolkitBridge:
             return call.cancelled()
 
     def _replayed(
-        self, toolkit: str, operation: str, arguments: dict[str, Any], *raw: Any
-    ) -> Any:  # raw: the request's fields as sent, so malformed requests never match a record
+        self, toolkit: str, operation: str, arguments: dict[str, object], *raw: object
+    ) -> object:  # raw: the request's fields as sent, so malformed requests never match a record
         assert self._replay is not None  # noqa: S101 -- internal invariant, not input validation
         if not (isinstance(raw[0], str) and isinstance(raw[1], str) and isinstance(raw[2], dict)):
             raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
@@ -543,7 +543,12 @@ class ToolkitBridge:
         except Exception as exc:  # the tool failed: its message only, never a host traceback or path
             raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
         kind = type(value)
-        if kind is int or kind is bool or value is None or (kind is str and len(value) * 6 < self._max_result_bytes):
+        if (
+            kind is int
+            or kind is bool
+            or value is None
+            or (kind is str and len(cast(str, value)) * 6 < self._max_result_bytes)
+        ):
             return value  # plain JSON that cannot approach the cap: the codec would return it as is
         return self._encode_result(f"{toolkit}.{operation}", value)
 
@@ -568,8 +573,8 @@ class ToolkitBridge:
             raise _p.RpcError(_p.UNAUTHORIZED, f"operation {toolkit}.{operation} is not granted to this session")
         return bound
 
-    def _decode_arguments(self, toolkit: str, operation: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        values: dict[str, Any] = {}
+    def _decode_arguments(self, toolkit: str, operation: str, arguments: dict[str, object]) -> dict[str, object]:
+        values: dict[str, object] = {}
         for name, encoded in arguments.items():
             if not isinstance(name, str):  # pragma: no cover -- JSON object keys are always strings
                 raise _p.RpcError(_p.INVALID_PARAMS, f"argument names of {toolkit}.{operation}() must be strings")
@@ -587,11 +592,11 @@ class ToolkitBridge:
                 ) from None
         return values
 
-    def _encode_result(self, label: str, value: Any) -> Any:
+    def _encode_result(self, label: str, value: object) -> object:
         try:
             if isinstance(value, Control):
                 payload = {k: codec.encode(v) for k, v in value.payload.items()}
-                encoded: Any = {"$control": {"kind": value.kind, **payload}}
+                encoded: object = {"$control": {"kind": value.kind, **payload}}
             elif type(value) in _SMALL or (type(value) is str and len(value) * 6 < self._max_result_bytes):
                 encoded = codec.encode(value)  # cannot approach the cap: skip measuring it
             else:
@@ -608,11 +613,11 @@ class ToolkitBridge:
         return encoded
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     """Bytes of ``value`` as JSON on the bridge (a string's length in characters: close enough, and free)."""
     kind = type(value)
     if kind is str:
-        return len(value) + 2
+        return len(cast(str, value)) + 2
     if kind in _SMALL:
         return 8
     try:
@@ -621,11 +626,15 @@ def _size(value: Any) -> int:
         return 0
 
 
+_Coro = Coroutine[object, object, object]
+"""A tool's coroutine, driven step by step."""
+
+
 class _Expired(Exception):
     """The per-call timeout fired (distinct from a ``TimeoutError`` the tool itself raised)."""
 
 
-async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+async def _run_with_timeout(coro: _Coro, timeout: float) -> object:
     """Await ``coro`` for at most ``timeout`` seconds; raises ``_Expired`` when the time is up.
 
     Tools always run inside a task (anyio, sniffio and ``asyncio.timeout`` need one). The channel
@@ -663,11 +672,11 @@ class _Resume:
 
     __slots__ = ("_coro", "_first")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+    def __init__(self, coro: _Coro, first: object) -> None:
         self._coro = coro
         self._first = first
 
-    def __await__(self) -> Generator[Any, Any, Any]:
+    def __await__(self) -> Generator[object, object, object]:
         coro, pending = self._coro, self._first
         while True:
             try:
@@ -687,7 +696,7 @@ class _Resume:
                     return stop.value
 
 
-async def _in_own_task(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+async def _in_own_task(coro: _Coro, timeout: float) -> object:
     task = asyncio.get_running_loop().create_task(coro)
     expired = False
 

@@ -30,12 +30,14 @@ from codeact.engine.telemetry._state import (
     shutdown,
     start_run,
 )
+from codeact.engine.telemetry._types import SpanHandle
 from codeact.engine.telemetry._usage import Usage, usage_of_round, usage_total
 
 __all__ = [
     "NULL_TRACE",
     "CaptureOptions",
     "RunTrace",
+    "SpanHandle",
     "Usage",
     "attached",
     "configure",
