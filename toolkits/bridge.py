@@ -27,7 +27,7 @@ from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
 from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
-from codeact.toolkits.context import CALL_ID, Control, ToolkitContext
+from codeact.toolkits.context import CALL_ID, Control, Skill, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.pipeline import (
     ApprovalGate,
@@ -225,7 +225,7 @@ class ToolkitBridge:
         self._replay: _Replay | None = None
         self._manifest_override: dict[str, Any] | None = None
         self._added: dict[str, BoundToolkit] = {}  # add_toolkit(): this session's own, over the registry
-        skills: dict[str, dict[str, Any]] = {}
+        skills: dict[str, Skill] = {}
         for name, ops in self._grants.items():
             bound = available[name]
             skills[name] = {

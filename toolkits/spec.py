@@ -41,7 +41,7 @@ class ParameterSpec:
     annotation: str = "Any"
     description: str = ""
     required: bool = True
-    default: Any = None
+    default: object = None
     schema: Mapping[str, Any] = field(default_factory=dict)
     kind: ParameterKind = "positional_or_keyword"
 
