@@ -30,6 +30,7 @@ from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
 from codeact.toolkits.context import CALL_ID, Control, Skill, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.pipeline import (
+    Approval,
     ApprovalGate,
     Asker,
     Call,
@@ -212,7 +213,7 @@ class ToolkitBridge:
         self.log: CallLog | None = CallLog(self.record_of, ordered=True, ids=False) if record else None
         """The calls the session made, for its record (:meth:`drain_calls`); None when nothing is recorded."""
         own: list[CallWrapper] = []  # the bridge's own wrappers; a host adds its own with use()
-        if call_events:
+        if call_events and self._context.emit is not None:  # the sink is fixed here (add_toolkit keeps it)
             own.append(self._report)
         if self.log is not None:
             own.append(self.log)
@@ -521,7 +522,8 @@ class ToolkitBridge:
             raise _p.RpcError(
                 _p.INVALID_PARAMS, f"invalid arguments for {toolkit}.{operation}(): {detail}", {"errors": errors}
             ) from None
-        await self.gate.check_operation(call, spec.policy, spec.summary)
+        if spec.policy is not Approval.RUN:
+            await self.gate.check_operation(call, spec.policy, spec.summary)
         if bound.prepare is not None:  # a server (re)start is not the call: its own limit bounds it
             try:
                 await bound.prepare(operation)
