@@ -12,7 +12,7 @@ from codeact.toolkits.errors import ToolkitError
 __all__ = ["CALL_ID", "Control", "EventSink", "MemoryAccess", "ModelAccess", "Skill", "ToolkitContext"]
 
 CALL_ID: ContextVar[str | None] = ContextVar("codeact_call_id", default=None)
-"""The id of the toolkit call being served, set by the host around it (the engine's eventing bridge);
+"""The id of the toolkit call being served, set by the host around it (the engine's span wrapper, ``engine.calls``);
 the bridge copies it into ``ToolkitContext.call_id``. Unset: the bridge makes one of its own."""
 
 
