@@ -217,12 +217,13 @@ class ToolkitBridge:
             own.append(self._report)
         if self.log is not None:
             own.append(self.log)
+        self._meter = BudgetMeter(budgets) if budgets is not None else None
         self._own: tuple[CallWrapper, ...] = tuple(own)
-        self._handler: CallNext = compose(own, self._core)
+        self._inner: tuple[CallWrapper, ...] = (self._budget,) if self._meter is not None else ()
+        self._handler: CallNext = compose((*own, *self._inner), self._core)
         self._bare: CallNext = self._handler  # for a request that is not even an object: no host wrapper
         self._composed = False
         self._sequence = 0
-        self._meter = BudgetMeter(budgets) if budgets is not None else None
         self._replay: _Replay | None = None
         self._manifest_override: dict[str, Any] | None = None
         self._added: dict[str, BoundToolkit] = {}  # add_toolkit(): this session's own, over the registry
@@ -399,7 +400,7 @@ class ToolkitBridge:
         if self._composed:
             raise ToolkitError("ToolkitBridge.use() composes the call pipeline once; it was already called")
         self._composed = True
-        self._handler = compose((*self._own, *wrappers), self._core)
+        self._handler = compose((*self._own, *wrappers, *self._inner), self._core)
         if log is not None:
             self.log = log
 
@@ -465,19 +466,30 @@ class ToolkitBridge:
         emit("tool.call.completed", done)
         return outcome
 
+    async def _budget(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """The calls and bridge bytes budgets (``toolkits/budget.py``), the innermost wrapper.
+
+        Past a budget the call is refused with the ``budget_exceeded`` signal, and the round stops.
+        """
+        meter = self._meter
+        if meter is None or self._replay is not None:  # a replayed call is answered from the record
+            return await call_next(call)
+        signal = meter.charge(1, _size(call.arguments))
+        if signal is not None:
+            try:
+                return call.done(self._encode_result(f"{call.toolkit}.{call.operation}", signal))
+            except _p.RpcError as err:
+                return call.failed(err)
+        outcome = await call_next(call)
+        if outcome.error is None:
+            meter.charge(0, _size(outcome.result))
+        return outcome
+
     async def _core(self, call: Call) -> CallOutcome:
-        """Budgets, replay, then the call itself (:meth:`_call`); every failure becomes the outcome."""
+        """Replay, or the call itself (:meth:`_call`); every failure becomes the outcome."""
         try:
-            meter = self._meter
             if self._replay is not None:
                 return call.done(self._replayed(call.toolkit, call.operation, call.arguments, *call.raw))
-            if meter is not None:
-                signal = meter.charge(1, _size(call.arguments))
-                if signal is not None:  # past a budget: refused, and the round stops (toolkits/budget.py)
-                    return call.done(self._encode_result(f"{call.toolkit}.{call.operation}", signal))
-                result = await self._call(call)
-                meter.charge(0, _size(result))
-                return call.done(result)
             return call.done(await self._call(call))
         except _p.RpcError as err:
             return call.failed(err)

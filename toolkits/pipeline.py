@@ -8,7 +8,8 @@ A call travels one way (``ToolkitBridge.handle`` is the only handler)::
    the session, its start time) and hands it to the wrappers composed once (:func:`compose`);
 2. each wrapper (a :class:`CallWrapper`) sees the call and ``call_next``; it may pass on a changed
    copy of the call (``dataclasses.replace``), refuse it (return ``call.failed(...)``) or look at the outcome;
-3. the core (authorize, validate, the operation's stage of the :class:`ApprovalGate`, invoke, encode)
+3. the bridge's budgets (its innermost wrapper), then its core (authorize, rate limit, validate, the
+   operation's stage of the :class:`ApprovalGate`, invoke, encode)
    turns every failure into a value: a :class:`CallOutcome` carries the result or the ``RpcError``;
 4. back in ``handle``, :meth:`CallOutcome.unwrap` returns the result or raises the error to the channel.
 

@@ -5,8 +5,8 @@ operation`` and back; nothing of it runs in ``engine/agent/``. :func:`call_bridg
 bridge and composes, once, the wrappers that need the engine (``_wrappers.py``)::
 
     CallIds -> CallEvents -> CallSpan -> CallLog -> CallJournal.behind -> ApprovalGate (the grant's stage)
-        -> CallJournal.ahead -> Interceptors -> the bridge's core (budgets, authorize, validate,
-        ApprovalGate (the operation's stage), invoke)
+        -> CallJournal.ahead -> Interceptors -> the bridge's budgets -> its core (authorize, rate limit,
+        validate, ApprovalGate (the operation's stage), invoke)
 
 Every call gets its stable id (``"{session}:{round}:{sequence in the round}"``) in its events, its record
 and ``ToolkitContext.call_id``; it is recorded once (``ToolkitBridge.drain_calls``: every call with exactly

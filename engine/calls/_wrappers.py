@@ -4,7 +4,7 @@ Each is one small stage; :func:`codeact.engine.calls.call_bridge` composes them 
 (outermost first), around the bridge's core::
 
     CallIds -> CallEvents -> CallSpan -> CallLog -> CallJournal.behind -> ApprovalGate -> CallJournal.ahead
-        -> Interceptors -> core
+        -> Interceptors -> (the bridge's budgets and core)
 
 so ``tool.call.started`` precedes the span, the span covers the approval, the journal and the operation,
 a call refused by its grant is recorded (never journaled as started), and the journal's start is durable
