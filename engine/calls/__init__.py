@@ -4,8 +4,8 @@ One toolkit call goes ``sandbox channel -> ToolkitBridge.handle -> wrappers -> t
 operation`` and back; nothing of it runs in ``engine/agent/``. :func:`call_bridge` builds the run's
 bridge and composes, once, the wrappers that need the engine (``_wrappers.py``)::
 
-    CallIds -> CallEvents -> CallSpan -> CallLog -> CallJournal.behind -> ApprovalGate (the grant's stage)
-        -> CallJournal.ahead -> Interceptors -> the bridge's budgets -> its core (authorize, rate limit,
+    CallIds -> CallEvents -> CallSpan -> CallLog -> JournalStages.behind -> ApprovalGate (the grant's stage)
+        -> JournalStages.ahead -> Interceptors -> the bridge's budgets -> its core (authorize, rate limit,
         validate, ApprovalGate (the operation's stage), invoke)
 
 Every call gets its stable id (``"{session}:{round}:{sequence in the round}"``) in its events, its record
@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from codeact.engine.calls._approval import APPROVAL_REQUEST_ID, Emit, ask_approval, asker
+from codeact.engine.calls._journal import CLEANUP_S, CallJournal
 from codeact.engine.calls._wrappers import (
     CallEvents,
     CallIds,
-    CallJournal,
     CallJournalSink,
     CallSpan,
     Interceptors,
+    JournalStages,
     ToolCall,
     ToolInterceptor,
     interceptor_name,
@@ -46,6 +47,8 @@ from codeact.toolkits import (
 
 __all__ = [
     "APPROVAL_REQUEST_ID",
+    "CLEANUP_S",
+    "CallJournal",
     "CallJournalSink",
     "Emit",
     "ToolCall",
@@ -105,7 +108,7 @@ def call_bridge(
     )
     chain = Interceptors(interceptors)
     log = CallLog(bridge.record_of)
-    durable = CallJournal(journal if journal is not None else _no_journal, record=bridge.record_of)
+    durable = JournalStages(journal if journal is not None else _no_journal, record=bridge.record_of)
     wrappers: list[CallWrapper] = [
         CallIds(bridge.session_id, round_ref=round_ref, id_round=id_round if id_round is not None else round_ref),
         CallEvents(emit),

@@ -3,7 +3,7 @@
 Each is one small stage; :func:`codeact.engine.calls.call_bridge` composes them once, in this order
 (outermost first), around the bridge's core::
 
-    CallIds -> CallEvents -> CallSpan -> CallLog -> CallJournal.behind -> ApprovalGate -> CallJournal.ahead
+    CallIds -> CallEvents -> CallSpan -> CallLog -> JournalStages.behind -> ApprovalGate -> JournalStages.ahead
         -> Interceptors -> (the bridge's budgets and core)
 
 so ``tool.call.started`` precedes the span, the span covers the approval, the journal and the operation,
@@ -31,7 +31,7 @@ from ._approval import Emit
 __all__ = [
     "CallEvents",
     "CallIds",
-    "CallJournal",
+    "JournalStages",
     "CallJournalSink",
     "CallSpan",
     "Interceptors",
@@ -129,7 +129,7 @@ class CallSpan:
 
 @runtime_checkable
 class CallJournalSink(Protocol):
-    """Where each call's start and completion are written ahead (``engine.agent.recovery.CallJournal``)."""
+    """Where each call's start and completion are written ahead (:class:`~codeact.engine.calls.CallJournal`)."""
 
     async def started(
         self,
@@ -163,7 +163,7 @@ def _unrecorded(what: str, exc: CodeactError) -> _p.RpcError:
     )
 
 
-class CallJournal:
+class JournalStages:
     """The call journal's two stages around a call: :meth:`ahead` and :meth:`behind`.
 
     The start is durable before the call runs, its completion before the result goes back into the
