@@ -420,7 +420,7 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, ToolkitBrid
         approver=wiring.approver,
         interceptors=wiring.interceptors,
         trace=lambda: ctx.trace,
-        journal=lambda: ctx.writer,  # each call's start and end are durable before it goes on (recovery.py)
+        journal=lambda: ctx.writer,  # each call's start and end are durable before it goes on (engine.calls)
         id_round=ctx.id_round,
     )
     return bridge, bridge
