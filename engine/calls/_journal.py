@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codeact.engine.errors import CodeactError, StoreError
 from codeact.sandbox.aio import cancel_and_wait, wait_for
@@ -46,7 +46,7 @@ class CallJournal:
         self._session_id = session_id
         self._caps = caps if caps is not None else RecordCaps.from_env()
         # (action, entry, future): action "add" | "clear" | "barrier"; the future is None when nobody waits.
-        self._items: deque[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]] = deque()
+        self._items: deque[tuple[str, dict[str, object] | None, asyncio.Future[None] | None]] = deque()
         self._wake = asyncio.Event()
         self._writing = asyncio.Lock()  # held while a write is in flight: one write at a time, in order
         self._task = asyncio.get_running_loop().create_task(self._drain())
@@ -67,7 +67,7 @@ class CallJournal:
         sequence: int,
         toolkit: str,
         operation: str,
-        arguments: dict[str, Any],
+        arguments: dict[str, object],
         started_at: float,
     ) -> None:
         """A call is about to run: returns once its start is durable."""
@@ -120,7 +120,7 @@ class CallJournal:
         self._items.clear()
 
     # -- the writer ------------------------------------------------------------------------------------
-    def _completion(self, round_index: int, record: CallRecord) -> dict[str, Any]:
+    def _completion(self, round_index: int, record: CallRecord) -> dict[str, object]:
         caps = self._caps
         outcome = record.result if record.error is None else record.error
         if not (_small(record.arguments, caps.argument_bytes) and _small(outcome, caps.result_bytes)):
@@ -142,7 +142,7 @@ class CallJournal:
             call["call_id"] = record.call_id
         return {"round": round_index, "kind": "call", "call": call}
 
-    def _put(self, action: str, entry: dict[str, Any] | None, fut: asyncio.Future[None] | None) -> None:
+    def _put(self, action: str, entry: dict[str, object] | None, fut: asyncio.Future[None] | None) -> None:
         if self._task.done():
             if fut is not None:
                 fut.set_exception(self._closed_error())
@@ -150,7 +150,7 @@ class CallJournal:
         self._items.append((action, entry, fut))
         self._wake.set()
 
-    async def _wait(self, entry: dict[str, Any]) -> None:
+    async def _wait(self, entry: dict[str, object]) -> None:
         # Through the writer task, even when it is idle: it runs after everything ready in this turn of the
         # event loop (the other calls of one read of the socket), so they share one write (group commit).
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -198,7 +198,8 @@ class CallJournal:
 
     @staticmethod
     def _settle(
-        batch: Sequence[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]], failure: BaseException | None
+        batch: Sequence[tuple[str, dict[str, object] | None, asyncio.Future[None] | None]],
+        failure: BaseException | None,
     ) -> None:
         for _, _, fut in batch:
             if fut is None or fut.done():
@@ -213,14 +214,14 @@ class CallJournal:
 _SCALARS = frozenset({int, float, bool, type(None)})
 
 
-def _small(value: Any, limit: int) -> bool:
+def _small(value: object, limit: int) -> bool:
     """Whether ``value`` as JSON surely stays within ``limit`` bytes (flat values checked without encoding)."""
     kind = type(value)
     if kind in _SCALARS:
         return True
-    if kind is str:
+    if type(value) is str:
         return len(value) * 6 + 2 <= limit  # the worst case: every character escaped as \uXXXX
-    if kind is dict and len(value) <= 16:
+    if type(value) is dict and len(value) <= 16:
         total = 0
         for key, item in value.items():
             item_kind = type(item)
