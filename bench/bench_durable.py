@@ -1,9 +1,10 @@
 """The call journal (issue 34): what write-ahead recording costs per toolkit call, and the kill test at size.
 
-Journal cost, measured in one run against today's bridge (the eventing bridge without a journal):
+Journal cost, measured in one run against today's bridge (the run's bridge without a journal):
 1,000 calls of a trivial operation from code in the subprocess sandbox, sequential (awaited one after
-another) and gathered (``asyncio.gather``), through ``EventingBridge`` (a) without a journal, (b) with
-the journal on a SQLite file, (c) with the journal on Redis (when ``CODEACT_TEST_REDIS_URL`` is set).
+another) and gathered (``asyncio.gather``), through the run's bridge (``engine.calls.call_bridge``)
+(a) without a journal, (b) with the journal on a SQLite file, (c) with the journal on Redis (when
+``CODEACT_TEST_REDIS_URL`` is set).
 Rounds alternate between the set-ups ``REPEAT`` times; figures are medians. ``*_extra_per_call_ms`` is
 the sequential difference per call (target: <= 1 ms with SQLite); ``gather_ratio`` the gathered time
 over today's (target: <= 2). ``entries_per_write``: journal entries per store write in the gathered
@@ -27,7 +28,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from codeact.toolkits import ToolkitBridge, ToolkitRegistry, operation, toolkit
+from codeact.toolkits import DEFAULT_BUDGETS, ToolkitContext, ToolkitRegistry, operation, toolkit
 
 CALLS = 1000
 REPEAT = 9
@@ -51,18 +52,18 @@ _ROUNDS = {
 class _Setup:
     def __init__(self, name: str, store: Any) -> None:
         from codeact.engine.agent.recovery import CallJournal
-        from codeact.engine.agent.support import EventingBridge
+        from codeact.engine.calls import call_bridge
 
         self.name = name
         self.store = store
         self.session = f"bench-{uuid.uuid4().hex[:8]}"
         self.round = 0
         self.journal = CallJournal(store, self.session) if store is not None else None
-        bridge = ToolkitBridge(
-            ToolkitRegistry([Bench()]), session_id=self.session, default_timeout=60, record=False, call_events=False
-        )
-        self.handler = EventingBridge(
-            bridge,
+        self.handler = call_bridge(
+            ToolkitRegistry([Bench()]),
+            grants=None,
+            context=ToolkitContext(session_id=self.session),
+            budgets=DEFAULT_BUDGETS,
             emit=lambda *a, **k: None,
             round_ref=lambda: self.round,
             policies={},

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from codeact.toolkits._grants import Grants
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
-from codeact.toolkits.bridge import ToolkitBridge
+from codeact.toolkits.bridge import CallLog, ToolkitBridge
 from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
 from codeact.toolkits.context import Control, EventSink, MemoryAccess, ModelAccess, ToolkitContext
 from codeact.toolkits.decorators import operation, toolkit
@@ -30,20 +30,37 @@ from codeact.toolkits.errors import (
     ToolkitLoadError,
     ToolkitNotFoundError,
 )
+from codeact.toolkits.pipeline import (
+    Approval,
+    ApprovalGate,
+    Asker,
+    Call,
+    CallNext,
+    CallOutcome,
+    CallWrapper,
+    encode_error,
+)
 from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, RecordCaps, cap_calls
 from codeact.toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
-from codeact.toolkits.spec import Approval, OperationSpec, ParameterKind, ParameterSpec
+from codeact.toolkits.spec import OperationApproval, OperationSpec, ParameterKind, ParameterSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
 __all__ = [
     "Approval",
     "ApprovalDecision",
+    "ApprovalGate",
     "ApprovalRequest",
     "Approver",
+    "Asker",
     "BoundToolkit",
     "BudgetMeter",
+    "Call",
     "CallBudgets",
+    "CallLog",
+    "CallNext",
+    "CallOutcome",
     "CallRecord",
+    "CallWrapper",
     "Control",
     "DEFAULT_BUDGETS",
     "DuplicateToolkitError",
@@ -53,6 +70,7 @@ __all__ = [
     "Grants",
     "MemoryAccess",
     "ModelAccess",
+    "OperationApproval",
     "OperationSpec",
     "ParameterKind",
     "ParameterSpec",
@@ -66,6 +84,7 @@ __all__ = [
     "ToolkitRegistry",
     "bind_toolkit",
     "cap_calls",
+    "encode_error",
     "load_registry",
     "load_toolkit_ref",
     "openai_tools",

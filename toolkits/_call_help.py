@@ -35,7 +35,7 @@ _PROXY_REFUSAL = re.compile(
 _MAX_DEPTH = 3
 
 
-def refused_operation(error: Mapping[str, Any] | None) -> tuple[str, str] | None:
+def refused_operation(error: Mapping[str, object] | None) -> tuple[str, str] | None:
     """``(toolkit, operation)`` when ``error`` (a round's ``{"type", "message", ...}``) is an argument refusal."""
     if not error:
         return None

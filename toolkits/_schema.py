@@ -15,7 +15,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-_SIMPLE_NAMES: dict[Any, str] = {
+_SIMPLE_NAMES: dict[object, str] = {
     type(None): "None",
     _dt.datetime: "datetime",
     _dt.date: "date",
@@ -24,7 +24,7 @@ _SIMPLE_NAMES: dict[Any, str] = {
     decimal.Decimal: "Decimal",
     uuid.UUID: "str",
 }
-_ABC_NAMES: dict[Any, str] = {
+_ABC_NAMES: dict[object, str] = {
     collections.abc.Sequence: "list",
     collections.abc.MutableSequence: "list",
     collections.abc.Iterable: "list",
@@ -36,7 +36,7 @@ _ABC_NAMES: dict[Any, str] = {
 }
 
 
-def render_annotation(tp: Any) -> str:
+def render_annotation(tp: object) -> str:
     """Render a type hint the way the model should read it in a stub.
 
     Pydantic models and TypedDicts become ``dict`` (the sandbox passes plain dicts), enums become
@@ -103,7 +103,7 @@ def annotation_from_schema(schema: Mapping[str, Any]) -> str:
     return _JSON_TYPES.get(str(kind), "Any")
 
 
-_PY_TYPES: dict[str, Any] = {
+_PY_TYPES: dict[str, object] = {
     "string": str,
     "integer": int,
     "number": float,
@@ -114,7 +114,7 @@ _PY_TYPES: dict[str, Any] = {
 }
 
 
-def type_from_schema(schema: Mapping[str, Any]) -> Any:
+def type_from_schema(schema: Mapping[str, Any]) -> object:
     """A Python type that validates (the top level of) a JSON schema; unknown -> ``Any``."""
     values = schema.get("enum")
     if isinstance(values, list) and values and all(isinstance(v, str | int | float | bool) for v in values):
@@ -131,7 +131,7 @@ def type_from_schema(schema: Mapping[str, Any]) -> Any:
     return _PY_TYPES.get(str(kind), Any)
 
 
-def _union(options: list[Any]) -> Any:
+def _union(options: list[object]) -> object:
     if not options:
         return Any
     if len(options) == 1:
@@ -164,7 +164,7 @@ class ArgumentsValidator:
     """
 
     def __init__(
-        self, model_name: str, fields: Sequence[tuple[str, Any, Any, str]], *, omit_unset: bool = False
+        self, model_name: str, fields: Sequence[tuple[str, object, object, str]], *, omit_unset: bool = False
     ) -> None:
         """Build the model.
 
@@ -174,7 +174,7 @@ class ArgumentsValidator:
             omit_unset: Leave parameters the caller did not pass out of the result (dynamic toolkits).
         """
         self._omit_unset = omit_unset
-        definitions: dict[str, Any] = {}
+        definitions: dict[str, Any] = {}  # ``**`` into create_model, whose keywords mix fields and options
         self._names: list[tuple[str, str]] = []
         for index, (name, tp, default, description) in enumerate(fields):
             attr = f"p{index}"
@@ -193,7 +193,7 @@ class ArgumentsValidator:
         schema["additionalProperties"] = False
         return dict(schema)
 
-    def __call__(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    def __call__(self, arguments: Mapping[str, object]) -> dict[str, object]:
         """Validate; returns ``{name: value}`` for the parameters that were passed or defaulted."""
         instance = self.model.model_validate(arguments)
         if self._omit_unset:
@@ -202,7 +202,7 @@ class ArgumentsValidator:
         return {name: getattr(instance, attr) for attr, name in self._names}
 
 
-def returns_schema(tp: Any) -> dict[str, Any] | None:
+def returns_schema(tp: Any) -> dict[str, Any] | None:  # a type form (pydantic's typing)
     """The JSON schema of a result type when it refers to structured types (``$ref`` into ``$defs``), else None."""
     if tp is Any or tp is None:
         return None
@@ -217,7 +217,7 @@ def returns_schema(tp: Any) -> dict[str, Any] | None:
     return {**schema["properties"]["value"], "$defs": defs}
 
 
-def field_errors(exc: pydantic.ValidationError) -> list[dict[str, Any]]:
+def field_errors(exc: pydantic.ValidationError) -> list[dict[str, str]]:
     """Pydantic's errors as JSON-able ``{"field", "message", "type"}`` dicts (input values left out)."""
     errors = []
     for err in exc.errors(include_url=False, include_input=False, include_context=False):

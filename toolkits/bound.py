@@ -19,13 +19,13 @@ from codeact.toolkits.spec import OperationSpec
 
 __all__ = ["BoundToolkit", "bind_toolkit"]
 
-_Invoke = Callable[[dict[str, Any], ToolkitContext], Awaitable[Any]]
+_Invoke = Callable[[dict[str, object], ToolkitContext], Awaitable[object]]
 
 
 @dataclass(frozen=True, kw_only=True)
 class _BoundOperation:
     spec: OperationSpec
-    validate: Callable[[Mapping[str, Any]], dict[str, Any]]
+    validate: Callable[[Mapping[str, object]], dict[str, object]]
     invoke: _Invoke
     wants_context: bool = True
 
@@ -70,7 +70,7 @@ class BoundToolkit:
         """Whether ``operation`` receives the ``ToolkitContext`` (dynamic toolkits always do)."""
         return self._op(operation).wants_context
 
-    def validate(self, operation: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    def validate(self, operation: str, arguments: Mapping[str, object]) -> dict[str, object]:
         """Validate and convert ``arguments`` (decoded values) for ``operation``.
 
         Raises:
@@ -79,11 +79,11 @@ class BoundToolkit:
         """
         return self._op(operation).validate(arguments)
 
-    async def invoke(self, operation: str, arguments: dict[str, Any], context: ToolkitContext) -> Any:
+    async def invoke(self, operation: str, arguments: dict[str, object], context: ToolkitContext) -> object:
         """Run ``operation`` with already validated ``arguments`` (no grants, approval or timeout here)."""
         return await self._op(operation).invoke(arguments, context)
 
-    async def call(self, operation: str, arguments: Mapping[str, Any], context: ToolkitContext) -> Any:
+    async def call(self, operation: str, arguments: Mapping[str, object], context: ToolkitContext) -> object:
         """Validate and run: the in-process path, for tests and host code that calls tools directly."""
         return await self.invoke(operation, self.validate(operation, arguments), context)
 
@@ -135,7 +135,7 @@ def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
 
     if op.is_async:
 
-        async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
+        async def invoke(arguments: dict[str, object], context: ToolkitContext) -> object:
             if context_param is not None:
                 arguments = {**arguments, context_param: context}
             return await method(**arguments)
@@ -145,7 +145,7 @@ def _bind_method(instance: object, op: MethodOperation) -> _BoundOperation:
         # or inline once its calls have proven fast (toolkits._sync).
         run_sync = SyncOperation(method)
 
-        async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
+        async def invoke(arguments: dict[str, object], context: ToolkitContext) -> object:
             if context_param is not None:
                 arguments = {**arguments, context_param: context}
             return await run_sync(arguments)
@@ -209,7 +209,7 @@ def _bind_dynamic(dynamic: DynamicToolkit) -> BoundToolkit:
 
 
 def _dynamic_invoke(dynamic: DynamicToolkit, operation: str) -> _Invoke:
-    async def invoke(arguments: dict[str, Any], context: ToolkitContext) -> Any:
+    async def invoke(arguments: dict[str, object], context: ToolkitContext) -> object:
         result = dynamic.execute(operation, arguments, context)
         if inspect.isawaitable(result):
             return await result

@@ -14,8 +14,8 @@ import difflib
 import time
 import types
 from collections import deque
-from collections.abc import Coroutine, Generator, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import pydantic
 
@@ -27,14 +27,26 @@ from codeact.toolkits._grants import Grants, as_toolkit_map, normalize_grants
 from codeact.toolkits._schema import field_errors
 from codeact.toolkits.bound import BoundToolkit, bind_toolkit
 from codeact.toolkits.budget import DEFAULT_BUDGETS, BudgetMeter, CallBudgets
-from codeact.toolkits.context import CALL_ID, Control, ToolkitContext
+from codeact.toolkits.context import CALL_ID, Control, Skill, ToolkitContext
 from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
-from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver, CallRecord, cap_calls
+from codeact.toolkits.pipeline import (
+    Approval,
+    ApprovalGate,
+    Asker,
+    Call,
+    CallNext,
+    CallOutcome,
+    CallWrapper,
+    asker_of,
+    compose,
+    encode_error,
+)
+from codeact.toolkits.records import Approver, CallRecord, cap_calls
 from codeact.toolkits.registry import ToolkitRegistry
 from codeact.toolkits.spec import OperationSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
-__all__ = ["ToolkitBridge"]
+__all__ = ["CallLog", "ToolkitBridge"]
 
 _BAD_CALL = "call params must be {toolkit: str, operation: str, arguments: object}"
 _RESULT_OVERHEAD = 256
@@ -70,7 +82,7 @@ class _Replay:
         self.next = 0
         self.divergence: str | None = None
 
-    def take(self, toolkit: str, operation: str, arguments: Any) -> CallRecord:
+    def take(self, toolkit: str, operation: str, arguments: object) -> CallRecord:
         while self.next < len(self.records) and self.used[self.next]:
             self.next += 1
         for index in range(self.next, len(self.records)):
@@ -98,18 +110,41 @@ class _Replay:
         return self.used.count(False)
 
 
-def _args_repr(arguments: Any) -> str:
+def _args_repr(arguments: object) -> str:
     if not isinstance(arguments, dict):
         return repr(arguments)[:80]
     text = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _error_json(err: _p.RpcError) -> dict[str, Any]:
-    out: dict[str, Any] = {"code": err.code, "name": err.name, "message": err.message}
-    if err.data is not None:
-        out["data"] = err.data
-    return out
+class CallLog:
+    """A call wrapper that keeps every call with exactly what the code got, until :meth:`drain`.
+
+    Args:
+        record: Builds a call's record (``ToolkitBridge.record_of``).
+        ordered: Hand the calls out in order of arrival (else in the order they ended).
+        ids: Keep the calls' ids in the records.
+    """
+
+    def __init__(self, record: Callable[..., CallRecord], *, ordered: bool = False, ids: bool = True) -> None:
+        self._record = record
+        self._ordered = ordered
+        self._ids = ids
+        self._calls: list[tuple[Call, CallOutcome]] = []
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Run the call and keep it."""
+        outcome = await call_next(call)
+        self._calls.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
+        return outcome
+
+    def drain(self) -> list[CallRecord]:
+        """The calls kept since the last drain (uncapped); clears them."""
+        calls, self._calls = self._calls, []
+        if self._ordered:
+            calls.sort(key=lambda pair: pair[0].sequence)
+        call_id = None if self._ids else ""
+        return [self._record(call, outcome, call_id=call_id) for call, outcome in calls]
 
 
 class ToolkitBridge:
@@ -124,6 +159,9 @@ class ToolkitBridge:
         context: The base ``ToolkitContext`` handed to operations (the bridge adds ``deadline``
             and ``skills`` per call).
         approval: The host's approver for ``approval="ask"`` operations; without one they are denied.
+        asker: Asks the host instead of ``approval`` (the engine's also reports ``action.requested``).
+        policies: ``{toolkit: word}``, the grants' approval policies (``Approval.of`` maps each word once);
+            a host that sets them puts :attr:`gate` among its wrappers (:meth:`use`).
         default_timeout: Seconds per call when the operation sets none.
         rate_limit: ``(calls, per_seconds)`` for the session, or ``None`` for no limit.
         record: Keep a ``CallRecord`` of every call (see :meth:`drain_calls`).
@@ -142,6 +180,8 @@ class ToolkitBridge:
         session_id: str | None = None,
         context: ToolkitContext | None = None,
         approval: Approver | None = None,
+        asker: Asker | None = None,
+        policies: Mapping[str, str] | None = None,
         default_timeout: float = 30.0,
         rate_limit: tuple[int, float] | None = None,
         record: bool = True,
@@ -163,19 +203,31 @@ class ToolkitBridge:
         self._grants = normalize_grants(available, grants)
         self.session_id: str = session_id if session_id is not None else context.session_id  # type: ignore[union-attr]
         self._context = context if context is not None else ToolkitContext(session_id=self.session_id)
-        self._approver = approval
+        if asker is None and approval is not None:
+            asker = asker_of(approval)
+        self.gate = ApprovalGate(asker, policies=policies, granted=lambda: self._grants, session_id=self.session_id)
+        """The session's one approval gate (its operation stage runs in the core; its grant stage is a wrapper)."""
         self.default_timeout = float(default_timeout)
         self._limiter = _RateLimiter(*rate_limit) if rate_limit is not None else None
-        self._record = record
-        self._call_events = call_events
         self._max_result_bytes = max_result_bytes if max_result_bytes is not None else _p.MAX_FRAME - _RESULT_OVERHEAD
-        self._records: list[tuple[int, str, str, dict[str, Any], Any, _p.RpcError | None, float, float]] = []
-        self._sequence = 0
+        self.log: CallLog | None = CallLog(self.record_of, ordered=True, ids=False) if record else None
+        """The calls the session made, for its record (:meth:`drain_calls`); None when nothing is recorded."""
+        own: list[CallWrapper] = []  # the bridge's own wrappers; a host adds its own with use()
+        if call_events and self._context.emit is not None:  # the sink is fixed here (add_toolkit keeps it)
+            own.append(self._report)
+        if self.log is not None:
+            own.append(self.log)
         self._meter = BudgetMeter(budgets) if budgets is not None else None
+        self._own: tuple[CallWrapper, ...] = tuple(own)
+        self._inner: tuple[CallWrapper, ...] = (self._budget,) if self._meter is not None else ()
+        self._handler: CallNext = compose((*own, *self._inner), self._core)
+        self._bare: CallNext = self._handler  # for a request that is not even an object: no host wrapper
+        self._composed = False
+        self._sequence = 0
         self._replay: _Replay | None = None
         self._manifest_override: dict[str, Any] | None = None
         self._added: dict[str, BoundToolkit] = {}  # add_toolkit(): this session's own, over the registry
-        skills: dict[str, dict[str, Any]] = {}
+        skills: dict[str, Skill] = {}
         for name, ops in self._grants.items():
             bound = available[name]
             skills[name] = {
@@ -305,7 +357,7 @@ class ToolkitBridge:
         granted = self._granted_toolkits()
         return openai_tools([b for b, _ in granted], grants={b.name: ops for b, ops in granted})
 
-    def call_help(self, error: Mapping[str, Any] | None) -> str | None:
+    def call_help(self, error: Mapping[str, object] | None) -> str | None:
         """What to show the model after ``error`` (a round's ``{"type", "message", ...}``), if it refused a call.
 
         For a call of a granted operation refused by the argument check (the bridge's ``invalid arguments
@@ -323,24 +375,9 @@ class ToolkitBridge:
 
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
-        raw, self._records = self._records, []
-        raw.sort(key=lambda r: r[0])
-        session_id = self.session_id
-        records = [
-            CallRecord(
-                sequence=sequence,
-                session_id=session_id,
-                toolkit=toolkit,
-                operation=operation,
-                arguments=arguments,
-                result=None if error is not None else result,
-                error=_error_json(error) if error is not None else None,
-                started_at=started_at,
-                duration_s=duration,
-            )
-            for sequence, toolkit, operation, arguments, result, error, started_at, duration in raw
-        ]
-        return cap_calls(records)  # bounded per round (toolkits/records.py RecordCaps)
+        return cap_calls(
+            self.log.drain() if self.log is not None else []
+        )  # bounded per round (toolkits/records.py RecordCaps)
 
     # -- RpcHandler ------------------------------------------------------------------------------
     def begin_round(self) -> None:
@@ -353,78 +390,115 @@ class ToolkitBridge:
         """The budgets' counts so far (None without budgets)."""
         return self._meter
 
-    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+    def use(self, wrappers: Sequence[CallWrapper], *, log: CallLog | None = None) -> None:
+        """Put the host's ``wrappers`` (first outermost) between the bridge's own and its core; once.
+
+        The engine's (events, span, call journal, the :attr:`gate`'s grant stage, interceptors) come from
+        ``codeact.engine.calls``. A request whose params are not even an object skips them: it names no call.
+        ``log``, when given (one of ``wrappers``), is the log :meth:`drain_calls` hands out.
+        """
+        if self._composed:
+            raise ToolkitError("ToolkitBridge.use() composes the call pipeline once; it was already called")
+        self._composed = True
+        self._handler = compose((*self._own, *wrappers, *self._inner), self._core)
+        if log is not None:
+            self.log = log
+
+    async def handle(self, method: str, params: dict[str, object]) -> object:
         """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
         if method != "call":
             raise _p.RpcError(_p.METHOD_NOT_FOUND, f"unknown method {method!r}: the runtime may only send 'call'")
         sequence = self._sequence
         self._sequence += 1
+        handler = self._handler
         if isinstance(params, dict):
             raw_toolkit, raw_operation = params.get("toolkit"), params.get("operation")
             raw_arguments = params.get("arguments", {})
         else:
             raw_toolkit = raw_operation = raw_arguments = None
-        toolkit = raw_toolkit if isinstance(raw_toolkit, str) else ""
-        operation = raw_operation if isinstance(raw_operation, str) else ""
-        arguments = raw_arguments if isinstance(raw_arguments, dict) else {}
-        started_at = time.time()
-        t0 = time.perf_counter()
-        emit = self._context.emit if self._call_events else None
-        call_id = ""
-        if emit is not None:
-            call_id = CALL_ID.get() or f"{self.session_id}:0:{sequence}"
-            emit(
-                "tool.call.started",
-                {
-                    "sequence": sequence,
-                    "call_id": call_id,
-                    "toolkit": toolkit,
-                    "operation": operation,
-                    "arguments": arguments,
-                },
-            )
-        error: _p.RpcError | None = None
-        result: Any = None
+            handler = self._bare
+        call = Call(
+            toolkit=raw_toolkit if isinstance(raw_toolkit, str) else "",
+            operation=raw_operation if isinstance(raw_operation, str) else "",
+            arguments=raw_arguments if isinstance(raw_arguments, dict) else {},
+            sequence=sequence,
+            started_at=time.time(),
+            t0=time.perf_counter(),
+            raw=(raw_toolkit, raw_operation, raw_arguments),
+        )
+        outcome = await handler(call)
+        return outcome.unwrap()
+
+    def record_of(self, call: Call, outcome: CallOutcome, *, call_id: str | None = None) -> CallRecord:
+        """The record of one call: what the code got (the one place a ``CallRecord`` is built)."""
+        failure = outcome.failure
+        return CallRecord(
+            sequence=call.sequence,
+            session_id=self.session_id,
+            toolkit=call.toolkit,
+            operation=call.operation,
+            arguments=call.arguments,
+            result=None if failure is not None else outcome.result,
+            error=failure,
+            started_at=call.started_at,
+            duration_s=outcome.duration_s,
+            call_id=call.call_id if call_id is None else call_id,
+        )
+
+    async def _report(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """``tool.call.started`` / ``tool.call.completed`` to ``ToolkitContext.emit`` (``call_events=True``)."""
+        emit = self._context.emit
+        if emit is None:
+            return await call_next(call)
+        call_id = CALL_ID.get() or f"{self.session_id}:0:{call.sequence}"
+        started = {"toolkit": call.toolkit, "operation": call.operation, "arguments": call.arguments}
+        emit("tool.call.started", {"sequence": call.sequence, "call_id": call_id, **started})
+        outcome = await call_next(call)
+        done: dict[str, object] = {
+            "sequence": call.sequence,
+            "call_id": call_id,
+            "toolkit": call.toolkit,
+            "operation": call.operation,
+            "duration_s": outcome.duration_s,
+        }
+        if outcome.error is not None:
+            done["error"] = encode_error(outcome.error)
+        emit("tool.call.completed", done)
+        return outcome
+
+    async def _budget(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """The calls and bridge bytes budgets (``toolkits/budget.py``), the innermost wrapper.
+
+        Past a budget the call is refused with the ``budget_exceeded`` signal, and the round stops.
+        """
+        meter = self._meter
+        if meter is None or self._replay is not None:  # a replayed call is answered from the record
+            return await call_next(call)
+        signal = meter.charge(1, _size(call.arguments))
+        if signal is not None:
+            try:
+                return call.done(self._encode_result(f"{call.toolkit}.{call.operation}", signal))
+            except _p.RpcError as err:
+                return call.failed(err)
+        outcome = await call_next(call)
+        if outcome.error is None:
+            meter.charge(0, _size(outcome.result))
+        return outcome
+
+    async def _core(self, call: Call) -> CallOutcome:
+        """Replay, or the call itself (:meth:`_call`); every failure becomes the outcome."""
         try:
-            meter = self._meter
             if self._replay is not None:
-                result = self._replayed(toolkit, operation, arguments, raw_toolkit, raw_operation, raw_arguments)
-            elif meter is not None:
-                signal = meter.charge(1, _size(arguments))
-                if signal is not None:  # past a budget: refused, and the round stops (toolkits/budget.py)
-                    result = self._encode_result(f"{toolkit}.{operation}", signal)
-                    return result
-                result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
-                meter.charge(0, _size(result))
-            else:
-                result = await self._call(sequence, raw_toolkit, raw_operation, raw_arguments)
-            return result
+                return call.done(self._replayed(call.toolkit, call.operation, call.arguments, *call.raw))
+            return call.done(await self._call(call))
         except _p.RpcError as err:
-            error = err
-            raise
+            return call.failed(err)
         except asyncio.CancelledError:
-            error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
-            raise
-        finally:
-            duration = time.perf_counter() - t0
-            if self._record:
-                # A tuple now, a CallRecord at drain time: keeps the per-call cost down.
-                self._records.append((sequence, toolkit, operation, arguments, result, error, started_at, duration))
-            if emit is not None:
-                done: dict[str, Any] = {
-                    "sequence": sequence,
-                    "call_id": call_id,
-                    "toolkit": toolkit,
-                    "operation": operation,
-                    "duration_s": duration,
-                }
-                if error is not None:
-                    done["error"] = _error_json(error)
-                emit("tool.call.completed", done)
+            return call.cancelled()
 
     def _replayed(
-        self, toolkit: str, operation: str, arguments: dict[str, Any], *raw: Any
-    ) -> Any:  # raw: the request's fields as sent, so malformed requests never match a record
+        self, toolkit: str, operation: str, arguments: dict[str, object], *raw: object
+    ) -> object:  # raw: the request's fields as sent, so malformed requests never match a record
         assert self._replay is not None  # noqa: S101 -- internal invariant, not input validation
         if not (isinstance(raw[0], str) and isinstance(raw[1], str) and isinstance(raw[2], dict)):
             raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
@@ -438,9 +512,11 @@ class ToolkitBridge:
             )
         return rec.result
 
-    async def _call(self, sequence: int, toolkit: Any, operation: Any, arguments: Any) -> Any:
+    async def _call(self, call: Call) -> object:
+        toolkit, operation, arguments = call.raw
         if not (isinstance(toolkit, str) and isinstance(operation, str) and isinstance(arguments, dict)):
             raise _p.RpcError(_p.INVALID_PARAMS, _BAD_CALL)
+        sequence = call.sequence
         bound = self._authorize(toolkit, operation)
         spec = bound.operations[operation]
         if self._limiter is not None and not self._limiter.allow():
@@ -458,8 +534,8 @@ class ToolkitBridge:
             raise _p.RpcError(
                 _p.INVALID_PARAMS, f"invalid arguments for {toolkit}.{operation}(): {detail}", {"errors": errors}
             ) from None
-        if spec.approval != "auto":
-            await self._approve(sequence, toolkit, operation, spec.summary, spec.approval, arguments)
+        if spec.policy is not Approval.RUN:
+            await self.gate.check_operation(call, spec.policy, spec.summary)
         if bound.prepare is not None:  # a server (re)start is not the call: its own limit bounds it
             try:
                 await bound.prepare(operation)
@@ -468,7 +544,7 @@ class ToolkitBridge:
         timeout = spec.timeout if spec.timeout is not None else self.default_timeout
         context = self._context
         if bound.wants_context(operation):
-            call_id = CALL_ID.get() or f"{self.session_id}:0:{sequence}"
+            call_id = call.call_id or CALL_ID.get() or f"{self.session_id}:0:{sequence}"
             context = context.with_deadline(time.monotonic() + timeout, call_id)
         try:
             value = await _run_with_timeout(bound.invoke(operation, validated, context), timeout)
@@ -481,7 +557,12 @@ class ToolkitBridge:
         except Exception as exc:  # the tool failed: its message only, never a host traceback or path
             raise _p.RpcError(_p.TOOL_ERROR, safe_message(exc), {"type": type(exc).__name__}) from None
         kind = type(value)
-        if kind is int or kind is bool or value is None or (kind is str and len(value) * 6 < self._max_result_bytes):
+        if (
+            kind is int
+            or kind is bool
+            or value is None
+            or (kind is str and len(cast(str, value)) * 6 < self._max_result_bytes)
+        ):
             return value  # plain JSON that cannot approach the cap: the codec would return it as is
         return self._encode_result(f"{toolkit}.{operation}", value)
 
@@ -506,8 +587,8 @@ class ToolkitBridge:
             raise _p.RpcError(_p.UNAUTHORIZED, f"operation {toolkit}.{operation} is not granted to this session")
         return bound
 
-    def _decode_arguments(self, toolkit: str, operation: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        values: dict[str, Any] = {}
+    def _decode_arguments(self, toolkit: str, operation: str, arguments: dict[str, object]) -> dict[str, object]:
+        values: dict[str, object] = {}
         for name, encoded in arguments.items():
             if not isinstance(name, str):  # pragma: no cover -- JSON object keys are always strings
                 raise _p.RpcError(_p.INVALID_PARAMS, f"argument names of {toolkit}.{operation}() must be strings")
@@ -525,43 +606,11 @@ class ToolkitBridge:
                 ) from None
         return values
 
-    async def _approve(
-        self, sequence: int, toolkit: str, operation: str, summary: str, policy: str, arguments: dict[str, Any]
-    ) -> None:
-        label = f"{toolkit}.{operation}"
-        if policy == "auto":
-            return
-        if policy == "deny":
-            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() is denied by the host's policy and never runs")
-        if self._approver is None:
-            raise _p.RpcError(
-                _p.APPROVAL_DENIED, f"{label}() needs the user's approval, but this host has no approver: denied"
-            )
-        request = ApprovalRequest(
-            session_id=self.session_id,
-            sequence=sequence,
-            toolkit=toolkit,
-            operation=operation,
-            description=summary,
-            arguments=arguments,
-        )
-        try:
-            # In its own task: the approver may use timeouts, which need a current task.
-            decision: ApprovalDecision = await asyncio.ensure_future(self._approver(request))
-        except Exception as exc:
-            raise _p.RpcError(
-                _p.APPROVAL_DENIED, f"{label}() was not approved: the approver failed ({type(exc).__name__})"
-            ) from None
-        if not isinstance(decision, ApprovalDecision) or not decision.allow:
-            given = decision.reason if isinstance(decision, ApprovalDecision) else ""
-            reason = given or "no reason given"
-            raise _p.RpcError(_p.APPROVAL_DENIED, f"{label}() was not approved: {reason}")
-
-    def _encode_result(self, label: str, value: Any) -> Any:
+    def _encode_result(self, label: str, value: object) -> object:
         try:
             if isinstance(value, Control):
                 payload = {k: codec.encode(v) for k, v in value.payload.items()}
-                encoded: Any = {"$control": {"kind": value.kind, **payload}}
+                encoded: object = {"$control": {"kind": value.kind, **payload}}
             elif type(value) in _SMALL or (type(value) is str and len(value) * 6 < self._max_result_bytes):
                 encoded = codec.encode(value)  # cannot approach the cap: skip measuring it
             else:
@@ -578,11 +627,11 @@ class ToolkitBridge:
         return encoded
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     """Bytes of ``value`` as JSON on the bridge (a string's length in characters: close enough, and free)."""
     kind = type(value)
     if kind is str:
-        return len(value) + 2
+        return len(cast(str, value)) + 2
     if kind in _SMALL:
         return 8
     try:
@@ -591,11 +640,15 @@ def _size(value: Any) -> int:
         return 0
 
 
+_Coro = Coroutine[object, object, object]
+"""A tool's coroutine, driven step by step."""
+
+
 class _Expired(Exception):
     """The per-call timeout fired (distinct from a ``TimeoutError`` the tool itself raised)."""
 
 
-async def _run_with_timeout(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+async def _run_with_timeout(coro: _Coro, timeout: float) -> object:
     """Await ``coro`` for at most ``timeout`` seconds; raises ``_Expired`` when the time is up.
 
     Tools always run inside a task (anyio, sniffio and ``asyncio.timeout`` need one). The channel
@@ -633,11 +686,11 @@ class _Resume:
 
     __slots__ = ("_coro", "_first")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+    def __init__(self, coro: _Coro, first: object) -> None:
         self._coro = coro
         self._first = first
 
-    def __await__(self) -> Generator[Any, Any, Any]:
+    def __await__(self) -> Generator[object, object, object]:
         coro, pending = self._coro, self._first
         while True:
             try:
@@ -657,7 +710,7 @@ class _Resume:
                     return stop.value
 
 
-async def _in_own_task(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+async def _in_own_task(coro: _Coro, timeout: float) -> object:
     task = asyncio.get_running_loop().create_task(coro)
     expired = False
 

@@ -5,15 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypedDict, runtime_checkable
 
 from codeact.toolkits.errors import ToolkitError
 
-__all__ = ["CALL_ID", "Control", "EventSink", "MemoryAccess", "ModelAccess", "ToolkitContext"]
+__all__ = ["CALL_ID", "Control", "EventSink", "MemoryAccess", "ModelAccess", "Skill", "ToolkitContext"]
 
 CALL_ID: ContextVar[str | None] = ContextVar("codeact_call_id", default=None)
-"""The id of the toolkit call being served, set by the host around it (the engine's eventing bridge);
+"""The id of the toolkit call being served, set by the host around it (the engine's span wrapper, ``engine.calls``);
 the bridge copies it into ``ToolkitContext.call_id``. Unset: the bridge makes one of its own."""
+
+
+class Skill(TypedDict):
+    """One granted toolkit as ``ToolkitContext.skills`` lists it."""
+
+    description: str
+    operations: Mapping[str, str]
+    """``{operation: one-line summary}`` of the granted operations."""
 
 
 @runtime_checkable
@@ -33,20 +41,20 @@ class ModelAccess(Protocol):
 class MemoryAccess(Protocol):
     """The session's entity memory, as the ``system`` toolkit sees it (the engine implements it)."""
 
-    async def remember(self, title: str, data: Any) -> None:
+    async def remember(self, title: str, data: object) -> None:
         """Remember ``data`` under ``title`` for the rest of the session."""
         ...
 
-    async def recall(self, title: str) -> Any:
+    async def recall(self, title: str) -> object:
         """The data remembered under ``title`` (an error names the known titles when there is none)."""
         ...
 
-    async def entities(self) -> list[dict[str, Any]]:
+    async def entities(self) -> list[dict[str, object]]:
         """``[{"title", "data", "updated"}]`` of the session, most recently written first."""
         ...
 
 
-EventSink = Callable[[str, dict[str, Any]], None]
+EventSink = Callable[[str, dict[str, object]], None]
 """``emit(kind, data)``: hands an event to the engine (for example ``"express"`` for a user message)."""
 
 
@@ -83,7 +91,7 @@ class ToolkitContext:
     model: ModelAccess | None = None
     emit: EventSink | None = None
     deadline: float | None = None
-    skills: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    skills: Mapping[str, Skill] = field(default_factory=dict)
     memory: MemoryAccess | None = None
     call_id: str | None = None
 
@@ -96,7 +104,7 @@ class ToolkitContext:
             clone.__dict__["call_id"] = call_id
         return clone
 
-    def event(self, kind: str, data: dict[str, Any]) -> None:
+    def event(self, kind: str, data: dict[str, object]) -> None:
         """Emit an event when the host installed a sink; otherwise do nothing."""
         if self.emit is not None:
             self.emit(kind, data)
@@ -116,7 +124,7 @@ class Control:
     """
 
     kind: str
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: Mapping[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if "kind" in self.payload:

@@ -7,7 +7,7 @@ import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 import pydantic
 
@@ -15,7 +15,7 @@ from codeact.toolkits._docstring import parse_docstring
 from codeact.toolkits._schema import ArgumentsValidator, render_annotation, returns_schema
 from codeact.toolkits.context import Control, ToolkitContext
 from codeact.toolkits.errors import ToolkitDefinitionError
-from codeact.toolkits.spec import APPROVALS, Approval, OperationSpec, ParameterKind, ParameterSpec
+from codeact.toolkits.spec import APPROVALS, OperationApproval, OperationSpec, ParameterKind, ParameterSpec
 
 __all__ = ["MethodOperation", "ToolkitSpec", "operation", "toolkit", "toolkit_spec"]
 
@@ -32,7 +32,7 @@ _JSON_HINT = (
 
 @dataclass(frozen=True, kw_only=True)
 class _OperationOptions:
-    approval: Approval
+    approval: OperationApproval
     timeout: float | None
 
 
@@ -58,7 +58,7 @@ class MethodOperation:
     validator: ArgumentsValidator
     layout: tuple[tuple[str, ParameterKind], ...] = ()
 
-    def call_arguments(self, arguments: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    def call_arguments(self, arguments: dict[str, object]) -> tuple[list[object], dict[str, object]]:
         """The ``(args, kwargs)`` to call the method with, from validated ``arguments`` by name.
 
         A variadic's value is spread (``*args``' list after the positional values, ``**kwargs``' object
@@ -66,8 +66,8 @@ class MethodOperation:
         """
         if not self.layout:
             return [], arguments
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
+        args: list[object] = []
+        kwargs: dict[str, object] = {}
         for name, kind in self.layout:
             if name not in arguments:
                 continue
@@ -75,9 +75,9 @@ class MethodOperation:
             if kind in ("positional_only", "positional_or_keyword"):
                 args.append(value)
             elif kind == "var_positional":
-                args.extend(value)
+                args.extend(cast("list[object]", value))  # validated: the list of the extra values
             elif kind == "var_keyword":
-                kwargs.update(value)
+                kwargs.update(cast("dict[str, object]", value))  # validated: the object of the extra keywords
             else:
                 kwargs[name] = value
         return args, kwargs
@@ -105,11 +105,11 @@ def operation(func: _F, /) -> _F: ...
 
 
 @overload
-def operation(*, approval: Approval = "auto", timeout: float | None = None) -> Callable[[_F], _F]: ...
+def operation(*, approval: OperationApproval = "auto", timeout: float | None = None) -> Callable[[_F], _F]: ...
 
 
 def operation(
-    func: _F | None = None, /, *, approval: Approval = "auto", timeout: float | None = None
+    func: _F | None = None, /, *, approval: OperationApproval = "auto", timeout: float | None = None
 ) -> _F | Callable[[_F], _F]:
     """Mark a method of a ``@toolkit`` class as an operation the model can call.
 
@@ -256,7 +256,7 @@ def _build_operation(
     if not params or params[0].name != "self":
         raise ToolkitDefinitionError(f"operation {where}: the first parameter must be 'self'")
     context_param: str | None = None
-    fields: list[tuple[str, Any, Any, str]] = []
+    fields: list[tuple[str, object, object, str]] = []
     specs: list[ParameterSpec] = []
     for param in params[1:]:
         if param.name not in hints:
@@ -356,7 +356,7 @@ def _build_operation(
     )
 
 
-_KINDS: dict[Any, ParameterKind] = {
+_KINDS: dict[object, ParameterKind] = {
     inspect.Parameter.POSITIONAL_ONLY: "positional_only",
     inspect.Parameter.POSITIONAL_OR_KEYWORD: "positional_or_keyword",
     inspect.Parameter.VAR_POSITIONAL: "var_positional",
@@ -370,7 +370,7 @@ def _variadic_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in schema.items() if key != "default"}
 
 
-def _is_context(hint: Any) -> bool:
+def _is_context(hint: object) -> bool:
     if hint is ToolkitContext:
         return True
     args = typing.get_args(hint)

@@ -42,7 +42,7 @@ class ApprovalRequest:
     toolkit: str
     operation: str
     description: str
-    arguments: dict[str, Any]
+    arguments: dict[str, object]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,12 +84,12 @@ class CallRecord:
     session_id: str
     toolkit: str
     operation: str
-    arguments: dict[str, Any]
-    result: Any = None
-    error: dict[str, Any] | None = None
+    arguments: dict[str, object]
+    result: object = None
+    error: dict[str, object] | None = None
     started_at: float = 0.0
     duration_s: float = 0.0
-    capped: dict[str, Any] | None = None
+    capped: dict[str, object] | None = None
     call_id: str = ""
 
     @property
@@ -186,7 +186,7 @@ class RecordCaps:
         )
 
 
-def _encoded(value: Any) -> str:
+def _encoded(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=repr)
 
 
@@ -195,9 +195,9 @@ def _digest(text: str) -> str:
 
 
 def _cap_one(call: CallRecord, caps: RecordCaps) -> CallRecord:
-    note: dict[str, Any] = {}
-    changes: dict[str, Any] = {}
-    parts: list[tuple[str, Any, int]] = [("arguments", call.arguments, caps.argument_bytes)]
+    note: dict[str, object] = {}
+    changes: dict[str, Any] = {}  # dataclasses.replace(**changes): each a field of its own type
+    parts: list[tuple[str, object, int]] = [("arguments", call.arguments, caps.argument_bytes)]
     parts.append(
         ("error", call.error, caps.result_bytes)
         if call.error is not None

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from codeact.toolkits._schema import annotation_from_schema
 from codeact.toolkits.errors import ToolkitDefinitionError
+from codeact.toolkits.pipeline import Approval
 
-__all__ = ["APPROVALS", "Approval", "OperationSpec", "ParameterKind", "ParameterSpec"]
+__all__ = ["APPROVALS", "OperationApproval", "OperationSpec", "ParameterKind", "ParameterSpec"]
 
-Approval = Literal["auto", "ask", "deny"]
-APPROVALS: tuple[Approval, ...] = ("auto", "ask", "deny")
+OperationApproval = Literal["auto", "ask", "deny"]
+"""The words ``@operation(approval=...)`` accepts (``Approval.of`` maps them: auto runs)."""
+APPROVALS: tuple[OperationApproval, ...] = ("auto", "ask", "deny")
 ParameterKind = Literal["positional_only", "positional_or_keyword", "var_positional", "keyword_only", "var_keyword"]
 """How a parameter is passed in Python (``inspect.Parameter.kind``, in lower case); on the wire every
 parameter is a name: ``*args`` carries the list of the extra positional values, ``**kwargs`` the object
@@ -38,7 +41,7 @@ class ParameterSpec:
     annotation: str = "Any"
     description: str = ""
     required: bool = True
-    default: Any = None
+    default: object = None
     schema: Mapping[str, Any] = field(default_factory=dict)
     kind: ParameterKind = "positional_or_keyword"
 
@@ -72,7 +75,7 @@ class OperationSpec:
     parameters: tuple[ParameterSpec, ...] = ()
     returns: str = "Any"
     returns_description: str = ""
-    approval: Approval = "auto"
+    approval: OperationApproval = "auto"
     timeout: float | None = None
     input_schema: Mapping[str, Any] | None = None
     returns_schema: Mapping[str, Any] | None = None
@@ -94,6 +97,11 @@ class OperationSpec:
         if self.input_schema is None:
             object.__setattr__(self, "input_schema", object_schema(self.parameters))
 
+    @cached_property
+    def policy(self) -> Approval:
+        """``approval`` in the one approval vocabulary (mapped once, the first time the bridge asks)."""
+        return Approval.of(self.approval)
+
     @property
     def summary(self) -> str:
         """The first paragraph of the description, on one line."""
@@ -113,7 +121,7 @@ class OperationSpec:
         schema: Mapping[str, Any],
         returns: str = "Any",
         returns_description: str = "",
-        approval: Approval = "auto",
+        approval: OperationApproval = "auto",
         timeout: float | None = None,
     ) -> OperationSpec:
         """Build a spec from a JSON schema of the arguments object (for dynamic toolkits, MCP tools).

@@ -13,7 +13,7 @@ object, the run's :class:`~codeact.engine.agent.context.RunContext`:
 5. ``_open_session``: a new session, or the stored one resumed (its history and variables);
    ``run.started``; the input's segments (history messages, the caller's context, the task).
 6. ``_loop``, within ``workflow.runSeconds`` (``_within``): the run's memory, its toolkit bridge
-   (``support.EventingBridge`` around ``toolkits.ToolkitBridge``), the ``before_agent`` hooks, then
+   (``engine.calls.call_bridge``: the bridge with the engine's call wrappers), the ``before_agent`` hooks, then
    react's turns (``react.py``), or the sandbox, the prompt (memory, knowledge) and the CodeAct rounds
    (``codeact.py``).
 7. ``_end``: memory's summary and experience, the ``after_agent`` hooks, the last pending write, the
@@ -38,7 +38,8 @@ from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext
 from codeact.engine.agent.react import ReactLoop
 from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened_interrupted
-from codeact.engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval
+from codeact.engine.agent.support import ModelAccessAdapter
+from codeact.engine.calls import call_bridge
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, MessageCompleted, RunCompleted, RunFailed, RunStarted
 from codeact.engine.replay import sandbox_note, session_hash_seed
@@ -46,7 +47,7 @@ from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
 from codeact.segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
 from codeact.segments.budget import COMPACTED_TAG
-from codeact.toolkits import DEFAULT_BUDGETS, ApprovalDecision, ApprovalRequest, ToolkitBridge, ToolkitContext
+from codeact.toolkits import DEFAULT_BUDGETS, ToolkitBridge, ToolkitContext
 
 if TYPE_CHECKING:
     from codeact.engine.agent._wiring import Wiring
@@ -388,8 +389,8 @@ async def _loop(ctx: RunContext, wiring: Wiring) -> Outcome:
         return Outcome(status="completed", reason="hook", answer=exc.reason)
 
 
-def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBridge]:
-    """The run's toolkit bridge and the eventing handler the sandbox (or react's turns) calls through."""
+def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, ToolkitBridge]:
+    """The run's toolkit bridge (with the engine's call wrappers, ``engine.calls``), twice: bridge and handler."""
 
     def express(kind: str, data: dict[str, Any]) -> None:
         if kind == "express" and isinstance(data.get("text"), str):
@@ -399,15 +400,8 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBri
             text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
             ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
 
-    async def approve(request: ApprovalRequest) -> ApprovalDecision:
-        if GRANT_APPROVED.get():
-            return ApprovalDecision(allow=True, reason="approved for its grant")
-        return await ask_approval(
-            wiring.approver, ctx.emit, request, request_id=f"approval-{request.sequence}", round_index=ctx.round
-        )
-
     model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
-    bridge = ToolkitBridge(
+    bridge = call_bridge(
         wiring.registry,
         grants=wiring.grants,
         context=ToolkitContext(
@@ -419,24 +413,17 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, EventingBri
             emit=express,
             memory=ctx.memory.access if ctx.memory is not None else None,
         ),
-        approval=approve,
-        # The eventing bridge logs and reports every call, including the ones it refuses.
-        record=False,
-        call_events=False,
         budgets=ctx.spec.codeact.budgets or DEFAULT_BUDGETS,  # workflow.codeact.budgets under the host's caps
-    )
-    handler = EventingBridge(
-        bridge,
         emit=ctx.emit,
         round_ref=lambda: ctx.round,
         policies=wiring.policies,
         approver=wiring.approver,
         interceptors=wiring.interceptors,
         trace=lambda: ctx.trace,
-        journal=lambda: ctx.writer,  # each call's start and end are durable before it goes on (recovery.py)
+        journal=lambda: ctx.writer,  # each call's start and end are durable before it goes on (engine.calls)
         id_round=ctx.id_round,
     )
-    return bridge, handler
+    return bridge, bridge
 
 
 def _run_trace_id(ctx: RunContext) -> str:

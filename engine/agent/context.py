@@ -37,7 +37,6 @@ from codeact.sandbox.aio import wait_for
 from codeact.segments import Prompt, Segment, SegmentHistory, SegmentKind, exec_chain
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.support import EventingBridge
     from codeact.engine.blueprint import AgentSpec
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
@@ -91,7 +90,7 @@ class RunContext:
     hooks: Sequence[Hook] = ()
     interceptors: Sequence[Any] = ()
     bridge: ToolkitBridge | None = None
-    handler: EventingBridge | None = None
+    handler: ToolkitBridge | None = None
     stream: bool = True
     round: int = 0
     first_round: int = 1

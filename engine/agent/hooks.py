@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from codeact.engine.agent._input import RunConfig
+from codeact.engine.calls import ToolCall
 
 __all__ = [
     "Hook",
@@ -140,15 +141,6 @@ class ModelCall:
     messages: tuple[dict[str, str], ...] = ()
     prompt: str | None = None
     stop: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolCall:
-    """A toolkit call as interceptors see it: codec-encoded arguments."""
-
-    toolkit: str
-    operation: str
-    arguments: dict[str, Any]
 
 
 @runtime_checkable

@@ -18,6 +18,7 @@ Needs the ``otel`` extra (``pip install codeact[otel]``).
 from __future__ import annotations
 
 from codeact.engine.telemetry._state import (
+    NULL_TRACE,
     CaptureOptions,
     RunTrace,
     attached,
@@ -29,11 +30,14 @@ from codeact.engine.telemetry._state import (
     shutdown,
     start_run,
 )
+from codeact.engine.telemetry._types import SpanHandle
 from codeact.engine.telemetry._usage import Usage, usage_of_round, usage_total
 
 __all__ = [
+    "NULL_TRACE",
     "CaptureOptions",
     "RunTrace",
+    "SpanHandle",
     "Usage",
     "attached",
     "configure",

@@ -65,11 +65,11 @@ class Tracing:
         self.tracer = provider.get_tracer(_SCOPE)
 
     @classmethod
-    def build(cls, *, file: Path | None, exporter: str | Any | None, service: str) -> Tracing:
+    def build(cls, *, file: Path | None, exporter: str | SpanExporter | None, service: str) -> Tracing:
         """A provider with one exporter (see :func:`codeact.engine.telemetry.configure`)."""
         name = os.environ.get("OTEL_SERVICE_NAME") or service
         provider = TracerProvider(resource=Resource.create({"service.name": name}))
-        chosen: Any = exporter
+        chosen = exporter
         if chosen is None:
             chosen = "jsonl" if file is not None else (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp")
         if isinstance(chosen, str):
@@ -118,7 +118,7 @@ class _Call:
         self.trace = trace
         self.span = span
 
-    def finish(self, result: Any = None, error: Mapping[str, Any] | None = None) -> None:
+    def finish(self, result: object = None, error: Mapping[str, object] | None = None) -> None:
         """Nothing by default (see the subclasses)."""
 
     def interceptor_failed(self, name: str) -> None:
@@ -129,7 +129,7 @@ class _Call:
 class _ModelCall(_Call):
     __slots__ = ()
 
-    def finish(self, result: Any = None, error: Mapping[str, Any] | None = None) -> None:
+    def finish(self, result: object = None, error: Mapping[str, object] | None = None) -> None:
         if result is None:
             return
         usage = dict(getattr(result, "usage", None) or {})
@@ -153,7 +153,7 @@ class _ModelCall(_Call):
 class _Execution(_Call):
     __slots__ = ()
 
-    def finish(self, result: Any = None, error: Mapping[str, Any] | None = None) -> None:
+    def finish(self, result: object = None, error: Mapping[str, object] | None = None) -> None:
         if result is None:
             return
         status = str(getattr(result, "status", "ok"))
@@ -172,7 +172,7 @@ class _Execution(_Call):
 class _ToolCall(_Call):
     __slots__ = ()
 
-    def finish(self, result: Any = None, error: Mapping[str, Any] | None = None) -> None:
+    def finish(self, result: object = None, error: Mapping[str, object] | None = None) -> None:
         span = self.span
         capture = self.trace.capture
         if error is not None:
@@ -185,7 +185,7 @@ class _ToolCall(_Call):
                 span.set_attribute("codeact.tool.result", _capped(result, capture.max_chars))
 
 
-def _capped(value: Any, limit: int) -> str:
+def _capped(value: object, limit: int) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
@@ -289,7 +289,7 @@ class _Trace:
 
     @contextlib.contextmanager
     def tool_call(
-        self, toolkit: str, operation: str, arguments: Mapping[str, Any], *, interceptors: Sequence[str] = ()
+        self, toolkit: str, operation: str, arguments: Mapping[str, object], *, interceptors: Sequence[str] = ()
     ) -> Iterator[_Call]:
         """A span around one toolkit call; current while the host side runs (HTTP clients continue it)."""
         parent = self.exec_span or self.round_span or self.run_span
@@ -316,7 +316,7 @@ class _Trace:
             span.set_attribute("codeact.tool.duration_s", time.perf_counter() - t0)
             span.end()
 
-    def end(self, *, status: str, reason: str = "", error: Mapping[str, Any] | None = None, rounds: int = 0) -> None:
+    def end(self, *, status: str, reason: str = "", error: Mapping[str, object] | None = None, rounds: int = 0) -> None:
         """End the run span with the run's outcome and its token totals (once; later calls do nothing)."""
         if self._ended:
             return

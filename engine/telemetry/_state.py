@@ -6,12 +6,15 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from codeact.engine.errors import MissingExtraError
-from codeact.engine.telemetry._types import CaptureOptions
+from codeact.engine.telemetry._types import CaptureOptions, SpanHandle
 
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace.export import SpanExporter
+
     from codeact.engine.telemetry._sdk import Tracing
 
 __all__ = [
@@ -28,35 +31,35 @@ __all__ = [
 ]
 
 _NULL_CM: contextlib.nullcontext[None] = contextlib.nullcontext()
+_Spanned = contextlib.AbstractContextManager[SpanHandle | None]
+"""A span around one call; the block gets its handle (None when tracing is off)."""
 
 
 class RunTrace(Protocol):
     """The spans of one run, as the engine drives them (a no-op object when tracing is off)."""
 
-    def round(self, index: int) -> contextlib.AbstractContextManager[Any]:
+    def round(self, index: int) -> contextlib.AbstractContextManager[object]:
         """A span around one round (current in the loop's task)."""
         ...
 
-    def model_call(
-        self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()
-    ) -> contextlib.AbstractContextManager[Any]:
+    def model_call(self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()) -> _Spanned:
         """A span around one model call and its interceptors; the body calls ``.finish(reply)`` on what it yields.
 
         What it yields (None when tracing is off) also takes ``.interceptor_failed(name)``.
         """
         ...
 
-    def execute(self, backend: str) -> contextlib.AbstractContextManager[Any]:
+    def execute(self, backend: str) -> _Spanned:
         """A span around one sandbox execution; the body calls ``.finish(result)`` on what it yields."""
         ...
 
     def tool_call(
-        self, toolkit: str, operation: str, arguments: Mapping[str, Any], *, interceptors: Sequence[str] = ()
-    ) -> contextlib.AbstractContextManager[Any]:
+        self, toolkit: str, operation: str, arguments: Mapping[str, object], *, interceptors: Sequence[str] = ()
+    ) -> _Spanned:
         """A span around one toolkit call, current while the host side runs; ``.finish(result, error)``."""
         ...
 
-    def end(self, *, status: str, reason: str = "", error: Mapping[str, Any] | None = None, rounds: int = 0) -> None:
+    def end(self, *, status: str, reason: str = "", error: Mapping[str, object] | None = None, rounds: int = 0) -> None:
         """End the run's span."""
         ...
 
@@ -66,23 +69,21 @@ class _NullTrace:
 
     __slots__ = ()
 
-    def round(self, index: int) -> contextlib.AbstractContextManager[Any]:
+    def round(self, index: int) -> contextlib.AbstractContextManager[object]:
         return _NULL_CM
 
-    def model_call(
-        self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()
-    ) -> contextlib.AbstractContextManager[Any]:
+    def model_call(self, purpose: str, model: str, protocol: str, *, interceptors: Sequence[str] = ()) -> _Spanned:
         return _NULL_CM
 
-    def execute(self, backend: str) -> contextlib.AbstractContextManager[Any]:
+    def execute(self, backend: str) -> _Spanned:
         return _NULL_CM
 
     def tool_call(
-        self, toolkit: str, operation: str, arguments: Mapping[str, Any], *, interceptors: Sequence[str] = ()
-    ) -> contextlib.AbstractContextManager[Any]:
+        self, toolkit: str, operation: str, arguments: Mapping[str, object], *, interceptors: Sequence[str] = ()
+    ) -> _Spanned:
         return _NULL_CM
 
-    def end(self, *, status: str, reason: str = "", error: Mapping[str, Any] | None = None, rounds: int = 0) -> None:
+    def end(self, *, status: str, reason: str = "", error: Mapping[str, object] | None = None, rounds: int = 0) -> None:
         return None
 
 
@@ -127,7 +128,7 @@ def enabled() -> bool:
 def configure(
     *,
     file: str | os.PathLike[str] | None = None,
-    exporter: str | Any | None = None,
+    exporter: str | SpanExporter | None = None,
     service_name: str = "codeact",
 ) -> None:
     """Turn tracing on for this process (again: the previous exporter is flushed and replaced).
@@ -175,7 +176,7 @@ def start_run(
     agent_id: str,
     model: str,
     kind: str,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> RunTrace:
     """The spans of a run starting now (child of the current span, if any); a no-op when tracing is off.
 
@@ -192,7 +193,8 @@ def start_run(
     if options:
         if tracing is None and options.get("enabled"):
             exporter = options.get("exporter")
-            configure(file=options.get("file"), exporter=str(exporter) if exporter else None)
+            file = options.get("file")
+            configure(file=None if file is None else str(file), exporter=str(exporter) if exporter else None)
             tracing = _STATE.tracing
         capture = _capture(options.get("capture"))
     if tracing is None:
@@ -202,7 +204,7 @@ def start_run(
     )
 
 
-def _capture(raw: Any) -> CaptureOptions:
+def _capture(raw: object) -> CaptureOptions:
     if raw is True:
         return CaptureOptions(arguments=True, results=True)
     if not isinstance(raw, Mapping):
@@ -229,7 +231,7 @@ def inject_context() -> dict[str, str]:
     return carrier
 
 
-def extract_context(carrier: Mapping[str, Any] | None) -> Any:
+def extract_context(carrier: Mapping[str, object] | None) -> Context | None:
     """An OpenTelemetry ``Context`` from a carrier of :func:`inject_context` (None when off or empty)."""
     if not carrier or _active() is None:
         return None
@@ -240,7 +242,7 @@ def extract_context(carrier: Mapping[str, Any] | None) -> Any:
 
 
 @contextlib.contextmanager
-def attached(carrier: Mapping[str, Any] | None) -> Iterator[None]:
+def attached(carrier: Mapping[str, object] | None) -> Iterator[None]:
     """Make the carrier's trace context current for the block (start ``agent.run`` inside it)."""
     context = extract_context(carrier)
     if context is None:

@@ -5,9 +5,23 @@ A leaf of ``codeact.engine.telemetry``: it imports nothing of the package.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["CaptureOptions"]
+__all__ = ["CaptureOptions", "SpanHandle"]
+
+
+class SpanHandle(Protocol):
+    """What the ``with`` block of a model call, execution or toolkit call gets (None when tracing is off)."""
+
+    def finish(self, result: object = None, error: Mapping[str, object] | None = None) -> None:
+        """Report the outcome: the reply, the execution result, or the call's result or error."""
+        ...
+
+    def interceptor_failed(self, name: str) -> None:
+        """The interceptor ``name`` raised: the call failed in it."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)

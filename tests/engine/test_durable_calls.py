@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from codeact.engine.agent.recovery import CallJournal
-from codeact.engine.agent.support import EventingBridge
+from codeact.engine.calls import call_bridge
 from codeact.engine.store import open_store
 from codeact.sandbox.runtime.protocol import RpcError
-from codeact.toolkits import ToolkitBridge, load_toolkit_ref
+from codeact.toolkits import DEFAULT_BUDGETS, ToolkitBridge, ToolkitContext, load_toolkit_ref
 from codeact.toolkits.context import CALL_ID
 from tests.engine.durable_calls import ITEMS, TOOLKIT, Trial, trial
 from tests.engine.openai_server import OpenAIServer
@@ -144,13 +144,20 @@ def test_a_journal_write_that_fails_fails_the_call_and_the_operation_never_runs(
 ) -> None:
     ledger = tmp_path / "ledger.txt"
     monkeypatch.setenv("LEDGER_FILE", str(ledger))
-    bridge = ToolkitBridge([load_toolkit_ref(TOOLKIT)], session_id="S", record=False, call_events=False)
 
     async def call() -> RpcError:
         store = open_store(f"sqlite:///{tmp_path / 'sessions.db'}")
         journal = CallJournal(store, "S")
-        handler = EventingBridge(
-            bridge, emit=lambda *a, **k: None, round_ref=lambda: 1, policies={}, approver=None, journal=lambda: journal
+        handler = call_bridge(
+            [load_toolkit_ref(TOOLKIT)],
+            grants=None,
+            context=ToolkitContext(session_id="S"),
+            budgets=DEFAULT_BUDGETS,
+            emit=lambda *a, **k: None,
+            round_ref=lambda: 1,
+            policies={},
+            approver=None,
+            journal=lambda: journal,
         )
         await store.close()  # the store is gone: nothing can be journaled
         try:

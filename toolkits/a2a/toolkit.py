@@ -29,7 +29,7 @@ DEFAULT_TIMEOUT = 300.0
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def a2a_problems(data: Any) -> list[str]:
+def a2a_problems(data: object) -> list[str]:
     """What is wrong with a blueprint's ``a2a:`` mapping (empty when valid)."""
     if not isinstance(data, Mapping):
         return ["a2a must be a map: {agents: {NAME: URL of the agent card's server}}"]
@@ -132,7 +132,7 @@ class A2AToolkit(DynamicToolkit):
                 f"({type(exc).__name__}: {exc}); check the URL in a2a.agents and that the agent is running"
             ) from None
 
-    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> object:
         """Send the task, forward status updates as ``a2a.update`` events, return the final answer."""
         import httpx
         from a2a.client import ClientConfig, ClientFactory
@@ -172,7 +172,7 @@ class A2AToolkit(DynamicToolkit):
 def _parts_value(parts: Any) -> Any:
     """A2A parts -> a Python value: text joined, a single data part as its data."""
     texts: list[str] = []
-    data: list[Any] = []
+    data: list[object] = []
     for part in parts or []:
         root = getattr(part, "root", part)
         kind = getattr(root, "kind", "")

@@ -1,0 +1,332 @@
+"""The engine's wrappers of a toolkit call (``toolkits.CallWrapper``): ids, events, span, journal, interceptors.
+
+Each is one small stage; :func:`codeact.engine.calls.call_bridge` composes them once, in this order
+(outermost first), around the bridge's core::
+
+    CallIds -> CallEvents -> CallSpan -> CallLog -> JournalStages.behind -> ApprovalGate -> JournalStages.ahead
+        -> Interceptors -> (the bridge's budgets and core)
+
+so ``tool.call.started`` precedes the span, the span covers the approval, the journal and the operation,
+a call refused by its grant is recorded (never journaled as started), and the journal's start is durable
+before an interceptor or the operation runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from codeact.engine.errors import CodeactError
+from codeact.engine.events import ToolCallCompleted, ToolCallStarted
+from codeact.engine.telemetry import NULL_TRACE, RunTrace
+from codeact.sandbox.runtime import protocol as _p
+from codeact.toolkits import Call, CallNext, CallOutcome, CallRecord
+from codeact.toolkits.context import CALL_ID
+
+from ._approval import Emit
+
+__all__ = [
+    "CallEvents",
+    "CallIds",
+    "JournalStages",
+    "CallJournalSink",
+    "CallSpan",
+    "Interceptors",
+    "ToolCall",
+    "ToolInterceptor",
+    "interceptor_name",
+]
+
+
+class CallIds:
+    """Numbers each call in its round: its stable id ``"{session}:{round}:{sequence in the round}"``.
+
+    Args:
+        session_id: The session.
+        round_ref: The round the call arrives in (events and the journal name it).
+        id_round: The round the id names (the same, except while a resumed round is re-run).
+    """
+
+    def __init__(self, session_id: str, *, round_ref: Callable[[], int], id_round: Callable[[], int]) -> None:
+        self._session_id = session_id
+        self._round = round_ref
+        self._id_round = id_round
+        self._seq_round = -1  # the round the per-round sequence counts in
+        self._round_seq = 0
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Give the call its id and round."""
+        rnd = self._round()
+        if rnd != self._seq_round:
+            self._seq_round, self._round_seq = rnd, 0
+        in_round = self._round_seq
+        self._round_seq += 1
+        call_id = f"{self._session_id}:{self._id_round()}:{in_round}"
+        return await call_next(dataclasses.replace(call, call_id=call_id, round=rnd, round_sequence=in_round))
+
+
+class CallEvents:
+    """``tool.call.started`` before the call, ``tool.call.completed`` with what the code got after it."""
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Report the call."""
+        self._emit(
+            ToolCallStarted,
+            call_id=call.call_id,
+            toolkit=call.toolkit,
+            operation=call.operation,
+            arguments=call.arguments,
+            round=call.round,
+        )
+        outcome = await call_next(call)
+        failure = outcome.failure
+        self._emit(
+            ToolCallCompleted,
+            call_id=call.call_id,
+            toolkit=call.toolkit,
+            operation=call.operation,
+            result=None if failure is not None else outcome.result,
+            error=failure,
+            duration_s=outcome.duration_s,
+            round=call.round,
+        )
+        return outcome
+
+
+class CallSpan:
+    """The call's span (``engine.telemetry``), current while the host side runs; ``ToolkitContext.call_id`` set.
+
+    A toolkit's HTTP client continues the trace from it.
+    """
+
+    def __init__(self, trace: Callable[[], RunTrace] | None, *, interceptors: Sequence[str] = ()) -> None:
+        self._trace = trace
+        self._interceptors = tuple(interceptors)
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Run the rest of the call inside its span."""
+        trace = self._trace() if self._trace is not None else NULL_TRACE
+        token = CALL_ID.set(call.call_id)
+        try:
+            with trace.tool_call(call.toolkit, call.operation, call.arguments, interceptors=self._interceptors) as span:
+                outcome = await call_next(call)
+                if span is not None:
+                    error = outcome.error
+                    if error is not None and isinstance(error.data, dict) and "interceptor" in error.data:
+                        span.interceptor_failed(str(error.data["interceptor"]))
+                    failure = outcome.failure
+                    span.finish(None if failure is not None else outcome.result, failure)
+        finally:
+            CALL_ID.reset(token)
+        return outcome
+
+
+@runtime_checkable
+class CallJournalSink(Protocol):
+    """Where each call's start and completion are written ahead (:class:`~codeact.engine.calls.CallJournal`)."""
+
+    async def started(
+        self,
+        round_index: int,
+        *,
+        call_id: str,
+        sequence: int,
+        toolkit: str,
+        operation: str,
+        arguments: dict[str, object],
+        started_at: float,
+    ) -> None:
+        """The call is about to run; returns once that is durable."""
+        ...
+
+    async def completed(self, round_index: int, record: CallRecord) -> None:
+        """The call ended; returns once that is durable."""
+        ...
+
+    def completed_nowait(self, round_index: int, record: CallRecord) -> None:
+        """The call was cancelled: its end is queued."""
+        ...
+
+
+def _unrecorded(what: str, exc: CodeactError) -> _p.RpcError:
+    return _p.RpcError(
+        _p.INTERNAL_ERROR,
+        f"store.unavailable: {what} could not be recorded in the session store ({exc.message}); the round cannot "
+        "go on safely: end it, and continue the session once the store is back",
+        {"code": "store.unavailable"},
+    )
+
+
+class JournalStages:
+    """The call journal's two stages around a call: :meth:`ahead` and :meth:`behind`.
+
+    The start is durable before the call runs, its completion before the result goes back into the
+    sandbox. A journal write that fails fails the call with ``store.unavailable``.
+
+    Args:
+        journal: The run's journal now (None: nothing is written).
+        record: Builds a call's record from its outcome (``ToolkitBridge.record_of``).
+    """
+
+    def __init__(
+        self,
+        journal: Callable[[], CallJournalSink | None],
+        *,
+        record: Callable[[Call, CallOutcome], CallRecord],
+    ) -> None:
+        self._journal = journal
+        self._record = record
+
+    async def ahead(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Write the call's start (write-ahead), then run it."""
+        journal = self._journal()
+        if journal is None:
+            return await call_next(call)
+        try:
+            await journal.started(
+                call.round or 0,
+                call_id=call.call_id,
+                sequence=call.round_sequence,
+                toolkit=call.toolkit,
+                operation=call.operation,
+                arguments=call.arguments,
+                started_at=call.started_at,
+            )
+        except CodeactError as exc:
+            what = f"the start of {call.toolkit}.{call.operation} (call {call.call_id}; it did not run)"
+            return dataclasses.replace(call.failed(_unrecorded(what, exc)), unstarted=True)
+        return await call_next(call)
+
+    async def behind(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Run the call, then write its completion (queued when it was cancelled)."""
+        outcome = await call_next(call)
+        journal = self._journal()
+        if journal is None or outcome.unstarted:
+            return outcome
+        rnd = call.round or 0
+        if outcome.cancelled:
+            journal.completed_nowait(rnd, self._record(call, outcome))
+            return outcome
+        try:  # durable before the result goes back into the sandbox
+            await journal.completed(rnd, self._record(call, outcome))
+        except CodeactError as exc:
+            what = f"the outcome of {call.toolkit}.{call.operation} (call {call.call_id}; it ran)"
+            return dataclasses.replace(outcome, result=None, error=_unrecorded(what, exc))
+        except asyncio.CancelledError:
+            return dataclasses.replace(outcome, cancelled=True)
+        return outcome
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """A toolkit call as interceptors see it: codec-encoded arguments."""
+
+    toolkit: str
+    operation: str
+    arguments: dict[str, object]
+
+
+ToolNext = Callable[[ToolCall], Awaitable[object]]
+
+
+@runtime_checkable
+class ToolInterceptor(Protocol):
+    """Wraps toolkit calls from sandbox code; raise to refuse, or return a result without calling.
+
+    An optional ``name`` attribute labels it in trace spans and errors (default: the class name).
+    """
+
+    async def intercept_tool(self, request: ToolCall, call_next: ToolNext) -> object:
+        """Handle one tool call."""
+        ...
+
+
+def interceptor_name(hook: object) -> str:
+    """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
+    name = getattr(hook, "name", None)
+    return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
+
+
+class Interceptors:
+    """The host's tool interceptors (``ToolInterceptor``), the first one outermost, around the rest of the call.
+
+    What one raises itself (not what came out of its ``call_next``) is the call's error, with its name in
+    the error's ``data`` (``"interceptor"``); any other exception becomes ``tool_error`` with its message.
+    """
+
+    def __init__(self, interceptors: Sequence[object]) -> None:
+        self._chain = tuple((interceptor_name(i), i) for i in interceptors if isinstance(i, ToolInterceptor))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The interceptors' names, outermost first (for the call's span)."""
+        return tuple(name for name, _ in self._chain)
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """Run the interceptors; the innermost one's ``call_next`` goes on with the (changed) request."""
+
+        async def final(request: ToolCall) -> object:
+            arguments = request.arguments
+            passed = dataclasses.replace(
+                call,
+                toolkit=request.toolkit,
+                operation=request.operation,
+                arguments=arguments if isinstance(arguments, dict) else {},
+                raw=(request.toolkit, request.operation, arguments),  # as the bridge is handed it
+            )
+            return (await call_next(passed)).unwrap()
+
+        if not self._chain:
+            return await call_next(dataclasses.replace(call, raw=(call.toolkit, call.operation, call.arguments)))
+        handler: ToolNext = final
+        for name, interceptor in reversed(self._chain):
+            handler = _guarded(interceptor, name, handler)
+        try:
+            result = await handler(ToolCall(toolkit=call.toolkit, operation=call.operation, arguments=call.arguments))
+        except _p.RpcError as exc:
+            return call.failed(exc)
+        except asyncio.CancelledError:
+            return call.cancelled()
+        except Exception as exc:  # an interceptor failed: the code sees its message
+            return call.failed(_p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__}))
+        return call.done(result)
+
+
+def _guarded(interceptor: ToolInterceptor, name: str, inner: ToolNext) -> ToolNext:
+    async def handle(request: ToolCall) -> object:
+        passed: list[BaseException] = []  # what came out of call_next: not this interceptor's own
+
+        async def call_next(request: ToolCall) -> object:
+            try:
+                return await inner(request)
+            except BaseException as exc:
+                passed.append(exc)
+                raise
+
+        try:
+            return await interceptor.intercept_tool(request, call_next)
+        except Exception as exc:
+            if any(exc is seen for seen in passed):
+                raise
+            raise _refused_by(name, exc) from exc
+
+    return handle
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def _refused_by(name: str, exc: Exception) -> _p.RpcError:
+    """A tool interceptor's own exception as the call's error: its message for the code, its name in ``data``."""
+    if isinstance(exc, _p.RpcError):
+        data = dict(exc.data) if isinstance(exc.data, dict) else ({} if exc.data is None else {"data": exc.data})
+        return _p.RpcError(exc.code, exc.message, {**data, "interceptor": name})
+    return _p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__, "interceptor": name})

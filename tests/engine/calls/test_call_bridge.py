@@ -1,0 +1,155 @@
+"""The run's toolkit-call pipeline (engine/calls): one handler, one approval vocabulary, each call recorded once."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from codeact.engine.calls import call_bridge
+from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
+from codeact.sandbox.runtime.protocol import RpcError
+from codeact.toolkits import (
+    DEFAULT_BUDGETS,
+    Approval,
+    ApprovalDecision,
+    ApprovalRequest,
+    ToolkitBridge,
+    ToolkitContext,
+    operation,
+    toolkit,
+)
+
+
+@toolkit(name="kit", description="A kit")
+class Kit:
+    @operation
+    async def echo(self, text: str) -> str:
+        """Echo the text."""
+        return text
+
+    @operation(approval="ask")
+    async def risky(self, text: str) -> str:
+        """Something the user approves."""
+        return text.upper()
+
+
+def _bridge(
+    events: list[tuple[type[Event], dict[str, object]]],
+    *,
+    policies: dict[str, str] | None = None,
+    allow: bool = True,
+    asked: list[ApprovalRequest] | None = None,
+) -> ToolkitBridge:
+    def emit(event_type: type[Event], /, **fields: object) -> Event:
+        events.append((event_type, fields))
+        return None  # type: ignore[return-value]  # the pipeline ignores what emit returns
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        if asked is not None:
+            asked.append(request)
+        return ApprovalDecision(allow=allow, reason="" if allow else "no")
+
+    return call_bridge(
+        [Kit()],
+        grants=None,
+        context=ToolkitContext(session_id="S"),
+        budgets=DEFAULT_BUDGETS,
+        emit=emit,
+        round_ref=lambda: 3,
+        policies=policies or {},
+        approver=approver,
+    )
+
+
+def _call(bridge: ToolkitBridge, op: str, text: str = "hi") -> object:
+    async def go() -> object:
+        try:
+            return await bridge.handle("call", {"toolkit": "kit", "operation": op, "arguments": {"text": text}})
+        except RpcError as exc:
+            return exc
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("word", "meaning"),
+    [
+        pytest.param(None, Approval.RUN, id="none"),
+        pytest.param("always", Approval.RUN, id="always"),
+        pytest.param("safe", Approval.RUN, id="safe"),
+        pytest.param("auto", Approval.RUN, id="auto"),
+        pytest.param("ask", Approval.ASK, id="ask"),
+        pytest.param("manual", Approval.ASK, id="manual"),
+        pytest.param("never", Approval.DENY, id="never"),
+        pytest.param("deny", Approval.DENY, id="deny"),
+        pytest.param("sometimes", Approval.ASK, id="unknown-asks"),
+    ],
+)
+def test_every_approval_word_maps_to_one_vocabulary(word: str | None, meaning: Approval) -> None:
+    assert Approval.of(word) is meaning
+    assert Approval.of(meaning.value) is meaning
+
+
+def test_a_call_is_recorded_once_with_its_id_and_reported_around_it() -> None:
+    events: list[tuple[type[Event], dict[str, object]]] = []
+    bridge = _bridge(events)
+
+    assert _call(bridge, "echo") == "hi"
+    assert _call(bridge, "echo", "again") == "again"
+
+    records = bridge.drain_calls()
+    assert [(r.sequence, r.call_id, r.result) for r in records] == [(0, "S:3:0", "hi"), (1, "S:3:1", "again")]
+    assert bridge.drain_calls() == []
+    assert [kind for kind, _ in events] == [ToolCallStarted, ToolCallCompleted] * 2
+    assert events[1][1]["call_id"] == "S:3:0" and events[1][1]["result"] == "hi"
+
+
+def test_one_gate_asks_once_for_a_call_its_grant_and_its_operation_both_ask() -> None:
+    events: list[tuple[type[Event], dict[str, object]]] = []
+    asked: list[ApprovalRequest] = []
+    bridge = _bridge(events, policies={"kit": "manual"}, asked=asked)
+
+    assert _call(bridge, "risky") == "HI"
+
+    assert len(asked) == 1
+    assert [fields["request_id"] for kind, fields in events if kind is ActionRequested] == ["S:3:0"]
+
+
+def test_a_denied_grant_is_refused_before_the_call_and_recorded() -> None:
+    events: list[tuple[type[Event], dict[str, object]]] = []
+    bridge = _bridge(events, policies={"kit": "never"})
+
+    error = _call(bridge, "echo")
+
+    assert isinstance(error, RpcError)
+    assert error.message == "kit.echo is denied by the blueprint's approval policy"
+    [record] = bridge.drain_calls()
+    assert record.error is not None and record.error["message"] == error.message
+    assert events[-1][0] is ToolCallCompleted and events[-1][1]["error"] == record.error
+
+
+def test_a_call_never_enters_engine_agent() -> None:
+    # The whole host side of a call, from the bridge's handler to the toolkit method and back.
+    events: list[tuple[type[Event], dict[str, object]]] = []
+    bridge = _bridge(events, policies={"kit": "ask"})
+    entered: set[str] = set()
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            entered.add(frame.f_code.co_filename)
+
+    async def go() -> object:
+        sys.setprofile(profile)
+        try:
+            return await bridge.handle("call", {"toolkit": "kit", "operation": "risky", "arguments": {"text": "x"}})
+        finally:
+            sys.setprofile(None)
+
+    assert asyncio.run(go()) == "X"
+    agent = Path(__file__).resolve().parents[3] / "engine" / "agent"
+    assert not [f for f in entered if Path(f).resolve().is_relative_to(agent)]
+    assert any(Path(f).name == "_wrappers.py" for f in entered)
