@@ -404,7 +404,7 @@ class ToolkitBridge:
         if log is not None:
             self.log = log
 
-    async def handle(self, method: str, params: dict[str, object]) -> object:
+    async def handle(self, method: str, params: Mapping[str, object]) -> object:
         """Serve one runtime->host request (``call``); raises ``RpcError`` for every refusal or failure."""
         if method != "call":
             raise _p.RpcError(_p.METHOD_NOT_FOUND, f"unknown method {method!r}: the runtime may only send 'call'")
