@@ -30,7 +30,7 @@ from codeact.toolkits import CallRecord, ToolkitBridge, ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.store import RoundRecord, Store
-    from codeact.sandbox import RpcHandler, Sandbox
+    from codeact.sandbox import RpcHandler, Sandbox, SandboxSpec
 
 __all__ = ["ReplayReport", "RoundReplay", "replay_session", "sandbox_note", "session_hash_seed"]
 
@@ -184,36 +184,46 @@ def _uncut(text: str) -> str:
     return _CUT_MARKER.sub(r"\n... [\1 bytes cut] ...\n", text)
 
 
-def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
-    def make(handler: RpcHandler) -> Sandbox:
-        from codeact.sandbox import DockerSandbox, SubprocessSandbox
-        from codeact.sandbox.policy import Policy
+def _sandbox_spec(note: Mapping[str, Any]) -> SandboxSpec:
+    """The sandbox a session's note (:func:`sandbox_note`) records: the same backend, policy, isolation and runtime."""
+    from codeact.engine.agent.sandboxes import noted_environment
+    from codeact.sandbox import SandboxSpec
+    from codeact.sandbox.policy import Policy
 
-        policy = Policy(
-            restricted=bool(note.get("restricted", True)),
-            allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
-        )
-        from codeact.engine.agent.sandboxes import noted_environment
-
-        docker = note.get("backend") == "docker"
-        # The declared packages, from the environment cache.
-        env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
+    policy = Policy(
+        restricted=bool(note.get("restricted", True)),
+        allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
+    )
+    docker = note.get("backend") == "docker"
+    # The declared packages, from the environment cache.
+    env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
+    if docker:
         # A session recorded on gVisor replays on gVisor: never on a weaker runtime.
         gvisor = note.get("runtime") == "gvisor" or str(note.get("isolation", "")).startswith("docker(gvisor")
-        runtime: Literal["runc", "gvisor"] = "gvisor" if gvisor else "runc"
-        if docker:
-            if env is not None and env.image is not None:
-                from codeact.sandbox.env import MOUNT_POINT
+        image = env.image if env is not None else None
+        from codeact.sandbox.env import MOUNT_POINT
 
-                return DockerSandbox(
-                    policy=policy, bridge=handler, image=env.image, sys_path=(MOUNT_POINT,), runtime=runtime
-                )
-            return DockerSandbox(policy=policy, bridge=handler, runtime=runtime)
-        weak = str(note.get("isolation", "")).startswith("process")
-        env_dir = str(env.site) if env is not None and env.site is not None else None
-        return SubprocessSandbox(
-            policy=policy, bridge=handler, isolation="process" if weak else "bwrap", env_dir=env_dir
+        return SandboxSpec(
+            backend="docker",
+            policy=policy,
+            image=image,
+            sys_path=(MOUNT_POINT,) if image is not None else (),
+            runtime="gvisor" if gvisor else "runc",
         )
+    weak = str(note.get("isolation", "")).startswith("process")
+    return SandboxSpec(
+        backend="subprocess",
+        policy=policy,
+        isolation="process" if weak else "bwrap",
+        env_dir=str(env.site) if env is not None and env.site is not None else None,
+    )
+
+
+def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
+    def make(handler: RpcHandler) -> Sandbox:
+        from codeact.sandbox import open_sandbox
+
+        return open_sandbox(_sandbox_spec(note), bridge=handler)
 
     return make
 

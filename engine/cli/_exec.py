@@ -78,13 +78,14 @@ def _make_sandbox(
             runtime="gvisor" if runtime == "gvisor" or settings.runtime == "gvisor" else "runc",
             cpus=settings.limits.cpus,
         )
-    if kind == "subprocess":
-        return sandbox.SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
-    docker_cls = getattr(sandbox, "DockerSandbox", None)
-    if docker_cls is None:
-        raise sandbox.SandboxError("the Docker sandbox backend is not available in this installation")
-    created: Sandbox = docker_cls(bridge=bridge, runtime=runtime)
-    return created
+    return sandbox.open_sandbox(
+        sandbox.SandboxSpec(
+            backend="docker" if kind == "docker" else "subprocess",
+            isolation="process" if isolation == "process" else "bwrap",
+            runtime="gvisor" if runtime == "gvisor" else "runc",
+        ),
+        bridge=bridge,
+    )
 
 
 async def _run(

@@ -9,9 +9,13 @@ Exit 2 when a toolkit cannot be loaded.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from codeact.sandbox import Sandbox
+    from codeact.toolkits import ToolkitBridge
 
 _mcp_app = typer.Typer(name="mcp", help="codeact and the Model Context Protocol.", no_args_is_help=True)
 
@@ -59,10 +63,10 @@ def serve(
         typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
         raise typer.Exit(2) from None
 
-    def factory(bridge: Any) -> Any:
-        from codeact.sandbox import SubprocessSandbox
+    def factory(bridge: ToolkitBridge) -> Sandbox:
+        from codeact.sandbox import SandboxSpec, open_sandbox
 
-        return SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
+        return open_sandbox(SandboxSpec(isolation="process" if isolation == "process" else "bwrap"), bridge=bridge)
 
     sessions = CodeSessions(registry, sandbox_factory=factory, timeout=timeout)
     server = build_server(registry, sessions)

@@ -97,9 +97,9 @@ _MISSING = object()
 
 
 def _subprocess_sandbox(bridge: ToolkitBridge) -> Sandbox:
-    from codeact.sandbox import SubprocessSandbox
+    from codeact.sandbox import SandboxSpec, open_sandbox
 
-    return SubprocessSandbox(bridge=bridge)
+    return open_sandbox(SandboxSpec(), bridge=bridge)
 
 
 def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str = "codeact") -> Server[Any, Any]:
