@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from codeact.engine.blueprint._flow import agent_name, is_flow
+from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.bundle import MAX_BUNDLE_BYTES, pack_blueprint, unpack_blueprint
 from codeact.engine.blueprint.factory import (
     DEFAULT_MAX_TURNS,
@@ -104,6 +105,7 @@ __all__ = [
     "load_stream",
     "load_text",
     "pack_blueprint",
+    "parse_yaml",
     "print_warnings",
     "render_instructions",
     "sandbox_declared",

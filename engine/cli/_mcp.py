@@ -9,13 +9,14 @@ Exit 2 when a toolkit cannot be loaded.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
     from codeact.sandbox import Sandbox
     from codeact.toolkits import ToolkitBridge
+    from codeact.toolkits.mcp import McpToolkit
 
 _mcp_app = typer.Typer(name="mcp", help="codeact and the Model Context Protocol.", no_args_is_help=True)
 
@@ -52,7 +53,7 @@ def serve(
     if isolation not in ("bwrap", "process"):
         typer.echo(f"error: --isolation must be 'bwrap' or 'process', got {isolation!r}", err=True)
         raise typer.Exit(2)
-    started: list[Any] = []
+    started: list[McpToolkit] = []
     try:
         registry = load_registry(toolkit or [])
         if blueprint is not None:

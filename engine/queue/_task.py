@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from codeact.engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState, call_digest, swap_status
 
 if TYPE_CHECKING:
-    from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+    from codeact.engine.agent import Agent
+    from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallBudgets, ToolkitRegistry
 
 __all__ = ["WorkerConfig", "execute"]
 
@@ -56,6 +57,7 @@ class WorkerConfig:
         max_sandboxes: Global cap of sandboxes (runs) alive at once in this worker process.
         run_timeout_s: Run time limit when neither the request nor the blueprint gives one.
         max_round_seconds: The host's cap on a blueprint's round limit (``--max-round-seconds``; None: 600 s).
+        call_budgets: The host's caps on toolkit calls and bridge bytes (``--max-round-calls``, ...; None: defaults).
         strict: Refuse (fail) a run whose blueprint the validator warns about (``--strict``).
     """
 
@@ -66,6 +68,7 @@ class WorkerConfig:
     max_sandboxes: int = 4
     run_timeout_s: float | None = None
     max_round_seconds: float | None = None
+    call_budgets: CallBudgets | None = None
     strict: bool = False
     _slots: threading.BoundedSemaphore | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -260,7 +263,6 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
     attachments = ((raw.get("input") or {}).get("attachments") if isinstance(raw, Mapping) else None) or []
     if not attachments:
         return agent
-    from codeact.engine.agent import Agent
     from codeact.engine.runner import RunnerContext
     from codeact.engine.runner.attachments import Attachments, named_attachments
     from codeact.toolkits import ToolkitRegistry
@@ -268,21 +270,7 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
     context = RunnerContext.model_validate(raw)
     registry = ToolkitRegistry(bound for bound in agent.registry)
     registry.register(Attachments(named_attachments(context.input.attachments)), replace=True)
-    copy = Agent(
-        agent.spec,
-        model=agent.model,
-        store=agent.store,
-        registry=registry,
-        sandbox_factory=agent.sandbox_factory,
-        approver=agent.approver,
-        hooks=agent.hooks,
-        interceptors=agent.interceptors,
-        stream=agent.stream,
-        user=agent.user,
-        output_type=agent.output_type,
-    )
-    copy.grants["attachments"] = "*"
-    return copy
+    return agent.derive(registry=registry, grants=["attachments"])
 
 
 def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -293,8 +281,7 @@ def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         CodeactError: ``config.invalid`` or ``context.invalid``.
     """
-    from codeact.engine.agent import RunConfig
-    from codeact.engine.agent._input import context_text
+    from codeact.engine.agent import RunConfig, context_text
 
     options: dict[str, Any] = {}
     tags, metadata = request.get("tags") or (), request.get("metadata") or {}
@@ -354,8 +341,8 @@ class _Run:
                 with contextlib.suppress(Exception):
                     await agent.aclose()
 
-    def _agent(self, request: Mapping[str, Any]) -> Any:
-        from codeact.engine.agent import Agent
+    def _agent(self, request: Mapping[str, Any]) -> Agent:
+        from codeact.engine.agent import Agent, BuildOptions, assemble
         from codeact.engine.blueprint import load_path, load_text
         from codeact.engine.errors import CodeactError
 
@@ -372,19 +359,20 @@ class _Run:
             blueprint = load_path(_unpacked(request["blueprint_bundle"]))
         else:  # a request of an older submitter: the text alone
             blueprint = load_text(str(request.get("blueprint_text") or ""), base_dir=request.get("blueprint_dir"))
-        return Agent.from_blueprint(
-            blueprint,
-            toolkits=self.config.registry if self.config.registry is not None else (),
+        options = BuildOptions(
             model=request.get("model"),
             base_url=request.get("base_url"),
             store=self.config.store_for(request.get("store") or self.config.store),
+            sandbox=request["sandbox"] if request.get("sandbox") in ("subprocess", "docker") else None,
             approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
             max_round_seconds=self.config.max_round_seconds,
+            call_budgets=self.config.call_budgets,
             strict=self.config.strict,
-            **({"sandbox": request["sandbox"]} if request.get("sandbox") in ("subprocess", "docker") else {}),
         )
+        toolkits = self.config.registry if self.config.registry is not None else ()
+        return assemble(Agent, blueprint, toolkits=toolkits, options=options)
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         from codeact.toolkits import ApprovalDecision
