@@ -33,8 +33,9 @@ from codeact.engine.errors import (
 )
 
 if TYPE_CHECKING:
-    from codeact.engine.agent import Agent, BuildOptions, RunResult
-    from codeact.engine.builder import build
+    from codeact.engine.agent import Agent, RunResult
+    from codeact.engine.agent import BuildOptions as BuildOptions
+    from codeact.engine.builder import build as build
     from codeact.engine.events import Event
 
 __all__ = [

@@ -51,7 +51,7 @@ class RoundReplay:
     differences: tuple[str, ...] = ()
     duration_s: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object."""
         return {
             "round": self.index,
@@ -76,7 +76,7 @@ class ReplayReport:
         """True when no round mismatched and every recorded round could be read."""
         return self.problem is None and all(r.status != "mismatch" for r in self.rounds)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """``{"session_id", "live", "ok", "rounds": [...]}``."""
         return {
             "session_id": self.session_id,
@@ -138,7 +138,7 @@ def _unfinished(record: RoundRecord, calls: list[CallRecord]) -> tuple[list[Call
     return answered, hung
 
 
-def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[str, Any]:
+def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[str, object]:
     """What a session records (``extra.sandbox``) so a replay rebuilds the sandbox it ran in.
 
     Args:
@@ -147,7 +147,7 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
             (or lets finish) the same code the same way.
     """
     policy = sandbox.policy
-    note: dict[str, Any] = {
+    note: dict[str, object] = {
         "backend": sandbox.backend,
         "restricted": policy.restricted,
         "imports": sorted(policy.allowed_imports),
@@ -159,7 +159,7 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
     return note
 
 
-def session_hash_seed(note: Any) -> int:
+def session_hash_seed(note: object) -> int:
     """The string-hash seed of a session: the one its sandbox note recorded, else a new one.
 
     Every sandbox process of a session (each round's, a resumed run's, Docker's, a replay's) runs
@@ -232,7 +232,7 @@ def _calls(record: RoundRecord) -> list[CallRecord]:
     return [CallRecord.from_json(c) for c in record.calls]
 
 
-def _diff_variables(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+def _diff_variables(expected: Mapping[str, object], actual: Mapping[str, object]) -> list[str]:
     out = []
     for name in sorted(set(expected) | set(actual)):
         if name not in actual:
@@ -244,7 +244,7 @@ def _diff_variables(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> l
     return out
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 

@@ -22,7 +22,7 @@ __all__ = [
     "MaxRoundSeconds",
     "MaxRunBytes",
     "MaxRunCalls",
-    "Store",
+    "StoreUrl",
     "Toolkits",
     "Usage",
     "call_budgets",
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 Toolkits = Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")]
-Store = Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")]
+StoreUrl = Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")]
 Isolation = Annotated[str, typer.Option("--isolation", help="bwrap (default) or process (weaker).")]
 MaxRoundSeconds = Annotated[

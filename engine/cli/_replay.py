@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from codeact.engine.cli._options import Store as StoreOption
-from codeact.engine.cli._options import Toolkits, Usage, load_toolkits
+from codeact.engine.cli._options import StoreUrl, Toolkits, Usage, load_toolkits
 
 if TYPE_CHECKING:
     from codeact.engine.flow import FlowReplayReport
@@ -26,7 +25,7 @@ EXIT_USAGE = 2
 
 def replay_command(
     session: Annotated[str, typer.Argument(help="The session to replay.", show_default=False)],
-    store: StoreOption = None,
+    store: StoreUrl = None,
     live: Annotated[bool, typer.Option("--live", help="Call the tools for real instead of the record.")] = False,
     toolkit: Toolkits = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,

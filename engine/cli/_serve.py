@@ -33,15 +33,17 @@ from codeact.engine.cli._options import (
     MaxRoundSeconds,
     MaxRunBytes,
     MaxRunCalls,
-    Store,
+    StoreUrl,
     Toolkits,
     call_budgets,
 )
 from codeact.engine.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from codeact.engine.queue import QueueRunManager
     from codeact.engine.runner import BlueprintRunner
-    from codeact.toolkits import CallBudgets
+    from codeact.engine.store import Store
+    from codeact.toolkits import CallBudgets, ToolkitRegistry
 
 __all__ = ["register"]
 
@@ -71,7 +73,7 @@ def serve_command(
     host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The port (0: any free port).", min=0, max=65535)] = 8000,
     toolkit: Toolkits = None,
-    store: Store = None,
+    store: StoreUrl = None,
     tokens_file: Annotated[
         list[Path] | None,
         typer.Option("--tokens-file", help="API tokens, one 'TOKEN' or 'TOKEN=RUNNER,...' a line (repeatable)."),
@@ -208,7 +210,7 @@ def serve_command(
     raise typer.Exit(EXIT_OK)
 
 
-async def _serve(server: Any, sock: socket.socket, store: Any, runners: list[BlueprintRunner]) -> None:
+async def _serve(server: Any, sock: socket.socket, store: Store, runners: list[BlueprintRunner]) -> None:
     try:
         await server.serve(sockets=[sock])
     finally:
@@ -292,7 +294,7 @@ def _is_blueprint(path: Path) -> bool:
     return False
 
 
-def _registry(refs: list[str]) -> Any:
+def _registry(refs: list[str]) -> ToolkitRegistry:
     from codeact.toolkits import ToolkitError, load_registry
 
     try:
@@ -304,8 +306,8 @@ def _registry(refs: list[str]) -> Any:
 def _runners(
     files: list[Path],
     *,
-    registry: Any,
-    store: Any,
+    registry: ToolkitRegistry,
+    store: Store,
     model: str | None,
     base_url: str | None,
     sandbox: str | None = None,
@@ -348,8 +350,13 @@ def _runners(
 
 
 def _queue_runs(
-    queue: str, runners: Any, store: str | None, model: str | None, base_url: str | None, sandbox: str | None = None
-) -> Any:
+    queue: str,
+    runners: dict[str, BlueprintRunner],
+    store: str | None,
+    model: str | None,
+    base_url: str | None,
+    sandbox: str | None = None,
+) -> QueueRunManager:
     """``--queue``: the queue's run manager (runs go to ``codeact worker`` processes)."""
     from codeact.engine.queue import QueueRunManager
 

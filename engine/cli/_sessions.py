@@ -331,18 +331,18 @@ def _when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
 
 
-def _short(value: Any, limit: int = _VALUE_CHARS) -> str:
+def _short(value: object, limit: int = _VALUE_CHARS) -> str:
     """``value`` as JSON (strings as they are), cut to ``limit`` characters."""
     text = value if isinstance(value, str) else _json(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _value(value: Any, limit: int = _VALUE_CHARS) -> str:
+def _value(value: object, limit: int = _VALUE_CHARS) -> str:
     """A value the code sent or kept (codec data): JSON, or Python's repr for one JSON cannot hold (``('A', 4)``)."""
     return _short(python_repr(value, limit=limit + 1) if has_tags(value) else _json(value), limit)
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 

@@ -14,13 +14,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeact.engine.eval.errors import EvalError
 from codeact.engine.eval.oracle import ORACLE, OracleModel
 from codeact.engine.eval.suite import Suite, Task, check_answer
 from codeact.toolkits.bound import bind_toolkit
 from codeact.toolkits.builtin.system import SystemToolkit
+
+if TYPE_CHECKING:
+    from codeact.engine.store import Store
 
 __all__ = ["MODES", "EvalConfig", "computed_answer", "result_path", "run_eval"]
 
@@ -117,7 +120,7 @@ def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> 
     return "\n".join(lines) + "\n"
 
 
-async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, store: Any) -> dict[str, Any]:
+async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, store: Store) -> dict[str, Any]:
     from codeact.engine.agent import Agent
 
     folder = config.out / "blueprints" / mode

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from codeact.sandbox.runtime.codec import plain
@@ -201,7 +201,7 @@ async def serve_http(server: Server[Any, Any], sessions: CodeSessions, *, host: 
             await manager.handle_request(scope, receive, send)
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> Any:
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with manager.run():
             try:
                 yield

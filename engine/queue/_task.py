@@ -28,6 +28,7 @@ from codeact.engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState,
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent
+    from codeact.engine.store import Store
     from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallBudgets, ToolkitRegistry
 
 __all__ = ["WorkerConfig", "execute"]
@@ -74,10 +75,10 @@ class WorkerConfig:
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
     _agents: dict[str, list[Any]] = field(default_factory=dict)
-    _stores: dict[str, Any] = field(default_factory=dict)
+    _stores: dict[str, Store] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def store_for(self, url: str | None) -> Any:
+    def store_for(self, url: str | None) -> Store:
         """The process's one store per URL, shared by every agent of this worker.
 
         A Redis store's connection pool is sized from ``max_sandboxes`` (the runs this process
@@ -253,7 +254,7 @@ def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> str:
         time.sleep(0.05)
 
 
-def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
+def _with_attachments(agent: Agent, request: Mapping[str, Any]) -> Agent:
     """The run's agent: ``agent`` itself, or (when the run context carries attachments) a copy with them.
 
     ``codeact serve --queue`` sends the run context; its attachments are served to the code by the
@@ -404,7 +405,7 @@ class _Run:
                 return
             await asyncio.sleep(0.25)
 
-    async def _drive(self, agent: Any, request: Mapping[str, Any]) -> str:
+    async def _drive(self, agent: Agent, request: Mapping[str, Any]) -> str:
         await self._wait_session(agent)
         timeout = request.get("timeout_s") or self.config.run_timeout_s
         deadline = time.monotonic() + float(timeout) if timeout else None
@@ -442,7 +443,7 @@ class _Run:
                 return "failed"
         return await self._finish(agent, stop, timeout)
 
-    async def _pump(self, agent: Any, input: str, session_id: str | None, options: Mapping[str, Any]) -> None:
+    async def _pump(self, agent: Agent, input: str, session_id: str | None, options: Mapping[str, Any]) -> None:
         _CURRENT.set(self)  # the agent's approver finds this run through it (tasks copy the context)
         async with contextlib.aclosing(agent.run(input, session_id=session_id, **options)) as events:
             async for event in events:
@@ -469,7 +470,7 @@ class _Run:
         self.request["session_id"] = self.session_id
         return {"session_id": self.session_id, "request": json.dumps(self.request, ensure_ascii=False)}
 
-    async def _finish(self, agent: Any, stop: str | None, timeout: Any) -> str:
+    async def _finish(self, agent: Agent, stop: str | None, timeout: object) -> str:
         if stop == "lost":
             return "lost"  # another worker took the run over: it writes the rest
         if stop == "cancel":
