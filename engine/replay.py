@@ -299,7 +299,7 @@ async def replay_session(
     if sandbox_factory is None:
         sandbox_factory = _sandbox_from_note(note)
     results: list[RoundReplay] = []
-    previous: dict[str, Any] = {}
+    previous: dict[str, object] = {}
     seed = note.get("hash_seed")
     async with sandbox_factory(switch) as sandbox:
         if type(seed) is int:
@@ -341,7 +341,7 @@ async def _replay_round(
     sandbox: Sandbox,
     switch: _Switch,
     record: RoundRecord,
-    variables: dict[str, Any],
+    variables: dict[str, object],
     registry: ToolkitRegistry,
     grants: dict[str, Any],
     known: bool,

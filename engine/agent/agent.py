@@ -26,7 +26,7 @@ from codeact.engine.agent._wiring import (
     prompt_config_for,
     registry_for,
 )
-from codeact.engine.agent.hooks import Hook
+from codeact.engine.agent.hooks import Hook, ModelInterceptor, ToolInterceptor
 from codeact.engine.agent.output import output_schema_for
 from codeact.engine.agent.support import Approver
 from codeact.engine.errors import CodeactError
@@ -99,10 +99,10 @@ class Agent(Lifecycle):
         sandbox_factory: SandboxFactory | None = None,
         approver: Approver | None = None,
         hooks: Sequence[Hook] = (),
-        interceptors: Sequence[Any] = (),
+        interceptors: Sequence[ModelInterceptor | ToolInterceptor] = (),
         stream: bool = True,
         user: str | None = None,
-        output_type: Any = None,
+        output_type: object = None,
     ) -> None:
         self.spec = spec
         self.model = model
@@ -145,11 +145,11 @@ class Agent(Lifecycle):
         max_round_seconds: float | None = None,
         approver: Approver | None = None,
         hooks: Sequence[Hook] = (),
-        interceptors: Sequence[Any] = (),
+        interceptors: Sequence[ModelInterceptor | ToolInterceptor] = (),
         stream: bool = True,
         user: str | None = None,
         strict: bool = False,
-        output_type: Any = None,
+        output_type: object = None,
     ) -> Agent:
         """Build an agent from a blueprint file, the way ``codeact run`` does.
 

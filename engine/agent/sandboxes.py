@@ -130,14 +130,14 @@ def make_sandbox(
     return open_sandbox(spec, bridge=handler)
 
 
-def env_note(settings: SandboxSettings) -> dict[str, Any] | None:
+def env_note(settings: SandboxSettings) -> dict[str, object] | None:
     """What a session records (``extra.sandbox.env``) so a replay runs in the same environment."""
     if not settings.packages and settings.preset is None:
         return None
     return {"packages": list(settings.packages), "preset": settings.preset}
 
 
-def noted_environment(note: Any, backend: Backend) -> Environment | None:
+def noted_environment(note: object, backend: Backend) -> Environment | None:
     """The environment an ``env_note`` names (from the cache, or built again), or None for no note.
 
     Raises:

@@ -21,7 +21,7 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -94,7 +94,7 @@ async def _run(
     kind: str,
     bridge: RpcHandler | None,
     isolation: str,
-    variables: dict[str, Any],
+    variables: dict[str, object],
     timeout: float,
     declared: _Declared | None = None,
     runtime: str = "runc",

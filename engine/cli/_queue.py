@@ -22,6 +22,8 @@ from codeact.engine.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from codeact.engine.agent import RunConfig
 
 EXIT_OK = 0
@@ -207,7 +209,7 @@ def _check_blueprint(file: Path, *, strict: bool) -> int | None:
     return None
 
 
-def _render(event: dict[str, Any], console: Any) -> None:
+def _render(event: dict[str, Any], console: Console) -> None:
     from codeact.engine.events import event_from_json, render_event
 
     kind = str(event.get("type"))

@@ -14,9 +14,12 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from codeact.engine.flow import FlowNode
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -270,7 +273,7 @@ class _Shown:
         problems: list[CorruptRecordError],
     ) -> None:
         self.meta, self.entries, self.variables, self.problems = meta, entries, variables, problems
-        self.tree: Any = None  # a flow session's tree (engine.flow.FlowNode)
+        self.tree: FlowNode | None = None  # a flow session's tree
 
 
 def truncate_session(

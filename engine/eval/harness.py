@@ -23,7 +23,7 @@ from codeact.toolkits.bound import bind_toolkit
 from codeact.toolkits.builtin.system import SystemToolkit
 
 if TYPE_CHECKING:
-    from codeact.engine.store import Store
+    from codeact.engine.store import RoundRecord, Store
 
 __all__ = ["MODES", "EvalConfig", "computed_answer", "result_path", "run_eval"]
 
@@ -188,7 +188,7 @@ async def _run_task(suite: Suite, task: Task, mode: str, config: EvalConfig, sto
     }
 
 
-def computed_answer(suite: Suite, task: Task, records: Sequence[Any]) -> str | None:
+def computed_answer(suite: Suite, task: Task, records: Sequence[RoundRecord]) -> str | None:
     """Where a failed task's right answer appeared (printed, or in a variable) without reaching the result.
 
     The candidates are each printed line (whole, and what follows its last ``->``, ``:`` or ``=``) and each
@@ -221,7 +221,7 @@ def _line_candidates(line: str) -> list[str]:
     return [t for t in out if t]
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     try:
         json.dumps(value)
     except (TypeError, ValueError):

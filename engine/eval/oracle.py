@@ -46,7 +46,7 @@ _COUNTER: list[Callable[..., int] | None] = []
 
 
 def count_tokens(
-    *, messages: Sequence[Mapping[str, Any]] | None = None, text: str | None = None, tools: Any = None
+    *, messages: Sequence[Mapping[str, Any]] | None = None, text: str | None = None, tools: object = None
 ) -> int:
     """Tokens of a prompt (chat ``messages`` with ``tools`` schemas, or raw ``text``) for gpt-4o."""
     if not _COUNTER:
@@ -71,17 +71,17 @@ class _ReactSolution:
     def __init__(self, code: str, toolkits: Sequence[str], signatures: Mapping[str, Sequence[str]]) -> None:
         self._signatures = signatures
         self._calls: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._results: queue.Queue[tuple[bool, Any]] = queue.Queue()
+        self._results: queue.Queue[tuple[bool, object]] = queue.Queue()
         self._code = code
         self._toolkits = tuple(toolkits)
         self._thread: threading.Thread | None = None
 
-    def _proxy(self, toolkit: str) -> Any:
+    def _proxy(self, toolkit: str) -> object:
         outer = self
 
         class _Toolkit:
-            def __getattr__(self, operation: str) -> Callable[..., Any]:
-                def call(*args: Any, **kwargs: Any) -> Any:
+            def __getattr__(self, operation: str) -> Callable[..., object]:
+                def call(*args: object, **kwargs: object) -> object:
                     name = f"{toolkit}__{operation}"
                     if args:  # the function call names every argument, as models must
                         names = outer._signatures.get(name, ())
@@ -101,7 +101,7 @@ class _ReactSolution:
         return _Toolkit()
 
     def _main(self) -> None:
-        namespace: dict[str, Any] = {name: self._proxy(name) for name in (*self._toolkits, "system")}
+        namespace: dict[str, object] = {name: self._proxy(name) for name in (*self._toolkits, "system")}
         namespace["print"] = lambda *a, **k: None
         try:
             exec(compile(self._code, "<solution>", "exec"), namespace)  # noqa: S102 - the suite's own reference code
@@ -139,7 +139,7 @@ def _signatures(toolkits: Sequence[object]) -> tuple[list[str], dict[str, list[s
     return names, signatures
 
 
-def _decode_result(content: str) -> tuple[bool, Any]:
+def _decode_result(content: str) -> tuple[bool, object]:
     try:
         value = json.loads(content)
     except ValueError:
@@ -182,7 +182,7 @@ class OracleModel:
         messages: Sequence[Mapping[str, Any]] | None = None,
         prompt: str | None = None,
         stop: Sequence[str] | None = None,
-        on_delta: Any = None,
+        on_delta: object = None,
         tools: list[dict[str, Any]] | None = None,
     ) -> ModelReply:
         """The reference solution's next step."""

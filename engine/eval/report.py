@@ -80,7 +80,7 @@ def _label(config: dict[str, Any]) -> str:
     return f"{config['mode']} ({config['model']})"
 
 
-def _cost(value: Any) -> str:
+def _cost(value: float | None) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 

@@ -64,7 +64,7 @@ class Task:
 
     id: str
     instruction: str
-    expected: Any
+    expected: object
     checker: Checker = field(default_factory=Checker)
     toolkits: tuple[str, ...] = ()
     domain: str = ""
@@ -244,7 +244,7 @@ def load_suite(name_or_dir: str | Path) -> Suite:
     )
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -257,7 +257,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def check_answer(suite: Suite, task: Task, answer: Any) -> tuple[bool, str]:
+def check_answer(suite: Suite, task: Task, answer: object) -> tuple[bool, str]:
     """``(passed, why)`` for ``answer`` to ``task``; a failing Python checker counts as a fail."""
     checker = task.checker
     if checker.type == "numeric":
@@ -280,7 +280,7 @@ def check_answer(suite: Suite, task: Task, answer: Any) -> tuple[bool, str]:
     return ok, "" if ok else f"{answer!r} is not {task.expected!r}"
 
 
-def _exact(answer: Any, expected: Any) -> bool:
+def _exact(answer: object, expected: object) -> bool:
     if isinstance(expected, str) and isinstance(answer, str):
         return answer.strip() == expected.strip()
     if isinstance(expected, int | float) and not isinstance(expected, bool):

@@ -11,13 +11,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeact.engine.flow._steps import Flow, LoopMode, Step, as_text
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, BuildOptions
+    from codeact.engine.agent.hooks import Hook
     from codeact.engine.blueprint import Blueprint
+    from codeact.engine.blueprint.models import LoopCondition
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
     from codeact.toolkits import ToolkitRegistry
@@ -25,13 +27,24 @@ if TYPE_CHECKING:
 __all__ = ["build", "flow_hash"]
 
 
+class Built(Flow, Protocol):
+    """What the builder sets on a flow it made (``FlowAgent``: the builder never imports the kinds)."""
+
+    blueprint_hash: str
+    hooks: tuple[Hook, ...]
+
+    def own(self, resources: Iterable[object]) -> None:
+        """Take what the build opened (closed with the flow)."""
+        ...
+
+
 def build(
     blueprint: str | PathLike[str] | Blueprint,
     *,
-    kinds: Mapping[str, Callable[..., Any]],
+    kinds: Mapping[str, Callable[..., Built]],
     toolkits: Iterable[object] | ToolkitRegistry | None = (),
     options: BuildOptions,
-) -> Any:
+) -> Built:
     """Build the flow of a blueprint; see :meth:`codeact.engine.flow.FlowAgent.from_blueprint`.
 
     ``kinds`` maps ``flow.kind`` to its class (``FlowAgent.kinds``): the builder is below the flow
@@ -84,7 +97,7 @@ class _Shared:
     options: BuildOptions
     store: Store
     owned: list[object]  # the flow's store (when it opened it) and each agent's model client
-    kinds: Mapping[str, Callable[..., Any]]
+    kinds: Mapping[str, Callable[..., Built]]
 
     def client(self, bp: Blueprint) -> tuple[ModelClient, Blueprint]:
         from codeact.engine.agent import model_routes
@@ -94,7 +107,7 @@ class _Shared:
         return client, bp
 
 
-def _flow(bp: Blueprint, shared: _Shared) -> Any:
+def _flow(bp: Blueprint, shared: _Shared) -> Built:
     from codeact.engine.blueprint import agent_name, is_flow
     from codeact.engine.errors import BlueprintFactoryError
 
@@ -126,7 +139,7 @@ def _flow(bp: Blueprint, shared: _Shared) -> Any:
     description = (block.description or bp.name or "").strip()
     common: dict[str, Any] = {"name": name, "agents": steps, "description": description, "store": shared.store}
     kind = (block.kind or "").strip()
-    flow: Any
+    flow: Built
     kinds = shared.kinds
     if kind == "parallel":
         flow = kinds["parallel"](
@@ -180,7 +193,7 @@ def flow_hash(bp: Blueprint) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _predicate(condition: Any) -> Any:
+def _predicate(condition: LoopCondition) -> Callable[[object], bool]:
     if condition.contains is not None:
         needle = condition.contains
         return lambda result: needle in _text(result)
@@ -191,7 +204,7 @@ def _predicate(condition: Any) -> Any:
     return lambda result: pattern.search(_text(result)) is not None
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return as_text(value)
 
 

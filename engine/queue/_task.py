@@ -295,7 +295,7 @@ def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _cancelled(run_id: str, reason: str) -> dict[str, Any]:
+def _cancelled(run_id: str, reason: str) -> dict[str, object]:
     return {"type": "run.cancelled", "run_id": run_id, "reason": reason, "timestamp": time.time()}
 
 
