@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codeact.engine.cli._options import AllowSandboxDeclaration, Artifacts, Toolkits
+
 if TYPE_CHECKING:
     from codeact.engine.blueprint import SandboxSettings
     from codeact.sandbox import ExecutionResult, Sandbox
@@ -233,9 +235,7 @@ def exec_command(
             metavar="subprocess|docker",
         ),
     ] = None,
-    toolkit: Annotated[
-        list[str] | None, typer.Option("--toolkit", help="A toolkit to grant, MODULE:OBJECT (repeatable).")
-    ] = None,
+    toolkit: Toolkits = None,
     session: Annotated[
         str | None,
         typer.Option("--session", help="Run as the next round of this session: variables restored, round recorded."),
@@ -258,12 +258,8 @@ def exec_command(
         Path | None,
         typer.Option("--blueprint", help="Run in the sandbox this blueprint declares (backend, packages, limits)."),
     ] = None,
-    allow_sandbox_declaration: Annotated[
-        bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
-    ] = False,
-    artifacts: Annotated[
-        Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
-    ] = None,
+    allow_sandbox_declaration: AllowSandboxDeclaration = False,
+    artifacts: Artifacts = None,
     runtime: Annotated[
         str,
         typer.Option(

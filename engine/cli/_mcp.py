@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from codeact.engine.cli._options import Toolkits
+
 if TYPE_CHECKING:
     from codeact.sandbox import Sandbox
     from codeact.toolkits import ToolkitBridge
@@ -28,10 +30,7 @@ def register(app: typer.Typer) -> None:
 
 @_mcp_app.command("serve")
 def serve(
-    toolkit: Annotated[
-        list[str] | None,
-        typer.Option("--toolkit", help="A toolkit to serve: MODULE:OBJECT (repeatable).", show_default=False),
-    ] = None,
+    toolkit: Toolkits = None,
     blueprint: Annotated[
         str | None,
         typer.Option("--blueprint", help="Also serve the MCP servers this blueprint declares.", show_default=False),

@@ -1,12 +1,13 @@
 """The command-line options several commands share, declared once (typer ``Annotated`` aliases).
 
 ``run``, ``serve``, ``worker``, ``replay``, ``eval``, ``mcp serve`` and ``exec`` take these with the same
-name, type and help; a new host option is one alias here and one field of
-:class:`~codeact.engine.agent.BuildOptions`, mapped by :func:`call_budgets` and each command's one helper.
+name, type and help (each command's own options stay in its module). A new host option is one alias here
+and one field of :class:`~codeact.engine.agent.BuildOptions`, mapped in each command's one helper.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from codeact.toolkits import CallBudgets, ToolkitRegistry
 
 __all__ = [
+    "AllowSandboxDeclaration",
+    "Artifacts",
     "BaseUrl",
     "Isolation",
     "MaxRoundBytes",
@@ -32,6 +35,12 @@ __all__ = [
 Toolkits = Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")]
 StoreUrl = Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")]
 BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")]
+AllowSandboxDeclaration = Annotated[
+    bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
+]
+Artifacts = Annotated[
+    Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
+]
 Isolation = Annotated[str, typer.Option("--isolation", help="bwrap (default) or process (weaker).")]
 MaxRoundSeconds = Annotated[
     float | None,

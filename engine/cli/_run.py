@@ -24,6 +24,8 @@ import typer
 from codeact.engine.cli import _run_flags as flag
 from codeact.engine.cli._drive import EXIT_FAILED, EXIT_USAGE, drive
 from codeact.engine.cli._options import (
+    AllowSandboxDeclaration,
+    Artifacts,
     BaseUrl,
     Isolation,
     MaxRoundBytes,
@@ -66,7 +68,7 @@ def run_command(
     sandbox: flag.Sandbox = None,
     isolation: Isolation = "bwrap",
     runtime: flag.Runtime = None,
-    allow: flag.Allow = False,
+    allow: AllowSandboxDeclaration = False,
     max_round_seconds: MaxRoundSeconds = None,
     max_round_calls: MaxRoundCalls = None,
     max_run_calls: MaxRunCalls = None,
@@ -76,7 +78,7 @@ def run_command(
     approve_all: flag.ApproveAll = False,
     deny_all: flag.DenyAll = False,
     json_output: flag.Json = False,
-    artifacts: flag.Artifacts = None,
+    artifacts: Artifacts = None,
     trace: flag.Trace = None,
     user: flag.User = None,
     queue: flag.Queue = None,

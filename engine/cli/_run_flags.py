@@ -42,13 +42,9 @@ Sandbox = Annotated[str | None, typer.Option("--sandbox", help="subprocess or do
 Runtime = Annotated[
     str | None, typer.Option("--runtime", help="docker only: runc or gvisor (default: the blueprint's, runc).")
 ]
-Allow = Annotated[bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")]
 ApproveAll = Annotated[bool, typer.Option("--approve-all", help="Approve every approval request.")]
 DenyAll = Annotated[bool, typer.Option("--deny-all", help="Deny every approval request.")]
 Json = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")]
-Artifacts = Annotated[
-    Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
-]
 Trace = Annotated[
     Path | None, typer.Option("--trace", help="Write the run's OpenTelemetry spans to this file (JSON lines).")
 ]
