@@ -30,7 +30,7 @@ from codeact.toolkits import CallRecord, ToolkitBridge, ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.store import RoundRecord, Store
-    from codeact.sandbox import RpcHandler, Sandbox
+    from codeact.sandbox import RpcHandler, Sandbox, SandboxSpec
 
 __all__ = ["ReplayReport", "RoundReplay", "replay_session", "sandbox_note", "session_hash_seed"]
 
@@ -51,7 +51,7 @@ class RoundReplay:
     differences: tuple[str, ...] = ()
     duration_s: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object."""
         return {
             "round": self.index,
@@ -76,7 +76,7 @@ class ReplayReport:
         """True when no round mismatched and every recorded round could be read."""
         return self.problem is None and all(r.status != "mismatch" for r in self.rounds)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """``{"session_id", "live", "ok", "rounds": [...]}``."""
         return {
             "session_id": self.session_id,
@@ -138,7 +138,7 @@ def _unfinished(record: RoundRecord, calls: list[CallRecord]) -> tuple[list[Call
     return answered, hung
 
 
-def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[str, Any]:
+def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[str, object]:
     """What a session records (``extra.sandbox``) so a replay rebuilds the sandbox it ran in.
 
     Args:
@@ -147,7 +147,7 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
             (or lets finish) the same code the same way.
     """
     policy = sandbox.policy
-    note: dict[str, Any] = {
+    note: dict[str, object] = {
         "backend": sandbox.backend,
         "restricted": policy.restricted,
         "imports": sorted(policy.allowed_imports),
@@ -159,7 +159,7 @@ def sandbox_note(sandbox: Sandbox, *, deadline_s: float | None = None) -> dict[s
     return note
 
 
-def session_hash_seed(note: Any) -> int:
+def session_hash_seed(note: object) -> int:
     """The string-hash seed of a session: the one its sandbox note recorded, else a new one.
 
     Every sandbox process of a session (each round's, a resumed run's, Docker's, a replay's) runs
@@ -184,36 +184,46 @@ def _uncut(text: str) -> str:
     return _CUT_MARKER.sub(r"\n... [\1 bytes cut] ...\n", text)
 
 
-def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
-    def make(handler: RpcHandler) -> Sandbox:
-        from codeact.sandbox import DockerSandbox, SubprocessSandbox
-        from codeact.sandbox.policy import Policy
+def _sandbox_spec(note: Mapping[str, Any]) -> SandboxSpec:
+    """The sandbox a session's note (:func:`sandbox_note`) records: the same backend, policy, isolation and runtime."""
+    from codeact.engine.agent.sandboxes import noted_environment
+    from codeact.sandbox import SandboxSpec
+    from codeact.sandbox.policy import Policy
 
-        policy = Policy(
-            restricted=bool(note.get("restricted", True)),
-            allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
-        )
-        from codeact.engine.agent.sandboxes import noted_environment
-
-        docker = note.get("backend") == "docker"
-        # The declared packages, from the environment cache.
-        env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
+    policy = Policy(
+        restricted=bool(note.get("restricted", True)),
+        allowed_imports=frozenset(note.get("imports") or Policy().allowed_imports),
+    )
+    docker = note.get("backend") == "docker"
+    # The declared packages, from the environment cache.
+    env = noted_environment(note.get("env"), "docker" if docker else "subprocess")
+    if docker:
         # A session recorded on gVisor replays on gVisor: never on a weaker runtime.
         gvisor = note.get("runtime") == "gvisor" or str(note.get("isolation", "")).startswith("docker(gvisor")
-        runtime: Literal["runc", "gvisor"] = "gvisor" if gvisor else "runc"
-        if docker:
-            if env is not None and env.image is not None:
-                from codeact.sandbox.env import MOUNT_POINT
+        image = env.image if env is not None else None
+        from codeact.sandbox.env import MOUNT_POINT
 
-                return DockerSandbox(
-                    policy=policy, bridge=handler, image=env.image, sys_path=(MOUNT_POINT,), runtime=runtime
-                )
-            return DockerSandbox(policy=policy, bridge=handler, runtime=runtime)
-        weak = str(note.get("isolation", "")).startswith("process")
-        env_dir = str(env.site) if env is not None and env.site is not None else None
-        return SubprocessSandbox(
-            policy=policy, bridge=handler, isolation="process" if weak else "bwrap", env_dir=env_dir
+        return SandboxSpec(
+            backend="docker",
+            policy=policy,
+            image=image,
+            sys_path=(MOUNT_POINT,) if image is not None else (),
+            runtime="gvisor" if gvisor else "runc",
         )
+    weak = str(note.get("isolation", "")).startswith("process")
+    return SandboxSpec(
+        backend="subprocess",
+        policy=policy,
+        isolation="process" if weak else "bwrap",
+        env_dir=str(env.site) if env is not None and env.site is not None else None,
+    )
+
+
+def _sandbox_from_note(note: Mapping[str, Any]) -> Callable[[RpcHandler], Sandbox]:
+    def make(handler: RpcHandler) -> Sandbox:
+        from codeact.sandbox import open_sandbox
+
+        return open_sandbox(_sandbox_spec(note), bridge=handler)
 
     return make
 
@@ -222,7 +232,7 @@ def _calls(record: RoundRecord) -> list[CallRecord]:
     return [CallRecord.from_json(c) for c in record.calls]
 
 
-def _diff_variables(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+def _diff_variables(expected: Mapping[str, object], actual: Mapping[str, object]) -> list[str]:
     out = []
     for name in sorted(set(expected) | set(actual)):
         if name not in actual:
@@ -234,7 +244,7 @@ def _diff_variables(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> l
     return out
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -289,7 +299,7 @@ async def replay_session(
     if sandbox_factory is None:
         sandbox_factory = _sandbox_from_note(note)
     results: list[RoundReplay] = []
-    previous: dict[str, Any] = {}
+    previous: dict[str, object] = {}
     seed = note.get("hash_seed")
     async with sandbox_factory(switch) as sandbox:
         if type(seed) is int:
@@ -331,7 +341,7 @@ async def _replay_round(
     sandbox: Sandbox,
     switch: _Switch,
     record: RoundRecord,
-    variables: dict[str, Any],
+    variables: dict[str, object],
     registry: ToolkitRegistry,
     grants: dict[str, Any],
     known: bool,

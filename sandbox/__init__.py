@@ -7,6 +7,7 @@ from codeact.sandbox.base import Limits, RuntimeWorker, Sandbox
 from codeact.sandbox.channel import Channel, RpcHandler
 from codeact.sandbox.docker_sandbox import DockerSandbox
 from codeact.sandbox.errors import IsolationUnavailableError, SandboxError, SandboxImageMissingError
+from codeact.sandbox.open import SandboxSpec, open_sandbox
 from codeact.sandbox.policy import DEFAULT_IMPORTS, CompiledCode, CompileFailure, Policy, compile_code
 from codeact.sandbox.result import ExecutionError, ExecutionResult, Uncaptured
 from codeact.sandbox.subprocess_sandbox import SubprocessSandbox
@@ -28,7 +29,9 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxImageMissingError",
+    "SandboxSpec",
     "SubprocessSandbox",
     "Uncaptured",
     "compile_code",
+    "open_sandbox",
 ]

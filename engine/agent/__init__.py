@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from codeact.engine.agent._input import RunConfig
-from codeact.engine.agent.agent import Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
+from codeact.engine.agent._assemble import (
+    BuildOptions,
+    assemble,
+    assemble_spec,
+    close_now,
+    load_blueprint,
+    mcp_toolkits,
+    model_routes,
+    open_owned,
+    toolkit_registry,
+)
+from codeact.engine.agent._input import RunConfig, context_text
+from codeact.engine.agent.agent import KEEP, Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
 from codeact.engine.agent.context import Outcome, RunContext
 from codeact.engine.agent.hooks import (
     Hook,
@@ -18,10 +29,12 @@ from codeact.engine.agent.hooks import (
 
 __all__ = [
     "Agent",
+    "BuildOptions",
     "Hook",
     "HookContext",
     "HookResult",
     "Jump",
+    "KEEP",
     "ModelCall",
     "ModelInterceptor",
     "Outcome",
@@ -31,6 +44,15 @@ __all__ = [
     "SandboxFactory",
     "ToolCall",
     "ToolInterceptor",
+    "assemble",
+    "assemble_spec",
+    "close_now",
+    "context_text",
     "default_sandbox_factory",
     "grants_for",
+    "load_blueprint",
+    "mcp_toolkits",
+    "model_routes",
+    "open_owned",
+    "toolkit_registry",
 ]

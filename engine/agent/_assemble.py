@@ -1,29 +1,36 @@
-"""Assembling an :class:`~codeact.engine.agent.Agent` from a blueprint file.
+"""Assembling an :class:`~codeact.engine.agent.Agent` from a blueprint, with one :class:`BuildOptions` value.
 
-The one path ``codeact run`` and ``Agent.from_blueprint`` share: model routes, toolkit registry,
-store, factory, sandbox.
+The one path every entry point shares (``Agent.from_blueprint``, a flow's agents, ``codeact.engine.build``
+and so ``codeact run/serve/worker/eval``, the runner, a queued run): model routes, toolkit registry, MCP
+servers, store, factory, sandbox. What it opened the agent owns (:meth:`Lifecycle.own`) and closes.
 """
 
 from __future__ import annotations
 
 import os
 from collections import ChainMap
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 if TYPE_CHECKING:
     from codeact.engine.agent._lifecycle import Lifecycle
-    from codeact.engine.blueprint import Blueprint
+    from codeact.engine.agent.hooks import Hook, ModelInterceptor, ToolInterceptor
+    from codeact.engine.agent.support import Approver
+    from codeact.engine.blueprint import AgentSpec, Blueprint
     from codeact.engine.model import ModelClient, ModelSettings
     from codeact.engine.store import Store
-    from codeact.toolkits import ToolkitRegistry
+    from codeact.toolkits import CallBudgets, ToolkitRegistry
+    from codeact.toolkits.mcp import McpToolkit
 
 __all__ = [
     "API_KEY_VARIABLE",
+    "BuildOptions",
     "assemble",
+    "assemble_spec",
+    "load_blueprint",
     "mcp_toolkits",
     "model_routes",
     "offered_registry",
@@ -34,6 +41,64 @@ __all__ = [
 ]
 
 AgentT = TypeVar("AgentT", bound="Lifecycle")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions:
+    """What a host chooses when it builds an agent or a flow from a blueprint: one value, every entry point.
+
+    The model route (``model`` ... ``api_key``) overrides the blueprint's; the sandbox choice overrides its
+    ``sandbox.backend``/``runtime``; the limits are caps a blueprint may ask for less than, never more.
+
+    Attributes:
+        model: A litellm model (``openai/gpt-4.1-mini``); default the blueprint's, a profile or ``$CODEACT_MODEL``.
+        provider: The model provider (``openai-compatible``, ...).
+        base_url: Base URL of an OpenAI-compatible model server.
+        profile: A profile of ``profiles.yaml``.
+        protocol: ``chat``, ``completion`` (raw FIM) or ``responses`` (litellm's Responses API route).
+        api_key: The key of every model route, held by the model client alone (never recorded).
+        store: ``sqlite:///PATH``, ``redis://...`` or a ``Store`` (left open: its owner closes it).
+        sandbox: ``subprocess`` or ``docker``; default the blueprint's ``sandbox.backend``.
+        isolation: ``bwrap`` or ``process`` (weaker) for the subprocess sandbox.
+        runtime: ``runc`` or ``gvisor`` for the Docker sandbox; default the blueprint's.
+        allow_sandbox_declaration: Accept the blueprint's ``sandbox`` block.
+        max_round_seconds: The most seconds of code per round a blueprint may ask for (default 600).
+        call_budgets: The host's caps on toolkit calls and bridge bytes per round and per run
+            (``toolkits.CallBudgets``; None: ``toolkits.DEFAULT_BUDGETS``).
+        strict: Refuse a blueprint the validator warns about (``blueprint.validation.strict``).
+        approver: Asked when a call needs approval; None denies such calls with a reason.
+        hooks: Before/after agent and model hooks.
+        interceptors: Model and tool interceptors (first registered is outermost).
+        stream: Stream model replies as ``message.delta`` events.
+        user: Who the agent acts for (memory scope, toolkit context).
+        output_type: What the final answer must be (a JSON Schema dict or a pydantic model class).
+    """
+
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    profile: str | None = None
+    protocol: Literal["chat", "completion", "responses"] | None = None
+    api_key: str | None = None
+    store: str | Store | None = None
+    sandbox: Literal["subprocess", "docker"] | None = None
+    isolation: Literal["bwrap", "process"] = "bwrap"
+    runtime: Literal["runc", "gvisor"] | None = None
+    allow_sandbox_declaration: bool = False
+    max_round_seconds: float | None = None
+    call_budgets: CallBudgets | None = None
+    strict: bool = False
+    approver: Approver | None = None
+    hooks: Sequence[Hook] = ()
+    interceptors: Sequence[ModelInterceptor | ToolInterceptor] = ()
+    stream: bool = True
+    user: str | None = None
+    output_type: object = None
+
+    @property
+    def overrides_model(self) -> bool:
+        """Whether the caller named a model route (the blueprint's ``model`` block is then rewritten)."""
+        return any((self.model, self.provider, self.base_url, self.profile))
 
 
 def scripted_relative(model: str, base: Path | None) -> str:
@@ -74,16 +139,7 @@ def responses_route(settings: ModelSettings) -> ModelSettings:
     return replace(settings, model=f"responses/{model}", provider=settings.provider or "openai")
 
 
-def model_routes(
-    bp: Blueprint,
-    *,
-    model: str | None,
-    provider: str | None,
-    base_url: str | None,
-    profile: str | None,
-    protocol: str | None,
-    api_key: str | None = None,
-) -> tuple[ModelClient, Blueprint]:
+def model_routes(bp: Blueprint, options: BuildOptions) -> tuple[ModelClient, Blueprint]:
     """The model client of the run, and the blueprint rewritten to name the model that was chosen.
 
     The caller (``--model``, ``--provider``, ``--base-url``, ``--profile``) and profiles may pick
@@ -103,18 +159,19 @@ def model_routes(
     from codeact.engine.blueprint.models import CodeActBlock, ModelBlock, WorkflowBlock
     from codeact.engine.model import ModelClient, resolve_model_routes
 
-    responses = protocol == "responses"
-    if responses:
+    responses = options.protocol == "responses"
+    # ``responses`` is chat messages on another route: the prompt is built for chat.
+    protocol: Literal["chat", "completion"] | None = "completion" if options.protocol == "completion" else None
+    if responses or options.protocol == "chat":
         protocol = "chat"
     workflow = bp.workflow or WorkflowBlock()
     codeact = workflow.codeact or CodeActBlock()
-    chosen: Any = protocol or codeact.protocol
     routes = resolve_model_routes(
-        model=model,
-        provider=provider,
-        base_url=base_url,
-        profile=profile,
-        protocol=chosen,
+        model=options.model,
+        provider=options.provider,
+        base_url=options.base_url,
+        profile=options.profile,
+        protocol=protocol or cast("Literal['chat', 'completion'] | None", codeact.protocol),
         blueprint_model=bp.model,
     )
     base = bp.source_path.parent if bp.source_path is not None else None
@@ -125,12 +182,13 @@ def model_routes(
     }
     if responses:
         routes = {p: responses_route(s) for p, s in routes.items()}
+    api_key = options.api_key
     if api_key:
         routes = {p: replace(s, api_key_env=API_KEY_VARIABLE) for p, s in routes.items()}
     code = routes.get("code") or next(iter(routes.values()))
     block = bp.model or ModelBlock()
-    update: dict[str, Any] = {}
-    if bp.model is None or not block.model or any((model, provider, base_url, profile)):
+    update: dict[str, object] = {}
+    if bp.model is None or not block.model or options.overrides_model:
         update["model"] = block.model_copy(
             update={"model": code.model, "provider": provider_of(code.model, code.provider, block.provider)}
         )
@@ -181,7 +239,7 @@ def offered_registry(toolkits: Iterable[object] | ToolkitRegistry | None) -> tup
     return registry, names
 
 
-def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
+def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[McpToolkit]:
     """Register the blueprint's MCP servers (``toolkits[].mcp``) and A2A agents (``toolkits[].a2a``) in ``registry``.
 
     Returns the MCP toolkits, to close when the run ends.
@@ -197,7 +255,7 @@ def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
     if not entries:
         return []
     base = str(bp.source_path.parent) if bp.source_path is not None else None
-    started: list[Any] = []
+    started: list[McpToolkit] = []
     try:
         for entry in entries:
             ref = (entry.ref or "").strip()
@@ -218,31 +276,37 @@ def mcp_toolkits(bp: Blueprint, registry: ToolkitRegistry) -> list[Any]:
     return started
 
 
+def load_blueprint(blueprint: str | PathLike[str] | Blueprint) -> Blueprint:
+    """``blueprint`` as it is, or loaded from its path.
+
+    Raises:
+        BlueprintLoadError: The file cannot be read or parsed.
+    """
+    from codeact.engine.blueprint import Blueprint, load_path
+
+    return blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
+
+
 def assemble(
     cls: Callable[..., AgentT],
     blueprint: str | PathLike[str] | Blueprint,
     *,
     toolkits: Iterable[object] | ToolkitRegistry | None,
-    model: str | None,
-    provider: str | None,
-    base_url: str | None,
-    profile: str | None,
-    protocol: Literal["chat", "completion"] | None,
-    store: str | Store | None,
-    sandbox: Literal["subprocess", "docker"] | None,
-    isolation: Literal["bwrap", "process"],
-    allow_sandbox_declaration: bool,
-    extra: dict[str, Any],
-    max_round_seconds: float | None = None,
-    strict: bool = False,
+    options: BuildOptions,
 ) -> AgentT:
-    """Build ``cls`` from a blueprint (see ``Agent.from_blueprint``); closes what it opened on failure."""
-    from codeact.engine.agent._wiring import default_sandbox_factory
-    from codeact.engine.blueprint import AgentFactory, Blueprint, HostContext, load_path, print_warnings
-    from codeact.engine.store import Store, open_store
+    """Build ``cls`` from an agent blueprint (see ``Agent.from_blueprint``); closes what it opened on failure.
 
-    bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
-    if bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow":
+    Raises:
+        BlueprintLoadError: The file cannot be read or parsed.
+        BlueprintFactoryError: The blueprint is a flow, or invalid for this host (its report is attached).
+        ModelError: No model could be chosen, or a profile is missing.
+        ToolkitError: A toolkit cannot be loaded, or an MCP server did not start.
+        StoreError: The store URL is invalid.
+    """
+    from codeact.engine.blueprint import is_flow
+
+    bp = load_blueprint(blueprint)
+    if is_flow(bp):
         from codeact.engine.errors import BlueprintFactoryError
 
         raise BlueprintFactoryError(
@@ -251,54 +315,94 @@ def assemble(
             code="blueprint.flow.isAFlow",
         )
     registry, offered = offered_registry(toolkits)
-    client, bp = model_routes(bp, model=model, provider=provider, base_url=base_url, profile=profile, protocol=protocol)
-    owned: list[Any] = [client]
+    client, bp = model_routes(bp, options)
+    owned: list[object] = [client]
     try:
         owned.extend(mcp_toolkits(bp, registry))
+        store = open_owned(options.store, owned)
+        agent = assemble_spec(cls, bp, model=client, registry=registry, store=store, options=options, offered=offered)
     except BaseException:
-        _close_now(owned)
+        close_now(owned)
         raise
-    opened = store if isinstance(store, Store) else open_store(store)
-    if opened is not store:
-        owned.append(opened)
-    try:
-        spec = AgentFactory().create(
-            bp,
-            HostContext(
-                model_client=client,
-                toolkit_registry=registry,
-                store=opened,
-                approval_callback=extra.get("approver"),
-                allow_sandbox_declaration=allow_sandbox_declaration,
-                max_round_seconds=max_round_seconds,
-                strict=strict,
-                offered_toolkits=offered,
-            ),
-        )
-        print_warnings(spec.warnings)  # before the run, where the author looks (stderr)
-        agent = cls(
-            spec,
-            model=client,
-            store=opened,
-            registry=registry,
-            sandbox_factory=default_sandbox_factory(backend=sandbox, isolation=isolation),
-            **extra,
-        )
-    except BaseException:
-        _close_now(owned)
-        raise
-    agent._owned = tuple(owned)
+    agent.own(owned)
     return agent
 
 
-def _close_now(resources: list[Any]) -> None:
+def open_owned(store: str | Store | None, owned: list[object]) -> Store:
+    """The store ``store`` names (opened, and added to ``owned``), or the ``Store`` object given (left open).
+
+    Raises:
+        StoreError: The store URL is invalid.
+    """
+    from codeact.engine.store import Store, open_store
+
+    if isinstance(store, Store):
+        return store
+    opened = open_store(store)
+    owned.append(opened)
+    return opened
+
+
+def assemble_spec(
+    cls: Callable[..., AgentT],
+    bp: Blueprint,
+    *,
+    model: ModelClient,
+    registry: ToolkitRegistry,
+    store: Store,
+    options: BuildOptions,
+    offered: tuple[str, ...] = (),
+    warn: bool = True,
+) -> AgentT:
+    """The factory's spec of ``bp`` for this host, and ``cls`` built on it (an agent of a flow too).
+
+    ``warn`` prints the spec's warnings on stderr (a flow printed its agents' already).
+    """
+    from codeact.engine.agent._wiring import default_sandbox_factory
+    from codeact.engine.blueprint import AgentFactory, HostContext, print_warnings
+
+    spec: AgentSpec = AgentFactory().create(
+        bp,
+        HostContext(
+            model_client=model,
+            toolkit_registry=registry,
+            store=store,
+            approval_callback=options.approver,
+            allow_sandbox_declaration=options.allow_sandbox_declaration,
+            max_round_seconds=options.max_round_seconds,
+            call_budgets=options.call_budgets,
+            strict=options.strict,
+            offered_toolkits=offered,
+        ),
+    )
+    if warn:
+        print_warnings(spec.warnings)  # before the run, where the author looks (stderr)
+    return cls(
+        spec,
+        model=model,
+        store=store,
+        registry=registry,
+        sandbox_factory=default_sandbox_factory(
+            backend=options.sandbox, isolation=options.isolation, runtime=options.runtime
+        ),
+        approver=options.approver,
+        hooks=options.hooks,
+        interceptors=options.interceptors,
+        stream=options.stream,
+        user=options.user,
+        output_type=options.output_type,
+    )
+
+
+def close_now(resources: Sequence[object]) -> None:
     """Close resources that never served a run (no connection was opened yet; nothing to await on a loop)."""
     import asyncio
 
+    from codeact.engine.agent._lifecycle import close_resource
+
     async def _close() -> None:
         for resource in resources:
-            closer = getattr(resource, "aclose", None) or resource.close
-            await closer()
+            await close_resource(resource)
 
     try:
         asyncio.get_running_loop()

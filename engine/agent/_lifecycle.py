@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from typing import Any, Self
+from collections.abc import Iterable
+from typing import Self
 
 from codeact.engine.errors import CodeactError
 
@@ -17,12 +18,19 @@ from codeact.engine.errors import CodeactError
 class Lifecycle:
     """Owned resources, the ``run_sync`` loop, and closing them (a mixin; ``_init_lifecycle`` in ``__init__``)."""
 
-    _owned: tuple[Any, ...]
+    _owned: tuple[object, ...]
     _runner: asyncio.Runner | None
 
     def _init_lifecycle(self) -> None:
         self._owned = ()
         self._runner = None
+
+    def own(self, resources: Iterable[object]) -> None:
+        """Take ``resources`` (model clients, a store, MCP servers: anything with ``aclose()`` or ``close()``).
+
+        They are closed, in the order given, by :meth:`aclose` / :meth:`close`, after those owned before.
+        """
+        self._owned = (*self._owned, *resources)
 
     def _sync_runner(self, misuse: str) -> asyncio.Runner:
         """The loop ``run_sync`` runs on (made once); ``misuse`` is the error when a loop already runs here."""
@@ -42,8 +50,7 @@ class Lifecycle:
         """Close what :meth:`from_blueprint` opened (model clients, the store)."""
         owned, self._owned = self._owned, ()
         for resource in owned:
-            closer = getattr(resource, "aclose", None) or resource.close
-            await closer()
+            await close_resource(resource)
 
     def close(self) -> None:
         """Close what was opened, and the event loop of ``run_sync`` (from synchronous code).
@@ -86,6 +93,12 @@ class Lifecycle:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def close_resource(resource: object) -> None:
+    """Close ``resource``: its ``aclose()`` when it has one, else its ``close()`` (awaited when it is a coroutine)."""
+    closer = getattr(resource, "aclose", None) or getattr(resource, "close")  # noqa: B009 - any owned object
+    await closer()
 
 
 _closing: set[asyncio.Task[None]] = set()

@@ -26,7 +26,7 @@ from codeact.engine.agent._wiring import (
     prompt_config_for,
     registry_for,
 )
-from codeact.engine.agent.hooks import Hook
+from codeact.engine.agent.hooks import Hook, ModelInterceptor, ToolInterceptor
 from codeact.engine.agent.output import output_schema_for
 from codeact.engine.agent.support import Approver
 from codeact.engine.errors import CodeactError
@@ -40,7 +40,18 @@ if TYPE_CHECKING:
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
 
-__all__ = ["Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
+__all__ = ["KEEP", "Agent", "RunResult", "SandboxFactory", "default_sandbox_factory", "grants_for"]
+
+
+class _Keep:
+    """The type of :data:`KEEP`: "this agent's own" in :meth:`Agent.derive` (where None is a value)."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()
+"""Keep this agent's value (:meth:`Agent.derive`)."""
 
 
 class Agent(Lifecycle):
@@ -88,10 +99,10 @@ class Agent(Lifecycle):
         sandbox_factory: SandboxFactory | None = None,
         approver: Approver | None = None,
         hooks: Sequence[Hook] = (),
-        interceptors: Sequence[Any] = (),
+        interceptors: Sequence[ModelInterceptor | ToolInterceptor] = (),
         stream: bool = True,
         user: str | None = None,
-        output_type: Any = None,
+        output_type: object = None,
     ) -> None:
         self.spec = spec
         self.model = model
@@ -134,11 +145,11 @@ class Agent(Lifecycle):
         max_round_seconds: float | None = None,
         approver: Approver | None = None,
         hooks: Sequence[Hook] = (),
-        interceptors: Sequence[Any] = (),
+        interceptors: Sequence[ModelInterceptor | ToolInterceptor] = (),
         stream: bool = True,
         user: str | None = None,
         strict: bool = False,
-        output_type: Any = None,
+        output_type: object = None,
     ) -> Agent:
         """Build an agent from a blueprint file, the way ``codeact run`` does.
 
@@ -182,12 +193,9 @@ class Agent(Lifecycle):
             ToolkitError: A toolkit is not a toolkit or cannot be loaded.
             StoreError: The store URL is invalid.
         """
-        from codeact.engine.agent._assemble import assemble
+        from codeact.engine.agent._assemble import BuildOptions, assemble
 
-        return assemble(
-            cls,
-            blueprint,
-            toolkits=toolkits,
+        options = BuildOptions(
             model=model,
             provider=provider,
             base_url=base_url,
@@ -199,15 +207,14 @@ class Agent(Lifecycle):
             allow_sandbox_declaration=allow_sandbox_declaration,
             max_round_seconds=max_round_seconds,
             strict=strict,
-            extra={
-                "approver": approver,
-                "hooks": hooks,
-                "interceptors": interceptors,
-                "stream": stream,
-                "user": user,
-                "output_type": output_type,
-            },
+            approver=approver,
+            hooks=hooks,
+            interceptors=interceptors,
+            stream=stream,
+            user=user,
+            output_type=output_type,
         )
+        return assemble(cls, blueprint, toolkits=toolkits, options=options)
 
     async def run(
         self,
@@ -280,18 +287,41 @@ class Agent(Lifecycle):
 
     def _subagent(self, sub: SubagentSpec) -> Agent:
         """A sub-agent of this agent: its own spec, this agent's model, store, toolkits and approver (no streaming)."""
-        return Agent(
-            sub.spec,
-            model=self.model,
+        return self.derive(spec=sub.spec, stream=False, output_type=None)
+
+    def derive(
+        self,
+        *,
+        spec: AgentSpec | None = None,
+        model: ModelClient | None = None,
+        registry: ToolkitRegistry | None = None,
+        approver: Approver | None | _Keep = KEEP,
+        stream: bool | None = None,
+        user: str | None | _Keep = KEEP,
+        output_type: object | _Keep = KEEP,
+        grants: Iterable[str] = (),
+    ) -> Agent:
+        """An agent of this one's parts with some replaced (a sub-agent, a run with its own toolkits or model).
+
+        What is not given is this agent's (``KEEP``); ``grants`` names toolkits of ``registry`` the new agent
+        is granted whole (a run's ``attachments``). It owns nothing: this agent's resources stay this agent's.
+        """
+        derived = Agent(
+            spec if spec is not None else self.spec,
+            model=model if model is not None else self.model,
             store=self.store,
-            registry=self.registry,
+            registry=registry if registry is not None else self.registry,
             sandbox_factory=self.sandbox_factory,
-            approver=self.approver,
+            approver=self.approver if isinstance(approver, _Keep) else approver,
             hooks=self.hooks,
             interceptors=self.interceptors,
-            stream=False,
-            user=self.user,
+            stream=self.stream if stream is None else stream,
+            user=self.user if isinstance(user, _Keep) else user,
+            output_type=self.output_type if isinstance(output_type, _Keep) else output_type,
         )
+        for name in grants:
+            derived.grants[name] = "*"
+        return derived
 
     async def invoke(
         self,

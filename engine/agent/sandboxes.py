@@ -14,10 +14,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint import SandboxSettings
-    from codeact.sandbox import Limits, RpcHandler, Sandbox
+    from codeact.sandbox import Limits, RpcHandler, Sandbox, SandboxSpec
     from codeact.sandbox.env import Environment
 
-__all__ = ["declared_environment", "env_note", "limits_for", "make_sandbox", "noted_environment"]
+__all__ = [
+    "declared_environment",
+    "env_note",
+    "limits_for",
+    "make_sandbox",
+    "noted_environment",
+    "sandbox_spec",
+]
 
 Backend = Literal["subprocess", "docker"]
 
@@ -61,6 +68,48 @@ def declared_environment(
     return ensure_environment(spec, backend=backend, progress=progress)
 
 
+def sandbox_spec(
+    backend: Backend,
+    *,
+    limits: Limits | None = None,
+    imports: tuple[str, ...] = (),
+    env: Environment | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] = "runc",
+    cpus: float | None = None,
+) -> SandboxSpec:
+    """The spec of a sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules.
+
+    ``cpus`` is the Docker container's CPU quota (``sandbox.limits.cpus``; default 1.0).
+    """
+    from codeact.sandbox import SandboxSpec
+    from codeact.sandbox.env import MOUNT_POINT
+    from codeact.sandbox.policy import Policy
+
+    modules = sorted(env.modules) if env is not None else []
+    if backend == "docker":
+        from codeact.sandbox.docker_sandbox import full_python_policy
+
+        # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
+        image = env.image if env is not None else None
+        return SandboxSpec(
+            backend="docker",
+            limits=limits,
+            policy=full_python_policy().widen(*imports, *modules) if (modules or imports) else None,
+            image=image,
+            sys_path=(MOUNT_POINT,) if image is not None else (),
+            cpus=float(cpus) if cpus is not None else 1.0,
+            runtime=runtime,
+        )
+    return SandboxSpec(
+        backend="subprocess",
+        limits=limits,
+        policy=Policy().widen(*imports, *modules),
+        isolation=isolation,
+        env_dir=str(env.site) if env is not None and env.site is not None else None,
+    )
+
+
 def make_sandbox(
     backend: Backend,
     *,
@@ -72,49 +121,23 @@ def make_sandbox(
     runtime: Literal["runc", "gvisor"] = "runc",
     cpus: float | None = None,
 ) -> Sandbox:
-    """A sandbox of ``backend`` with the import policy widened by ``imports`` and ``env``'s modules.
+    """The sandbox of :func:`sandbox_spec`, opened by :func:`codeact.sandbox.open_sandbox`."""
+    from codeact.sandbox import open_sandbox
 
-    ``cpus`` is the Docker container's CPU quota (``sandbox.limits.cpus``; default 1.0).
-    """
-    from codeact.sandbox import DockerSandbox, SubprocessSandbox
-    from codeact.sandbox.env import MOUNT_POINT
-    from codeact.sandbox.policy import Policy
-
-    modules = sorted(env.modules) if env is not None else []
-    if backend == "docker":
-        from codeact.sandbox.docker_sandbox import full_python_policy
-
-        # The container is the boundary: full CPython, the whole stdlib, plus the environment's packages.
-        policy = full_python_policy().widen(*imports, *modules) if (modules or imports) else None
-        quota = float(cpus) if cpus is not None else 1.0
-        if env is not None and env.image is not None:
-            return DockerSandbox(
-                limits=limits,
-                bridge=handler,
-                policy=policy,
-                image=env.image,
-                sys_path=(MOUNT_POINT,),
-                cpus=quota,
-                runtime=runtime,
-            )
-        return DockerSandbox(limits=limits, bridge=handler, policy=policy, cpus=quota, runtime=runtime)
-    return SubprocessSandbox(
-        limits=limits,
-        policy=Policy().widen(*imports, *modules),
-        bridge=handler,
-        isolation=isolation,
-        env_dir=str(env.site) if env is not None and env.site is not None else None,
+    spec = sandbox_spec(
+        backend, limits=limits, imports=imports, env=env, isolation=isolation, runtime=runtime, cpus=cpus
     )
+    return open_sandbox(spec, bridge=handler)
 
 
-def env_note(settings: SandboxSettings) -> dict[str, Any] | None:
+def env_note(settings: SandboxSettings) -> dict[str, object] | None:
     """What a session records (``extra.sandbox.env``) so a replay runs in the same environment."""
     if not settings.packages and settings.preset is None:
         return None
     return {"packages": list(settings.packages), "preset": settings.preset}
 
 
-def noted_environment(note: Any, backend: Backend) -> Environment | None:
+def noted_environment(note: object, backend: Backend) -> Environment | None:
     """The environment an ``env_note`` names (from the cache, or built again), or None for no note.
 
     Raises:

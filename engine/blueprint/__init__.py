@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from codeact.engine.blueprint._flow import agent_name, is_flow
+from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.bundle import MAX_BUNDLE_BYTES, pack_blueprint, unpack_blueprint
 from codeact.engine.blueprint.factory import (
     DEFAULT_MAX_TURNS,
@@ -92,15 +94,18 @@ __all__ = [
     "ToolkitGrant",
     "ValidationIssue",
     "ValidationReport",
+    "agent_name",
     "blueprint_hash",
     "builtin_names",
     "format_factory_error",
     "format_load_error",
     "granted_toolkits",
+    "is_flow",
     "load_path",
     "load_stream",
     "load_text",
     "pack_blueprint",
+    "parse_yaml",
     "print_warnings",
     "render_instructions",
     "sandbox_declared",

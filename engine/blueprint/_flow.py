@@ -41,6 +41,11 @@ def _trim(value: str | None) -> str | None:
     return stripped or None
 
 
+def is_flow(bp: Blueprint) -> bool:
+    """True for a flow blueprint (``workflow.mode: flow``): the one test every builder and runner asks."""
+    return bp.workflow is not None and _trim(bp.workflow.mode) == "flow"
+
+
 def agent_name(entry_name: str | None, child: Blueprint | None, index: int) -> str:
     """The name of ``flow.agents[index]``: its ``name``, else its blueprint's id, else ``agent<index>``."""
     return _trim(entry_name) or (_trim(child.id) if child is not None else None) or f"agent{index + 1}"

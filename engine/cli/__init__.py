@@ -21,6 +21,7 @@ from codeact.engine.cli import (
     _memory,
     _models,
     _queue,
+    _replay,
     _run,
     _sandbox,
     _serve,
@@ -66,6 +67,7 @@ def _root(
 for _module in (
     _validate,
     _run,
+    _replay,
     _exec,
     _toolkits,
     _sandbox,

@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from codeact.engine.cli._options import BaseUrl, Isolation
+
 __all__ = ["eval_command", "register"]
 
 EXIT_OK = 0
@@ -45,13 +47,13 @@ def eval_command(
     blueprint: Annotated[
         Path | None, typer.Option("--blueprint", help="A blueprint the generated ones extend (instructions, model).")
     ] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of an OpenAI-compatible server.")] = None,
+    base_url: BaseUrl = None,
     task: Annotated[list[str] | None, typer.Option("--task", help="Only these task ids or id prefixes.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="At most this many tasks.")] = None,
     per_domain: Annotated[int | None, typer.Option("--per-domain", min=1, help="At most N tasks per domain.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Run tasks again even when a result file exists.")] = False,
     sandbox: Annotated[str, typer.Option("--sandbox", help="subprocess or docker.")] = "subprocess",
-    isolation: Annotated[str, typer.Option("--isolation", help="bwrap (default) or process.")] = "bwrap",
+    isolation: Isolation = "bwrap",
     max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Rounds per task.")] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse a --blueprint the validator warns about (exit 1).")

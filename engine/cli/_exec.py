@@ -21,9 +21,11 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from codeact.engine.cli._options import AllowSandboxDeclaration, Artifacts, Toolkits
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint import SandboxSettings
@@ -78,13 +80,14 @@ def _make_sandbox(
             runtime="gvisor" if runtime == "gvisor" or settings.runtime == "gvisor" else "runc",
             cpus=settings.limits.cpus,
         )
-    if kind == "subprocess":
-        return sandbox.SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
-    docker_cls = getattr(sandbox, "DockerSandbox", None)
-    if docker_cls is None:
-        raise sandbox.SandboxError("the Docker sandbox backend is not available in this installation")
-    created: Sandbox = docker_cls(bridge=bridge, runtime=runtime)
-    return created
+    return sandbox.open_sandbox(
+        sandbox.SandboxSpec(
+            backend="docker" if kind == "docker" else "subprocess",
+            isolation="process" if isolation == "process" else "bwrap",
+            runtime="gvisor" if runtime == "gvisor" else "runc",
+        ),
+        bridge=bridge,
+    )
 
 
 async def _run(
@@ -93,7 +96,7 @@ async def _run(
     kind: str,
     bridge: RpcHandler | None,
     isolation: str,
-    variables: dict[str, Any],
+    variables: dict[str, object],
     timeout: float,
     declared: _Declared | None = None,
     runtime: str = "runc",
@@ -232,9 +235,7 @@ def exec_command(
             metavar="subprocess|docker",
         ),
     ] = None,
-    toolkit: Annotated[
-        list[str] | None, typer.Option("--toolkit", help="A toolkit to grant, MODULE:OBJECT (repeatable).")
-    ] = None,
+    toolkit: Toolkits = None,
     session: Annotated[
         str | None,
         typer.Option("--session", help="Run as the next round of this session: variables restored, round recorded."),
@@ -257,12 +258,8 @@ def exec_command(
         Path | None,
         typer.Option("--blueprint", help="Run in the sandbox this blueprint declares (backend, packages, limits)."),
     ] = None,
-    allow_sandbox_declaration: Annotated[
-        bool, typer.Option("--allow-sandbox-declaration", help="Accept the blueprint's sandbox block.")
-    ] = False,
-    artifacts: Annotated[
-        Path | None, typer.Option("--artifacts", help="Write the files the code put in outputs/ to this folder.")
-    ] = None,
+    allow_sandbox_declaration: AllowSandboxDeclaration = False,
+    artifacts: Artifacts = None,
     runtime: Annotated[
         str,
         typer.Option(

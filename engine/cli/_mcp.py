@@ -9,9 +9,16 @@ Exit 2 when a toolkit cannot be loaded.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from codeact.engine.cli._options import Toolkits
+
+if TYPE_CHECKING:
+    from codeact.sandbox import Sandbox
+    from codeact.toolkits import ToolkitBridge
+    from codeact.toolkits.mcp import McpToolkit
 
 _mcp_app = typer.Typer(name="mcp", help="codeact and the Model Context Protocol.", no_args_is_help=True)
 
@@ -23,10 +30,7 @@ def register(app: typer.Typer) -> None:
 
 @_mcp_app.command("serve")
 def serve(
-    toolkit: Annotated[
-        list[str] | None,
-        typer.Option("--toolkit", help="A toolkit to serve: MODULE:OBJECT (repeatable).", show_default=False),
-    ] = None,
+    toolkit: Toolkits = None,
     blueprint: Annotated[
         str | None,
         typer.Option("--blueprint", help="Also serve the MCP servers this blueprint declares.", show_default=False),
@@ -48,7 +52,7 @@ def serve(
     if isolation not in ("bwrap", "process"):
         typer.echo(f"error: --isolation must be 'bwrap' or 'process', got {isolation!r}", err=True)
         raise typer.Exit(2)
-    started: list[Any] = []
+    started: list[McpToolkit] = []
     try:
         registry = load_registry(toolkit or [])
         if blueprint is not None:
@@ -59,10 +63,10 @@ def serve(
         typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
         raise typer.Exit(2) from None
 
-    def factory(bridge: Any) -> Any:
-        from codeact.sandbox import SubprocessSandbox
+    def factory(bridge: ToolkitBridge) -> Sandbox:
+        from codeact.sandbox import SandboxSpec, open_sandbox
 
-        return SubprocessSandbox(bridge=bridge, isolation="process" if isolation == "process" else "bwrap")
+        return open_sandbox(SandboxSpec(isolation="process" if isolation == "process" else "bwrap"), bridge=bridge)
 
     sessions = CodeSessions(registry, sandbox_factory=factory, timeout=timeout)
     server = build_server(registry, sessions)

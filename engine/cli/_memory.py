@@ -13,9 +13,12 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from codeact.engine.memory import MemoryManager
 
 from codeact.engine.errors import CodeactError
 
@@ -45,7 +48,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(memory)
 
 
-def _with_manager(store: str | None, action: Callable[[Any], Awaitable[_T]]) -> _T:
+def _with_manager(store: str | None, action: Callable[[MemoryManager], Awaitable[_T]]) -> _T:
     from codeact.engine.memory import MemoryManager, memory_backend
     from codeact.engine.store import open_store
 
@@ -113,15 +116,15 @@ def show_memory(
     if item is None:
         typer.echo(f"error: no memory {item_id!r}: see `codeact memory list`", err=True)
         raise typer.Exit(1)
-    data = item.to_json()
-    data["data"] = {k: v for k, v in data["data"].items() if k != "_embedding"}
+    fields = {k: v for k, v in item.data.items() if k != "_embedding"}
+    data = {**item.to_json(), "data": fields}
     if as_json:
         typer.echo(json.dumps(data, ensure_ascii=False, indent=1))
         return
     typer.echo(f"{item.kind} {item.id} ({item.scope}), created {_when(item.created_at)}, used {_when(item.used_at)}")
     typer.echo(f"approved: {'yes' if item.approved else 'no'}")
     typer.echo(f"title: {item.title}")
-    for key, value in data["data"].items():
+    for key, value in fields.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         typer.echo(f"{key}: {text}")
 
@@ -132,7 +135,7 @@ def delete_memory(
 ) -> None:
     """Delete memories by id (exit 1 when one does not exist)."""
 
-    async def run(manager: Any) -> list[str]:
+    async def run(manager: MemoryManager) -> list[str]:
         return [item_id for item_id in item_ids if not await manager.delete(item_id)]
 
     missing = _with_manager(store, run)
@@ -149,7 +152,7 @@ def approve_memory(
 ) -> None:
     """Mark experiences reviewed (retrieved by blueprints that require approval)."""
 
-    async def run(manager: Any) -> None:
+    async def run(manager: MemoryManager) -> None:
         for item_id in item_ids:
             await manager.approve(item_id, not revoke)
 
@@ -231,7 +234,7 @@ def prune_memory(
         experience=MemoryConfig().experience.model_copy(update=limits),
     )
 
-    async def run(manager: Any) -> int:
+    async def run(manager: MemoryManager) -> int:
         return int(await MemoryManager(manager.backend, config).prune(chosen))
 
     dropped = _with_manager(store, run)

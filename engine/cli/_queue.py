@@ -11,7 +11,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codeact.engine.cli._options import (
+    MaxRoundBytes,
+    MaxRoundCalls,
+    MaxRoundSeconds,
+    MaxRunBytes,
+    MaxRunCalls,
+    Toolkits,
+    call_budgets,
+)
+
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from codeact.engine.agent import RunConfig
 
 EXIT_OK = 0
@@ -25,7 +37,7 @@ def worker_command(
     ] = None,
     store: Annotated[str | None, typer.Option("--store", help="Default store URL of the runs (redis://...).")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Runs at once in this worker.")] = 2,
-    toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
+    toolkit: Toolkits = None,
     blueprints: Annotated[
         Path | None, typer.Option("--blueprints", help="Folder of blueprints runs may name by id.")
     ] = None,
@@ -38,14 +50,11 @@ def worker_command(
     run_timeout: Annotated[
         float | None, typer.Option("--run-timeout", help="Run time limit in seconds when a run names none.")
     ] = None,
-    max_round_seconds: Annotated[
-        float | None,
-        typer.Option(
-            "--max-round-seconds",
-            help="The most seconds of code per round a blueprint may ask for (default 600).",
-            min=0.001,
-        ),
-    ] = None,
+    max_round_seconds: MaxRoundSeconds = None,
+    max_round_calls: MaxRoundCalls = None,
+    max_run_calls: MaxRunCalls = None,
+    max_round_bytes: MaxRoundBytes = None,
+    max_run_bytes: MaxRunBytes = None,
     name: Annotated[str | None, typer.Option("--name", help="Worker name (default codeact-PID@HOST).")] = None,
     loglevel: Annotated[str, typer.Option("--loglevel", help="Celery log level.")] = "WARNING",
     strict: Annotated[
@@ -55,7 +64,7 @@ def worker_command(
     """Start a worker that takes queued runs until stopped (SIGTERM: finish the runs, then stop)."""
     import faulthandler
 
-    from codeact.engine.queue._worker import start_worker
+    from codeact.engine.queue import start_worker
 
     with contextlib.suppress(AttributeError, OSError, ValueError):  # a stderr without a file (tests, embedding)
         faulthandler.enable()  # a long-lived worker: a fatal signal prints every thread's stack to stderr
@@ -79,6 +88,12 @@ def worker_command(
             max_sandboxes=max_sandboxes,
             run_timeout_s=run_timeout,
             max_round_seconds=max_round_seconds,
+            call_budgets=call_budgets(
+                round_calls=max_round_calls,
+                run_calls=max_run_calls,
+                round_bytes=max_round_bytes,
+                run_bytes=max_run_bytes,
+            ),
             name=name,
             loglevel=loglevel,
             strict=strict,
@@ -194,7 +209,7 @@ def _check_blueprint(file: Path, *, strict: bool) -> int | None:
     return None
 
 
-def _render(event: dict[str, Any], console: Any) -> None:
+def _render(event: dict[str, Any], console: Console) -> None:
     from codeact.engine.events import event_from_json, render_event
 
     kind = str(event.get("type"))

@@ -26,10 +26,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from codeact.engine.cli._options import (
+    BaseUrl,
+    MaxRoundBytes,
+    MaxRoundCalls,
+    MaxRoundSeconds,
+    MaxRunBytes,
+    MaxRunCalls,
+    StoreUrl,
+    Toolkits,
+    call_budgets,
+)
 from codeact.engine.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from codeact.engine.queue import QueueRunManager
     from codeact.engine.runner import BlueprintRunner
+    from codeact.engine.store import Store
+    from codeact.toolkits import CallBudgets, ToolkitRegistry
 
 __all__ = ["register"]
 
@@ -58,14 +72,14 @@ def serve_command(
     ] = None,
     host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The port (0: any free port).", min=0, max=65535)] = 8000,
-    toolkit: Annotated[list[str] | None, typer.Option("--toolkit", help="MODULE:OBJECT (repeatable).")] = None,
-    store: Annotated[str | None, typer.Option("--store", help="Store URL (sqlite:///path, redis://...).")] = None,
+    toolkit: Toolkits = None,
+    store: StoreUrl = None,
     tokens_file: Annotated[
         list[Path] | None,
         typer.Option("--tokens-file", help="API tokens, one 'TOKEN' or 'TOKEN=RUNNER,...' a line (repeatable)."),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="litellm model for every runner.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="Base URL of the model server.")] = None,
+    base_url: BaseUrl = None,
     max_runs: Annotated[int, typer.Option("--max-runs", help="Runs at once at most (503 beyond).", min=1)] = 256,
     queue: Annotated[
         str | None, typer.Option("--queue", help="Enqueue runs on this Redis for `codeact worker`s (docs/scaling.md).")
@@ -73,14 +87,11 @@ def serve_command(
     sandbox: Annotated[
         str | None, typer.Option("--sandbox", help="subprocess or docker: where every runner's code runs.")
     ] = None,
-    max_round_seconds: Annotated[
-        float | None,
-        typer.Option(
-            "--max-round-seconds",
-            help="The most seconds of code per round a blueprint may ask for (default 600).",
-            min=0.001,
-        ),
-    ] = None,
+    max_round_seconds: MaxRoundSeconds = None,
+    max_round_calls: MaxRoundCalls = None,
+    max_run_calls: MaxRunCalls = None,
+    max_round_bytes: MaxRoundBytes = None,
+    max_run_bytes: MaxRunBytes = None,
     log_format: Annotated[
         str, typer.Option("--log-format", help="plain (key=value lines) or json (JSON lines), on stderr.")
     ] = "plain",
@@ -146,6 +157,12 @@ def serve_command(
             sandbox=sandbox,
             max_round_seconds=max_round_seconds,
             strict=strict,
+            budgets=call_budgets(
+                round_calls=max_round_calls,
+                run_calls=max_run_calls,
+                round_bytes=max_round_bytes,
+                run_bytes=max_run_bytes,
+            ),
         )
     except _Usage as exc:
         typer.echo(f"codeact serve: {exc}", err=True)
@@ -193,7 +210,7 @@ def serve_command(
     raise typer.Exit(EXIT_OK)
 
 
-async def _serve(server: Any, sock: socket.socket, store: Any, runners: list[BlueprintRunner]) -> None:
+async def _serve(server: Any, sock: socket.socket, store: Store, runners: list[BlueprintRunner]) -> None:
     try:
         await server.serve(sockets=[sock])
     finally:
@@ -257,7 +274,7 @@ def _is_blueprint(path: Path) -> bool:
     """
     import logging
 
-    from codeact.engine.blueprint._yaml import parse_yaml
+    from codeact.engine.blueprint import parse_yaml
     from codeact.engine.errors import CodeactError
     from codeact.engine.service._log import log_event
 
@@ -277,7 +294,7 @@ def _is_blueprint(path: Path) -> bool:
     return False
 
 
-def _registry(refs: list[str]) -> Any:
+def _registry(refs: list[str]) -> ToolkitRegistry:
     from codeact.toolkits import ToolkitError, load_registry
 
     try:
@@ -289,13 +306,14 @@ def _registry(refs: list[str]) -> Any:
 def _runners(
     files: list[Path],
     *,
-    registry: Any,
-    store: Any,
+    registry: ToolkitRegistry,
+    store: Store,
     model: str | None,
     base_url: str | None,
     sandbox: str | None = None,
     max_round_seconds: float | None = None,
     strict: bool = False,
+    budgets: CallBudgets | None = None,
 ) -> dict[str, BlueprintRunner]:
     from codeact.engine.runner import BlueprintRunner
 
@@ -306,6 +324,8 @@ def _runners(
         options["max_round_seconds"] = max_round_seconds
     if strict:
         options["strict"] = True
+    if budgets is not None:
+        options["call_budgets"] = budgets
     from codeact.engine.errors import CodeactError
 
     for file in files:
@@ -330,8 +350,13 @@ def _runners(
 
 
 def _queue_runs(
-    queue: str, runners: Any, store: str | None, model: str | None, base_url: str | None, sandbox: str | None = None
-) -> Any:
+    queue: str,
+    runners: dict[str, BlueprintRunner],
+    store: str | None,
+    model: str | None,
+    base_url: str | None,
+    sandbox: str | None = None,
+) -> QueueRunManager:
     """``--queue``: the queue's run manager (runs go to ``codeact worker`` processes)."""
     from codeact.engine.queue import QueueRunManager
 

@@ -14,9 +14,12 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from codeact.engine.flow import FlowNode
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -270,7 +273,7 @@ class _Shown:
         problems: list[CorruptRecordError],
     ) -> None:
         self.meta, self.entries, self.variables, self.problems = meta, entries, variables, problems
-        self.tree: Any = None  # a flow session's tree (engine.flow.FlowNode)
+        self.tree: FlowNode | None = None  # a flow session's tree
 
 
 def truncate_session(
@@ -331,18 +334,18 @@ def _when(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
 
 
-def _short(value: Any, limit: int = _VALUE_CHARS) -> str:
+def _short(value: object, limit: int = _VALUE_CHARS) -> str:
     """``value`` as JSON (strings as they are), cut to ``limit`` characters."""
     text = value if isinstance(value, str) else _json(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _value(value: Any, limit: int = _VALUE_CHARS) -> str:
+def _value(value: object, limit: int = _VALUE_CHARS) -> str:
     """A value the code sent or kept (codec data): JSON, or Python's repr for one JSON cannot hold (``('A', 4)``)."""
     return _short(python_repr(value, limit=limit + 1) if has_tags(value) else _json(value), limit)
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 

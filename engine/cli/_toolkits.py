@@ -8,9 +8,13 @@ started for the listing and stopped after it). Exit 0 on success, 2 when a toolk
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from codeact.toolkits import ToolkitRegistry
+    from codeact.toolkits.mcp import McpToolkit
 
 _toolkits_app = typer.Typer(
     name="toolkits",
@@ -47,7 +51,7 @@ def list_toolkits(
     """Print the toolkits as the model sees them: Python classes of async stubs."""
     from codeact.toolkits import ToolkitError, load_registry, render_stubs
 
-    started: list[object] = []
+    started: list[McpToolkit] = []
     try:
         registry = load_registry(toolkit or [], builtins=builtins, replace=False)
         if blueprint is not None:
@@ -58,7 +62,7 @@ def list_toolkits(
         raise typer.Exit(2) from None
     finally:
         for item in started:
-            item.close()  # type: ignore[attr-defined]
+            item.close()
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.syntax import Syntax
@@ -68,10 +72,10 @@ def list_toolkits(
         typer.echo(source, nl=False)
 
 
-def _blueprint_toolkits(path: str, registry: object) -> list[object]:
+def _blueprint_toolkits(path: str, registry: ToolkitRegistry) -> list[McpToolkit]:
     from pathlib import Path
 
-    from codeact.engine.agent._assemble import mcp_toolkits
+    from codeact.engine.agent import mcp_toolkits
     from codeact.engine.blueprint import format_load_error, load_path
     from codeact.engine.errors import BlueprintLoadError
 
@@ -80,4 +84,4 @@ def _blueprint_toolkits(path: str, registry: object) -> list[object]:
     except BlueprintLoadError as exc:
         typer.echo(format_load_error(exc), err=True)
         raise typer.Exit(2) from None
-    return mcp_toolkits(bp, registry)  # type: ignore[arg-type]
+    return mcp_toolkits(bp, registry)

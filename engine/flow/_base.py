@@ -38,7 +38,7 @@ from codeact.engine.store import SessionMeta
 from codeact.sandbox.aio import cancel_and_wait
 
 if TYPE_CHECKING:
-    from codeact.engine.agent import Agent, RunConfig, RunResult
+    from codeact.engine.agent import Agent, BuildOptions, RunConfig, RunResult
     from codeact.engine.store import Store
 
 __all__ = ["FlowAgent", "Step", "StepResult"]
@@ -140,18 +140,23 @@ class FlowAgent(Lifecycle):
 
     # -- building ---------------------------------------------------------------------------------
     @classmethod
-    def from_blueprint(cls, blueprint: Any, **options: Any) -> FlowAgent:
+    def from_blueprint(cls, blueprint: Any, *, options: BuildOptions | None = None, **choices: Any) -> FlowAgent:
         """Build a flow from a ``workflow: {mode: flow}`` blueprint (and its agents' blueprints).
 
         Takes the options of :meth:`codeact.engine.agent.Agent.from_blueprint` (``toolkits``, ``model``,
-        ``store``, ``sandbox``, ...); they apply to every agent of the flow. The flow owns the model
-        clients and the store it opened (closed by ``aclose()`` / ``close()``).
+        ``store``, ``sandbox``, ...), or ``toolkits`` and one ``options`` value
+        (:class:`~codeact.engine.agent.BuildOptions`); they apply to every agent of the flow. The flow owns
+        the model clients and the store it opened (closed by ``aclose()`` / ``close()``).
 
         Raises:
             BlueprintLoadError: A file cannot be read or parsed.
             BlueprintFactoryError: The flow or one of its agents is invalid (the report is attached).
         """
-        return cast("FlowAgent", build(blueprint, kinds=FlowAgent.kinds, **options))
+        from codeact.engine.agent import BuildOptions
+
+        toolkits = choices.pop("toolkits", ())
+        chosen = options if options is not None else BuildOptions(**choices)
+        return cast("FlowAgent", build(blueprint, kinds=FlowAgent.kinds, toolkits=toolkits, options=chosen))
 
     # -- the Agent interface ------------------------------------------------------------------------
     async def run(

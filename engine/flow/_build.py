@@ -8,64 +8,56 @@ override for all), and every agent shares the store, toolkits, sandbox factory a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from os import PathLike
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeact.engine.flow._steps import Flow, LoopMode, Step, as_text
 
 if TYPE_CHECKING:
-    from codeact.engine.agent import Agent
+    from codeact.engine.agent import Agent, BuildOptions
     from codeact.engine.agent.hooks import Hook
     from codeact.engine.blueprint import Blueprint
+    from codeact.engine.blueprint.models import LoopCondition
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
     from codeact.toolkits import ToolkitRegistry
 
-__all__ = ["build", "flow_hash", "is_flow_blueprint"]
+__all__ = ["build", "flow_hash"]
 
 
-def is_flow_blueprint(bp: Blueprint) -> bool:
-    """True for ``workflow.mode: flow``."""
-    return bp.workflow is not None and (bp.workflow.mode or "").strip() == "flow"
+class Built(Flow, Protocol):
+    """What the builder sets on a flow it made (``FlowAgent``: the builder never imports the kinds)."""
+
+    blueprint_hash: str
+    hooks: tuple[Hook, ...]
+
+    def own(self, resources: Iterable[object]) -> None:
+        """Take what the build opened (closed with the flow)."""
+        ...
 
 
 def build(
     blueprint: str | PathLike[str] | Blueprint,
     *,
-    kinds: Mapping[str, Callable[..., Any]],
+    kinds: Mapping[str, Callable[..., Built]],
     toolkits: Iterable[object] | ToolkitRegistry | None = (),
-    model: str | None = None,
-    provider: str | None = None,
-    base_url: str | None = None,
-    profile: str | None = None,
-    protocol: Literal["chat", "completion"] | None = None,
-    store: str | Store | None = None,
-    sandbox: Literal["subprocess", "docker"] | None = None,
-    isolation: Literal["bwrap", "process"] = "bwrap",
-    runtime: Literal["runc", "gvisor"] | None = None,
-    allow_sandbox_declaration: bool = False,
-    approver: Any = None,
-    hooks: Sequence[Hook] = (),
-    interceptors: Sequence[Any] = (),
-    stream: bool = True,
-    user: str | None = None,
-    strict: bool = False,
-) -> Any:
+    options: BuildOptions,
+) -> Built:
     """Build the flow of a blueprint; see :meth:`codeact.engine.flow.FlowAgent.from_blueprint`.
 
     ``kinds`` maps ``flow.kind`` to its class (``FlowAgent.kinds``): the builder is below the flow
-    classes and never imports them.
+    classes and never imports them. Every agent of the flow is assembled as ``Agent.from_blueprint``
+    assembles one (``codeact.engine.agent.assemble_spec``), on the flow's registry, store and ``options``
+    (a flow takes the default round cap, and its agents' warnings were printed with the flow's).
     """
-    from codeact.engine.agent._assemble import _close_now, toolkit_registry
-    from codeact.engine.agent.agent import default_sandbox_factory
-    from codeact.engine.blueprint import Blueprint, load_path, print_warnings, strict_error, validate_blueprint
+    from codeact.engine.agent import close_now, load_blueprint, open_owned, toolkit_registry
+    from codeact.engine.blueprint import is_flow, print_warnings, strict_error, validate_blueprint
     from codeact.engine.errors import BlueprintFactoryError
-    from codeact.engine.store import Store, open_store
 
-    bp = blueprint if isinstance(blueprint, Blueprint) else load_path(Path(blueprint))
-    if not is_flow_blueprint(bp):
+    bp = load_blueprint(blueprint)
+    if not is_flow(bp):
         raise BlueprintFactoryError(
             f"blueprint {bp.id!r} is not a flow (workflow.mode is not flow); build it with Agent.from_blueprint",
             code="blueprint.flow.notAFlow",
@@ -79,61 +71,44 @@ def build(
             code="blueprint.validation.failed",
             report=report,
         )
-    refused = strict_error(report) if strict else None
+    refused = strict_error(report) if options.strict else None
     if refused is not None:
         raise refused
     print_warnings(report.warnings)  # the flow's and its agents' (the validator follows flow.agents)
     registry = toolkit_registry(toolkits)
-    opened = store if isinstance(store, Store) else open_store(store)
-    owned: list[Any] = [] if opened is store else [opened]
-    shared = _Shared(
-        registry=registry,
-        store=opened,
-        routes={"model": model, "provider": provider, "base_url": base_url, "profile": profile, "protocol": protocol},
-        sandbox_factory=default_sandbox_factory(backend=sandbox, isolation=isolation, runtime=runtime),
-        allow=allow_sandbox_declaration,
-        approver=approver,
-        hooks=tuple(hooks),
-        interceptors=tuple(interceptors),
-        stream=stream,
-        user=user,
-        clients=owned,
-        kinds=kinds,
-    )
+    owned: list[object] = []
+    store = open_owned(options.store, owned)
+    nodes = replace(options, store=store, strict=False, max_round_seconds=None, output_type=None)
+    shared = _Shared(registry=registry, options=nodes, store=store, owned=owned, kinds=kinds)
     try:
         flow = _flow(bp, shared)
     except BaseException:
-        _close_now(owned)
+        close_now(owned)
         raise
-    flow._owned = tuple(owned)
+    flow.own(owned)
     return flow
 
 
+@dataclass(frozen=True, kw_only=True)
 class _Shared:
-    def __init__(self, **values: Any) -> None:
-        self.registry: ToolkitRegistry = values["registry"]
-        self.store: Store = values["store"]
-        self.routes: dict[str, Any] = values["routes"]
-        self.sandbox_factory: Any = values["sandbox_factory"]
-        self.allow: bool = values["allow"]
-        self.approver: Any = values["approver"]
-        self.hooks: tuple[Any, ...] = values["hooks"]
-        self.interceptors: tuple[Any, ...] = values["interceptors"]
-        self.stream: bool = values["stream"]
-        self.user: str | None = values["user"]
-        self.clients: list[Any] = values["clients"]
-        self.kinds: Mapping[str, Callable[..., Any]] = values["kinds"]
+    """What every node of one flow is built with."""
+
+    registry: ToolkitRegistry
+    options: BuildOptions
+    store: Store
+    owned: list[object]  # the flow's store (when it opened it) and each agent's model client
+    kinds: Mapping[str, Callable[..., Built]]
 
     def client(self, bp: Blueprint) -> tuple[ModelClient, Blueprint]:
-        from codeact.engine.agent._assemble import model_routes
+        from codeact.engine.agent import model_routes
 
-        client, bp = model_routes(bp, **self.routes)
-        self.clients.append(client)
+        client, bp = model_routes(bp, self.options)
+        self.owned.append(client)
         return client, bp
 
 
-def _flow(bp: Blueprint, shared: _Shared) -> Any:
-    from codeact.engine.blueprint._flow import agent_name
+def _flow(bp: Blueprint, shared: _Shared) -> Built:
+    from codeact.engine.blueprint import agent_name, is_flow
     from codeact.engine.errors import BlueprintFactoryError
 
     block = bp.flow
@@ -144,7 +119,7 @@ def _flow(bp: Blueprint, shared: _Shared) -> Any:
         child = bp.flow_blueprints[index]
         label = agent_name(entry.name, child, index)
         try:
-            agent: Agent | Flow = _flow(child, shared) if is_flow_blueprint(child) else _agent(child, shared)
+            agent: Agent | Flow = _flow(child, shared) if is_flow(child) else _agent(child, shared)
         except BlueprintFactoryError as exc:
             raise BlueprintFactoryError(
                 f"flow agent {label!r} (flow.agents[{index}]): {exc.message}", code=exc.code, report=exc.report
@@ -164,7 +139,7 @@ def _flow(bp: Blueprint, shared: _Shared) -> Any:
     description = (block.description or bp.name or "").strip()
     common: dict[str, Any] = {"name": name, "agents": steps, "description": description, "store": shared.store}
     kind = (block.kind or "").strip()
-    flow: Any
+    flow: Built
     kinds = shared.kinds
     if kind == "parallel":
         flow = kinds["parallel"](
@@ -194,7 +169,7 @@ def _flow(bp: Blueprint, shared: _Shared) -> Any:
         pause = [name.strip() for name in block.interrupt_before if name]
         flow = kinds[kind if kind == "conditional" else "sequential"](**common, interrupt_before=pause)
     flow.blueprint_hash = flow_hash(bp)
-    flow.hooks = shared.hooks
+    flow.hooks = tuple(shared.options.hooks)
     return flow
 
 
@@ -206,19 +181,19 @@ def flow_hash(bp: Blueprint) -> str:
     import hashlib
     import json
 
-    from codeact.engine.blueprint import blueprint_hash
+    from codeact.engine.blueprint import blueprint_hash, is_flow
 
     data = bp.model_dump(mode="json", by_alias=True)
     agents = (data.get("flow") or {}).get("agents") or []
     for index, entry in enumerate(agents):
         child = bp.flow_blueprints.get(index)
         if isinstance(entry, dict) and child is not None:
-            entry["path"] = flow_hash(child) if is_flow_blueprint(child) else blueprint_hash(child)
+            entry["path"] = flow_hash(child) if is_flow(child) else blueprint_hash(child)
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _predicate(condition: Any) -> Any:
+def _predicate(condition: LoopCondition) -> Callable[[object], bool]:
     if condition.contains is not None:
         needle = condition.contains
         return lambda result: needle in _text(result)
@@ -229,34 +204,14 @@ def _predicate(condition: Any) -> Any:
     return lambda result: pattern.search(_text(result)) is not None
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return as_text(value)
 
 
 def _agent(bp: Blueprint, shared: _Shared) -> Agent:
-    from codeact.engine.agent import Agent
-    from codeact.engine.blueprint import AgentFactory, HostContext
+    from codeact.engine.agent import Agent, assemble_spec
 
     client, bp = shared.client(bp)
-    spec = AgentFactory().create(
-        bp,
-        HostContext(
-            model_client=client,
-            toolkit_registry=shared.registry,
-            store=shared.store,
-            approval_callback=shared.approver,
-            allow_sandbox_declaration=shared.allow,
-        ),
-    )
-    return Agent(
-        spec,
-        model=client,
-        store=shared.store,
-        registry=shared.registry,
-        sandbox_factory=shared.sandbox_factory,
-        approver=shared.approver,
-        hooks=shared.hooks,
-        interceptors=shared.interceptors,
-        stream=shared.stream,
-        user=shared.user,
+    return assemble_spec(
+        Agent, bp, model=client, registry=shared.registry, store=shared.store, options=shared.options, warn=False
     )

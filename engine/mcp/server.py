@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from codeact.sandbox.runtime.codec import plain
@@ -97,12 +97,12 @@ _MISSING = object()
 
 
 def _subprocess_sandbox(bridge: ToolkitBridge) -> Sandbox:
-    from codeact.sandbox import SubprocessSandbox
+    from codeact.sandbox import SandboxSpec, open_sandbox
 
-    return SubprocessSandbox(bridge=bridge)
+    return open_sandbox(SandboxSpec(), bridge=bridge)
 
 
-def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str = "codeact") -> Server[Any, Any]:
+def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str = "codeact") -> Server[object, object]:
     """The MCP server: one tool per operation of ``registry`` (``toolkit__op``) plus ``run_python``."""
     import mcp.types as types
     from mcp.server.lowlevel import Server
@@ -117,7 +117,7 @@ def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str
             if spec.approval != "deny":
                 ops[tool_name(bound.name, spec.name)] = (bound, spec)
     example = next(iter(ops), "toolkit__operation").replace(_SEP, ".", 1)
-    server: Server[Any, Any] = Server(
+    server: Server[object, object] = Server(
         name, instructions="codeact's toolkits as MCP tools, and run_python to combine them in code."
     )
 
@@ -175,7 +175,7 @@ def build_server(registry: ToolkitRegistry, sessions: CodeSessions, *, name: str
     return server
 
 
-async def serve_stdio(server: Server[Any, Any], sessions: CodeSessions) -> None:
+async def serve_stdio(server: Server[object, object], sessions: CodeSessions) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
     from mcp.server.stdio import stdio_server
 
@@ -186,7 +186,7 @@ async def serve_stdio(server: Server[Any, Any], sessions: CodeSessions) -> None:
         await sessions.aclose()
 
 
-async def serve_http(server: Server[Any, Any], sessions: CodeSessions, *, host: str, port: int) -> None:
+async def serve_http(server: Server[object, object], sessions: CodeSessions, *, host: str, port: int) -> None:
     """Serve over streamable HTTP at ``http://HOST:PORT/mcp`` until interrupted."""
     import uvicorn
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -201,7 +201,7 @@ async def serve_http(server: Server[Any, Any], sessions: CodeSessions, *, host: 
             await manager.handle_request(scope, receive, send)
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> Any:
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with manager.run():
             try:
                 yield

@@ -12,6 +12,7 @@ from codeact.engine.queue._app import DEFAULT_QUEUE, make_app
 from codeact.engine.queue._client import QueueClient, QueueResult, RunHandle, submit
 from codeact.engine.queue._manager import QueueRunManager
 from codeact.engine.queue._state import RunState
+from codeact.engine.queue._worker import start_worker
 
 __all__ = [
     "DEFAULT_QUEUE",
@@ -21,5 +22,6 @@ __all__ = [
     "RunHandle",
     "RunState",
     "make_app",
+    "start_worker",
     "submit",
 ]

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any
 from codeact.engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState, call_digest, swap_status
 
 if TYPE_CHECKING:
-    from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+    from codeact.engine.agent import Agent
+    from codeact.engine.store import Store
+    from codeact.toolkits import ApprovalDecision, ApprovalRequest, CallBudgets, ToolkitRegistry
 
 __all__ = ["WorkerConfig", "execute"]
 
@@ -56,6 +58,7 @@ class WorkerConfig:
         max_sandboxes: Global cap of sandboxes (runs) alive at once in this worker process.
         run_timeout_s: Run time limit when neither the request nor the blueprint gives one.
         max_round_seconds: The host's cap on a blueprint's round limit (``--max-round-seconds``; None: 600 s).
+        call_budgets: The host's caps on toolkit calls and bridge bytes (``--max-round-calls``, ...; None: defaults).
         strict: Refuse (fail) a run whose blueprint the validator warns about (``--strict``).
     """
 
@@ -66,15 +69,16 @@ class WorkerConfig:
     max_sandboxes: int = 4
     run_timeout_s: float | None = None
     max_round_seconds: float | None = None
+    call_budgets: CallBudgets | None = None
     strict: bool = False
     _slots: threading.BoundedSemaphore | None = None
     _loop: asyncio.AbstractEventLoop | None = None
     _leases: _Leases | None = None
     _agents: dict[str, list[Any]] = field(default_factory=dict)
-    _stores: dict[str, Any] = field(default_factory=dict)
+    _stores: dict[str, Store] = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def store_for(self, url: str | None) -> Any:
+    def store_for(self, url: str | None) -> Store:
         """The process's one store per URL, shared by every agent of this worker.
 
         A Redis store's connection pool is sized from ``max_sandboxes`` (the runs this process
@@ -250,7 +254,7 @@ def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> str:
         time.sleep(0.05)
 
 
-def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
+def _with_attachments(agent: Agent, request: Mapping[str, Any]) -> Agent:
     """The run's agent: ``agent`` itself, or (when the run context carries attachments) a copy with them.
 
     ``codeact serve --queue`` sends the run context; its attachments are served to the code by the
@@ -260,7 +264,6 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
     attachments = ((raw.get("input") or {}).get("attachments") if isinstance(raw, Mapping) else None) or []
     if not attachments:
         return agent
-    from codeact.engine.agent import Agent
     from codeact.engine.runner import RunnerContext
     from codeact.engine.runner.attachments import Attachments, named_attachments
     from codeact.toolkits import ToolkitRegistry
@@ -268,21 +271,7 @@ def _with_attachments(agent: Any, request: Mapping[str, Any]) -> Any:
     context = RunnerContext.model_validate(raw)
     registry = ToolkitRegistry(bound for bound in agent.registry)
     registry.register(Attachments(named_attachments(context.input.attachments)), replace=True)
-    copy = Agent(
-        agent.spec,
-        model=agent.model,
-        store=agent.store,
-        registry=registry,
-        sandbox_factory=agent.sandbox_factory,
-        approver=agent.approver,
-        hooks=agent.hooks,
-        interceptors=agent.interceptors,
-        stream=agent.stream,
-        user=agent.user,
-        output_type=agent.output_type,
-    )
-    copy.grants["attachments"] = "*"
-    return copy
+    return agent.derive(registry=registry, grants=["attachments"])
 
 
 def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -293,8 +282,7 @@ def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         CodeactError: ``config.invalid`` or ``context.invalid``.
     """
-    from codeact.engine.agent import RunConfig
-    from codeact.engine.agent._input import context_text
+    from codeact.engine.agent import RunConfig, context_text
 
     options: dict[str, Any] = {}
     tags, metadata = request.get("tags") or (), request.get("metadata") or {}
@@ -307,7 +295,7 @@ def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _cancelled(run_id: str, reason: str) -> dict[str, Any]:
+def _cancelled(run_id: str, reason: str) -> dict[str, object]:
     return {"type": "run.cancelled", "run_id": run_id, "reason": reason, "timestamp": time.time()}
 
 
@@ -354,8 +342,8 @@ class _Run:
                 with contextlib.suppress(Exception):
                     await agent.aclose()
 
-    def _agent(self, request: Mapping[str, Any]) -> Any:
-        from codeact.engine.agent import Agent
+    def _agent(self, request: Mapping[str, Any]) -> Agent:
+        from codeact.engine.agent import Agent, BuildOptions, assemble
         from codeact.engine.blueprint import load_path, load_text
         from codeact.engine.errors import CodeactError
 
@@ -372,19 +360,20 @@ class _Run:
             blueprint = load_path(_unpacked(request["blueprint_bundle"]))
         else:  # a request of an older submitter: the text alone
             blueprint = load_text(str(request.get("blueprint_text") or ""), base_dir=request.get("blueprint_dir"))
-        return Agent.from_blueprint(
-            blueprint,
-            toolkits=self.config.registry if self.config.registry is not None else (),
+        options = BuildOptions(
             model=request.get("model"),
             base_url=request.get("base_url"),
             store=self.config.store_for(request.get("store") or self.config.store),
+            sandbox=request["sandbox"] if request.get("sandbox") in ("subprocess", "docker") else None,
             approver=_route_approval,
             stream=bool(request.get("stream", False)),
             user=request.get("user"),
             max_round_seconds=self.config.max_round_seconds,
+            call_budgets=self.config.call_budgets,
             strict=self.config.strict,
-            **({"sandbox": request["sandbox"]} if request.get("sandbox") in ("subprocess", "docker") else {}),
         )
+        toolkits = self.config.registry if self.config.registry is not None else ()
+        return assemble(Agent, blueprint, toolkits=toolkits, options=options)
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         from codeact.toolkits import ApprovalDecision
@@ -416,7 +405,7 @@ class _Run:
                 return
             await asyncio.sleep(0.25)
 
-    async def _drive(self, agent: Any, request: Mapping[str, Any]) -> str:
+    async def _drive(self, agent: Agent, request: Mapping[str, Any]) -> str:
         await self._wait_session(agent)
         timeout = request.get("timeout_s") or self.config.run_timeout_s
         deadline = time.monotonic() + float(timeout) if timeout else None
@@ -454,7 +443,7 @@ class _Run:
                 return "failed"
         return await self._finish(agent, stop, timeout)
 
-    async def _pump(self, agent: Any, input: str, session_id: str | None, options: Mapping[str, Any]) -> None:
+    async def _pump(self, agent: Agent, input: str, session_id: str | None, options: Mapping[str, Any]) -> None:
         _CURRENT.set(self)  # the agent's approver finds this run through it (tasks copy the context)
         async with contextlib.aclosing(agent.run(input, session_id=session_id, **options)) as events:
             async for event in events:
@@ -481,7 +470,7 @@ class _Run:
         self.request["session_id"] = self.session_id
         return {"session_id": self.session_id, "request": json.dumps(self.request, ensure_ascii=False)}
 
-    async def _finish(self, agent: Any, stop: str | None, timeout: Any) -> str:
+    async def _finish(self, agent: Agent, stop: str | None, timeout: object) -> str:
         if stop == "lost":
             return "lost"  # another worker took the run over: it writes the rest
         if stop == "cancel":

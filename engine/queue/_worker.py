@@ -14,11 +14,14 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeact.engine.queue._app import DEFAULT_QUEUE, TASK_NAME, make_app
 from codeact.engine.queue._state import RunState
 from codeact.engine.queue._task import WorkerConfig, execute
+
+if TYPE_CHECKING:
+    from codeact.toolkits import CallBudgets
 
 __all__ = ["blueprint_index", "build_worker_app", "requeue", "start_worker"]
 
@@ -109,6 +112,7 @@ def start_worker(
     max_sandboxes: int | None = None,
     run_timeout_s: float | None = None,
     max_round_seconds: float | None = None,
+    call_budgets: CallBudgets | None = None,
     name: str | None = None,
     loglevel: str = "WARNING",
     strict: bool = False,
@@ -125,6 +129,7 @@ def start_worker(
         max_sandboxes=max_sandboxes or concurrency,
         run_timeout_s=run_timeout_s,
         max_round_seconds=max_round_seconds,
+        call_budgets=call_budgets,
         strict=strict,
     )
     app, state = build_worker_app(broker_url, state_url or broker_url, config)

@@ -36,10 +36,12 @@ from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, RunConfig
+    from codeact.engine.agent.support import Approver
     from codeact.engine.blueprint import Blueprint
     from codeact.engine.events import Event
     from codeact.engine.flow import FlowAgent
     from codeact.engine.model import ModelClient
+    from codeact.engine.store import Store
 
 __all__ = ["BlueprintRunner", "FlowRunner", "session_id_for"]
 
@@ -99,7 +101,7 @@ class BlueprintRunner:
         path: str | os.PathLike[str],
         *,
         toolkits: Iterable[object] | ToolkitRegistry | None = (),
-        store: Any = None,
+        store: str | Store | None = None,
         model: str | None = None,
         base_url: str | None = None,
         show_work: bool = True,
@@ -119,25 +121,19 @@ class BlueprintRunner:
             show_work: Stream the model's working replies too.
             **agent_options: Other ``Agent.from_blueprint`` options (``sandbox``, ``isolation``, ...).
         """
-        from codeact.engine.agent import Agent
-        from codeact.engine.blueprint import load_path
-        from codeact.engine.flow._build import is_flow_blueprint
+        from codeact.engine.agent import Agent, BuildOptions
+        from codeact.engine.blueprint import is_flow, load_path
+        from codeact.engine.builder import build
 
         agent_options.pop("approver", None)  # approvals are interactions of each run
         blueprint = load_path(Path(path))
-        if is_flow_blueprint(blueprint):  # a flow: its runs are FlowAgent runs
-            from codeact.engine.flow import FlowAgent
-
+        if is_flow(blueprint):  # a flow: its runs are FlowAgent runs
             agent_options.pop("max_round_seconds", None)  # flows take the default cap (docs/limits.md)
-
-            flow = FlowAgent.from_blueprint(
-                blueprint, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
-            )
-            return FlowRunner(flow, blueprint, show_work=show_work)
-        agent = Agent.from_blueprint(
-            path, toolkits=toolkits, store=store, model=model, base_url=base_url, **agent_options
-        )
-        return cls(agent, show_work=show_work)
+        options = BuildOptions(store=store, model=model, base_url=base_url, **agent_options)
+        built = build(blueprint, toolkits=toolkits, options=options)
+        if isinstance(built, Agent):
+            return cls(built, show_work=show_work)
+        return FlowRunner(built, blueprint, show_work=show_work)
 
     @property
     def id(self) -> str:
@@ -279,7 +275,6 @@ class BlueprintRunner:
         attachments: Attachments,
         proxy: RunAPIProxy | None,
     ) -> Agent:
-        from codeact.engine.agent import Agent
 
         base = self.agent
         registry = ToolkitRegistry(bound for bound in base.registry)
@@ -313,21 +308,15 @@ class BlueprintRunner:
                 instructions=render_instructions(spec.blueprint, spec.host, variables=variables),
             )
         actor = context.actor.actor_id if context.actor is not None else None
-        agent = Agent(
-            spec,
+        return base.derive(
+            spec=spec,
             model=model,
-            store=base.store,
             registry=registry,
-            sandbox_factory=base.sandbox_factory,
             approver=_approver(interactions, context.runtime.deadline_at) if interactions is not None else _refuse,
-            hooks=base.hooks,
-            interceptors=base.interceptors,
-            stream=base.stream,
             user=actor or base.user,
+            output_type=None,
+            grants=extra,
         )
-        for name in extra:
-            agent.grants[name] = "*"
-        return agent
 
 
 def _host_model(context: RunnerContext) -> str | None:
@@ -348,7 +337,7 @@ async def _refuse(request: ApprovalRequest) -> ApprovalDecision:
     )
 
 
-def _approver(interactions: Interactions, deadline: float | None) -> Any:
+def _approver(interactions: Interactions, deadline: float | None) -> Approver:
     from codeact.engine.agent.support import APPROVAL_REQUEST_ID
 
     async def approve(request: ApprovalRequest) -> ApprovalDecision:

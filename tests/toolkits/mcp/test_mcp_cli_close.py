@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codeact.engine.cli._run import _build, _Spinner, _Usage
+from codeact.engine.cli._run import RunFlags, _build, _Spinner, _Usage
 from tests.toolkits.mcp.conftest import FLAKY, run_cli, write_agent
 
 
@@ -50,21 +50,7 @@ def test_a_failed_build_stops_the_started_mcp_servers(
     path = _agent(tmp_path, extra=extra)
     with pytest.raises(_Usage, match=message):
         _build(
-            path,
-            model=None,
-            provider=None,
-            base_url=None,
-            profile=None,
-            protocol=None,
-            store=store or f"sqlite:///{tmp_path / 's.db'}",
-            sandbox=None,
-            isolation="bwrap",
-            allow=False,
-            toolkits=[],
-            approve_all=False,
-            deny_all=False,
-            json_output=True,
-            spinner=_Spinner(),
+            RunFlags(file=path, store=store or f"sqlite:///{tmp_path / 's.db'}", json_output=True), spinner=_Spinner()
         )
     pid = int((tmp_path / "server.pid").read_text())  # the server did start
     assert not _alive(pid)
