@@ -21,6 +21,7 @@ Usage::
     python scripts/walk.py            # the figure, then the stays per file
     python scripts/walk.py --json     # {"stays": ..., "files": ..., "returns": ..., "per_file": {...}, "walk": [...]}
     python scripts/walk.py --path     # the walk itself, one stay a line
+    python scripts/walk.py --tree     # the visits, as a call tree (file: function)
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ workflow:
 
 REPLY = "```python\nanswer = 6 * 7\nprint(answer)\nawait system.finish(answer=answer)\n```"
 
+_INLINE = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _RETURN_OPS = frozenset({dis.opmap["RETURN_VALUE"], *(v for k, v in dis.opmap.items() if k == "RETURN_CONST")})
 
 
@@ -112,6 +114,7 @@ class _Visit:
 
     file: str
     calls: list[_Visit]
+    function: str = ""
 
 
 class _Walker:
@@ -140,28 +143,44 @@ class _Walker:
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         code = frame.f_code
+        if event == "call" and code.co_name in _INLINE:
+            return  # a comprehension is read as a part of its function (Python 3.12 inlines them)
         if event == "call" and code not in self._read and (name := self._name(code.co_filename)) is not None:
             self._read.add(code)
-            visit = _Visit(file=name, calls=[])
+            visit = _Visit(file=name, calls=[], function=code.co_qualname)
             self._parent(frame).calls.append(visit)
             self._open[id(frame)] = visit
         elif event == "return" and id(frame) in self._open and not _suspended(frame):
             del self._open[id(frame)]
 
 
-def _walk(visit: _Visit, *, fold_leaves: bool) -> list[str]:
-    """The positions of a depth-first walk over the visits: into each call, back to the caller's file after it."""
+def _files_of(visit: _Visit) -> set[str]:
+    """The files a visit and everything it calls stay in."""
+    return {visit.file}.union(*(_files_of(call) for call in visit.calls))
+
+
+def _walk(visit: _Visit, *, fold: str) -> list[str]:
+    """The positions of a depth-first walk over the visits: into each call, back to the caller's file after it.
+
+    ``fold``: ``"none"`` follows every call; ``"leaves"`` reads a call that calls nothing else of the pipeline at
+    its name (it is not a stay); ``"local"`` does so too for a call whose whole call tree stays in its own file.
+    """
     positions: list[str] = []
 
     def move(name: str) -> None:
         if name and (not positions or positions[-1] != name):
             positions.append(name)
 
+    def folded(call: _Visit) -> bool:
+        if fold == "leaves":
+            return not call.calls
+        return fold == "local" and _files_of(call) == {call.file}
+
     def enter(node: _Visit) -> None:
         move(node.file)
         for call in node.calls:
-            if fold_leaves and not call.calls:
-                continue  # read at its name: a helper that calls nothing else of the pipeline
+            if folded(call):
+                continue  # read at its name
             enter(call)
             move(node.file)
 
@@ -208,13 +227,27 @@ async def _run_once(walker: _Walker) -> list[str]:
         return types_seen
 
 
-def measure() -> tuple[Figure, Figure]:
-    """Run the scripted run once under the profiler: the walk it made, and the same walk with its leaves folded."""
+def _visits() -> _Visit:
     walker = _Walker()
     events = asyncio.run(_run_once(walker))
     if not events or events[-1] != "run.completed":
         raise RuntimeError(f"the scripted run did not complete: {events}")
-    return Figure(tuple(_walk(walker.root, fold_leaves=False))), Figure(tuple(_walk(walker.root, fold_leaves=True)))
+    return walker.root
+
+
+def measure() -> dict[str, Figure]:
+    """Run the scripted run once under the profiler: its walk by each way of folding (``leaves``: the figure)."""
+    root = _visits()
+    return {fold: Figure(tuple(_walk(root, fold=fold))) for fold in ("leaves", "local", "none")}
+
+
+def _tree(visit: _Visit, depth: int = 0) -> list[str]:
+    """The visits as an indented tree, ``file: function`` a line (leaves marked)."""
+    lines: list[str] = []
+    for call in visit.calls:
+        lines.append(f"{'  ' * depth}{call.file}: {call.function}{'' if call.calls else '  (leaf)'}")
+        lines.extend(_tree(call, depth + 1))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,17 +255,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--path", action="store_true", help="print the walk (leaves folded), one stay a line")
+    parser.add_argument("--tree", action="store_true", help="print the visits as a tree (file: function)")
     args = parser.parse_args(argv)
-    full, folded = measure()
+    if args.tree:
+        print("\n".join(_tree(_visits())))
+        return 0
+    figures = measure()
+    folded = figures["leaves"]
     if args.json:
-        print(json.dumps({"walk": folded.to_json(), "every_call": full.to_json()}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "walk": folded.to_json(),
+                    "local": figures["local"].to_json(),
+                    "every_call": figures["none"].to_json(),
+                },
+                indent=2,
+            )
+        )
     elif args.path:
         print("\n".join(folded.walk))
     else:
         print(f"walk: {folded.summary()}")
         for name, count in folded.per_file().items():
             print(f"  {count:3d}  {name}")
-        print(f"every call (leaves not folded): {full.summary()}")
+        print(f"self-contained calls folded too: {figures['local'].summary()}")
+        print(f"every call (nothing folded): {figures['none'].summary()}")
     return 0
 
 

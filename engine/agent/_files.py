@@ -36,11 +36,11 @@ __all__ = [
     "InputLimits",
     "check_files",
     "file_from_part",
+    "image_parts",
     "input_artifacts",
     "input_limits",
     "place_files",
     "task_with_files",
-    "use_files",
 ]
 
 IMAGE_PARTS = frozenset({"image_url", "input_image"})
@@ -321,25 +321,22 @@ class ImageParts:
         return await call_next(dataclasses.replace(request, messages=tuple(messages)))
 
 
-def use_files(ctx: Any, files: Sequence[InputFile]) -> None:
-    """Give the run (its ``RunContext``) its input files: kept for the sandbox, images for a vision model."""
-    if not files:
-        return
-    ctx.input_files = tuple(files)
+def image_parts(model: object, spec: Any, files: Sequence[InputFile]) -> ImageParts | None:
+    """The model interceptor that shows the run's input images to a vision model; None without images."""
     images = [f for f in files if f.image]
-    if images:
-        model, spec = ctx.model, ctx.spec
+    if not images:
+        return None
 
-        def supports(purpose: str) -> bool:
-            check = getattr(model, "supports_vision", None)
-            if callable(check):  # codeact's model client: the option, else litellm's model info
-                return bool(check(purpose=purpose))
-            # another client (a host's model through the run-scoped API): only the blueprint's option
-            routes = getattr(spec, "routes", {})
-            options = getattr(routes.get(purpose, spec.model), "options", None)
-            return getattr(options, "vision", None) is True
+    def supports(purpose: str) -> bool:
+        check = getattr(model, "supports_vision", None)
+        if callable(check):  # codeact's model client: the option, else litellm's model info
+            return bool(check(purpose=purpose))
+        # another client (a host's model through the run-scoped API): only the blueprint's option
+        routes = getattr(spec, "routes", {})
+        options = getattr(routes.get(purpose, spec.model), "options", None)
+        return getattr(options, "vision", None) is True
 
-        ctx.interceptors = (*ctx.interceptors, ImageParts(images, supports))
+    return ImageParts(images, supports)
 
 
 INPUTS_PREFIX = "inputs/"

@@ -73,11 +73,11 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     while finish == "length" and count < MAX_CONTINUATIONS and not invented and looped is None:
         count += 1
         if prompt.protocol == "completion" and prompt.text is not None:
-            more = await ctx.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
+            more = await ctx.caller.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
         else:
             request = prompts.render("reply_continue.j2").strip()
             messages = (*prompt.messages, {"role": "assistant", "content": text}, {"role": "user", "content": request})
-            more = await ctx.call_model("code", messages=messages)
+            more = await ctx.caller.call_model("code", messages=messages)
         piece = more.text
         if _unclosed_fence(text) and _OPEN_FENCE.match(piece):
             if _whole_program(piece):

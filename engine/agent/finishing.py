@@ -84,11 +84,15 @@ class FinishStep:
 
 async def confirm_answer(ctx: RunContext, *, name: str, stdout: str) -> FinishStep:
     """Ask whether the answer variable ``name`` (set by the round just run) is the final answer."""
-    stored = ctx.variables.get(name)
+    stored = ctx.state.variables.get(name)
     value = plain(stored)
     shown = _short(python_repr(stored))
     text = prompts.render(
-        "answer_confirm.j2", task=ctx.input, name=name, value=shown, stdout=_tail(stdout.strip(), _EVALUATION_CHARS)
+        "answer_confirm.j2",
+        task=ctx.deps.input,
+        name=name,
+        value=shown,
+        stdout=_tail(stdout.strip(), _EVALUATION_CHARS),
     )
     reply, usage, error = await _ask(ctx, text)
     said = re.sub(r"[^a-z]", " ", reply.strip().lower()).split()
@@ -107,19 +111,19 @@ async def confirm_answer(ctx: RunContext, *, name: str, stdout: str) -> FinishSt
 
 async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     """Ask the model once, plainly, for the final answer from the outputs it has seen."""
-    evaluations = [s.content for s in ctx.history.segments if s.kind == SegmentKind.EVALUATION]
+    evaluations = [s.content for s in ctx.state.history.segments if s.kind == SegmentKind.EVALUATION]
     outputs = "\n---\n".join(_tail(text.strip(), _EVALUATION_CHARS) for text in evaluations[-_EVALUATIONS:])
     variables = describe_variables(
-        {k: v for k, v in ctx.variables.items() if not (isinstance(v, dict) and v.get("$type") == "source")}
+        {k: v for k, v in ctx.state.variables.items() if not (isinstance(v, dict) and v.get("$type") == "source")}
     )
     text = prompts.render(
         "final_answer.j2",
-        task=ctx.input,
+        task=ctx.deps.input,
         outputs=outputs or "(nothing)",
         variables="\n".join(f"{name} = {shown}" for name, (_, shown) in variables.items()),
     )
     reply, usage, error = await _ask(ctx, text)
-    found, answer = parse_answer(reply, variables=ctx.variables)
+    found, answer = parse_answer(reply, variables=ctx.state.variables)
     return FinishStep(
         step="final_answer",
         trigger=trigger,
@@ -139,7 +143,7 @@ async def _ask(ctx: RunContext, text: str) -> tuple[str, dict[str, Any], str | N
     (the error is kept in the record).
     """
     try:
-        reply = await ctx.call_model("utility", messages=({"role": "user", "content": text},))
+        reply = await ctx.caller.call_model("utility", messages=({"role": "user", "content": text},))
     except ModelError as exc:
         return "", {}, exc.message
     return reply.text, usage_of(reply), None

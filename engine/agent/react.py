@@ -48,7 +48,7 @@ class ReactLoop:
 
     def _messages(self) -> list[dict[str, Any]]:
         ctx = self.ctx
-        instructions = (ctx.spec.instructions.system, ctx.spec.instructions.developer, self.knowledge)
+        instructions = (ctx.deps.spec.instructions.system, ctx.deps.spec.instructions.developer, self.knowledge)
         system = "\n\n".join(p for p in instructions if p)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         # Knowledge segments are in the system message (this run's); an earlier run's are not the model's words.
@@ -58,7 +58,7 @@ class ReactLoop:
             else {"role": "user", "content": s.render()}
             if s.kind == SegmentKind.CONTEXT
             else {"role": "assistant", "content": s.render()}
-            for s in ctx.history.segments
+            for s in ctx.state.history.segments
             if s.kind != SegmentKind.KNOWLEDGE
         )
         return messages
@@ -66,14 +66,14 @@ class ReactLoop:
     async def run(self) -> Outcome:
         """Turns until a text answer, ``finish`` or ``max_turns``."""
         ctx = self.ctx
-        assert ctx.bridge is not None  # noqa: S101 - the agent always builds one
+        assert ctx.deps.bridge is not None  # noqa: S101 - the agent always builds one
         messages = self._messages()
-        turns, done = ctx.spec.max_turns, 0
+        turns, done = ctx.deps.spec.max_turns, 0
         while done < turns:
             done += 1
             ctx.check_stopping()
-            ctx.round += 1
-            with ctx.trace.round(ctx.round):
+            ctx.state.round += 1
+            with ctx.deps.trace.round(ctx.state.round):
                 outcome = await self._turn(messages)
             if outcome is None:
                 continue
@@ -91,25 +91,26 @@ class ReactLoop:
             reason="max_turns",
             error={
                 "code": "run.maxTurns",
-                "message": f"no answer after {ctx.spec.max_turns} turns (workflow.maxTurns); raise it in the blueprint",
+                "message": f"no answer after {ctx.deps.spec.max_turns} turns (workflow.maxTurns); "
+                "raise it in the blueprint",
             },
         )
 
     def _tools(self) -> list[dict[str, Any]] | None:
         """The granted operations as function schemas (called after the before_model hooks: injected ones too)."""
         ctx = self.ctx
-        assert ctx.bridge is not None  # noqa: S101 - the agent always builds one
-        if ctx.apply_tools() or self._schemas is None:
-            self._schemas = ctx.bridge.openai_tools()
+        assert ctx.deps.bridge is not None  # noqa: S101 - the agent always builds one
+        if ctx.caller.apply_tools() or self._schemas is None:
+            self._schemas = ctx.deps.bridge.openai_tools()
         return self._schemas or None
 
     async def _turn(self, messages: list[dict[str, Any]]) -> Outcome | None:
         """One turn: the model's reply, then its tool calls; an outcome when the run ends."""
         ctx = self.ctx
         started, t0 = time.time(), time.perf_counter()
-        ctx.emit(RoundStarted, round=ctx.round)
-        reply = await ctx.call_model("code", messages=messages, tools=self._tools)
-        if not reply.tool_calls and (written := _calls_in_text(reply.text, self._schemas or (), ctx.round)):
+        ctx.emit(RoundStarted, round=ctx.state.round)
+        reply = await ctx.caller.call_model("code", messages=messages, tools=self._tools)
+        if not reply.tool_calls and (written := _calls_in_text(reply.text, self._schemas or (), ctx.state.round)):
             reply = dataclasses.replace(reply, text="", tool_calls=written)
         if reply.tool_calls and (broken := _broken(reply)):
             await self._unparsable(messages, reply, broken, started, t0)
@@ -122,7 +123,7 @@ class ReactLoop:
             # The text beside tool calls is said to the user ("Let me look that up."), as codeact's
             # system.send_message: an Express segment and a message.completed of purpose "express".
             ctx.add_segment(SegmentKind.EXPRESS, reply.text.strip())
-            ctx.emit(MessageCompleted, text=reply.text.strip(), purpose="express", round=ctx.round)
+            ctx.emit(MessageCompleted, text=reply.text.strip(), purpose="express", round=ctx.state.round)
         messages.append(
             {
                 "role": "assistant",
@@ -150,7 +151,8 @@ class ReactLoop:
                 # A call the argument check refused: its signature and one correct call, as CodeAct's
                 # Evaluation shows them (small models resend the same wrong arguments on the error alone).
                 # (In a sandbox the RPC error is raised as a ToolError; call_help reads it that way.)
-                hint = ctx.bridge.call_help({"type": "ToolError", "message": exc.message}) if ctx.bridge else None
+                bridge = ctx.deps.bridge
+                hint = bridge.call_help({"type": "ToolError", "message": exc.message}) if bridge else None
                 if hint:
                     refused["how_to_call"] = hint
                 content = json.dumps(refused, ensure_ascii=False)
@@ -179,13 +181,13 @@ class ReactLoop:
         messages.append({"role": "user", "content": message})
         self.ctx.add_segment(SegmentKind.EVALUATION, message)
         usage = {"code": usage_of(reply)}
-        await self.ctx.record_round(
+        await self.ctx.recorder.record_round(
             started=started, t0=t0, reply=reply.text, status="parse_error", parse_error=broken, usage=usage
         )
 
     async def _record(self, started: float, t0: float, reply: str, model_reply: Any = None) -> None:
         usage = {"code": usage_of(model_reply)} if model_reply is not None else {}
-        await self.ctx.record_round(started=started, t0=t0, reply=reply, status="ok", usage=usage)
+        await self.ctx.recorder.record_round(started=started, t0=t0, reply=reply, status="ok", usage=usage)
 
 
 def _broken(reply: ModelReply) -> str:

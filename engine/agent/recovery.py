@@ -10,7 +10,7 @@ journal, with an Evaluation segment (``interrupted_round.j2``) that tells the mo
 groups, which calls completed (with results), which were in flight (started, outcome unknown: check
 before repeating, by call id) and that nothing else had started:
 
-* in-process (``RunContext.record_interrupted``) at Ctrl-C or a cancel, from the journal (the run's
+* in-process (``Recorder.record_interrupted``) at Ctrl-C or a cancel, from the journal (the run's
   memory only when the store cannot be read);
 * on the next open of the session (:func:`fold_pending`), from the journal, when the run that wrote it
   is gone (the caller holds the session lock, so it is).

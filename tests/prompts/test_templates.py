@@ -276,6 +276,11 @@ CASES = [
         id="answer_confirm-printed",
     ),
     pytest.param("repeat_not_run.j2", {}, id="repeat_not_run"),
+    pytest.param("repeat_ran.j2", {}, id="repeat_ran"),
+    pytest.param("self_check_not_done.j2", {"reasons": "the total is missing"}, id="self_check_not_done"),
+    pytest.param("self_check_not_done.j2", {"reasons": ""}, id="self_check_not_done-no-reason"),
+    pytest.param("live_value.j2", {"shown": False}, id="live_value"),
+    pytest.param("live_value.j2", {"shown": True}, id="live_value-shown"),
     pytest.param("output_schema.j2", {"schema": '{\n  "type": "object"\n}'}, id="output_schema"),
     pytest.param(
         "output_invalid.j2",
