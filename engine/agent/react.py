@@ -21,6 +21,7 @@ import json
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
@@ -33,6 +34,7 @@ from codeact.segments import SegmentKind
 
 if TYPE_CHECKING:
     from codeact.engine.model import ModelReply
+    from codeact.sandbox import RpcHandler
 
 __all__ = ["ReactLoop"]
 
@@ -40,7 +42,7 @@ __all__ = ["ReactLoop"]
 class ReactLoop:
     """Runs one react run over a :class:`RunContext` whose ``bridge`` serves the tool calls."""
 
-    def __init__(self, ctx: RunContext, handler: Any, *, knowledge: str = "") -> None:
+    def __init__(self, ctx: RunContext, handler: RpcHandler, *, knowledge: str = "") -> None:
         self.ctx = ctx
         self.handler = handler  # the eventing bridge (events, approvals, interceptors)
         self.knowledge = knowledge  # the blueprint's knowledge chosen for the task (the system message's end)
@@ -105,65 +107,75 @@ class ReactLoop:
         return self._schemas or None
 
     async def _turn(self, messages: list[dict[str, Any]]) -> Outcome | None:
-        """One turn: the model's reply, then its tool calls; an outcome when the run ends."""
+        """One turn, in named steps: ask, then answer, or say and call the tools; record; decide."""
         ctx = self.ctx
         started, t0 = time.time(), time.perf_counter()
         ctx.emit(RoundStarted, round=ctx.state.round)
-        reply = await ctx.caller.call_model("code", messages=messages, tools=self._tools)
-        if not reply.tool_calls and (written := _calls_in_text(reply.text, self._schemas or (), ctx.state.round)):
-            reply = dataclasses.replace(reply, text="", tool_calls=written)
+        reply = await self._ask(messages)
         if reply.tool_calls and (broken := _broken(reply)):
             await self._unparsable(messages, reply, broken, started, t0)
             return None
         if not reply.tool_calls:
-            self.ctx.add_segment(SegmentKind.EXPRESS, reply.text)
+            ctx.add_segment(SegmentKind.EXPRESS, reply.text)
             await self._record(started, t0, reply.text, reply)
             return Outcome(status="completed", reason="answered", answer=reply.text)
-        if reply.text.strip():
-            # The text beside tool calls is said to the user ("Let me look that up."), as codeact's
-            # system.send_message: an Express segment and a message.completed of purpose "express".
-            ctx.add_segment(SegmentKind.EXPRESS, reply.text.strip())
-            ctx.emit(MessageCompleted, text=reply.text.strip(), purpose="express", round=ctx.state.round)
-        messages.append(
-            {
-                "role": "assistant",
-                "content": reply.text or None,
-                "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
-                    for c in reply.tool_calls
-                ],
-            }
-        )
+        self._say(reply)
+        messages.append(_assistant_message(reply))
+        calls = await self._call_tools(messages, reply.tool_calls)
+        await self._record(started, t0, reply.text, reply)
+        return _decide(calls.control)
+
+    async def _ask(self, messages: list[dict[str, Any]]) -> ModelReply:
+        """The model's reply to the conversation; tool calls it wrote as text read as tool calls."""
+        ctx = self.ctx
+        reply = await ctx.caller.call_model("code", messages=messages, tools=self._tools)
+        if not reply.tool_calls and (written := _calls_in_text(reply.text, self._schemas or (), ctx.state.round)):
+            reply = dataclasses.replace(reply, text="", tool_calls=written)
+        return reply
+
+    def _say(self, reply: ModelReply) -> None:
+        """The text beside tool calls is said to the user ("Let me look that up."), as codeact's send_message.
+
+        An Express segment and a ``message.completed`` of purpose ``express``.
+        """
+        text = reply.text.strip()
+        if text:
+            self.ctx.add_segment(SegmentKind.EXPRESS, text)
+            self.ctx.emit(MessageCompleted, text=text, purpose="express", round=self.ctx.state.round)
+
+    async def _call_tools(self, messages: list[dict[str, Any]], tool_calls: Sequence[ToolCall]) -> ToolResults:
+        """Run the reply's tool calls through the eventing bridge, one by one; each result a tool message."""
         control: dict[str, Any] | None = None
-        for call in reply.tool_calls:
-            toolkit, _, operation = call.name.partition("__")
-            try:
-                result = await self.handler.handle(
-                    "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
-                )
-                # JSON, as function calling goes; a value JSON cannot hold as Python shows it, ('A', 4), never
-                # the codec's {"$type": "tuple", ...}
-                content = python_repr(result) if has_tags(result) else json.dumps(result, ensure_ascii=False)
-                if isinstance(result, dict) and isinstance(result.get("$control"), dict) and control is None:
-                    control = result["$control"]
-            except _p.RpcError as exc:
-                refused: dict[str, Any] = {"error": exc.name, "message": exc.message}
-                # A call the argument check refused: its signature and one correct call, as CodeAct's
-                # Evaluation shows them (small models resend the same wrong arguments on the error alone).
-                # (In a sandbox the RPC error is raised as a ToolError; call_help reads it that way.)
-                bridge = ctx.deps.bridge
-                hint = bridge.call_help({"type": "ToolError", "message": exc.message}) if bridge else None
-                if hint:
-                    refused["how_to_call"] = hint
-                content = json.dumps(refused, ensure_ascii=False)
+        for call in tool_calls:
+            content, called = await self._call_tool(call)
+            if control is None and called is not None:
+                control = called
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.ctx.add_segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
-        await self._record(started, t0, reply.text, reply)
-        if control is not None and control.get("kind") == "finish":
-            return Outcome(status="completed", reason="finished", answer=control.get("answer"))
-        if control is not None and control.get("kind") == "ask_user":
-            return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
-        return None
+        return ToolResults(control=control)
+
+    async def _call_tool(self, call: ToolCall) -> tuple[str, dict[str, Any] | None]:
+        """One tool call: its result as the tool message's content, and its control (finish, ask_user), if any."""
+        toolkit, _, operation = call.name.partition("__")
+        try:
+            result = await self.handler.handle(
+                "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
+            )
+        except _p.RpcError as exc:
+            refused: dict[str, Any] = {"error": exc.name, "message": exc.message}
+            # A call the argument check refused: its signature and one correct call, as CodeAct's
+            # Evaluation shows them (small models resend the same wrong arguments on the error alone).
+            # (In a sandbox the RPC error is raised as a ToolError; call_help reads it that way.)
+            bridge = self.ctx.deps.bridge
+            hint = bridge.call_help({"type": "ToolError", "message": exc.message}) if bridge else None
+            if hint:
+                refused["how_to_call"] = hint
+            return json.dumps(refused, ensure_ascii=False), None
+        # JSON, as function calling goes; a value JSON cannot hold as Python shows it, ('A', 4), never
+        # the codec's {"$type": "tuple", ...}
+        content = python_repr(result) if has_tags(result) else json.dumps(result, ensure_ascii=False)
+        control = result.get("$control") if isinstance(result, dict) else None
+        return content, control if isinstance(control, dict) else None
 
     async def _unparsable(
         self, messages: list[dict[str, Any]], reply: ModelReply, broken: str, started: float, t0: float
@@ -188,6 +200,34 @@ class ReactLoop:
     async def _record(self, started: float, t0: float, reply: str, model_reply: Any = None) -> None:
         usage = {"code": usage_of(model_reply)} if model_reply is not None else {}
         await self.ctx.recorder.record_round(started=started, t0=t0, reply=reply, status="ok", usage=usage)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResults:
+    """What a turn's tool calls left for the turn's end: the first control a call returned (finish, ask_user)."""
+
+    control: dict[str, Any] | None
+
+
+def _assistant_message(reply: ModelReply) -> dict[str, Any]:
+    """The reply as the conversation keeps it: its text and its tool calls."""
+    return {
+        "role": "assistant",
+        "content": reply.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+            for c in reply.tool_calls
+        ],
+    }
+
+
+def _decide(control: dict[str, Any] | None) -> Outcome | None:
+    """How the turn ends the run: ``system__finish`` completes it, ``system__ask_user`` pauses it; else None."""
+    if control is not None and control.get("kind") == "finish":
+        return Outcome(status="completed", reason="finished", answer=control.get("answer"))
+    if control is not None and control.get("kind") == "ask_user":
+        return Outcome(status="paused", reason="ask_user", answer=control.get("question"))
+    return None
 
 
 def _broken(reply: ModelReply) -> str:
