@@ -58,7 +58,7 @@ __all__ = ["KNOWLEDGE_INTRO", "KNOWLEDGE_TAG", "SESSION_LINK", "start_run", "str
 
 # Extra session metadata for the next session a run creates in this context (a flow step's link to its
 # parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
-SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+SESSION_LINK: contextvars.ContextVar[Mapping[str, object] | None] = contextvars.ContextVar(
     "codeact_session_link", default=None
 )
 
@@ -77,7 +77,7 @@ def start_run(
     session_id: str | None,
     user: str | None,
     config: RunConfig | None,
-    context: Mapping[str, Any] | None,
+    context: Mapping[str, object] | None,
 ) -> RunContext:
     """The state of a new run of ``input`` (nothing runs yet).
 
@@ -129,7 +129,7 @@ async def stream(ctx: RunContext, wiring: Wiring) -> AsyncGenerator[Event, None]
 
 # -- 3: the run's spans -----------------------------------------------------------------------------
 async def _traced(ctx: RunContext, wiring: Wiring) -> None:
-    from codeact.engine.telemetry._state import start_run as start_trace
+    from codeact.engine.telemetry import start_run as start_trace
 
     spec = ctx.deps.spec
     options = spec.blueprint.extensions.get("telemetry") if spec.blueprint is not None else None
@@ -172,7 +172,7 @@ def _completed(ctx: RunContext, outcome: Outcome) -> None:
     ctx.deps.trace.end(status=status, reason=outcome.reason, rounds=ctx.state.recorded)
 
 
-def _failed(ctx: RunContext, error: dict[str, Any], *, retryable: bool = False) -> None:
+def _failed(ctx: RunContext, error: dict[str, object], *, retryable: bool = False) -> None:
     ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.state.recorded, run_rounds=_run_rounds(ctx))
     ctx.deps.trace.end(status="failed", error=error, rounds=ctx.state.recorded)
 
@@ -268,7 +268,7 @@ def _retryable(exc: CodeactError) -> bool:
 
 
 # -- 5: the session, new or resumed, and the input's segments -----------------------------------------
-async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any] | None) -> None:
+async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, object] | None) -> None:
     spec, store, session_id = ctx.deps.spec, ctx.deps.store, ctx.session_id
     meta = await store.get_session(session_id)
     if meta is None:
@@ -331,7 +331,7 @@ def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
     )
 
 
-def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
+def _restore_history(stored: Sequence[Mapping[str, object]]) -> SegmentHistory:
     """The session's history from its stored segments, with recorded compactions applied again.
 
     A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
@@ -352,7 +352,7 @@ def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
 
 
 # -- 6: the run's wiring, then its loop -------------------------------------------------------------------
-async def _within(seconds: float | None, loop: Coroutine[Any, Any, Outcome], ctx: RunContext) -> Outcome:
+async def _within(seconds: float | None, loop: Coroutine[object, object, Outcome], ctx: RunContext) -> Outcome:
     """Await the run's ``loop`` for at most ``seconds`` (``workflow.runSeconds``; None: no limit).
 
     The round's own limit (seconds of code, host time not counted) is the sandbox's business; this one is

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from codeact.segments import parse_python
 
@@ -28,7 +28,7 @@ class FailedRound(NamedTuple):
     line: int | None
 
 
-def unreached_note(error: dict[str, Any] | None, failed: Sequence[FailedRound]) -> list[str]:
+def unreached_note(error: dict[str, object] | None, failed: Sequence[FailedRound]) -> list[str]:
     """The note for ``error`` when it is a NameError on a name a failed round assigned after its failing line."""
     if error is None or error.get("type") != "NameError":
         return []

@@ -77,7 +77,7 @@ class Reply:
     prompt: Prompt
     first: str
     full: FullReply
-    usage: dict[str, Any]
+    usage: dict[str, object]
     timings: dict[str, float]
 
     @property
@@ -106,9 +106,9 @@ class Execution:
     result: ExecutionResult
     changed: tuple[str, ...]
     removed: tuple[str, ...]
-    error: dict[str, Any] | None
-    shown: dict[str, Any] | None
-    recorded: dict[str, Any] | None
+    error: dict[str, object] | None
+    shown: dict[str, object] | None
+    recorded: dict[str, object] | None
     duration_s: float
 
 
@@ -143,7 +143,7 @@ class CodeActLoop:
         compact = ctx.deps.spec.session.compact
         if compact is None or not compact.enabled:
             return None
-        fields: dict[str, Any] = {"enabled": True, "max_turns": compact.max_turns}
+        fields: dict[str, object] = {"enabled": True, "max_turns": compact.max_turns}
         if compact.context_ratio is not None:
             fields["context_ratio"] = compact.context_ratio
         if compact.preserve:
@@ -447,7 +447,7 @@ class CodeActLoop:
             return Outcome(status="completed", reason="final_answer", answer=step.answer), step
         return stuck, step
 
-    def _error_again(self, error: dict[str, Any] | None) -> list[str]:
+    def _error_again(self, error: dict[str, object] | None) -> list[str]:
         """The notes for an error: how to call an operation whose call was refused, and the same error again.
 
         A toolkit call the argument check refused gets the operation's signature and one correct call
@@ -519,7 +519,7 @@ class CodeActLoop:
                 )
         return None
 
-    async def _finish(self, answer: Any, evaluation: str, *, reason: str = "finished") -> Outcome | None:
+    async def _finish(self, answer: object, evaluation: str, *, reason: str = "finished") -> Outcome | None:
         spec = self.ctx.deps.spec.codeact
         if not spec.self_check or self._self_checks >= spec.max_self_checks:
             return Outcome(status="completed", reason=reason, answer=answer)
@@ -547,7 +547,7 @@ class CodeActLoop:
         parse_error: str | None = None,
         timings: dict[str, float] | None = None,
         result: ExecutionResult | None = None,
-        error: dict[str, Any] | None = None,
+        error: dict[str, object] | None = None,
     ) -> None:
         """Write the round (``Recorder.record_round``): what was sent and replied, what ran, how it ended."""
         await self.ctx.recorder.record_round(
@@ -572,7 +572,7 @@ class CodeActLoop:
         )
 
 
-def _with_step(usage: dict[str, Any], step: FinishStep | None) -> dict[str, Any]:
+def _with_step(usage: dict[str, object], step: FinishStep | None) -> dict[str, object]:
     """The round's usage with the finishing step's model call (under ``finish``) when one ran."""
     return usage if step is None else {**usage, "finish": dict(step.usage)}
 
@@ -586,7 +586,7 @@ def _live_note(reason: str) -> str:
 
 
 def _execution(
-    result: ExecutionResult, before: dict[str, Any], frame: CodeFrame | None, middle: str, duration_s: float
+    result: ExecutionResult, before: dict[str, object], frame: CodeFrame | None, middle: str, duration_s: float
 ) -> Execution:
     """The round's execution: the variables it changed and removed, its error for events and for the record."""
     changed = tuple(sorted(k for k, v in result.variables.items() if before.get(k, _MISSING) != v))

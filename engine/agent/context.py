@@ -77,8 +77,8 @@ class Outcome:
 
     status: Literal["completed", "paused", "failed"]
     reason: str
-    answer: Any = None
-    error: dict[str, Any] | None = None
+    answer: object = None
+    error: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +124,7 @@ class RunState:
     """
 
     history: SegmentHistory = field(default_factory=SegmentHistory)
-    variables: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, object] = field(default_factory=dict)
     round: int = 0
     first_round: int = 1
     created_session: bool = False  # this run created the session (it was new)
@@ -141,12 +141,12 @@ class RunState:
     cancelled: bool = False  # the run took the cancel and is recording what it did
     # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
     # round's record carries them as ``edits``, so replay applies them before running that round).
-    last_outcome: dict[str, Any] | None = None
+    last_outcome: dict[str, object] | None = None
     pending_edits: dict[str, Any] = field(default_factory=dict)
     # Toolkits hooks injected (name -> manifest entry), and those the loop has put in force (the prompt's
     # tools, the sandbox's runtime): each round's record carries the latter (``edits["tools"]``).
-    injected: dict[str, Any] = field(default_factory=dict)
-    tools_in_force: dict[str, Any] = field(default_factory=dict)
+    injected: dict[str, object] = field(default_factory=dict)
+    tools_in_force: dict[str, object] = field(default_factory=dict)
 
 
 class Emitter:
@@ -156,7 +156,7 @@ class Emitter:
         self.sequence = EventSequence(run_id)
         self.events: asyncio.Queue[Event | None] = asyncio.Queue()
 
-    def emit(self, cls: type[Event], /, **payload: Any) -> Event:
+    def emit(self, cls: type[Event], /, **payload: object) -> Event:
         """Stamp the run's next event and queue it for the stream."""
         event = self.sequence.emit(cls, **payload)
         self.events.put_nowait(event)
@@ -282,7 +282,7 @@ class Recorder:
                 )
         return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
 
-    def drain_calls(self) -> tuple[dict[str, Any], ...]:
+    def drain_calls(self) -> tuple[dict[str, object], ...]:
         """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""
         handler = self._run.deps.handler
         if handler is None:
@@ -337,7 +337,7 @@ class ModelCaller:
         *,
         prompt: Prompt | Callable[[], Prompt] | None = None,
         messages: Sequence[dict[str, Any]] = (),
-        tools: list[dict[str, Any]] | Callable[[], list[dict[str, Any]] | None] | None = None,
+        tools: list[dict[str, object]] | Callable[[], list[dict[str, object]] | None] | None = None,
     ) -> ModelReply:
         """Call the model for ``purpose`` with hooks, interceptors and ``message.delta`` streaming.
 
@@ -399,7 +399,7 @@ class ModelCaller:
         if not result.update and not result.remove:
             return
         state = self._run.state
-        encoded: dict[str, Any] = {}
+        encoded: dict[str, object] = {}
         for key, value in result.update.items():
             if not isinstance(key, str) or not key.isidentifier():
                 raise HookError(
@@ -499,7 +499,7 @@ class ModelCaller:
                 span.finish(reply)
             return reply
 
-    def _final(self, tools: list[dict[str, Any]] | None) -> Callable[[ModelCall], Awaitable[ModelReply]]:
+    def _final(self, tools: list[dict[str, object]] | None) -> Callable[[ModelCall], Awaitable[ModelReply]]:
         run = self._run
 
         async def _complete(request: ModelCall) -> ModelReply:
@@ -601,7 +601,7 @@ def _not_a_tool(name: str, method: str, item: object, reason: str) -> str:
 
 def usage_of(reply: ModelReply) -> dict[str, Any]:
     """A model reply's usage as a round record keeps it: the token counts, and ``cost_usd`` when priced."""
-    usage: dict[str, Any] = dict(reply.usage)
+    usage: dict[str, object] = dict(reply.usage)
     if reply.cost_usd is not None:
         usage["cost_usd"] = reply.cost_usd
     return usage

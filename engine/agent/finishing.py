@@ -22,7 +22,7 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from codeact import prompts
 from codeact.engine.agent.context import usage_of
@@ -68,13 +68,18 @@ class FinishStep:
     prompt: str
     reply: str
     found: bool
-    answer: Any = None
-    usage: Mapping[str, Any] = field(default_factory=dict)
+    answer: object = None
+    usage: Mapping[str, object] = field(default_factory=dict)
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record's ``finish`` field (``answer`` only when the step found one)."""
-        data: dict[str, Any] = {"step": self.step, "trigger": self.trigger, "prompt": self.prompt, "reply": self.reply}
+        data: dict[str, object] = {
+            "step": self.step,
+            "trigger": self.trigger,
+            "prompt": self.prompt,
+            "reply": self.reply,
+        }
         if self.found:
             data["answer"] = self.answer
         if self.error is not None:
@@ -136,7 +141,7 @@ async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     )
 
 
-async def _ask(ctx: RunContext, text: str) -> tuple[str, dict[str, Any], str | None]:
+async def _ask(ctx: RunContext, text: str) -> tuple[str, dict[str, object], str | None]:
     """``(reply, usage, error)`` of one plain question.
 
     A failed call is no answer, never a new failure: the run then ends as it would have without the step
@@ -149,7 +154,7 @@ async def _ask(ctx: RunContext, text: str) -> tuple[str, dict[str, Any], str | N
     return reply.text, usage_of(reply), None
 
 
-def parse_answer(text: str, *, variables: Mapping[str, Any] | None = None) -> tuple[bool, Any]:
+def parse_answer(text: str, *, variables: Mapping[str, object] | None = None) -> tuple[bool, object]:
     """``(found, answer)`` of a final-answer reply.
 
     The reply is the value itself (``3``, ``'fchahcufcu'``, ``['A', 4]``: read as a Python literal when it
@@ -191,7 +196,7 @@ def _is_code(text: str) -> bool:
     return isinstance(tree.body[0].value, ast.Call | ast.Await)  # print(x), await kit.op(): a step, not a value
 
 
-def _literal(text: str) -> Any:
+def _literal(text: str) -> object:
     """``text`` as a Python literal (a tuple as a list), or None when it is not one."""
     try:
         value = ast.literal_eval(text.strip())

@@ -46,13 +46,13 @@ class ReactLoop:
         self.ctx = ctx
         self.handler = handler  # the eventing bridge (events, approvals, interceptors)
         self.knowledge = knowledge  # the blueprint's knowledge chosen for the task (the system message's end)
-        self._schemas: list[dict[str, Any]] | None = None
+        self._schemas: list[dict[str, object]] | None = None
 
-    def _messages(self) -> list[dict[str, Any]]:
+    def _messages(self) -> list[dict[str, object]]:
         ctx = self.ctx
         instructions = (ctx.deps.spec.instructions.system, ctx.deps.spec.instructions.developer, self.knowledge)
         system = "\n\n".join(p for p in instructions if p)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        messages: list[dict[str, object]] = [{"role": "system", "content": system}] if system else []
         # Knowledge segments are in the system message (this run's); an earlier run's are not the model's words.
         messages.extend(
             {"role": "user", "content": s.content}
@@ -98,7 +98,7 @@ class ReactLoop:
             },
         )
 
-    def _tools(self) -> list[dict[str, Any]] | None:
+    def _tools(self) -> list[dict[str, object]] | None:
         """The granted operations as function schemas (called after the before_model hooks: injected ones too)."""
         ctx = self.ctx
         assert ctx.deps.bridge is not None  # noqa: S101 - the agent always builds one
@@ -106,7 +106,7 @@ class ReactLoop:
             self._schemas = ctx.deps.bridge.openai_tools()
         return self._schemas or None
 
-    async def _turn(self, messages: list[dict[str, Any]]) -> Outcome | None:
+    async def _turn(self, messages: list[dict[str, object]]) -> Outcome | None:
         """One turn, in named steps: ask, then answer, or say and call the tools; record; decide."""
         ctx = self.ctx
         started, t0 = time.time(), time.perf_counter()
@@ -125,7 +125,7 @@ class ReactLoop:
         await self._record(started, t0, reply.text, reply)
         return _decide(calls.control)
 
-    async def _ask(self, messages: list[dict[str, Any]]) -> ModelReply:
+    async def _ask(self, messages: list[dict[str, object]]) -> ModelReply:
         """The model's reply to the conversation; tool calls it wrote as text read as tool calls."""
         ctx = self.ctx
         reply = await ctx.caller.call_model("code", messages=messages, tools=self._tools)
@@ -143,9 +143,9 @@ class ReactLoop:
             self.ctx.add_segment(SegmentKind.EXPRESS, text)
             self.ctx.emit(MessageCompleted, text=text, purpose="express", round=self.ctx.state.round)
 
-    async def _call_tools(self, messages: list[dict[str, Any]], tool_calls: Sequence[ToolCall]) -> ToolResults:
+    async def _call_tools(self, messages: list[dict[str, object]], tool_calls: Sequence[ToolCall]) -> ToolResults:
         """Run the reply's tool calls through the eventing bridge, one by one; each result a tool message."""
-        control: dict[str, Any] | None = None
+        control: dict[str, object] | None = None
         for call in tool_calls:
             content, called = await self._call_tool(call)
             if control is None and called is not None:
@@ -154,7 +154,7 @@ class ReactLoop:
             self.ctx.add_segment(SegmentKind.EVALUATION, f"{call.name}: {content[:2000]}")
         return ToolResults(control=control)
 
-    async def _call_tool(self, call: ToolCall) -> tuple[str, dict[str, Any] | None]:
+    async def _call_tool(self, call: ToolCall) -> tuple[str, dict[str, object] | None]:
         """One tool call: its result as the tool message's content, and its control (finish, ask_user), if any."""
         toolkit, _, operation = call.name.partition("__")
         try:
@@ -162,7 +162,7 @@ class ReactLoop:
                 "call", {"toolkit": toolkit, "operation": operation, "arguments": call.arguments}
             )
         except _p.RpcError as exc:
-            refused: dict[str, Any] = {"error": exc.name, "message": exc.message}
+            refused: dict[str, object] = {"error": exc.name, "message": exc.message}
             # A call the argument check refused: its signature and one correct call, as CodeAct's
             # Evaluation shows them (small models resend the same wrong arguments on the error alone).
             # (In a sandbox the RPC error is raised as a ToolError; call_help reads it that way.)
@@ -178,7 +178,7 @@ class ReactLoop:
         return content, control if isinstance(control, dict) else None
 
     async def _unparsable(
-        self, messages: list[dict[str, Any]], reply: ModelReply, broken: str, started: float, t0: float
+        self, messages: list[dict[str, object]], reply: ModelReply, broken: str, started: float, t0: float
     ) -> None:
         """A reply whose tool calls did not arrive whole: nothing runs; the model reads why next turn.
 
@@ -206,10 +206,10 @@ class ReactLoop:
 class ToolResults:
     """What a turn's tool calls left for the turn's end: the first control a call returned (finish, ask_user)."""
 
-    control: dict[str, Any] | None
+    control: dict[str, object] | None
 
 
-def _assistant_message(reply: ModelReply) -> dict[str, Any]:
+def _assistant_message(reply: ModelReply) -> dict[str, object]:
     """The reply as the conversation keeps it: its text and its tool calls."""
     return {
         "role": "assistant",
@@ -221,7 +221,7 @@ def _assistant_message(reply: ModelReply) -> dict[str, Any]:
     }
 
 
-def _decide(control: dict[str, Any] | None) -> Outcome | None:
+def _decide(control: dict[str, object] | None) -> Outcome | None:
     """How the turn ends the run: ``system__finish`` completes it, ``system__ask_user`` pauses it; else None."""
     if control is not None and control.get("kind") == "finish":
         return Outcome(status="completed", reason="finished", answer=control.get("answer"))

@@ -81,7 +81,7 @@ class CallJournal:
         self._session_id = session_id
         self._caps = caps if caps is not None else RecordCaps.from_env()
         # (action, entry, future): action "add" | "clear" | "barrier"; the future is None when nobody waits.
-        self._items: deque[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]] = deque()
+        self._items: deque[tuple[str, dict[str, object] | None, asyncio.Future[None] | None]] = deque()
         self._wake = asyncio.Event()
         self._writing = asyncio.Lock()  # held while a write is in flight: one write at a time, in order
         self._task = asyncio.get_running_loop().create_task(self._drain())
@@ -102,7 +102,7 @@ class CallJournal:
         sequence: int,
         toolkit: str,
         operation: str,
-        arguments: dict[str, Any],
+        arguments: dict[str, object],
         started_at: float,
     ) -> None:
         """A call is about to run: returns once its start is durable."""
@@ -155,7 +155,7 @@ class CallJournal:
         self._items.clear()
 
     # -- the writer ------------------------------------------------------------------------------------
-    def _completion(self, round_index: int, record: CallRecord) -> dict[str, Any]:
+    def _completion(self, round_index: int, record: CallRecord) -> dict[str, object]:
         caps = self._caps
         outcome = record.result if record.error is None else record.error
         if not (_small(record.arguments, caps.argument_bytes) and _small(outcome, caps.result_bytes)):
@@ -177,7 +177,7 @@ class CallJournal:
             call["call_id"] = record.call_id
         return {"round": round_index, "kind": "call", "call": call}
 
-    def _put(self, action: str, entry: dict[str, Any] | None, fut: asyncio.Future[None] | None) -> None:
+    def _put(self, action: str, entry: dict[str, object] | None, fut: asyncio.Future[None] | None) -> None:
         if self._task.done():
             if fut is not None:
                 fut.set_exception(self._closed_error())
@@ -185,7 +185,7 @@ class CallJournal:
         self._items.append((action, entry, fut))
         self._wake.set()
 
-    async def _wait(self, entry: dict[str, Any]) -> None:
+    async def _wait(self, entry: dict[str, object]) -> None:
         # Through the writer task, even when it is idle: it runs after everything ready in this turn of the
         # event loop (the other calls of one read of the socket), so they share one write (group commit).
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -233,7 +233,8 @@ class CallJournal:
 
     @staticmethod
     def _settle(
-        batch: Sequence[tuple[str, dict[str, Any] | None, asyncio.Future[None] | None]], failure: BaseException | None
+        batch: Sequence[tuple[str, dict[str, object] | None, asyncio.Future[None] | None]],
+        failure: BaseException | None,
     ) -> None:
         for _, _, fut in batch:
             if fut is None or fut.done():
@@ -284,9 +285,9 @@ class JournalGroups:
             as call dicts with ``"in_flight": True`` and an ``outcome_unknown`` error.
     """
 
-    code: Mapping[str, Any] | None
-    completed: tuple[dict[str, Any], ...]
-    in_flight: tuple[dict[str, Any], ...]
+    code: Mapping[str, object] | None
+    completed: tuple[dict[str, object], ...]
+    in_flight: tuple[dict[str, object], ...]
 
     @property
     def calls(self) -> tuple[dict[str, Any], ...]:
@@ -299,12 +300,12 @@ class JournalGroups:
         return self.code is None and not self.completed and not self.in_flight
 
 
-def _cancelled(call: Mapping[str, Any]) -> bool:
+def _cancelled(call: Mapping[str, object]) -> bool:
     error = call.get("error")
     return isinstance(error, Mapping) and error.get("code") == _p.CANCELLED
 
 
-def journal_groups(entries: Sequence[Mapping[str, Any]], round_index: int) -> JournalGroups:
+def journal_groups(entries: Sequence[Mapping[str, object]], round_index: int) -> JournalGroups:
     """Group the journal's entries of round ``round_index``: its code, the calls completed and those in flight.
 
     A call that started and never completed, or that was cancelled while it ran (the round was stopped
@@ -313,7 +314,7 @@ def journal_groups(entries: Sequence[Mapping[str, Any]], round_index: int) -> Jo
     current = [e for e in entries if e.get("round") == round_index]
     code = next((e for e in current if e.get("kind") == "code"), None)
     starts = {str(e.get("call_id")): e for e in current if e.get("kind") == "start"}
-    completed: list[dict[str, Any]] = []
+    completed: list[dict[str, object]] = []
     in_flight: list[dict[str, Any]] = []
     done: set[str] = set()
     for e in current:
@@ -357,7 +358,7 @@ def _outcome(call: Mapping[str, Any]) -> str:
     return _cut(_shown(call.get("result")))
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """Codec data for the model: JSON, or Python's repr for a value JSON cannot hold (never the codec's tag)."""
     return python_repr(value) if has_tags(value) else json.dumps(value, ensure_ascii=False, default=str)
 
@@ -380,10 +381,10 @@ def _call_shown(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def interrupted_evaluation(
     round_index: int,
-    calls: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, object]],
     *,
     reason: str,
-    in_flight: Sequence[Mapping[str, Any]] = (),
+    in_flight: Sequence[Mapping[str, object]] = (),
 ) -> str:
     """The text the model reads about an interrupted round (``prompts/interrupted_round.j2``).
 
@@ -409,8 +410,8 @@ def interrupted_record(
     started: float,
     code: str | None,
     reply: str,
-    calls: Sequence[Mapping[str, Any]],
-    variables: Mapping[str, Any],
+    calls: Sequence[Mapping[str, object]],
+    variables: Mapping[str, object],
     reason: str,
 ) -> RoundRecord:
     """The ``interrupted`` record of a round that was cut short (in-process or folded from pending writes)."""
@@ -464,7 +465,7 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
     middle = code_entry.get("middle", code) if code_entry is not None else None
     reply = code_entry.get("reply") if code_entry is not None else ""
     variables = await store.variables(session_id)
-    segments: list[dict[str, Any]] = []
+    segments: list[dict[str, object]] = []
     chain = exec_chain(session_id, index, meta.rounds)  # the dead run's round in progress
     if isinstance(middle, str):
         code_segment = Segment(kind=SegmentKind.CODE, content=middle, round_index=index, **chain)
