@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from codeact import prompts
 from codeact.segments import parse_python
 
 __all__ = ["FailedRound", "unreached_note"]
@@ -39,11 +40,9 @@ def unreached_note(error: dict[str, object] | None, failed: Sequence[FailedRound
     for earlier in reversed(failed):
         line = _assigned_at(earlier.code, name)
         if line is not None and (earlier.line is None or line >= earlier.line):
-            return [
-                f"`{name}` is assigned on line {line} of round {earlier.round}'s code, but that round failed "
-                f"on line {earlier.line or '?'} and nothing after a failing line runs, so `{name}` was never "
-                f"defined: assign it in this round's code again (with the failing step fixed) before using it"
-            ]
+            failed_at = earlier.line or "?"
+            text = prompts.render("unassigned_name.j2", name=name, line=line, round=earlier.round, failed=failed_at)
+            return [text.rstrip("\n")]
     return []
 
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from codeact import prompts
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
 from codeact.engine.agent.output import review
 from codeact.engine.events import MessageCompleted, RoundStarted
@@ -185,9 +186,7 @@ class ReactLoop:
         The broken calls are not echoed back as ``tool_calls`` (servers that parse the arguments of
         earlier calls would refuse the conversation): the reply's text, then the error as a user message.
         """
-        message = (
-            f"{broken}. Nothing of that reply ran: send the tool calls again, each with its complete JSON arguments."
-        )
+        message = prompts.render("tool_calls_not_run.j2", broken=broken).rstrip("\n")
         if reply.text:
             messages.append({"role": "assistant", "content": reply.text})
         messages.append({"role": "user", "content": message})
@@ -232,18 +231,17 @@ def _decide(control: dict[str, object] | None) -> Outcome | None:
 
 def _broken(reply: ModelReply) -> str:
     """Why the reply's tool calls cannot run (empty when they can): cut off, or arguments that are not an object."""
-    names = ", ".join(repr(c.name or "?") for c in reply.tool_calls)
     if reply.finish_reason == "length":
-        return f"your reply was cut off at the token limit during its tool calls ({names})"
-    bad = [c for c in reply.tool_calls if not c.name or not c.arguments_valid]
+        names = ", ".join(repr(c.name or "?") for c in reply.tool_calls)
+        return prompts.render("tool_calls_broken.j2", names=names, bad=(), ended=False).rstrip("\n")
+    bad = [
+        (repr(c.name or "(no name)"), _clip(c.raw_arguments))
+        for c in reply.tool_calls
+        if not c.name or not c.arguments_valid
+    ]
     if not bad:
         return ""
-    what = "; ".join(
-        f"tool call {c.name or '(no name)'!r} has arguments that are not a JSON object: {_clip(c.raw_arguments)}"
-        for c in bad
-    )
-    cut = "" if reply.finish_reason else " (the reply ended before its tool calls were complete)"
-    return what + cut
+    return prompts.render("tool_calls_broken.j2", names="", bad=bad, ended=not reply.finish_reason).rstrip("\n")
 
 
 def _clip(raw: str, limit: int = 200) -> str:
