@@ -32,6 +32,7 @@ from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from codeact import prompts
 from codeact.engine.agent._files import image_parts, place_files, task_with_files
 from codeact.engine.agent._input import AgentInput, RunConfig, context_text, labelled, resolve_run, run_input
 from codeact.engine.agent._wiring import layout_for
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from codeact.engine.store import SessionLock
     from codeact.sandbox import Sandbox
 
-__all__ = ["KNOWLEDGE_INTRO", "KNOWLEDGE_TAG", "SESSION_LINK", "start_run", "stream"]
+__all__ = ["KNOWLEDGE_TAG", "SESSION_LINK", "start_run", "stream"]
 
 # Extra session metadata for the next session a run creates in this context (a flow step's link to its
 # parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
@@ -63,7 +64,6 @@ SESSION_LINK: contextvars.ContextVar[Mapping[str, object] | None] = contextvars.
 )
 
 KNOWLEDGE_TAG = "knowledge"
-KNOWLEDGE_INTRO = "From the agent's knowledge, relevant to this task:"
 
 _DEFAULT_WINDOW = 32_768
 _log = logging.getLogger("codeact.memory")
@@ -529,8 +529,6 @@ def _react_knowledge(ctx: RunContext, wiring: Wiring) -> str:
     The constraints as the Knowledge section codeact's system prompt has, then the domain chunks as
     codeact's Knowledge segment says them (that segment is recorded with the session here too).
     """
-    from codeact import prompts
-
     constraints, domain = _select_knowledge(ctx, wiring)
     parts = [prompts.render("system_knowledge.j2", knowledge=constraints).strip()] if constraints else []
     if domain is not None:
@@ -546,7 +544,7 @@ def _select_knowledge(ctx: RunContext, wiring: Wiring) -> tuple[list[str], str |
     text = None
     if selection.domain:
         sources = sorted({chunk.source for chunk, _ in selection.domain})
-        text = f"{KNOWLEDGE_INTRO}\n{selection.domain_text()}"
+        text = prompts.render("knowledge_domain.j2", text=selection.domain_text()).removesuffix("\n")
         ctx.add_segment(SegmentKind.KNOWLEDGE, text, tags=(KNOWLEDGE_TAG, *sources))
     return [c.render() for c in selection.constraints], text
 

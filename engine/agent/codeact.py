@@ -498,7 +498,7 @@ class CodeActLoop:
         except ThoughtParseError:
             if quiet:
                 return
-            parts = [Segment(kind=SegmentKind.THOUGHT, content="(the model gave no thought)")]
+            parts = [Segment(kind=SegmentKind.THOUGHT, content=prompts.render("no_thought.j2").rstrip("\n"))]
         for part in parts:
             if goal or part.kind != SegmentKind.NEXT_GOAL:
                 self.ctx.add_segment(part.kind, part.content)

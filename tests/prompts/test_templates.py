@@ -290,6 +290,8 @@ CASES = [
         id="tool_calls_broken-bad",
     ),
     pytest.param("tool_calls_not_run.j2", {"broken": "your reply was cut off"}, id="tool_calls_not_run"),
+    pytest.param("knowledge_domain.j2", {"text": "[policy.md] Refunds take 5 days."}, id="knowledge_domain"),
+    pytest.param("no_thought.j2", {}, id="no_thought"),
     pytest.param("unassigned_name.j2", {"name": "x", "line": 2, "round": 3, "failed": 1}, id="unassigned_name"),
     pytest.param("output_schema.j2", {"schema": '{\n  "type": "object"\n}'}, id="output_schema"),
     pytest.param(
