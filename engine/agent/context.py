@@ -4,10 +4,11 @@ A :class:`RunContext` is made when ``Agent.run`` is called (``_run.start_run``) 
 pipeline (``_run.py``) opens the session into it, the loops (``codeact.py``, ``react.py``) drive rounds over
 it. It is made of
 
-* :class:`RunDeps` (``run.deps``), frozen: the wiring (spec, model, store, hooks, interceptors) and the
+* :class:`RunDeps` (``run.deps``, ``_parts.py``), frozen: the wiring (spec, model, store, hooks, interceptors) and the
   caller's input; the trace, memory and toolkit bridge the run opens are bound into it once, when opened;
-* :class:`RunState` (``run.state``), mutable: the round, the history and variables, the hooks' edits;
-* :class:`Recorder` (``run.recorder``): the round records and the call journal (store writes only here);
+* :class:`RunState` (``run.state``, ``_parts.py``), mutable: the round, the history and variables, the hooks' edits;
+* :class:`~codeact.engine.agent.recovery.Recorder` (``run.recorder``, ``recovery.py``): the round records
+  and the call journal (the run's store writes);
 * :class:`Emitter` (``run.emitter``): the run's events, stamped in order and queued for ``Agent.run``;
 * :class:`ModelCaller` (``run.caller``): the one model call, with hooks, interceptors and streaming.
 """
@@ -15,41 +16,22 @@ it. It is made of
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import hashlib
-import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from codeact.engine.agent._files import InputFile
-from codeact.engine.agent._input import RunConfig
-from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, ModelCall, chain, hook_name
-from codeact.engine.agent.recovery import (
-    CLEANUP_S,
-    INTERRUPTED_TAG,
-    CallJournal,
-    JournalGroups,
-    interrupted_evaluation,
-    interrupted_record,
-    journal_groups,
-)
+from codeact.engine.agent._parts import RunDeps, RunState
+from codeact.engine.agent.hooks import HookContext, HookResult, Jump, ModelCall, chain, hook_name
+from codeact.engine.agent.recovery import Recorder
 from codeact.engine.errors import CodeactError, HookError
 from codeact.engine.events import Event, EventSequence, MessageCompleted, MessageDelta, SegmentCreated
 from codeact.engine.model import ModelReply
-from codeact.engine.telemetry import RunTrace
-from codeact.engine.telemetry._state import NULL_TRACE  # not on the telemetry package's face (yet)
-from codeact.sandbox.aio import wait_for
-from codeact.segments import Prompt, Segment, SegmentHistory, SegmentKind, exec_chain
+from codeact.segments import Prompt, Segment, exec_chain
 
 if TYPE_CHECKING:
-    from codeact.engine.agent.support import EventingBridge
     from codeact.engine.blueprint import AgentSpec
-    from codeact.engine.memory import RunMemory
-    from codeact.engine.model import ModelClient
-    from codeact.engine.store import Store
-    from codeact.toolkits import ToolkitBridge
 
 __all__ = ["Emitter", "EndRun", "ModelCaller", "Outcome", "Recorder", "RunContext", "RunDeps", "RunState", "usage_of"]
 
@@ -81,74 +63,6 @@ class Outcome:
     error: dict[str, object] | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunDeps:
-    """What one run is built from and never changes: the wiring and the caller's input.
-
-    ``trace``, ``memory``, ``bridge`` and ``handler`` are opened by the run itself (``_run.py``): the run
-    re-binds its deps once, with them, when it has opened them (``dataclasses.replace``).
-    """
-
-    spec: AgentSpec
-    run_id: str
-    session_id: str
-    input: str
-    model: ModelClient
-    store: Store
-    hooks: Sequence[Hook] = ()
-    interceptors: Sequence[object] = ()
-    stream: bool = True
-    user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
-    # What the caller gave besides the task: the input's history messages as (segment kind, text), the
-    # run's labels (RunConfig.labels(): thread_id, tags, metadata), the caller's context as text.
-    inputs: tuple[tuple[str, str], ...] = ()
-    labels: dict[str, Any] = field(default_factory=dict)
-    config: RunConfig = field(default_factory=RunConfig)  # as the caller gave it (hooks see it: hook_context)
-    # What the final answer must match (engine/agent/output.py: an OutputSchema).
-    output: Any = None  # an OutputSchema (typed loosely: output.py imports this module)
-    caller_context: str | None = None
-    input_files: tuple[InputFile, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
-    # Opened by the run: its spans (engine.telemetry; a no-op object when tracing is off), its memory
-    # (engine.memory.RunMemory when the blueprint enables memory), its toolkit bridge and the eventing handler.
-    trace: RunTrace = NULL_TRACE
-    memory: RunMemory | None = None
-    bridge: ToolkitBridge | None = None
-    handler: EventingBridge | None = None
-
-
-@dataclass(kw_only=True)
-class RunState:
-    """What one run changes as it goes.
-
-    ``round`` is the round in progress (or the last one); ``recorded`` the last round written to the store.
-    """
-
-    history: SegmentHistory = field(default_factory=SegmentHistory)
-    variables: dict[str, object] = field(default_factory=dict)
-    round: int = 0
-    first_round: int = 1
-    created_session: bool = False  # this run created the session (it was new)
-    recorded: int = 0
-    output_repaired: bool = False  # the model was already told once that its answer did not match
-    # Recovery (engine/agent/recovery.py): the interrupted round this run resumes (its first round's calls
-    # keep that round's ids), and what the round in progress is running, for an interrupted round's record.
-    resumes_round: int = 0
-    round_started: float = 0.0
-    current_code: str | None = None
-    current_reply: str = ""
-    started: bool = False  # run.started was emitted
-    stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
-    cancelled: bool = False  # the run took the cancel and is recording what it did
-    # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
-    # round's record carries them as ``edits``, so replay applies them before running that round).
-    last_outcome: dict[str, object] | None = None
-    pending_edits: dict[str, Any] = field(default_factory=dict)
-    # Toolkits hooks injected (name -> manifest entry), and those the loop has put in force (the prompt's
-    # tools, the sandbox's runtime): each round's record carries the latter (``edits["tools"]``).
-    injected: dict[str, object] = field(default_factory=dict)
-    tools_in_force: dict[str, object] = field(default_factory=dict)
-
-
 class Emitter:
     """The run's events: stamped in order, queued for the stream ``Agent.run`` yields (None ends it)."""
 
@@ -161,133 +75,6 @@ class Emitter:
         event = self.sequence.emit(cls, **payload)
         self.events.put_nowait(event)
         return event
-
-
-class Recorder:
-    """Writes the run's rounds to the store, and the call journal of the round in progress.
-
-    It keeps the segments added since the last record (a round's record carries them), the lock's fencing
-    token and the journal (``recovery.CallJournal``) once the run holds the session.
-    """
-
-    def __init__(self, run: RunContext) -> None:
-        self._run = run
-        self.pending_segments: list[Segment] = []
-        self.fence: str | None = None
-        self.writer: CallJournal | None = None
-
-    def note_code(self, *, program: str, middle: str, reply: str) -> None:
-        """The round's code is about to run: remember it and write it to the pending list."""
-        state = self._run.state
-        state.current_code, state.current_reply = program, reply
-        if self.writer is not None:
-            self.writer.code(state.round, code=program, middle=middle, reply=reply)
-
-    async def record_round(self, *, started: float, t0: float, reply: str, **fields: Any) -> None:
-        """Write the current round atomically: its record, the segments added since the last one, the variables.
-
-        Args:
-            started: Wall-clock start of the round (``time.time()``).
-            t0: ``time.perf_counter()`` at the start (for the duration).
-            reply: The raw model reply.
-            **fields: The other ``RoundRecord`` fields the loop knows (code, stdout, error, ...).
-        """
-        from codeact.engine.store import RoundRecord
-
-        deps, state = self._run.deps, self._run.state
-        segments = [s.model_dump(mode="json") for s in self.pending_segments]
-        self.pending_segments.clear()
-        fields.setdefault("prompt_hash", "")
-        if state.pending_edits:
-            fields.setdefault("edits", state.pending_edits)
-            state.pending_edits = {}
-        if state.tools_in_force:  # replay gives the round's code the same toolkits (engine/replay.py)
-            fields["edits"] = {**fields.get("edits", {}), "tools": dict(state.tools_in_force)}
-        if deps.input_files and state.round == state.first_round:  # the run's input files, kept for replay
-            from codeact.engine.agent._files import input_artifacts
-
-            fields["artifacts"] = (*input_artifacts(deps.input_files), *fields.get("artifacts", ()))
-        record = RoundRecord(
-            session_id=deps.session_id,
-            index=state.round,
-            started_at=started,
-            duration_s=time.perf_counter() - t0,
-            reply=reply,
-            calls=self.drain_calls(),
-            variables=state.variables,
-            **fields,
-        )
-        await deps.store.append_round(record, segments=segments, variables=state.variables, fence=self.fence)
-        state.recorded = state.round
-        state.current_code, state.current_reply = None, ""
-        if self.writer is not None:
-            self.writer.clear()
-
-    async def record_interrupted(self, *, reason: str) -> None:
-        """Record the run's round in progress as ``interrupted`` and mark the session so (bounded).
-
-        Called by the agent when the run is cancelled (Ctrl-C, a cancel). The round is written only when
-        it got as far as running code or calling a toolkit; the session is marked ``interrupted`` either way.
-        """
-        deps, state = self._run.deps, self._run.state
-
-        async def write() -> None:
-            groups = await self._journal_groups()
-            calls = list(groups.calls)
-            if state.round > state.recorded and (state.current_code is not None or calls):
-                text = interrupted_evaluation(state.round, groups.completed, reason=reason, in_flight=groups.in_flight)
-                evaluation = state.history.add(
-                    SegmentKind.EVALUATION,
-                    text,
-                    round_index=state.round,
-                    tags=("error", INTERRUPTED_TAG),
-                    **exec_chain(deps.session_id, state.round, state.recorded),
-                )
-                segments = [s.model_dump(mode="json") for s in (*self.pending_segments, evaluation)]
-                self.pending_segments.clear()
-                record = interrupted_record(
-                    session_id=deps.session_id,
-                    index=state.round,
-                    started=state.round_started or time.time(),
-                    code=state.current_code,
-                    reply=state.current_reply,
-                    calls=calls,
-                    variables=state.variables,
-                    reason=reason,
-                )
-                try:
-                    await deps.store.append_round(
-                        record, segments=segments, variables=state.variables, fence=self.fence
-                    )
-                    state.recorded = state.round
-                except CodeactError:
-                    pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
-            if self.writer is not None:
-                await self.writer.aclose()
-                self.writer = None
-            await deps.store.clear_pending(deps.session_id)
-            await deps.store.update_session(deps.session_id, status="interrupted")
-
-        with contextlib.suppress(CodeactError, TimeoutError):
-            await wait_for(write(), CLEANUP_S)
-
-    async def _journal_groups(self) -> JournalGroups:
-        """The round in progress's calls from the journal (flushed first); from memory when the store cannot be read."""
-        remembered = [dict(c) for c in self.drain_calls()]
-        if self.writer is not None:
-            await self.writer.flush()
-            with contextlib.suppress(CodeactError):
-                return journal_groups(
-                    await self._run.deps.store.pending(self._run.deps.session_id), self._run.state.round
-                )
-        return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
-
-    def drain_calls(self) -> tuple[dict[str, object], ...]:
-        """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""
-        handler = self._run.deps.handler
-        if handler is None:
-            return ()
-        return tuple(c.to_json() for c in handler.drain_calls())
 
 
 class ModelCaller:
@@ -536,7 +323,7 @@ class RunContext:
         self.state = state if state is not None else RunState()
         self.emitter = Emitter(deps.run_id)
         self.emit = self.emitter.emit  # stamp the run's next event and queue it for the stream
-        self.recorder = Recorder(self)
+        self.recorder = Recorder(self.state, lambda: self.deps)
         self.caller = ModelCaller(self)
 
     @property

@@ -1,4 +1,8 @@
-"""Interrupted rounds and the call journal: what a round did before Ctrl-C, a cancel, a store outage or a crash.
+"""The run's writes: its rounds (:class:`Recorder`), the call journal, and what an interrupted round did.
+
+:class:`Recorder` writes each round atomically (its record, the segments added since the last one, the
+variables) and keeps the journal of the round in progress; everything below is about that journal and
+about a round that did not end: Ctrl-C, a cancel, a store outage or a crash.
 
 While a round runs, :class:`CallJournal` writes AHEAD to the session's pending list in the store: the
 round's code before it runs, each toolkit call's start before the operation runs, and its completion
@@ -25,7 +29,7 @@ import contextlib
 import json
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +42,7 @@ from codeact.segments import Segment, SegmentKind, exec_chain
 from codeact.toolkits import CallRecord, RecordCaps, cap_calls
 
 if TYPE_CHECKING:
+    from codeact.engine.agent._parts import RunDeps, RunState
     from codeact.engine.store import RoundRecord, Store
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "INTERRUPTED_TAG",
     "CallJournal",
     "JournalGroups",
+    "Recorder",
     "fold_pending",
     "interrupted_evaluation",
     "interrupted_record",
@@ -430,6 +436,132 @@ def interrupted_record(
         error={"type": "Interrupted", "message": f"the round was interrupted ({reason})", "line": None},
         variables=dict(variables),
     )
+
+
+class Recorder:
+    """Writes the run's rounds to the store (``run.recorder``), and the call journal of the round in progress.
+
+    It keeps the segments added since the last record (a round's record carries them), the lock's fencing
+    token and the journal (``recovery.CallJournal``) once the run holds the session.
+    """
+
+    def __init__(self, state: RunState, deps: Callable[[], RunDeps]) -> None:
+        self._state = state
+        self._deps = deps  # the run's deps as they are now (the run binds its bridge in once it opened it)
+        self.pending_segments: list[Segment] = []
+        self.fence: str | None = None
+        self.writer: CallJournal | None = None
+
+    def note_code(self, *, program: str, middle: str, reply: str) -> None:
+        """The round's code is about to run: remember it and write it to the pending list."""
+        state = self._state
+        state.current_code, state.current_reply = program, reply
+        if self.writer is not None:
+            self.writer.code(state.round, code=program, middle=middle, reply=reply)
+
+    async def record_round(self, *, started: float, t0: float, reply: str, **fields: Any) -> None:
+        """Write the current round atomically: its record, the segments added since the last one, the variables.
+
+        Args:
+            started: Wall-clock start of the round (``time.time()``).
+            t0: ``time.perf_counter()`` at the start (for the duration).
+            reply: The raw model reply.
+            **fields: The other ``RoundRecord`` fields the loop knows (code, stdout, error, ...).
+        """
+        from codeact.engine.store import RoundRecord
+
+        deps, state = self._deps(), self._state
+        segments = [s.model_dump(mode="json") for s in self.pending_segments]
+        self.pending_segments.clear()
+        fields.setdefault("prompt_hash", "")
+        if state.pending_edits:
+            fields.setdefault("edits", state.pending_edits)
+            state.pending_edits = {}
+        if state.tools_in_force:  # replay gives the round's code the same toolkits (engine/replay.py)
+            fields["edits"] = {**fields.get("edits", {}), "tools": dict(state.tools_in_force)}
+        if deps.input_files and state.round == state.first_round:  # the run's input files, kept for replay
+            from codeact.engine.agent._files import input_artifacts
+
+            fields["artifacts"] = (*input_artifacts(deps.input_files), *fields.get("artifacts", ()))
+        record = RoundRecord(
+            session_id=deps.session_id,
+            index=state.round,
+            started_at=started,
+            duration_s=time.perf_counter() - t0,
+            reply=reply,
+            calls=self.drain_calls(),
+            variables=state.variables,
+            **fields,
+        )
+        await deps.store.append_round(record, segments=segments, variables=state.variables, fence=self.fence)
+        state.recorded = state.round
+        state.current_code, state.current_reply = None, ""
+        if self.writer is not None:
+            self.writer.clear()
+
+    async def record_interrupted(self, *, reason: str) -> None:
+        """Record the run's round in progress as ``interrupted`` and mark the session so (bounded).
+
+        Called by the agent when the run is cancelled (Ctrl-C, a cancel). The round is written only when
+        it got as far as running code or calling a toolkit; the session is marked ``interrupted`` either way.
+        """
+        deps, state = self._deps(), self._state
+
+        async def write() -> None:
+            groups = await self._journal_groups()
+            calls = list(groups.calls)
+            if state.round > state.recorded and (state.current_code is not None or calls):
+                text = interrupted_evaluation(state.round, groups.completed, reason=reason, in_flight=groups.in_flight)
+                evaluation = state.history.add(
+                    SegmentKind.EVALUATION,
+                    text,
+                    round_index=state.round,
+                    tags=("error", INTERRUPTED_TAG),
+                    **exec_chain(deps.session_id, state.round, state.recorded),
+                )
+                segments = [s.model_dump(mode="json") for s in (*self.pending_segments, evaluation)]
+                self.pending_segments.clear()
+                record = interrupted_record(
+                    session_id=deps.session_id,
+                    index=state.round,
+                    started=state.round_started or time.time(),
+                    code=state.current_code,
+                    reply=state.current_reply,
+                    calls=calls,
+                    variables=state.variables,
+                    reason=reason,
+                )
+                try:
+                    await deps.store.append_round(
+                        record, segments=segments, variables=state.variables, fence=self.fence
+                    )
+                    state.recorded = state.round
+                except CodeactError:
+                    pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
+            if self.writer is not None:
+                await self.writer.aclose()
+                self.writer = None
+            await deps.store.clear_pending(deps.session_id)
+            await deps.store.update_session(deps.session_id, status="interrupted")
+
+        with contextlib.suppress(CodeactError, TimeoutError):
+            await wait_for(write(), CLEANUP_S)
+
+    async def _journal_groups(self) -> JournalGroups:
+        """The round in progress's calls from the journal (flushed first); from memory when the store cannot be read."""
+        remembered = [dict(c) for c in self.drain_calls()]
+        if self.writer is not None:
+            await self.writer.flush()
+            with contextlib.suppress(CodeactError):
+                return journal_groups(await self._deps().store.pending(self._deps().session_id), self._state.round)
+        return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
+
+    def drain_calls(self) -> tuple[dict[str, object], ...]:
+        """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""
+        handler = self._deps().handler
+        if handler is None:
+            return ()
+        return tuple(c.to_json() for c in handler.drain_calls())
 
 
 async def mark_opened_interrupted(store: Store, session_id: str) -> None:
