@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import uuid
@@ -40,6 +39,7 @@ from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext, RunDeps
 from codeact.engine.agent.react import ReactLoop
 from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened_interrupted
+from codeact.engine.agent.runs import SESSION_LINK
 from codeact.engine.agent.support import GRANT_APPROVED, EventingBridge, ModelAccessAdapter, ask_approval
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, MessageCompleted, RunCompleted, RunFailed, RunStarted
@@ -55,13 +55,7 @@ if TYPE_CHECKING:
     from codeact.engine.store import SessionLock
     from codeact.sandbox import Sandbox
 
-__all__ = ["KNOWLEDGE_TAG", "SESSION_LINK", "start_run", "stream"]
-
-# Extra session metadata for the next session a run creates in this context (a flow step's link to its
-# parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
-SESSION_LINK: contextvars.ContextVar[Mapping[str, object] | None] = contextvars.ContextVar(
-    "codeact_session_link", default=None
-)
+__all__ = ["KNOWLEDGE_TAG", "start_run", "stream"]
 
 KNOWLEDGE_TAG = "knowledge"
 

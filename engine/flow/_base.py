@@ -18,9 +18,9 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from codeact.engine.agent._input import labelled
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent.hooks import Hook, HookContext, Jump
+from codeact.engine.agent.runs import labelled
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import (
     Event,
@@ -171,7 +171,7 @@ class FlowAgent(Lifecycle):
         Raises:
             CodeactError: ``config.invalid`` when ``session_id`` and ``config.thread_id`` differ.
         """
-        from codeact.engine.agent._input import resolve_run
+        from codeact.engine.agent.runs import resolve_run
 
         config, session_id, _ = resolve_run(config, session_id, None)
         stream = self._stream(
@@ -196,7 +196,7 @@ class FlowAgent(Lifecycle):
         config: RunConfig | None = None,
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event; ``config`` as :meth:`run`)."""
-        from codeact.engine.agent._results import _result
+        from codeact.engine.agent.runs import run_result
 
         last: Event | None = None
         session = session_id or ""
@@ -208,7 +208,7 @@ class FlowAgent(Lifecycle):
                 session, metadata = event.session_id, dict(event.metadata)
             if event.parent_run_id is None:
                 last = event
-        return _result(last, session, metadata=metadata)
+        return run_result(last, session, metadata=metadata)
 
     def run_sync(
         self,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
-from codeact.engine.agent._results import PAUSE_REASONS
+from codeact.engine.agent.runs import PAUSE_REASONS
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import (
     Event,
@@ -127,7 +127,7 @@ class _FlowRun:
                 config=self.step_config(),
             )
         else:
-            from codeact.engine.agent._run import SESSION_LINK
+            from codeact.engine.agent.runs import SESSION_LINK
 
             # The step's session records its parent when it is created (no extra write).
             SESSION_LINK.set({"flow": self._link(position, name)})
