@@ -36,11 +36,11 @@ __all__ = [
     "InputLimits",
     "check_files",
     "file_from_part",
+    "image_parts",
     "input_artifacts",
     "input_limits",
     "place_files",
     "task_with_files",
-    "use_files",
 ]
 
 IMAGE_PARTS = frozenset({"image_url", "input_image"})
@@ -122,7 +122,7 @@ def _too_large(what: str, size: int, limit: int, variable: str) -> CodeactError:
     )
 
 
-def check_name(name: Any, where: str) -> str:
+def check_name(name: object, where: str) -> str:
     """``name`` when it is a plain file name; else ``input.file_name`` saying why.
 
     Raises:
@@ -171,7 +171,7 @@ def _data_url(url: str, where: str, limit: int) -> tuple[str, bytes]:
 _IMAGE_EXTENSIONS = {"image/jpeg": ".jpg", "image/png": ".png", "image/gif": ".gif", "image/webp": ".webp"}
 
 
-def file_from_part(part: Mapping[str, Any], where: str, *, image_number: int, limits: InputLimits) -> InputFile:
+def file_from_part(part: Mapping[str, object], where: str, *, image_number: int, limits: InputLimits) -> InputFile:
     """The :class:`InputFile` of an image or file part (see the module docstring for the shapes).
 
     Args:
@@ -206,7 +206,7 @@ def file_from_part(part: Mapping[str, Any], where: str, *, image_number: int, li
         return _sized(InputFile(name=name, data=data, mime=mime, image=True), where, limits)
     if kind in FILE_PARTS:
         nested = part.get("file")
-        spec: Mapping[str, Any] = nested if isinstance(nested, Mapping) else part
+        spec: Mapping[str, object] = nested if isinstance(nested, Mapping) else part
         name = check_name(spec.get("filename") or spec.get("name"), where)
         what = f"{where}: file {name!r}"
         content = spec.get("file_data", spec.get("data"))
@@ -315,37 +315,34 @@ class ImageParts:
         if last is None:
             return await call_next(request)
         content = messages[last].get("content")
-        parts: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        parts: list[object] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
         parts += [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in self.images]
         messages[last] = {**messages[last], "content": parts}
         return await call_next(dataclasses.replace(request, messages=tuple(messages)))
 
 
-def use_files(ctx: Any, files: Sequence[InputFile]) -> None:
-    """Give the run (its ``RunContext``) its input files: kept for the sandbox, images for a vision model."""
-    if not files:
-        return
-    ctx.input_files = tuple(files)
+def image_parts(model: object, spec: Any, files: Sequence[InputFile]) -> ImageParts | None:
+    """The model interceptor that shows the run's input images to a vision model; None without images."""
     images = [f for f in files if f.image]
-    if images:
-        model, spec = ctx.model, ctx.spec
+    if not images:
+        return None
 
-        def supports(purpose: str) -> bool:
-            check = getattr(model, "supports_vision", None)
-            if callable(check):  # codeact's model client: the option, else litellm's model info
-                return bool(check(purpose=purpose))
-            # another client (a host's model through the run-scoped API): only the blueprint's option
-            routes = getattr(spec, "routes", {})
-            options = getattr(routes.get(purpose, spec.model), "options", None)
-            return getattr(options, "vision", None) is True
+    def supports(purpose: str) -> bool:
+        check = getattr(model, "supports_vision", None)
+        if callable(check):  # codeact's model client: the option, else litellm's model info
+            return bool(check(purpose=purpose))
+        # another client (a host's model through the run-scoped API): only the blueprint's option
+        routes = getattr(spec, "routes", {})
+        options = getattr(routes.get(purpose, spec.model), "options", None)
+        return getattr(options, "vision", None) is True
 
-        ctx.interceptors = (*ctx.interceptors, ImageParts(images, supports))
+    return ImageParts(images, supports)
 
 
 INPUTS_PREFIX = "inputs/"
 
 
-def input_artifacts(files: Sequence[InputFile]) -> tuple[dict[str, Any], ...]:
+def input_artifacts(files: Sequence[InputFile]) -> tuple[dict[str, object], ...]:
     """The input files as artifacts of the run's first round (``inputs/<name>``, ``"input": true``).
 
     The store keeps them with the round's other artifacts (the sessions API serves them, replay

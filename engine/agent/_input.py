@@ -34,7 +34,7 @@ __all__ = [
     "run_input",
 ]
 
-AgentInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any]]
+AgentInput = str | Mapping[str, object] | Sequence[Mapping[str, object]]
 
 _KINDS = {
     "user": SegmentKind.USER,
@@ -57,7 +57,7 @@ def _invalid(message: str) -> CodeactError:
     return CodeactError(message, code="input.invalid")
 
 
-def _text(message: Mapping[str, Any], index: int, files: list[InputFile]) -> str:
+def _text(message: Mapping[str, object], index: int, files: list[InputFile]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -80,12 +80,12 @@ def _text(message: Mapping[str, Any], index: int, files: list[InputFile]) -> str
     raise _invalid(f"message {index}: content must be a string or a list of parts, not {type(content).__name__}")
 
 
-def _short(part: Any) -> str:
+def _short(part: object) -> str:
     text = repr(part)
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def run_input(value: Any) -> RunInput:
+def run_input(value: object) -> RunInput:
     """Read ``value`` (a string, a message or a list of messages) as a task and its history.
 
     Raises:
@@ -94,7 +94,9 @@ def run_input(value: Any) -> RunInput:
     """
     if isinstance(value, str):
         return RunInput(task=value)
-    messages: list[Any] = [value] if isinstance(value, Mapping) else list(value) if isinstance(value, Sequence) else []
+    messages: list[object] = (
+        [value] if isinstance(value, Mapping) else list(value) if isinstance(value, Sequence) else []
+    )
     if not messages:
         raise _invalid(
             "the input must be a string, a message {'role', 'content'} or a non-empty list of messages, "
@@ -116,7 +118,7 @@ def run_input(value: Any) -> RunInput:
     return RunInput(task=read[last][1], history=history, files=check_files(files, input_limits()))
 
 
-def conversation(segments: Sequence[Mapping[str, Any]], answer: Any = None) -> list[dict[str, str]]:
+def conversation(segments: Sequence[Mapping[str, object]], answer: object = None) -> list[dict[str, str]]:
     """The session's conversation as messages: user segments, the agent's Express segments, then ``answer``."""
     messages: list[dict[str, str]] = []
     for segment in segments:
@@ -154,7 +156,7 @@ class RunConfig:
 
     thread_id: str | None = None
     tags: Sequence[str] = ()
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, object] = field(default_factory=dict)
     user: str | None = None
 
     def __post_init__(self) -> None:
@@ -179,7 +181,7 @@ class RunConfig:
 
     def labels(self) -> dict[str, Any]:
         """What the events and the record carry: ``{"thread_id"?, "tags", "metadata"}`` (empty ones left out)."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         if self.thread_id:
             out["thread_id"] = self.thread_id
         if self.tags:
@@ -217,7 +219,7 @@ def resolve_run(
 CONTEXT_MAX_CHARS = 4_000
 
 
-def context_text(context: Mapping[str, Any] | None, *, max_chars: int = CONTEXT_MAX_CHARS) -> str | None:
+def context_text(context: Mapping[str, object] | None, *, max_chars: int = CONTEXT_MAX_CHARS) -> str | None:
     """The caller's context (page, URL, environment...) as the text of a Context segment, or None.
 
     One ``key: value`` line per entry (values other than strings as JSON). Past ``max_chars`` the

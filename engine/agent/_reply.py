@@ -58,7 +58,7 @@ class FullReply:
     text: str
     truncated: bool
     continuations: int
-    usage: dict[str, Any]
+    usage: dict[str, object]
     looped: str | None = None
 
 
@@ -73,11 +73,11 @@ async def complete_reply(ctx: RunContext, prompt: Prompt, text: str, finish: str
     while finish == "length" and count < MAX_CONTINUATIONS and not invented and looped is None:
         count += 1
         if prompt.protocol == "completion" and prompt.text is not None:
-            more = await ctx.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
+            more = await ctx.caller.call_model("code", prompt=dataclasses.replace(prompt, text=prompt.text + text))
         else:
             request = prompts.render("reply_continue.j2").strip()
             messages = (*prompt.messages, {"role": "assistant", "content": text}, {"role": "user", "content": request})
-            more = await ctx.call_model("code", messages=messages)
+            more = await ctx.caller.call_model("code", messages=messages)
         piece = more.text
         if _unclosed_fence(text) and _OPEN_FENCE.match(piece):
             if _whole_program(piece):
@@ -140,7 +140,7 @@ def truncated_error(reply: str, continuations: int, looped: str | None = None) -
     return CodeParseError(message, reason="truncated", reply=reply, detail=detail)
 
 
-def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, Any]]:
+def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, object]]:
     """``(status, error dict)`` of a round whose reply gave no code to run.
 
     The error dict is what ``code.completed`` and the record carry: ``type`` (``SyntaxError`` for code
@@ -149,7 +149,11 @@ def no_code_outcome(error: CodeParseError) -> tuple[str, dict[str, Any]]:
     ``source`` (its text).
     """
     if error.reason in ("syntax", "truncated"):
-        data: dict[str, Any] = {"type": "SyntaxError", "message": error.detail or error.message, "reason": error.reason}
+        data: dict[str, object] = {
+            "type": "SyntaxError",
+            "message": error.detail or error.message,
+            "reason": error.reason,
+        }
         if error.line is not None:
             data["line"] = error.line
         if error.text:

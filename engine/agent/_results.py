@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, RunCompleted, RunFailed
@@ -32,21 +32,21 @@ class RunResult:
     run_id: str
     session_id: str
     status: Literal["completed", "paused", "failed"]
-    answer: Any = None
+    answer: object = None
     reason: str = ""
     rounds: int = 0
     session_rounds: int = 0
-    error: dict[str, Any] | None = None
-    variables: dict[str, Any] = field(default_factory=dict)
+    error: dict[str, object] | None = None
+    variables: dict[str, object] = field(default_factory=dict)
     messages: list[dict[str, str]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
 
 
 PAUSE_REASONS = frozenset({"ask_user", "interrupt_before"})
 """``run.completed`` reasons that leave the run ``paused``: a question for the user, a flow's ``interruptBefore``."""
 
 
-def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, Any] | None = None) -> RunResult:
+def _result(last: Event | None, session_id: str, *, metadata: Mapping[str, object] | None = None) -> RunResult:
     if isinstance(last, RunCompleted):
         status: Literal["completed", "paused"] = "paused" if last.reason in PAUSE_REASONS else "completed"
         return RunResult(

@@ -24,20 +24,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from codeact.engine.agent._files import place_files, task_with_files, use_files
+from codeact import prompts
+from codeact.engine.agent._files import image_parts, place_files, task_with_files
 from codeact.engine.agent._input import AgentInput, RunConfig, context_text, labelled, resolve_run, run_input
 from codeact.engine.agent._wiring import layout_for
 from codeact.engine.agent.codeact import CodeActLoop
-from codeact.engine.agent.context import EndRun, Outcome, RunContext
+from codeact.engine.agent.context import EndRun, Outcome, RunContext, RunDeps
 from codeact.engine.agent.react import ReactLoop
 from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened_interrupted
+from codeact.engine.agent.runs import SESSION_LINK
 from codeact.engine.agent.support import ModelAccessAdapter
 from codeact.engine.calls import call_bridge
 from codeact.engine.errors import CodeactError
@@ -54,16 +56,9 @@ if TYPE_CHECKING:
     from codeact.engine.store import SessionLock
     from codeact.sandbox import Sandbox
 
-__all__ = ["KNOWLEDGE_INTRO", "KNOWLEDGE_TAG", "SESSION_LINK", "start_run", "stream"]
-
-# Extra session metadata for the next session a run creates in this context (a flow step's link to its
-# parent flow, engine.flow); read once by the run, so the run's own sub-agents do not inherit it.
-SESSION_LINK: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
-    "codeact_session_link", default=None
-)
+__all__ = ["KNOWLEDGE_TAG", "start_run", "stream"]
 
 KNOWLEDGE_TAG = "knowledge"
-KNOWLEDGE_INTRO = "From the agent's knowledge, relevant to this task:"
 
 _DEFAULT_WINDOW = 32_768
 _log = logging.getLogger("codeact.memory")
@@ -77,7 +72,7 @@ def start_run(
     session_id: str | None,
     user: str | None,
     config: RunConfig | None,
-    context: Mapping[str, Any] | None,
+    context: Mapping[str, object] | None,
 ) -> RunContext:
     """The state of a new run of ``input`` (nothing runs yet).
 
@@ -87,7 +82,7 @@ def start_run(
     """
     read = run_input(input)
     config, session_id, user = resolve_run(config, session_id, user)
-    return RunContext(
+    deps = RunDeps(
         spec=wiring.spec,
         run_id=uuid.uuid4().hex,
         session_id=session_id or uuid.uuid4().hex,
@@ -105,14 +100,15 @@ def start_run(
         caller_context=context_text(context),
         input_files=read.files,
     )
+    return RunContext(deps)
 
 
 async def stream(ctx: RunContext, wiring: Wiring) -> AsyncGenerator[Event, None]:
     """Run ``ctx`` in a task of its own and yield its events; closing the generator cancels the run."""
     task = asyncio.create_task(_traced(ctx, wiring))
-    task.add_done_callback(lambda _t: ctx.events.put_nowait(None))
+    task.add_done_callback(lambda _t: ctx.emitter.events.put_nowait(None))
     try:
-        while (event := await ctx.events.get()) is not None:
+        while (event := await ctx.emitter.events.get()) is not None:
             yield event
         await task
     finally:
@@ -120,55 +116,60 @@ async def stream(ctx: RunContext, wiring: Wiring) -> AsyncGenerator[Event, None]
             # No round starts after this, even if something inside the run swallowed the cancel
             # (Python 3.11's asyncio.wait_for does, as its call completes): the cancel is repeated
             # until the run takes it, then its clean-up (recording the round) runs undisturbed.
-            ctx.stopping = True
-            await cancel_and_wait(task, acknowledged=lambda: ctx.cancelled)
+            ctx.state.stopping = True
+            await cancel_and_wait(task, acknowledged=lambda: ctx.state.cancelled)
             if not task.cancelled():
                 task.result()  # an error of the run's clean-up surfaces as before
 
 
 # -- 3: the run's spans -----------------------------------------------------------------------------
 async def _traced(ctx: RunContext, wiring: Wiring) -> None:
-    from codeact.engine.telemetry._state import start_run as start_trace
+    from codeact.engine.telemetry import start_run as start_trace
 
-    spec = ctx.spec
+    spec = ctx.deps.spec
     options = spec.blueprint.extensions.get("telemetry") if spec.blueprint is not None else None
-    ctx.trace = start_trace(
-        run_id=ctx.run_id,
+    trace = start_trace(
+        run_id=ctx.deps.run_id,
         session_id=ctx.session_id,
         agent_id=spec.id,
         model=spec.model.model,
         kind=spec.kind,
         options=options if isinstance(options, dict) else None,
     )
-    span = getattr(ctx.trace, "run_span", None)
-    if span is not None and ctx.labels:
-        if ctx.labels.get("tags"):
-            span.set_attribute("codeact.tags", list(ctx.labels["tags"]))
-        for key, value in ctx.labels.get("metadata", {}).items():
+    ctx.deps = replace(ctx.deps, trace=trace)
+    span = getattr(ctx.deps.trace, "run_span", None)
+    if span is not None and ctx.deps.labels:
+        if ctx.deps.labels.get("tags"):
+            span.set_attribute("codeact.tags", list(ctx.deps.labels["tags"]))
+        for key, value in ctx.deps.labels.get("metadata", {}).items():
             text = value if isinstance(value, str | int | float | bool) else json.dumps(value, ensure_ascii=False)
             span.set_attribute(f"codeact.metadata.{key}", text)
     try:
         await _locked(ctx, wiring)
     finally:
-        ctx.trace.end(status="interrupted")  # a cancelled run (the span ends once)
+        ctx.deps.trace.end(status="interrupted")  # a cancelled run (the span ends once)
 
 
 def _run_rounds(ctx: RunContext) -> int:
     """The rounds this run recorded (a continued session's earlier rounds not counted)."""
-    return max(0, ctx.recorded - ctx.first_round + 1)
+    return max(0, ctx.state.recorded - ctx.state.first_round + 1)
 
 
 def _completed(ctx: RunContext, outcome: Outcome) -> None:
     ctx.emit(
-        RunCompleted, answer=outcome.answer, reason=outcome.reason, rounds=ctx.recorded, run_rounds=_run_rounds(ctx)
+        RunCompleted,
+        answer=outcome.answer,
+        reason=outcome.reason,
+        rounds=ctx.state.recorded,
+        run_rounds=_run_rounds(ctx),
     )
     status = "paused" if outcome.reason == "ask_user" else "completed"
-    ctx.trace.end(status=status, reason=outcome.reason, rounds=ctx.recorded)
+    ctx.deps.trace.end(status=status, reason=outcome.reason, rounds=ctx.state.recorded)
 
 
-def _failed(ctx: RunContext, error: dict[str, Any], *, retryable: bool = False) -> None:
-    ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.recorded, run_rounds=_run_rounds(ctx))
-    ctx.trace.end(status="failed", error=error, rounds=ctx.recorded)
+def _failed(ctx: RunContext, error: dict[str, object], *, retryable: bool = False) -> None:
+    ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.state.recorded, run_rounds=_run_rounds(ctx))
+    ctx.deps.trace.end(status="failed", error=error, rounds=ctx.state.recorded)
 
 
 # -- 4: the session lock, and what a cancel or an error leaves behind -------------------------------------
@@ -179,23 +180,24 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
     # Invariants of the stream: run.started first, run.completed/run.failed last, even when the
     # run fails before it could open the session (busy, store down).
     link, _ = SESSION_LINK.get(), SESSION_LINK.set(None)  # this task's context only
-    store, session_id = ctx.store, ctx.session_id
+    store, session_id = ctx.deps.store, ctx.session_id
     try:
         async with store.lock(session_id) as lock:
             try:
                 # A run that died mid-round left its completed calls behind: record them first.
                 await fold_pending(store, session_id, fence=lock.token, reason=_gone_reason(lock))
                 await _open_session(ctx, wiring, link)
-                ctx.fence = lock.token
-                ctx.writer = CallJournal(store, session_id)
-                use_files(ctx, ctx.input_files)
-                outcome = await _within(ctx.spec.run_seconds, _loop(ctx, wiring), ctx)
+                ctx.recorder.fence = lock.token
+                ctx.recorder.writer = CallJournal(store, session_id)
+                if (images := image_parts(ctx.deps.model, ctx.deps.spec, ctx.deps.input_files)) is not None:
+                    ctx.deps = replace(ctx.deps, interceptors=(*ctx.deps.interceptors, images))
+                outcome = await _within(ctx.deps.spec.run_seconds, _loop(ctx, wiring), ctx)
                 await _end(ctx, outcome)
             except asyncio.CancelledError:
                 # Ctrl-C or a cancel: keep what the round in progress did, then stop.
-                ctx.cancelled = True
-                if ctx.started:
-                    await ctx.record_interrupted(reason="Ctrl-C or a cancel stopped the run")
+                ctx.state.cancelled = True
+                if ctx.state.started:
+                    await ctx.recorder.record_interrupted(reason="Ctrl-C or a cancel stopped the run")
                 else:
                     await mark_opened_interrupted(store, session_id)
                 raise
@@ -208,17 +210,17 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
                         await _fail_session(ctx)
                 raise
             finally:
-                if ctx.writer is not None:
-                    await ctx.writer.aclose()
-                    ctx.writer = None
-                if ctx.memory is not None:
-                    await ctx.memory.close()
+                if ctx.recorder.writer is not None:
+                    await ctx.recorder.writer.aclose()
+                    ctx.recorder.writer = None
+                if ctx.deps.memory is not None:
+                    await ctx.deps.memory.close()
         if outcome.status == "failed":
             _failed(ctx, outcome.error or {"code": "run.failed", "message": outcome.reason})
         else:
             _completed(ctx, outcome)
     except CodeactError as exc:
-        if not ctx.started:
+        if not ctx.state.started:
             meta = None
             with contextlib.suppress(CodeactError):
                 meta = await store.get_session(session_id)
@@ -233,11 +235,11 @@ async def _fail_session(ctx: RunContext) -> None:
     journaled (a refused key, an unknown model), so ``sessions list`` and the console show no empty
     failed session.
     """
-    store, session_id = ctx.store, ctx.session_id
-    if ctx.created_session and ctx.recorded == 0 and ctx.current_code is None:
-        if ctx.writer is not None:
-            await ctx.writer.aclose()  # started/completed entries are durable before their call goes on
-            ctx.writer = None
+    store, session_id = ctx.deps.store, ctx.session_id
+    if ctx.state.created_session and ctx.state.recorded == 0 and ctx.state.current_code is None:
+        if ctx.recorder.writer is not None:
+            await ctx.recorder.writer.aclose()  # started/completed entries are durable before their call goes on
+            ctx.recorder.writer = None
         if not await store.pending(session_id):
             await store.delete_session(session_id)
             return
@@ -261,70 +263,70 @@ def _retryable(exc: CodeactError) -> bool:
 
 
 # -- 5: the session, new or resumed, and the input's segments -----------------------------------------
-async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, Any] | None) -> None:
-    spec, store, session_id = ctx.spec, ctx.store, ctx.session_id
+async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, object] | None) -> None:
+    spec, store, session_id = ctx.deps.spec, ctx.deps.store, ctx.session_id
     meta = await store.get_session(session_id)
     if meta is None:
-        ctx.created_session = True
+        ctx.state.created_session = True
         await store.create_session(
             SessionMeta(
                 session_id=session_id,
                 blueprint_id=spec.id,
                 blueprint_hash=spec.blueprint_hash,
                 model=spec.model.model,
-                title=ctx.input[:80],
-                input=ctx.input,
+                title=ctx.deps.input[:80],
+                input=ctx.deps.input,
                 extra={
                     "kind": spec.kind,
                     "grants": wiring.grants,
                     **(link or {}),
-                    **labelled({}, ctx.labels),
+                    **labelled({}, ctx.deps.labels),
                     "trace_id": _run_trace_id(ctx),
                 },
             )
         )
     else:
         await store.check_session(session_id)  # an unreadable entry refuses the resume, naming it
-        ctx.history = _restore_history(await store.segments(session_id))
-        ctx.variables = dict(await store.variables(session_id))
-        ctx.round = ctx.recorded = meta.rounds
-        ctx.first_round = meta.rounds + 1
+        ctx.state.history = _restore_history(await store.segments(session_id))
+        ctx.state.variables = dict(await store.variables(session_id))
+        ctx.state.round = ctx.state.recorded = meta.rounds
+        ctx.state.first_round = meta.rounds + 1
         last = await store.round(session_id, meta.rounds) if meta.rounds else None
         if last is not None and last.status == "interrupted":
-            ctx.resumes_round = last.index  # the first round's calls keep the interrupted round's ids
-        extra = {**labelled(meta.extra, ctx.labels), "trace_id": _run_trace_id(ctx)}
+            ctx.state.resumes_round = last.index  # the first round's calls keep the interrupted round's ids
+        extra = {**labelled(meta.extra, ctx.deps.labels), "trace_id": _run_trace_id(ctx)}
         await store.update_session(session_id, status="active", extra=extra)
     _emit_started(ctx, resumed=meta is not None)
-    for kind, text in ctx.inputs:  # the input's history messages (Agent.run of a list of messages)
+    for kind, text in ctx.deps.inputs:  # the input's history messages (Agent.run of a list of messages)
         ctx.add_segment(kind, text, tags=("input",))
-    if ctx.caller_context is not None:  # the caller's context (Agent.run(context=...), --context)
-        ctx.add_segment(SegmentKind.CONTEXT, ctx.caller_context, tags=("caller",))
-    if ctx.output is not None:  # the answer's shape (Agent(output_type=...), outputSchema)
-        ctx.add_segment(SegmentKind.CONTEXT, ctx.output.intro(), tags=("output",))
-    ctx.add_segment(SegmentKind.USER, ctx.input)
+    if ctx.deps.caller_context is not None:  # the caller's context (Agent.run(context=...), --context)
+        ctx.add_segment(SegmentKind.CONTEXT, ctx.deps.caller_context, tags=("caller",))
+    if ctx.deps.output is not None:  # the answer's shape (Agent(output_type=...), outputSchema)
+        ctx.add_segment(SegmentKind.CONTEXT, ctx.deps.output.intro(), tags=("output",))
+    ctx.add_segment(SegmentKind.USER, ctx.deps.input)
 
 
 def _emit_started(ctx: RunContext, *, resumed: bool) -> None:
-    ctx.started = True
-    spec = ctx.spec
+    ctx.state.started = True
+    spec = ctx.deps.spec
     chat = spec.kind == "codeact" and spec.codeact.protocol == "chat"
     layout = layout_for(spec) if chat else None
     ctx.emit(
         RunStarted,
         session_id=ctx.session_id,
-        blueprint_id=ctx.spec.id,
-        model=ctx.spec.model.model,
-        input=ctx.input,
+        blueprint_id=ctx.deps.spec.id,
+        model=ctx.deps.spec.model.model,
+        input=ctx.deps.input,
         resumed=resumed,
-        tags=tuple(ctx.labels.get("tags", ())),
-        metadata=dict(ctx.labels.get("metadata", {})),
+        tags=tuple(ctx.deps.labels.get("tags", ())),
+        metadata=dict(ctx.deps.labels.get("metadata", {})),
         trace_id=_run_trace_id(ctx),
         layout=layout.layout if layout is not None else "",
         layout_reason=layout.reason if layout is not None else "",
     )
 
 
-def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
+def _restore_history(stored: Sequence[Mapping[str, object]]) -> SegmentHistory:
     """The session's history from its stored segments, with recorded compactions applied again.
 
     A compaction summary (a ``Round`` segment tagged ``compacted``) replaced every segment of rounds
@@ -345,7 +347,7 @@ def _restore_history(stored: Sequence[Mapping[str, Any]]) -> SegmentHistory:
 
 
 # -- 6: the run's wiring, then its loop -------------------------------------------------------------------
-async def _within(seconds: float | None, loop: Coroutine[Any, Any, Outcome], ctx: RunContext) -> Outcome:
+async def _within(seconds: float | None, loop: Coroutine[object, object, Outcome], ctx: RunContext) -> Outcome:
     """Await the run's ``loop`` for at most ``seconds`` (``workflow.runSeconds``; None: no limit).
 
     The round's own limit (seconds of code, host time not counted) is the sandbox's business; this one is
@@ -363,25 +365,26 @@ async def _within(seconds: float | None, loop: Coroutine[Any, Any, Outcome], ctx
         if not scope.expired():
             raise  # a TimeoutError of the run's own, not the limit
     reason = f"the run passed its time limit of {seconds:g} s (workflow.runSeconds)"
-    await ctx.record_interrupted(reason=reason)
+    await ctx.recorder.record_interrupted(reason=reason)
     message = f"{reason}; the round in progress was stopped. Raise workflow.runSeconds, or continue the session"
     return Outcome(status="failed", reason="time_limit", error={"code": "run.time_limit", "message": message})
 
 
 async def _loop(ctx: RunContext, wiring: Wiring) -> Outcome:
     await _open_memory(ctx, base_url=getattr(wiring.model, "base_url", None))
-    ctx.bridge, ctx.handler = _bridge(ctx, wiring)
+    bridge, handler = _bridge(ctx, wiring)
+    ctx.deps = replace(ctx.deps, bridge=bridge, handler=handler)
     try:
-        await ctx.before_agent()
-        if ctx.spec.kind == "react":
-            return await ReactLoop(ctx, ctx.handler, knowledge=_react_knowledge(ctx, wiring)).run()
-        sandbox = wiring.sandbox_factory(ctx.handler, ctx.spec)
-        place_files(sandbox, ctx.input_files)
+        await ctx.caller.before_agent()
+        if ctx.deps.spec.kind == "react":
+            return await ReactLoop(ctx, handler, knowledge=_react_knowledge(ctx, wiring)).run()
+        sandbox = wiring.sandbox_factory(handler, ctx.deps.spec)
+        place_files(sandbox, ctx.deps.input_files)
         await _note_sandbox(ctx, sandbox)
         try:
             config = await _memory_prompt(ctx, wiring.prompt_config)
             config = _knowledge_prompt(ctx, wiring, config)
-            builder = SegmentBuilder(config, stubs=ctx.bridge.stubs())
+            builder = SegmentBuilder(config, stubs=bridge.stubs())
             return await CodeActLoop(ctx, builder, sandbox).run()
         finally:
             await sandbox.aclose()
@@ -395,32 +398,32 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, ToolkitBrid
     def express(kind: str, data: dict[str, Any]) -> None:
         if kind == "express" and isinstance(data.get("text"), str):
             ctx.add_segment(SegmentKind.EXPRESS, data["text"])
-            ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.round)
+            ctx.emit(MessageCompleted, text=data["text"], purpose="express", round=ctx.state.round)
         elif kind == "a2a.update":  # a remote agent's progress (toolkits.a2a), shown as it streams
             text = f"[{data.get('agent')}] {data.get('state')}: {data.get('text') or ''}".rstrip(": ")
-            ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.round)
+            ctx.emit(MessageCompleted, text=text, purpose="a2a", round=ctx.state.round)
 
-    model_access = ModelAccessAdapter(lambda call: ctx.call_model(call.purpose, messages=call.messages))
+    model_access = ModelAccessAdapter(lambda call: ctx.caller.call_model(call.purpose, messages=call.messages))
     bridge = call_bridge(
         wiring.registry,
         grants=wiring.grants,
         context=ToolkitContext(
             session_id=ctx.session_id,
             trace_id=_run_trace_id(ctx),
-            run_id=ctx.run_id,
-            user=ctx.user,
+            run_id=ctx.deps.run_id,
+            user=ctx.deps.user,
             model=model_access,
             emit=express,
-            memory=ctx.memory.access if ctx.memory is not None else None,
+            memory=ctx.deps.memory.access if ctx.deps.memory is not None else None,
         ),
-        budgets=ctx.spec.codeact.budgets or DEFAULT_BUDGETS,  # workflow.codeact.budgets under the host's caps
+        budgets=ctx.deps.spec.codeact.budgets or DEFAULT_BUDGETS,  # workflow.codeact.budgets under the host's caps
         emit=ctx.emit,
-        round_ref=lambda: ctx.round,
+        round_ref=lambda: ctx.state.round,
         policies=wiring.policies,
         approver=wiring.approver,
         interceptors=wiring.interceptors,
-        trace=lambda: ctx.trace,
-        journal=lambda: ctx.writer,  # each call's start and end are durable before it goes on (engine.calls)
+        trace=lambda: ctx.deps.trace,
+        journal=lambda: ctx.recorder.writer,  # each call's start and end are durable before it goes on (engine.calls)
         id_round=ctx.id_round,
     )
     return bridge, bridge
@@ -432,54 +435,55 @@ def _run_trace_id(ctx: RunContext) -> str:
     The run id is a fresh 32-hex-digit id too, so logs, ``run.started``, the session record and the
     toolkits' ``ToolkitContext.trace_id`` correlate the same way with tracing off.
     """
-    span = getattr(ctx.trace, "run_span", None)
+    span = getattr(ctx.deps.trace, "run_span", None)
     trace_id = span.get_span_context().trace_id if span is not None else 0
-    return f"{trace_id:032x}" if trace_id else ctx.run_id
+    return f"{trace_id:032x}" if trace_id else ctx.deps.run_id
 
 
 async def _note_sandbox(ctx: RunContext, sandbox: Sandbox) -> None:
     """Note the sandbox in the session's metadata: replay rebuilds the same one (backend, policy) from it."""
     from codeact.engine.agent.sandboxes import env_note
 
-    meta = await ctx.store.get_session(ctx.session_id)
+    meta = await ctx.deps.store.get_session(ctx.session_id)
     extra = dict(meta.extra) if meta is not None else {}
     sandbox.hash_seed = session_hash_seed(extra.get("sandbox"))  # the session's, kept on resume
-    extra["sandbox"] = sandbox_note(sandbox, deadline_s=ctx.spec.codeact.round_seconds)
-    declared_env = env_note(ctx.spec.sandbox)
+    extra["sandbox"] = sandbox_note(sandbox, deadline_s=ctx.deps.spec.codeact.round_seconds)
+    declared_env = env_note(ctx.deps.spec.sandbox)
     if declared_env is not None:
         extra["sandbox"]["env"] = declared_env
-    await ctx.store.update_session(ctx.session_id, extra=extra)
+    await ctx.deps.store.update_session(ctx.session_id, extra=extra)
 
 
 async def _open_memory(ctx: RunContext, *, base_url: str | None) -> None:
-    """Open the run's memory (``ctx.memory``; stays None when the blueprint enables none)."""
-    if ctx.spec.session.memory is None or not ctx.spec.session.memory.enabled:
+    """Open the run's memory (``ctx.deps.memory``; stays None when the blueprint enables none)."""
+    if ctx.deps.spec.session.memory is None or not ctx.deps.spec.session.memory.enabled:
         return
     from codeact.engine.memory import open_run_memory
 
-    ctx.memory = await open_run_memory(
-        ctx.spec, ctx.store, session_id=ctx.session_id, user=ctx.user, embedding_base=base_url
+    memory = await open_run_memory(
+        ctx.deps.spec, ctx.deps.store, session_id=ctx.session_id, user=ctx.deps.user, embedding_base=base_url
     )
+    ctx.deps = replace(ctx.deps, memory=memory)
 
 
 async def _memory_prompt(ctx: RunContext, config: PromptConfig) -> PromptConfig:
     """Before the first code round: the Context segment and the Experience section from memory."""
-    memory = ctx.memory
+    memory = ctx.deps.memory
     if memory is None:
         return config
     from codeact.engine.memory import memory_budget
 
-    compact = ctx.spec.session.compact
+    compact = ctx.deps.spec.session.compact
     ratio = (compact.context_ratio or 0.75) if compact is not None and compact.enabled else None
-    window = ctx.spec.model.context_window or ctx.model.context_window(purpose="code") or _DEFAULT_WINDOW
+    window = ctx.deps.spec.model.context_window or ctx.deps.model.context_window(purpose="code") or _DEFAULT_WINDOW
     budget = memory_budget(memory.config, window=window, compact_ratio=ratio)
 
     def count(text: str) -> int:
-        return ctx.model.count_tokens(text, purpose="code")
+        return ctx.deps.model.count_tokens(text, purpose="code")
 
-    found = await memory.prepare(ctx.input, budget=budget, count=count)
+    found = await memory.prepare(ctx.deps.input, budget=budget, count=count)
     if found.context:
-        last = ctx.history.last(SegmentKind.CONTEXT)
+        last = ctx.state.history.last(SegmentKind.CONTEXT)
         if last is None or last.content != found.context:
             ctx.add_segment(SegmentKind.CONTEXT, found.context, tags=("memory",))
     if not found.experiences:
@@ -506,8 +510,6 @@ def _react_knowledge(ctx: RunContext, wiring: Wiring) -> str:
     The constraints as the Knowledge section codeact's system prompt has, then the domain chunks as
     codeact's Knowledge segment says them (that segment is recorded with the session here too).
     """
-    from codeact import prompts
-
     constraints, domain = _select_knowledge(ctx, wiring)
     parts = [prompts.render("system_knowledge.j2", knowledge=constraints).strip()] if constraints else []
     if domain is not None:
@@ -519,11 +521,11 @@ def _select_knowledge(ctx: RunContext, wiring: Wiring) -> tuple[list[str], str |
     """The task's knowledge: ``(constraint items, domain text or None)``; the domain text is added as a segment."""
     if wiring.knowledge is None:
         return [], None
-    selection = wiring.knowledge.select(ctx.input)
+    selection = wiring.knowledge.select(ctx.deps.input)
     text = None
     if selection.domain:
         sources = sorted({chunk.source for chunk, _ in selection.domain})
-        text = f"{KNOWLEDGE_INTRO}\n{selection.domain_text()}"
+        text = prompts.render("knowledge_domain.j2", text=selection.domain_text()).removesuffix("\n")
         ctx.add_segment(SegmentKind.KNOWLEDGE, text, tags=(KNOWLEDGE_TAG, *sources))
     return [c.render() for c in selection.constraints], text
 
@@ -531,36 +533,36 @@ def _select_knowledge(ctx: RunContext, wiring: Wiring) -> tuple[list[str], str |
 # -- 7: the end of the run ----------------------------------------------------------------------------------
 async def _end(ctx: RunContext, outcome: Outcome) -> None:
     await _close_memory(ctx, outcome)
-    await ctx.after_agent()
-    if ctx.writer is not None:  # (closed already when the run's time limit stopped it)
-        await ctx.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
-    await ctx.store.update_session(ctx.session_id, status=outcome.status)
+    await ctx.caller.after_agent()
+    if ctx.recorder.writer is not None:  # (closed already when the run's time limit stopped it)
+        await ctx.recorder.writer.flush(timeout=2.0)  # the last round's "clear" (a few ms)
+    await ctx.deps.store.update_session(ctx.session_id, status=outcome.status)
 
 
 async def _close_memory(ctx: RunContext, outcome: Outcome) -> None:
     """When the run ends: distill and store its summary and experience (never fails the run)."""
-    memory = ctx.memory
+    memory = ctx.deps.memory
     if memory is None:
         return
 
     async def distill(prompt: str) -> Any:
-        reply = await ctx.call_model("utility", messages=({"role": "user", "content": prompt},))
+        reply = await ctx.caller.call_model("utility", messages=({"role": "user", "content": prompt},))
         return reply.text
 
     try:
-        rounds = [r for r in await ctx.store.rounds(ctx.session_id) if r.index >= ctx.first_round]
+        rounds = [r for r in await ctx.deps.store.rounds(ctx.session_id) if r.index >= ctx.state.first_round]
         codes: dict[int, str] = {}
-        for segment in ctx.history.segments:
-            if segment.kind == SegmentKind.CODE and segment.round_index >= ctx.first_round:
+        for segment in ctx.state.history.segments:
+            if segment.kind == SegmentKind.CODE and segment.round_index >= ctx.state.first_round:
                 codes[segment.round_index] = segment.content
         await memory.finish(
-            task=ctx.input,
+            task=ctx.deps.input,
             status=outcome.status,
             reason=outcome.reason,
             answer=outcome.answer,
             rounds=rounds,
             codes=codes,
-            run_id=ctx.run_id,
+            run_id=ctx.deps.run_id,
             distill=distill,
         )
     except (CodeactError, EndRun, OSError) as exc:

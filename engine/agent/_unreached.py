@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from codeact import prompts
 from codeact.segments import parse_python
 
 __all__ = ["FailedRound", "unreached_note"]
@@ -28,7 +29,7 @@ class FailedRound(NamedTuple):
     line: int | None
 
 
-def unreached_note(error: dict[str, Any] | None, failed: Sequence[FailedRound]) -> list[str]:
+def unreached_note(error: dict[str, object] | None, failed: Sequence[FailedRound]) -> list[str]:
     """The note for ``error`` when it is a NameError on a name a failed round assigned after its failing line."""
     if error is None or error.get("type") != "NameError":
         return []
@@ -39,11 +40,9 @@ def unreached_note(error: dict[str, Any] | None, failed: Sequence[FailedRound]) 
     for earlier in reversed(failed):
         line = _assigned_at(earlier.code, name)
         if line is not None and (earlier.line is None or line >= earlier.line):
-            return [
-                f"`{name}` is assigned on line {line} of round {earlier.round}'s code, but that round failed "
-                f"on line {earlier.line or '?'} and nothing after a failing line runs, so `{name}` was never "
-                f"defined: assign it in this round's code again (with the failing step fixed) before using it"
-            ]
+            failed_at = earlier.line or "?"
+            text = prompts.render("unassigned_name.j2", name=name, line=line, round=earlier.round, failed=failed_at)
+            return [text.rstrip("\n")]
     return []
 
 

@@ -1,48 +1,40 @@
-"""One run's state, the object every step of a run reads and updates, and the model call around it.
+"""One run in three parts, and the two that act for it: what every step of a run reads and updates.
 
 A :class:`RunContext` is made when ``Agent.run`` is called (``_run.start_run``) and passed down: the run's
 pipeline (``_run.py``) opens the session into it, the loops (``codeact.py``, ``react.py``) drive rounds over
-it. It owns the run's events (:meth:`RunContext.emit`, the queue ``Agent.run`` yields from), the session's
-history and variables, the round counter, the pending writes and what an interrupted round records, and the
-model call with hooks, interceptors and streaming around it (:meth:`RunContext.call_model`).
+it. It is made of
+
+* :class:`RunDeps` (``run.deps``, ``_parts.py``), frozen: the wiring (spec, model, store, hooks, interceptors) and the
+  caller's input; the trace, memory and toolkit bridge the run opens are bound into it once, when opened;
+* :class:`RunState` (``run.state``, ``_parts.py``), mutable: the round, the history and variables, the hooks' edits;
+* :class:`~codeact.engine.agent.recovery.Recorder` (``run.recorder``, ``recovery.py``): the round records
+  and the call journal (the run's store writes);
+* :class:`Emitter` (``run.emitter``): the run's events, stamped in order and queued for ``Agent.run``;
+* :class:`ModelCaller` (``run.caller``): the one model call, with hooks, interceptors and streaming.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import hashlib
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from codeact.engine.agent._input import RunConfig
-from codeact.engine.agent.hooks import Hook, HookContext, HookResult, Jump, ModelCall, chain, hook_name
-from codeact.engine.agent.recovery import (
-    CLEANUP_S,
-    INTERRUPTED_TAG,
-    CallJournal,
-    JournalGroups,
-    interrupted_evaluation,
-    interrupted_record,
-    journal_groups,
-)
+from codeact.engine.agent._parts import RunDeps, RunState
+from codeact.engine.agent.hooks import HookContext, HookResult, Jump, ModelCall, chain, hook_name
+from codeact.engine.agent.recovery import Recorder
 from codeact.engine.errors import CodeactError, HookError
 from codeact.engine.events import Event, EventSequence, MessageCompleted, MessageDelta, SegmentCreated
 from codeact.engine.model import ModelReply
-from codeact.engine.telemetry._state import NULL_TRACE, RunTrace
-from codeact.sandbox.aio import wait_for
-from codeact.segments import Prompt, Segment, SegmentHistory, SegmentKind, exec_chain
+from codeact.prompts.jsontypes import JsonObject
+from codeact.segments import Prompt, Segment, exec_chain
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint import AgentSpec
-    from codeact.engine.model import ModelClient
-    from codeact.engine.store import Store
-    from codeact.toolkits import ToolkitBridge
 
-__all__ = ["EndRun", "Outcome", "RunContext", "usage_of"]
+__all__ = ["Emitter", "EndRun", "ModelCaller", "Outcome", "Recorder", "RunContext", "RunDeps", "RunState", "usage_of"]
 
 _MAX_MODEL_RETRIES_BY_HOOK = 3
 
@@ -68,318 +60,54 @@ class Outcome:
 
     status: Literal["completed", "paused", "failed"]
     reason: str
-    answer: Any = None
-    error: dict[str, Any] | None = None
+    answer: object = None
+    error: dict[str, object] | None = None
 
 
-@dataclass(kw_only=True)
-class RunContext:
-    """One run's state; the run's pipeline and its loops read and update it.
+class Emitter:
+    """The run's events: stamped in order, queued for the stream ``Agent.run`` yields (None ends it)."""
 
-    ``round`` is the round in progress (or the last one); ``recorded`` the last round written to the store.
-    """
+    def __init__(self, run_id: str) -> None:
+        self.sequence = EventSequence(run_id)
+        self.events: asyncio.Queue[Event | None] = asyncio.Queue()
 
-    spec: AgentSpec
-    run_id: str
-    session_id: str
-    input: str
-    model: ModelClient
-    store: Store
-    history: SegmentHistory = field(default_factory=SegmentHistory)
-    variables: dict[str, Any] = field(default_factory=dict)
-    hooks: Sequence[Hook] = ()
-    interceptors: Sequence[Any] = ()
-    bridge: ToolkitBridge | None = None
-    handler: ToolkitBridge | None = None
-    stream: bool = True
-    round: int = 0
-    first_round: int = 1
-    created_session: bool = False  # this run created the session (it was new)
-    recorded: int = 0
-    pending_segments: list[Any] = field(default_factory=list)
-    # What the caller gave besides the task: the input's history messages as (segment kind, text), the
-    # run's labels (RunConfig.labels(): thread_id, tags, metadata), the caller's context as text.
-    inputs: tuple[tuple[str, str], ...] = ()
-    labels: dict[str, Any] = field(default_factory=dict)
-    config: RunConfig = field(default_factory=RunConfig)  # as the caller gave it (hooks see it: hook_context)
-    # What the final answer must match (engine/agent/output.py: an OutputSchema), and whether the model
-    # was already told once that its answer did not.
-    output: Any = None
-    output_repaired: bool = False
-    caller_context: str | None = None
-    input_files: tuple[Any, ...] = ()  # the input's files, for the sandbox's working directory (_files.py)
-    # Recovery (engine/agent/recovery.py): the lock's fencing token, the call journal, the interrupted
-    # round this run resumes (its first round's calls keep that round's ids), and what the round in
-    # progress is running, for an interrupted round's record.
-    fence: str | None = None
-    writer: CallJournal | None = None
-    resumes_round: int = 0
-    round_started: float = 0.0
-    current_code: str | None = None
-    current_reply: str = ""
-    # The run's spans (engine.telemetry); a no-op object when tracing is off.
-    trace: RunTrace = NULL_TRACE
-    memory: Any = None  # engine.memory.RunMemory when the blueprint enables memory
-    user: str | None = None  # who the run is for (Agent.run(user=...) or the agent's user)
-    started: bool = False  # run.started was emitted
-    stopping: bool = False  # the run was cancelled: no round (and no round's code) may start
-    cancelled: bool = False  # the run took the cancel and is recording what it did
-    # Hooks: the last round's outcome they see, and their variable edits not yet recorded (the next
-    # round's record carries them as ``edits``, so replay applies them before running that round).
-    last_outcome: dict[str, Any] | None = None
-    pending_edits: dict[str, Any] = field(default_factory=dict)
-    # Toolkits hooks injected (name -> manifest entry), and those the loop has put in force (the prompt's
-    # tools, the sandbox's runtime): each round's record carries the latter (``edits["tools"]``).
-    injected: dict[str, Any] = field(default_factory=dict)
-    tools_in_force: dict[str, Any] = field(default_factory=dict)
-    # The run's events: stamped in order, queued for the stream ``Agent.run`` yields (None ends it).
-    sequence: EventSequence = field(init=False)
-    events: asyncio.Queue[Event | None] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.sequence = EventSequence(self.run_id)
-        self.events = asyncio.Queue()
-
-    def emit(self, cls: type[Event], /, **payload: Any) -> Event:
+    def emit(self, cls: type[Event], /, **payload: object) -> Event:
         """Stamp the run's next event and queue it for the stream."""
         event = self.sequence.emit(cls, **payload)
         self.events.put_nowait(event)
         return event
 
-    def add_segment(self, kind: str, content: str, *, tags: tuple[str, ...] = ()) -> Segment:
-        """Add a segment to the history at the current round, keep it for the round's record, emit it."""
-        segment = self.history.add(
-            kind, content, round_index=self.round, tags=tags, **exec_chain(self.session_id, self.round, self.recorded)
-        )
-        self.pending_segments.append(segment)
-        self.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=self.round)
-        return segment
 
-    def id_round(self) -> int:
-        """The round a toolkit call's id names: the interrupted round being resumed in this run's first round."""
-        if self.resumes_round and self.round == self.first_round:
-            return self.resumes_round
-        return self.round
+class ModelCaller:
+    """The run's model call with its hooks, interceptors and ``message.delta`` streaming, and the hooks' points.
 
-    def check_stopping(self) -> None:
-        """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""
-        if self.stopping:
-            raise asyncio.CancelledError
+    Hooks see the run through :meth:`hook_context`; their variable edits and injected toolkits are applied
+    to the run's state here (and recorded with the next round).
+    """
 
-    def note_code(self, *, program: str, middle: str, reply: str) -> None:
-        """The round's code is about to run: remember it and write it to the pending list."""
-        self.current_code, self.current_reply = program, reply
-        if self.writer is not None:
-            self.writer.code(self.round, code=program, middle=middle, reply=reply)
-
-    async def record_round(self, *, started: float, t0: float, reply: str, **fields: Any) -> None:
-        """Write the current round atomically: its record, the segments added since the last one, the variables.
-
-        Args:
-            started: Wall-clock start of the round (``time.time()``).
-            t0: ``time.perf_counter()`` at the start (for the duration).
-            reply: The raw model reply.
-            **fields: The other ``RoundRecord`` fields the loop knows (code, stdout, error, ...).
-        """
-        from codeact.engine.store import RoundRecord
-
-        segments = [s.model_dump(mode="json") for s in self.pending_segments]
-        self.pending_segments.clear()
-        fields.setdefault("prompt_hash", "")
-        if self.pending_edits:
-            fields.setdefault("edits", self.pending_edits)
-            self.pending_edits = {}
-        if self.tools_in_force:  # replay gives the round's code the same toolkits (engine/replay.py)
-            fields["edits"] = {**fields.get("edits", {}), "tools": dict(self.tools_in_force)}
-        if self.input_files and self.round == self.first_round:  # the run's input files, kept for replay
-            from codeact.engine.agent._files import input_artifacts
-
-            fields["artifacts"] = (*input_artifacts(self.input_files), *fields.get("artifacts", ()))
-        record = RoundRecord(
-            session_id=self.session_id,
-            index=self.round,
-            started_at=started,
-            duration_s=time.perf_counter() - t0,
-            reply=reply,
-            calls=self.drain_calls(),
-            variables=self.variables,
-            **fields,
-        )
-        await self.store.append_round(record, segments=segments, variables=self.variables, fence=self.fence)
-        self.recorded = self.round
-        self.current_code, self.current_reply = None, ""
-        if self.writer is not None:
-            self.writer.clear()
-
-    async def record_interrupted(self, *, reason: str) -> None:
-        """Record the run's round in progress as ``interrupted`` and mark the session so (bounded).
-
-        Called by the agent when the run is cancelled (Ctrl-C, a cancel). The round is written only when
-        it got as far as running code or calling a toolkit; the session is marked ``interrupted`` either way.
-        """
-        ctx = self
-
-        async def write() -> None:
-            groups = await ctx._journal_groups()
-            calls = list(groups.calls)
-            if ctx.round > ctx.recorded and (ctx.current_code is not None or calls):
-                text = interrupted_evaluation(ctx.round, groups.completed, reason=reason, in_flight=groups.in_flight)
-                evaluation = ctx.history.add(
-                    SegmentKind.EVALUATION,
-                    text,
-                    round_index=ctx.round,
-                    tags=("error", INTERRUPTED_TAG),
-                    **exec_chain(ctx.session_id, ctx.round, ctx.recorded),
-                )
-                segments = [s.model_dump(mode="json") for s in (*ctx.pending_segments, evaluation)]
-                ctx.pending_segments.clear()
-                record = interrupted_record(
-                    session_id=ctx.session_id,
-                    index=ctx.round,
-                    started=ctx.round_started or time.time(),
-                    code=ctx.current_code,
-                    reply=ctx.current_reply,
-                    calls=calls,
-                    variables=ctx.variables,
-                    reason=reason,
-                )
-                try:
-                    await ctx.store.append_round(record, segments=segments, variables=ctx.variables, fence=ctx.fence)
-                    ctx.recorded = ctx.round
-                except CodeactError:
-                    pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
-            if ctx.writer is not None:
-                await ctx.writer.aclose()
-                ctx.writer = None
-            await ctx.store.clear_pending(ctx.session_id)
-            await ctx.store.update_session(ctx.session_id, status="interrupted")
-
-        with contextlib.suppress(CodeactError, TimeoutError):
-            await wait_for(write(), CLEANUP_S)
-
-    async def _journal_groups(self) -> JournalGroups:
-        """The round in progress's calls from the journal (flushed first); from memory when the store cannot be read."""
-        remembered = [dict(c) for c in self.drain_calls()]
-        if self.writer is not None:
-            await self.writer.flush()
-            with contextlib.suppress(CodeactError):
-                return journal_groups(await self.store.pending(self.session_id), self.round)
-        return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
-
-    def drain_calls(self) -> tuple[dict[str, Any], ...]:
-        """The round's toolkit calls as stored (``CallRecord.to_json()``), from the eventing bridge's log."""
-        if self.handler is None:
-            return ()
-        return tuple(c.to_json() for c in self.handler.drain_calls())
+    def __init__(self, run: RunContext) -> None:
+        self._run = run
 
     def hook_context(self, *, purpose: str | None = None, reply: str | None = None) -> HookContext:
         """The view hooks get of this run (its variables as plain JSON, the round, the last outcome)."""
         from codeact.sandbox.runtime.codec import plain
 
-        variables = {name: plain(value) for name, value in self.variables.items()}
-        last = dict(self.last_outcome) if self.last_outcome is not None else None
+        deps, state = self._run.deps, self._run.state
+        variables = {name: plain(value) for name, value in state.variables.items()}
+        last = dict(state.last_outcome) if state.last_outcome is not None else None
         return HookContext(
-            run_id=self.run_id,
-            session_id=self.session_id,
-            agent_id=self.spec.id,
-            round=self.round,
-            input=self.input,
+            run_id=deps.run_id,
+            session_id=deps.session_id,
+            agent_id=deps.spec.id,
+            round=state.round,
+            input=deps.input,
             purpose=purpose,
             reply=reply,
-            state={"variables": variables, "round": self.round, "last_outcome": last},
+            state={"variables": variables, "round": state.round, "last_outcome": last},
             variables=variables,
             last_outcome=last,
-            config=dataclasses.replace(self.config, thread_id=self.session_id, user=self.user),
+            config=dataclasses.replace(deps.config, thread_id=deps.session_id, user=deps.user),
         )
-
-    async def _run_hooks(self, method: str, ctx: HookContext, *, reverse: bool = False) -> Jump | None:
-        hooks = list(reversed(self.hooks)) if reverse else list(self.hooks)
-        for hook in hooks:
-            returned = await getattr(hook, method)(ctx)
-            if isinstance(returned, HookResult):
-                self._apply_hook_edit(hook_name(hook), method, returned)
-                self._inject_tools(hook_name(hook), method, returned.inject_tools)
-                returned = returned.jump
-            if returned is not None:
-                return returned  # type: ignore[no-any-return]
-        return None
-
-    def _apply_hook_edit(self, name: str, method: str, result: HookResult) -> None:
-        """Set/remove the variables a hook returned; kept for the next round's record (``edits``)."""
-        from codeact.sandbox.runtime.codec import Unencodable, encode
-
-        if not result.update and not result.remove:
-            return
-        encoded: dict[str, Any] = {}
-        for key, value in result.update.items():
-            if not isinstance(key, str) or not key.isidentifier():
-                raise HookError(
-                    f"hook {name!r} ({method}): variable name {key!r} is not an identifier",
-                    code="hook.update",
-                    name=name,
-                    point=method,
-                )
-            try:
-                encoded[key] = encode(value)
-            except Unencodable as exc:
-                raise HookError(
-                    f"hook {name!r} ({method}): variable {key!r} cannot be kept: {exc}",
-                    code="hook.update",
-                    name=name,
-                    point=method,
-                ) from exc
-        removed = [k for k in result.remove if k in self.variables and k not in encoded]
-        variables = {k: v for k, v in self.variables.items() if k not in removed}
-        variables.update(encoded)
-        self.variables = variables
-        edits = self._edits_by(name, method)
-        edits["set"] = {k: v for k, v in edits["set"].items() if k not in removed}
-        edits["set"].update(encoded)
-        edits["removed"] = sorted({*edits["removed"], *removed} - set(encoded))
-
-    def _edits_by(self, name: str, method: str) -> dict[str, Any]:
-        """The pending edits, now also by ``name.method``."""
-        edits = self.pending_edits or {"set": {}, "removed": [], "by": []}
-        edits["by"] = [*edits["by"], f"{name}.{method}"]
-        self.pending_edits = edits
-        return edits
-
-    def _inject_tools(self, name: str, method: str, tools: Sequence[object]) -> None:
-        """Add the toolkits a hook injected to the run's bridge (in force from the loop's next model call).
-
-        Raises:
-            HookError: ``hook.inject``: an item is not a toolkit, or its name is taken in this run.
-        """
-        from codeact.toolkits import ToolkitDefinitionError
-        from codeact.toolkits.errors import DuplicateToolkitError
-
-        if not tools or self.bridge is None:
-            return
-        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
-            tools = [tools]
-        for item in tools:
-            try:
-                bound = self.bridge.add_toolkit(item)
-            except ToolkitDefinitionError as exc:
-                message = _not_a_tool(name, method, item, exc.message)
-                raise HookError(message, code="hook.inject", name=name, point=method) from exc
-            except DuplicateToolkitError as exc:
-                raise HookError(
-                    f"hook {name!r} ({method}) injected a toolkit: {exc.message}",
-                    code="hook.inject",
-                    name=name,
-                    point=method,
-                ) from exc
-            if bound.name not in self.injected:
-                self.injected[bound.name] = self.bridge.manifest()["toolkits"][bound.name]
-                self._edits_by(name, method)
-
-    def apply_tools(self) -> bool:
-        """Put the injected toolkits in force (the loop calls it before it builds a prompt); True when they changed."""
-        if self.tools_in_force == self.injected:
-            return False
-        self.tools_in_force = dict(self.injected)
-        return True
 
     async def before_agent(self) -> None:
         """Run the before-agent hooks (``end`` stops the run before its first round)."""
@@ -397,7 +125,7 @@ class RunContext:
         *,
         prompt: Prompt | Callable[[], Prompt] | None = None,
         messages: Sequence[dict[str, Any]] = (),
-        tools: list[dict[str, Any]] | Callable[[], list[dict[str, Any]] | None] | None = None,
+        tools: list[dict[str, object]] | Callable[[], list[dict[str, object]] | None] | None = None,
     ) -> ModelReply:
         """Call the model for ``purpose`` with hooks, interceptors and ``message.delta`` streaming.
 
@@ -412,13 +140,13 @@ class RunContext:
             jump = await self._run_hooks("before_model", self.hook_context(purpose=purpose))
             if jump is not None and jump.to == "end":
                 raise EndRun(jump.reason or "ended by a before_model hook")
-            request = self._request(purpose, prompt() if callable(prompt) else prompt, messages)
+            request = _request(purpose, prompt() if callable(prompt) else prompt, messages)
             reply = await self._intercepted(request, tools() if callable(tools) else tools)
-            self.emit(
+            self._run.emit(
                 MessageCompleted,
                 text=reply.text,
                 purpose=purpose,
-                round=self.round,
+                round=self._run.state.round,
                 model=reply.model,
                 usage=dict(reply.usage),
             )
@@ -432,12 +160,99 @@ class RunContext:
             # jump.to == "model": ask again
         return reply
 
-    def _request(self, purpose: str, prompt: Prompt | None, messages: Sequence[dict[str, Any]]) -> ModelCall:
-        if prompt is None:
-            return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in messages))
-        if prompt.protocol == "completion" and prompt.text is not None:
-            return ModelCall(purpose=purpose, prompt=prompt.text, stop=prompt.stop)
-        return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in prompt.messages), stop=prompt.stop)
+    def apply_tools(self) -> bool:
+        """Put the injected toolkits in force (the loop calls it before it builds a prompt); True when they changed."""
+        state = self._run.state
+        if state.tools_in_force == state.injected:
+            return False
+        state.tools_in_force = dict(state.injected)
+        return True
+
+    async def _run_hooks(self, method: str, ctx: HookContext, *, reverse: bool = False) -> Jump | None:
+        hooks = self._run.deps.hooks
+        for hook in list(reversed(hooks)) if reverse else list(hooks):
+            returned = await getattr(hook, method)(ctx)
+            if isinstance(returned, HookResult):
+                self._apply_hook_edit(hook_name(hook), method, returned)
+                self._inject_tools(hook_name(hook), method, returned.inject_tools)
+                returned = returned.jump
+            if returned is not None:
+                return returned  # type: ignore[no-any-return]
+        return None
+
+    def _apply_hook_edit(self, name: str, method: str, result: HookResult) -> None:
+        """Set/remove the variables a hook returned; kept for the next round's record (``edits``)."""
+        from codeact.sandbox.runtime.codec import Unencodable, encode
+
+        if not result.update and not result.remove:
+            return
+        state = self._run.state
+        encoded: JsonObject = {}
+        for key, value in result.update.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise HookError(
+                    f"hook {name!r} ({method}): variable name {key!r} is not an identifier",
+                    code="hook.update",
+                    name=name,
+                    point=method,
+                )
+            try:
+                encoded[key] = encode(value)
+            except Unencodable as exc:
+                raise HookError(
+                    f"hook {name!r} ({method}): variable {key!r} cannot be kept: {exc}",
+                    code="hook.update",
+                    name=name,
+                    point=method,
+                ) from exc
+        removed = [k for k in result.remove if k in state.variables and k not in encoded]
+        variables = {k: v for k, v in state.variables.items() if k not in removed}
+        variables.update(encoded)
+        state.variables = variables
+        edits = self._edits_by(name, method)
+        edits["set"] = {k: v for k, v in edits["set"].items() if k not in removed}
+        edits["set"].update(encoded)
+        edits["removed"] = sorted({*edits["removed"], *removed} - set(encoded))
+
+    def _edits_by(self, name: str, method: str) -> dict[str, Any]:
+        """The pending edits, now also by ``name.method``."""
+        state = self._run.state
+        edits = state.pending_edits or {"set": {}, "removed": [], "by": []}
+        edits["by"] = [*edits["by"], f"{name}.{method}"]
+        state.pending_edits = edits
+        return edits
+
+    def _inject_tools(self, name: str, method: str, tools: Sequence[object]) -> None:
+        """Add the toolkits a hook injected to the run's bridge (in force from the loop's next model call).
+
+        Raises:
+            HookError: ``hook.inject``: an item is not a toolkit, or its name is taken in this run.
+        """
+        from codeact.toolkits import ToolkitDefinitionError
+        from codeact.toolkits.errors import DuplicateToolkitError
+
+        bridge = self._run.deps.bridge
+        if not tools or bridge is None:
+            return
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            tools = [tools]
+        injected = self._run.state.injected
+        for item in tools:
+            try:
+                bound = bridge.add_toolkit(item)
+            except ToolkitDefinitionError as exc:
+                message = _not_a_tool(name, method, item, exc.message)
+                raise HookError(message, code="hook.inject", name=name, point=method) from exc
+            except DuplicateToolkitError as exc:
+                raise HookError(
+                    f"hook {name!r} ({method}) injected a toolkit: {exc.message}",
+                    code="hook.inject",
+                    name=name,
+                    point=method,
+                ) from exc
+            if bound.name not in injected:
+                injected[bound.name] = bridge.manifest()["toolkits"][bound.name]
+                self._edits_by(name, method)
 
     async def _intercepted(self, request: ModelCall, tools: list[dict[str, Any]] | None) -> ModelReply:
         """The model call through the interceptors, in one span naming them (and the one that failed, if any)."""
@@ -455,13 +270,14 @@ class RunContext:
                 point="intercept_model",
             )
 
+        deps = self._run.deps
         protocol = "completion" if request.prompt is not None else "chat"
-        names = tuple(hook_name(i) for i in self.interceptors if hasattr(i, "intercept_model"))
-        model = self._model_name(request.purpose)
-        with self.trace.model_call(request.purpose, model, protocol, interceptors=names) as span:
+        names = tuple(hook_name(i) for i in deps.interceptors if hasattr(i, "intercept_model"))
+        model = _model_name(deps.spec, request.purpose)
+        with deps.trace.model_call(request.purpose, model, protocol, interceptors=names) as span:
             try:
                 reply: ModelReply = await chain(
-                    self.interceptors, "intercept_model", self._final(tools), on_error=named
+                    deps.interceptors, "intercept_model", self._final(tools), on_error=named
                 )(request)
             except Exception:
                 if span is not None and failed:
@@ -471,17 +287,19 @@ class RunContext:
                 span.finish(reply)
             return reply
 
-    def _final(self, tools: list[dict[str, Any]] | None) -> Callable[[ModelCall], Any]:
+    def _final(self, tools: list[dict[str, object]] | None) -> Callable[[ModelCall], Awaitable[ModelReply]]:
+        run = self._run
+
         async def _complete(request: ModelCall) -> ModelReply:
             # Every call streams when the run does, tool-calling ones too: the client assembles the
             # tool calls from their streamed fragments (the same ToolCall objects as unstreamed).
             on_delta = None
-            if self.stream:
+            if run.deps.stream:
 
                 def on_delta(text: str) -> None:
-                    self.emit(MessageDelta, text=text, purpose=request.purpose, round=self.round)
+                    run.emit(MessageDelta, text=text, purpose=request.purpose, round=run.state.round)
 
-            reply: ModelReply = await self.model.complete(
+            reply: ModelReply = await run.deps.model.complete(
                 purpose=request.purpose,
                 messages=list(request.messages) if request.messages else None,
                 prompt=request.prompt,
@@ -493,9 +311,65 @@ class RunContext:
 
         return _complete
 
-    def _model_name(self, purpose: str) -> str:
-        route = self.spec.routes.get(purpose, self.spec.model)  # type: ignore[call-overload]
-        return str(getattr(route, "model", "") or "")
+
+class RunContext:
+    """One run: its dependencies (frozen), its state, the recorder, the emitter and the model caller.
+
+    The run's pipeline (``_run.py``) makes it and opens the session into it; the loops (``codeact.py``,
+    ``react.py``) drive rounds over it.
+    """
+
+    def __init__(self, deps: RunDeps, state: RunState | None = None) -> None:
+        self.deps = deps
+        self.state = state if state is not None else RunState()
+        self.emitter = Emitter(deps.run_id)
+        self.emit = self.emitter.emit  # stamp the run's next event and queue it for the stream
+        self.recorder = Recorder(self.state, lambda: self.deps)
+        self.caller = ModelCaller(self)
+
+    @property
+    def session_id(self) -> str:
+        """The run's session."""
+        return self.deps.session_id
+
+    def add_segment(self, kind: str, content: str, *, tags: tuple[str, ...] = ()) -> Segment:
+        """Add a segment to the history at the current round, keep it for the round's record, emit it."""
+        state = self.state
+        segment = state.history.add(
+            kind,
+            content,
+            round_index=state.round,
+            tags=tags,
+            **exec_chain(self.session_id, state.round, state.recorded),
+        )
+        self.recorder.pending_segments.append(segment)
+        self.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=state.round)
+        return segment
+
+    def id_round(self) -> int:
+        """The round a toolkit call's id names: the interrupted round being resumed in this run's first round."""
+        state = self.state
+        if state.resumes_round and state.round == state.first_round:
+            return state.resumes_round
+        return state.round
+
+    def check_stopping(self) -> None:
+        """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""
+        if self.state.stopping:
+            raise asyncio.CancelledError
+
+
+def _request(purpose: str, prompt: Prompt | None, messages: Sequence[dict[str, Any]]) -> ModelCall:
+    if prompt is None:
+        return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in messages))
+    if prompt.protocol == "completion" and prompt.text is not None:
+        return ModelCall(purpose=purpose, prompt=prompt.text, stop=prompt.stop)
+    return ModelCall(purpose=purpose, messages=tuple(dict(m) for m in prompt.messages), stop=prompt.stop)
+
+
+def _model_name(spec: AgentSpec, purpose: str) -> str:
+    route = spec.routes.get(purpose, spec.model)  # type: ignore[call-overload]
+    return str(getattr(route, "model", "") or "")
 
 
 def _not_a_tool(name: str, method: str, item: object, reason: str) -> str:
@@ -515,7 +389,7 @@ def _not_a_tool(name: str, method: str, item: object, reason: str) -> str:
 
 def usage_of(reply: ModelReply) -> dict[str, Any]:
     """A model reply's usage as a round record keeps it: the token counts, and ``cost_usd`` when priced."""
-    usage: dict[str, Any] = dict(reply.usage)
+    usage: dict[str, object] = dict(reply.usage)
     if reply.cost_usd is not None:
         usage["cost_usd"] = reply.cost_usd
     return usage

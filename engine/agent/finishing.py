@@ -22,7 +22,7 @@ import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from codeact import prompts
 from codeact.engine.agent.context import usage_of
@@ -68,13 +68,18 @@ class FinishStep:
     prompt: str
     reply: str
     found: bool
-    answer: Any = None
-    usage: Mapping[str, Any] = field(default_factory=dict)
+    answer: object = None
+    usage: Mapping[str, object] = field(default_factory=dict)
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record's ``finish`` field (``answer`` only when the step found one)."""
-        data: dict[str, Any] = {"step": self.step, "trigger": self.trigger, "prompt": self.prompt, "reply": self.reply}
+        data: dict[str, object] = {
+            "step": self.step,
+            "trigger": self.trigger,
+            "prompt": self.prompt,
+            "reply": self.reply,
+        }
         if self.found:
             data["answer"] = self.answer
         if self.error is not None:
@@ -84,11 +89,15 @@ class FinishStep:
 
 async def confirm_answer(ctx: RunContext, *, name: str, stdout: str) -> FinishStep:
     """Ask whether the answer variable ``name`` (set by the round just run) is the final answer."""
-    stored = ctx.variables.get(name)
+    stored = ctx.state.variables.get(name)
     value = plain(stored)
     shown = _short(python_repr(stored))
     text = prompts.render(
-        "answer_confirm.j2", task=ctx.input, name=name, value=shown, stdout=_tail(stdout.strip(), _EVALUATION_CHARS)
+        "answer_confirm.j2",
+        task=ctx.deps.input,
+        name=name,
+        value=shown,
+        stdout=_tail(stdout.strip(), _EVALUATION_CHARS),
     )
     reply, usage, error = await _ask(ctx, text)
     said = re.sub(r"[^a-z]", " ", reply.strip().lower()).split()
@@ -107,19 +116,19 @@ async def confirm_answer(ctx: RunContext, *, name: str, stdout: str) -> FinishSt
 
 async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     """Ask the model once, plainly, for the final answer from the outputs it has seen."""
-    evaluations = [s.content for s in ctx.history.segments if s.kind == SegmentKind.EVALUATION]
+    evaluations = [s.content for s in ctx.state.history.segments if s.kind == SegmentKind.EVALUATION]
     outputs = "\n---\n".join(_tail(text.strip(), _EVALUATION_CHARS) for text in evaluations[-_EVALUATIONS:])
     variables = describe_variables(
-        {k: v for k, v in ctx.variables.items() if not (isinstance(v, dict) and v.get("$type") == "source")}
+        {k: v for k, v in ctx.state.variables.items() if not (isinstance(v, dict) and v.get("$type") == "source")}
     )
     text = prompts.render(
         "final_answer.j2",
-        task=ctx.input,
+        task=ctx.deps.input,
         outputs=outputs or "(nothing)",
         variables="\n".join(f"{name} = {shown}" for name, (_, shown) in variables.items()),
     )
     reply, usage, error = await _ask(ctx, text)
-    found, answer = parse_answer(reply, variables=ctx.variables)
+    found, answer = parse_answer(reply, variables=ctx.state.variables)
     return FinishStep(
         step="final_answer",
         trigger=trigger,
@@ -132,20 +141,20 @@ async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     )
 
 
-async def _ask(ctx: RunContext, text: str) -> tuple[str, dict[str, Any], str | None]:
+async def _ask(ctx: RunContext, text: str) -> tuple[str, dict[str, object], str | None]:
     """``(reply, usage, error)`` of one plain question.
 
     A failed call is no answer, never a new failure: the run then ends as it would have without the step
     (the error is kept in the record).
     """
     try:
-        reply = await ctx.call_model("utility", messages=({"role": "user", "content": text},))
+        reply = await ctx.caller.call_model("utility", messages=({"role": "user", "content": text},))
     except ModelError as exc:
         return "", {}, exc.message
     return reply.text, usage_of(reply), None
 
 
-def parse_answer(text: str, *, variables: Mapping[str, Any] | None = None) -> tuple[bool, Any]:
+def parse_answer(text: str, *, variables: Mapping[str, object] | None = None) -> tuple[bool, object]:
     """``(found, answer)`` of a final-answer reply.
 
     The reply is the value itself (``3``, ``'fchahcufcu'``, ``['A', 4]``: read as a Python literal when it
@@ -187,7 +196,7 @@ def _is_code(text: str) -> bool:
     return isinstance(tree.body[0].value, ast.Call | ast.Await)  # print(x), await kit.op(): a step, not a value
 
 
-def _literal(text: str) -> Any:
+def _literal(text: str) -> object:
     """``text`` as a Python literal (a tuple as a list), or None when it is not one."""
     try:
         value = ast.literal_eval(text.strip())

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from codeact.engine.agent._input import RunConfig
 from codeact.engine.calls import ToolCall
@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 JumpTarget = Literal["model", "tools", "end"]
+
+_Req = TypeVar("_Req")  # what a chain of interceptors passes along: a ModelCall or a ToolCall
+_Resp = TypeVar("_Resp")  # and what comes back
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,19 +170,19 @@ class ToolInterceptor(Protocol):
         ...
 
 
-def hook_name(hook: Any) -> str:
+def hook_name(hook: object) -> str:
     """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
     name = getattr(hook, "name", None)
     return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
 
 
 def chain(
-    interceptors: Sequence[Any],
+    interceptors: Sequence[object],
     method: str,
-    final: Callable[[Any], Awaitable[Any]],
+    final: Callable[[_Req], Awaitable[_Resp]],
     *,
     on_error: Callable[[str, Exception], BaseException] | None = None,
-) -> Callable[[Any], Awaitable[Any]]:
+) -> Callable[[_Req], Awaitable[_Resp]]:
     """Compose ``interceptors`` around ``final``; the first one is the outermost.
 
     Args:
@@ -189,17 +192,21 @@ def chain(
         on_error: Given the name of an interceptor and an exception it raised itself (one that did not
             come out of its ``call_next`` unchanged), returns the exception to raise instead (or the same).
     """
-    call: Callable[[Any], Awaitable[Any]] = final
+    call: Callable[[_Req], Awaitable[_Resp]] = final
     for interceptor in reversed([i for i in interceptors if hasattr(i, method)]):
         bound = getattr(interceptor, method)
 
-        def _make(bound: Any, name: str, inner: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
-            async def _call(request: Any) -> Any:
+        def _make(
+            bound: Callable[[_Req, Callable[[_Req], Awaitable[_Resp]]], Awaitable[_Resp]],
+            name: str,
+            inner: Callable[[_Req], Awaitable[_Resp]],
+        ) -> Callable[[_Req], Awaitable[_Resp]]:
+            async def _call(request: _Req) -> _Resp:
                 if on_error is None:
                     return await bound(request, inner)
                 passed: list[BaseException] = []  # what came out of call_next: not this interceptor's own
 
-                async def call_next(request: Any) -> Any:
+                async def call_next(request: _Req) -> _Resp:
                     try:
                         return await inner(request)
                     except BaseException as exc:

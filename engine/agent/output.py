@@ -110,20 +110,20 @@ def output_schema_for(output_type: Any, blueprint_schema: Any) -> OutputSchema |
 
 
 def review(ctx: RunContext, outcome: Outcome) -> Outcome | str:
-    """A run's outcome with its answer checked against ``ctx.output``, or the repair text for one more round.
+    """A run's outcome with its answer checked against ``ctx.deps.output``, or the repair text for one more round.
 
     The outcome comes back with its answer validated, or failed.
     Only a completed run's answer is checked (not a question, a failure, or a hook's end); the repair
-    text is given once (``ctx.output_repaired`` records it), then the run fails with ``output.invalid``.
+    text is given once (``ctx.state.output_repaired`` records it), then the run fails with ``output.invalid``.
     """
-    schema: OutputSchema | None = ctx.output  # (typed Any there: this module imports that one)
+    schema: OutputSchema | None = ctx.deps.output  # (typed Any there: this module imports that one)
     if schema is None or outcome.status != "completed" or outcome.reason == "hook":
         return outcome
     value, problem = schema.check(outcome.answer)
     if problem is None:
         return replace(outcome, answer=value)
-    if not ctx.output_repaired:
-        ctx.output_repaired = True
+    if not ctx.state.output_repaired:
+        ctx.state.output_repaired = True
         return schema.repair(value, problem)
     message = (
         f"the final answer does not match the output schema after one repair round: {problem}; "

@@ -1,6 +1,10 @@
-"""Interrupted rounds and the call journal: what a round did before Ctrl-C, a cancel, a store outage or a crash.
+"""The run's writes: its rounds (:class:`Recorder`), the call journal, and what an interrupted round did.
 
-While a round runs, :class:`CallJournal` (``engine.calls``) writes AHEAD to the session's pending list in the store: the
+:class:`Recorder` writes each round atomically (its record, the segments added since the last one, the
+variables) and keeps the journal of the round in progress; everything below is about that journal and
+about a round that did not end: Ctrl-C, a cancel, a store outage or a crash.
+
+While a round runs, :class:`CallJournal` writes AHEAD to the session's pending list in the store: the
 round's code before it runs, each toolkit call's start before the operation runs, and its completion
 (result or error) before the result goes back into the sandbox. Entries that arrive while a write is in
 flight go together in the next write (group commit: ``Store.add_pending_many``), so gathered calls share
@@ -10,7 +14,7 @@ journal, with an Evaluation segment (``interrupted_round.j2``) that tells the mo
 groups, which calls completed (with results), which were in flight (started, outcome unknown: check
 before repeating, by call id) and that nothing else had started:
 
-* in-process (``RunContext.record_interrupted``) at Ctrl-C or a cancel, from the journal (the run's
+* in-process (``Recorder.record_interrupted``) at Ctrl-C or a cancel, from the journal (the run's
   memory only when the store cannot be read);
 * on the next open of the session (:func:`fold_pending`), from the journal, when the run that wrote it
   is gone (the caller holds the session lock, so it is).
@@ -23,19 +27,21 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
 from codeact.engine.calls import CLEANUP_S, CallJournal
 from codeact.engine.errors import CodeactError
+from codeact.prompts.jsontypes import JsonObject
 from codeact.sandbox.aio import wait_for
 from codeact.sandbox.runtime import protocol as _p
 from codeact.sandbox.runtime.codec import has_tags, python_repr
 from codeact.segments import Segment, SegmentKind, exec_chain
 
 if TYPE_CHECKING:
+    from codeact.engine.agent._parts import RunDeps, RunState
     from codeact.engine.store import RoundRecord, Store
 
 __all__ = [
@@ -43,6 +49,7 @@ __all__ = [
     "INTERRUPTED_TAG",
     "CallJournal",
     "JournalGroups",
+    "Recorder",
     "fold_pending",
     "interrupted_evaluation",
     "interrupted_record",
@@ -72,9 +79,9 @@ class JournalGroups:
             as call dicts with ``"in_flight": True`` and an ``outcome_unknown`` error.
     """
 
-    code: Mapping[str, Any] | None
-    completed: tuple[dict[str, Any], ...]
-    in_flight: tuple[dict[str, Any], ...]
+    code: Mapping[str, object] | None
+    completed: tuple[dict[str, object], ...]
+    in_flight: tuple[dict[str, object], ...]
 
     @property
     def calls(self) -> tuple[dict[str, Any], ...]:
@@ -87,12 +94,12 @@ class JournalGroups:
         return self.code is None and not self.completed and not self.in_flight
 
 
-def _cancelled(call: Mapping[str, Any]) -> bool:
+def _cancelled(call: Mapping[str, object]) -> bool:
     error = call.get("error")
     return isinstance(error, Mapping) and error.get("code") == _p.CANCELLED
 
 
-def journal_groups(entries: Sequence[Mapping[str, Any]], round_index: int) -> JournalGroups:
+def journal_groups(entries: Sequence[Mapping[str, object]], round_index: int) -> JournalGroups:
     """Group the journal's entries of round ``round_index``: its code, the calls completed and those in flight.
 
     A call that started and never completed, or that was cancelled while it ran (the round was stopped
@@ -101,7 +108,7 @@ def journal_groups(entries: Sequence[Mapping[str, Any]], round_index: int) -> Jo
     current = [e for e in entries if e.get("round") == round_index]
     code = next((e for e in current if e.get("kind") == "code"), None)
     starts = {str(e.get("call_id")): e for e in current if e.get("kind") == "start"}
-    completed: list[dict[str, Any]] = []
+    completed: list[dict[str, object]] = []
     in_flight: list[dict[str, Any]] = []
     done: set[str] = set()
     for e in current:
@@ -145,7 +152,7 @@ def _outcome(call: Mapping[str, Any]) -> str:
     return _cut(_shown(call.get("result")))
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     """Codec data for the model: JSON, or Python's repr for a value JSON cannot hold (never the codec's tag)."""
     return python_repr(value) if has_tags(value) else json.dumps(value, ensure_ascii=False, default=str)
 
@@ -168,10 +175,10 @@ def _call_shown(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def interrupted_evaluation(
     round_index: int,
-    calls: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, object]],
     *,
     reason: str,
-    in_flight: Sequence[Mapping[str, Any]] = (),
+    in_flight: Sequence[Mapping[str, object]] = (),
 ) -> str:
     """The text the model reads about an interrupted round (``prompts/interrupted_round.j2``).
 
@@ -197,8 +204,8 @@ def interrupted_record(
     started: float,
     code: str | None,
     reply: str,
-    calls: Sequence[Mapping[str, Any]],
-    variables: Mapping[str, Any],
+    calls: Sequence[JsonObject],
+    variables: JsonObject,
     reason: str,
 ) -> RoundRecord:
     """The ``interrupted`` record of a round that was cut short (in-process or folded from pending writes)."""
@@ -217,6 +224,132 @@ def interrupted_record(
         error={"type": "Interrupted", "message": f"the round was interrupted ({reason})", "line": None},
         variables=dict(variables),
     )
+
+
+class Recorder:
+    """Writes the run's rounds to the store (``run.recorder``), and the call journal of the round in progress.
+
+    It keeps the segments added since the last record (a round's record carries them), the lock's fencing
+    token and the journal (``recovery.CallJournal``) once the run holds the session.
+    """
+
+    def __init__(self, state: RunState, deps: Callable[[], RunDeps]) -> None:
+        self._state = state
+        self._deps = deps  # the run's deps as they are now (the run binds its bridge in once it opened it)
+        self.pending_segments: list[Segment] = []
+        self.fence: str | None = None
+        self.writer: CallJournal | None = None
+
+    def note_code(self, *, program: str, middle: str, reply: str) -> None:
+        """The round's code is about to run: remember it and write it to the pending list."""
+        state = self._state
+        state.current_code, state.current_reply = program, reply
+        if self.writer is not None:
+            self.writer.code(state.round, code=program, middle=middle, reply=reply)
+
+    async def record_round(self, *, started: float, t0: float, reply: str, **fields: Any) -> None:
+        """Write the current round atomically: its record, the segments added since the last one, the variables.
+
+        Args:
+            started: Wall-clock start of the round (``time.time()``).
+            t0: ``time.perf_counter()`` at the start (for the duration).
+            reply: The raw model reply.
+            **fields: The other ``RoundRecord`` fields the loop knows (code, stdout, error, ...).
+        """
+        from codeact.engine.store import RoundRecord
+
+        deps, state = self._deps(), self._state
+        segments = [s.model_dump(mode="json") for s in self.pending_segments]
+        self.pending_segments.clear()
+        fields.setdefault("prompt_hash", "")
+        if state.pending_edits:
+            fields.setdefault("edits", state.pending_edits)
+            state.pending_edits = {}
+        if state.tools_in_force:  # replay gives the round's code the same toolkits (engine/replay.py)
+            fields["edits"] = {**fields.get("edits", {}), "tools": dict(state.tools_in_force)}
+        if deps.input_files and state.round == state.first_round:  # the run's input files, kept for replay
+            from codeact.engine.agent._files import input_artifacts
+
+            fields["artifacts"] = (*input_artifacts(deps.input_files), *fields.get("artifacts", ()))
+        record = RoundRecord(
+            session_id=deps.session_id,
+            index=state.round,
+            started_at=started,
+            duration_s=time.perf_counter() - t0,
+            reply=reply,
+            calls=self.drain_calls(),
+            variables=state.variables,
+            **fields,
+        )
+        await deps.store.append_round(record, segments=segments, variables=state.variables, fence=self.fence)
+        state.recorded = state.round
+        state.current_code, state.current_reply = None, ""
+        if self.writer is not None:
+            self.writer.clear()
+
+    async def record_interrupted(self, *, reason: str) -> None:
+        """Record the run's round in progress as ``interrupted`` and mark the session so (bounded).
+
+        Called by the agent when the run is cancelled (Ctrl-C, a cancel). The round is written only when
+        it got as far as running code or calling a toolkit; the session is marked ``interrupted`` either way.
+        """
+        deps, state = self._deps(), self._state
+
+        async def write() -> None:
+            groups = await self._journal_groups()
+            calls = list(groups.calls)
+            if state.round > state.recorded and (state.current_code is not None or calls):
+                text = interrupted_evaluation(state.round, groups.completed, reason=reason, in_flight=groups.in_flight)
+                evaluation = state.history.add(
+                    SegmentKind.EVALUATION,
+                    text,
+                    round_index=state.round,
+                    tags=("error", INTERRUPTED_TAG),
+                    **exec_chain(deps.session_id, state.round, state.recorded),
+                )
+                segments = [s.model_dump(mode="json") for s in (*self.pending_segments, evaluation)]
+                self.pending_segments.clear()
+                record = interrupted_record(
+                    session_id=deps.session_id,
+                    index=state.round,
+                    started=state.round_started or time.time(),
+                    code=state.current_code,
+                    reply=state.current_reply,
+                    calls=calls,
+                    variables=state.variables,
+                    reason=reason,
+                )
+                try:
+                    await deps.store.append_round(
+                        record, segments=segments, variables=state.variables, fence=self.fence
+                    )
+                    state.recorded = state.round
+                except CodeactError:
+                    pass  # e.g. the round's own write landed as the cancel came (conflict): keep that record
+            if self.writer is not None:
+                await self.writer.aclose()
+                self.writer = None
+            await deps.store.clear_pending(deps.session_id)
+            await deps.store.update_session(deps.session_id, status="interrupted")
+
+        with contextlib.suppress(CodeactError, TimeoutError):
+            await wait_for(write(), CLEANUP_S)
+
+    async def _journal_groups(self) -> JournalGroups:
+        """The round in progress's calls from the journal (flushed first); from memory when the store cannot be read."""
+        remembered: list[dict[str, object]] = [dict(c) for c in self.drain_calls()]
+        if self.writer is not None:
+            await self.writer.flush()
+            with contextlib.suppress(CodeactError):
+                return journal_groups(await self._deps().store.pending(self._deps().session_id), self._state.round)
+        return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
+
+    def drain_calls(self) -> tuple[JsonObject, ...]:
+        """The round's toolkit calls as stored (``CallRecord.to_json()``), from the run's bridge log (engine.calls)."""
+        handler = self._deps().handler
+        if handler is None:
+            return ()
+        return tuple(c.to_json() for c in handler.drain_calls())
 
 
 async def mark_opened_interrupted(store: Store, session_id: str) -> None:
@@ -252,7 +385,7 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
     middle = code_entry.get("middle", code) if code_entry is not None else None
     reply = code_entry.get("reply") if code_entry is not None else ""
     variables = await store.variables(session_id)
-    segments: list[dict[str, Any]] = []
+    segments: list[dict[str, object]] = []
     chain = exec_chain(session_id, index, meta.rounds)  # the dead run's round in progress
     if isinstance(middle, str):
         code_segment = Segment(kind=SegmentKind.CODE, content=middle, round_index=index, **chain)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 
@@ -78,7 +78,7 @@ class SubagentToolkit(DynamicToolkit):
             for op, sub in self._subagents.items()
         ]
 
-    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+    async def execute(self, operation: str, params: dict[str, object], context: ToolkitContext) -> object:
         """Run the sub-agent to the end and return its answer."""
         sub = self._subagents[operation]
         child = self._spawn(sub)

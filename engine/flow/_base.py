@@ -18,9 +18,9 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from codeact.engine.agent._input import labelled
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent.hooks import Hook, HookContext, Jump
+from codeact.engine.agent.runs import labelled
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import (
     Event,
@@ -77,7 +77,7 @@ class FlowAgent(Lifecycle):
     pauses: ClassVar[bool] = False
     """Whether the kind takes ``interrupt_before`` (it calls ``_FlowRun.gate`` before each step)."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "kind" in cls.__dict__:
             FlowAgent.kinds.setdefault(cls.kind, cls)
@@ -176,7 +176,7 @@ class FlowAgent(Lifecycle):
         Raises:
             CodeactError: ``config.invalid`` when ``session_id`` and ``config.thread_id`` differ.
         """
-        from codeact.engine.agent._input import resolve_run
+        from codeact.engine.agent.runs import resolve_run
 
         config, session_id, _ = resolve_run(config, session_id, None)
         stream = self._stream(
@@ -201,11 +201,11 @@ class FlowAgent(Lifecycle):
         config: RunConfig | None = None,
     ) -> RunResult:
         """Run to the end and return the result (``on_event`` sees every event; ``config`` as :meth:`run`)."""
-        from codeact.engine.agent._results import _result
+        from codeact.engine.agent.runs import run_result
 
         last: Event | None = None
         session = session_id or ""
-        metadata: dict[str, Any] = {}
+        metadata: dict[str, object] = {}
         async for event in self.run(input, session_id=session_id, config=config):
             if on_event is not None:
                 on_event(event)
@@ -213,7 +213,7 @@ class FlowAgent(Lifecycle):
                 session, metadata = event.session_id, dict(event.metadata)
             if event.parent_run_id is None:
                 last = event
-        return _result(last, session, metadata=metadata)
+        return run_result(last, session, metadata=metadata)
 
     def run_sync(
         self,
@@ -240,17 +240,17 @@ class FlowAgent(Lifecycle):
         input: str,
         *,
         session_id: str,
-        state: dict[str, Any] | None,
-        previous: Any,
-        link: dict[str, Any] | None,
-        export: dict[str, Any] | None,
+        state: dict[str, object] | None,
+        previous: object,
+        link: dict[str, object] | None,
+        export: dict[str, object] | None,
         config: RunConfig | None = None,
     ) -> AsyncGenerator[Event, None]:
         run_id = uuid.uuid4().hex
         sequence = EventSequence(run_id)
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
-        def emit(cls: type[Event], /, **payload: Any) -> Event:
+        def emit(cls: type[Event], /, **payload: object) -> Event:
             event = sequence.emit(cls, **payload)
             queue.put_nowait(event)
             return event
@@ -279,7 +279,7 @@ class FlowAgent(Lifecycle):
                 if not task.cancelled():
                     task.result()
 
-    async def _drive(self, run: _FlowRun, link: dict[str, Any] | None, export: dict[str, Any] | None) -> None:
+    async def _drive(self, run: _FlowRun, link: dict[str, object] | None, export: dict[str, object] | None) -> None:
         store = self.store
         labels = run.config.labels() if run.config is not None else {}
         meta = None
@@ -322,7 +322,7 @@ class FlowAgent(Lifecycle):
                 await store.update_session(run.session_id, status="active", extra=extra)
             run.children = extra["children"]
             run.counter = itertools.count(len(run.children) + 1)
-            paused: dict[str, Any] | None = None
+            paused: dict[str, object] | None = None
             try:
                 answer = await self._around(run)
             except _EndFlow as exc:
@@ -369,7 +369,7 @@ class FlowAgent(Lifecycle):
                 run_rounds=len(run.children),
             )
 
-    async def _around(self, run: _FlowRun) -> Any:
+    async def _around(self, run: _FlowRun) -> object:
         jump = await self._hooks("before_agent", run)
         if jump is not None and jump.to == "end":
             raise _EndFlow(jump.reason or "ended by a before_agent hook")
@@ -399,7 +399,7 @@ class FlowAgent(Lifecycle):
                 jump = result
         return jump
 
-    async def _execute(self, run: _FlowRun) -> Any:  # pragma: no cover - every kind overrides it
+    async def _execute(self, run: _FlowRun) -> object:  # pragma: no cover - every kind overrides it
         raise NotImplementedError
 
     def _model_name(self) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from codeact import prompts
-from codeact.engine.agent._results import PAUSE_REASONS
+from codeact.engine.agent.runs import PAUSE_REASONS
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import (
     Event,
@@ -49,11 +49,11 @@ class _FlowRun:
     input: str
     emit: Callable[..., Event]
     forward: Callable[[Event], None]
-    state: dict[str, Any]
-    last: Any
+    state: dict[str, object]
+    last: object
     messages: list[dict[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    children: list[dict[str, Any]] = field(default_factory=list)
+    children: list[dict[str, object]] = field(default_factory=list)
     reason: str = "finished"
     counter: Any = None
     cancelled: bool = False  # the run took its cancel and is marking the session interrupted
@@ -110,12 +110,12 @@ class _FlowRun:
         session_id = child_session_id(self.session_id, number, name)
         started = time.time()
         # Listed when it starts (the tree shows the steps in the order they began), filled in at the end.
-        entry: dict[str, Any] = {"session_id": session_id, "agent": name, "position": position, "status": "active"}
+        entry: dict[str, object] = {"session_id": session_id, "agent": name, "position": position, "status": "active"}
         self.children.append(entry)
         run_id, status, answer, error, resumed = "", "failed", None, None, False
         texts: list[str] = []
         agent = step.agent
-        exported: dict[str, Any] = {}
+        exported: dict[str, object] = {}
         if is_flow(agent):
             events = agent._stream(
                 text,
@@ -127,7 +127,7 @@ class _FlowRun:
                 config=self.step_config(),
             )
         else:
-            from codeact.engine.agent._run import SESSION_LINK
+            from codeact.engine.agent.runs import SESSION_LINK
 
             # The step's session records its parent when it is created (no extra write).
             SESSION_LINK.set({"flow": self._link(position, name)})
@@ -215,7 +215,7 @@ class _FlowRun:
             )
         return result
 
-    def _link(self, position: str, name: str) -> dict[str, Any]:
+    def _link(self, position: str, name: str) -> dict[str, object]:
         return {
             "parent_session": self.session_id,
             "parent_run": self.run_id,
@@ -231,7 +231,7 @@ class _FlowRun:
                 await store.update_session(session_id, extra={**meta.extra, "flow": self._link(position, name)})
 
 
-async def run_concurrently(calls: Sequence[Callable[[], Any]], *, limit: int | None) -> list[StepResult]:
+async def run_concurrently(calls: Sequence[Callable[[], object]], *, limit: int | None) -> list[StepResult]:
     """Run ``calls`` (coroutine factories) at most ``limit`` at a time; the first failure cancels the rest."""
     semaphore = asyncio.Semaphore(limit) if limit else None
 

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from codeact.engine.flow.errors import FlowError
 from codeact.sandbox.runtime.codec import has_tags, python_repr
@@ -60,10 +60,10 @@ class Flow(Protocol):
         input: str,
         *,
         session_id: str,
-        state: dict[str, Any] | None,
-        previous: Any,
-        link: dict[str, Any] | None,
-        export: dict[str, Any] | None,
+        state: dict[str, object] | None,
+        previous: object,
+        link: dict[str, object] | None,
+        export: dict[str, object] | None,
         config: RunConfig | None = None,
     ) -> AsyncGenerator[Event, None]: ...
 
@@ -99,7 +99,7 @@ class Step:
     output_key: str | None = None
     include_contents: bool = True
     return_reasoning_contents: bool = False
-    when: Callable[[Mapping[str, Any]], bool] | str | None = None
+    when: Callable[[Mapping[str, object]], bool] | str | None = None
 
     @property
     def label(self) -> str:
@@ -147,9 +147,9 @@ class StepResult:
     session_id: str
     run_id: str
     status: str
-    answer: Any = None
+    answer: object = None
     messages: tuple[str, ...] = ()
-    error: dict[str, Any] | None = None
+    error: dict[str, object] | None = None
     started_at: float = 0.0
     ended_at: float = 0.0
 
@@ -167,7 +167,7 @@ class _PauseFlow(Exception):  # noqa: N818 - a control-flow signal: the flow pau
         self.agent = agent
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     """A result as text: a string as it is, plain data as JSON, a value JSON cannot hold as Python shows it.
 
     A step's answer is codec data: a tuple is ``('A', 4)`` for the next step's model, never the codec's tag.
@@ -187,14 +187,14 @@ def child_session_id(parent: str, number: int, name: str) -> str:
     return f"{parent[: _SESSION_ID_MAX - len(ident) - 40]}.{digest}.{number}.{ident}"[:_SESSION_ID_MAX]
 
 
-def fill_placeholders(text: str | None, state: Mapping[str, Any]) -> str | None:
+def fill_placeholders(text: str | None, state: Mapping[str, object]) -> str | None:
     """``{key}`` in ``text`` replaced by ``state[key]`` (as text); unknown keys are left as written."""
     if not text:
         return text
     return _PLACEHOLDER.sub(lambda m: as_text(state[m.group(1)]) if m.group(1) in state else m.group(0), text)
 
 
-def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
+def _with_state(agent: Agent, state: Mapping[str, object]) -> Agent:
     """``agent``, or a copy whose instructions have the flow's ``{key}`` placeholders filled in."""
     from codeact.engine.agent import Agent as _Agent
     from codeact.engine.blueprint import RenderedInstructions
@@ -219,7 +219,7 @@ def _with_state(agent: Agent, state: Mapping[str, Any]) -> Agent:
     )
 
 
-def as_step(item: Any, flow: str) -> Step:
+def as_step(item: object, flow: str) -> Step:
     """A flow's ``agents[]`` item as a :class:`Step` (an Agent or a flow is wrapped with the defaults)."""
     from codeact.engine.agent import Agent
 
@@ -252,7 +252,7 @@ class LoopMode:
 
     kind: Literal["count", "condition", "array"]
     times: int = 0
-    predicate: Callable[[Any], bool] | None = None
+    predicate: Callable[[object], bool] | None = None
     max_iterations: int = LOOP_CAP
 
     @classmethod
@@ -263,7 +263,7 @@ class LoopMode:
         return cls(kind="count", times=min(n, LOOP_CAP))
 
     @classmethod
-    def condition(cls, predicate: Callable[[Any], bool], *, max_iterations: int = LOOP_CAP) -> LoopMode:
+    def condition(cls, predicate: Callable[[object], bool], *, max_iterations: int = LOOP_CAP) -> LoopMode:
         """Run the agent until ``predicate(result)`` is true, at most ``max_iterations`` (<= 1000) times."""
         if not callable(predicate):
             raise FlowError("LoopMode.condition(predicate) needs a function of the result", code="flow.loop.invalid")

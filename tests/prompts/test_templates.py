@@ -276,6 +276,23 @@ CASES = [
         id="answer_confirm-printed",
     ),
     pytest.param("repeat_not_run.j2", {}, id="repeat_not_run"),
+    pytest.param("repeat_ran.j2", {}, id="repeat_ran"),
+    pytest.param("self_check_not_done.j2", {"reasons": "the total is missing"}, id="self_check_not_done"),
+    pytest.param("self_check_not_done.j2", {"reasons": ""}, id="self_check_not_done-no-reason"),
+    pytest.param("live_value.j2", {"shown": False}, id="live_value"),
+    pytest.param("live_value.j2", {"shown": True}, id="live_value-shown"),
+    pytest.param(
+        "tool_calls_broken.j2", {"names": "'shop__buy'", "bad": (), "ended": False}, id="tool_calls_broken-cut"
+    ),
+    pytest.param(
+        "tool_calls_broken.j2",
+        {"names": "", "bad": [("'shop__buy'", "'{\"n\": 1'"), ("'(no name)'", "'[1]'")], "ended": True},
+        id="tool_calls_broken-bad",
+    ),
+    pytest.param("tool_calls_not_run.j2", {"broken": "your reply was cut off"}, id="tool_calls_not_run"),
+    pytest.param("knowledge_domain.j2", {"text": "[policy.md] Refunds take 5 days."}, id="knowledge_domain"),
+    pytest.param("no_thought.j2", {}, id="no_thought"),
+    pytest.param("unassigned_name.j2", {"name": "x", "line": 2, "round": 3, "failed": 1}, id="unassigned_name"),
     pytest.param("output_schema.j2", {"schema": '{\n  "type": "object"\n}'}, id="output_schema"),
     pytest.param(
         "output_invalid.j2",
