@@ -45,7 +45,9 @@ class ReactLoop:
 
     def __init__(self, ctx: RunContext, handler: RpcHandler, *, knowledge: str = "") -> None:
         self.ctx = ctx
-        self.handler = handler  # the run's bridge, its call pipeline composed (events, approvals, interceptors: engine.calls)
+        self.handler = (
+            handler  # the run's bridge, its call pipeline composed (events, approvals, interceptors: engine.calls)
+        )
         self.knowledge = knowledge  # the blueprint's knowledge chosen for the task (the system message's end)
         self._schemas: list[dict[str, object]] | None = None
 
