@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codeact.engine.errors import ErrorInfo
 from codeact.engine.queue._client import QueueClient, run_labels
 from codeact.engine.queue._state import PREFIX, TERMINAL, RunState
 
@@ -202,10 +203,9 @@ class QueueRunManager:
         if kind == "run.cancelled":
             return [mapper.failed("the run was cancelled", code="cancelled", retryable=False)]
         if entry.get("sequence") is None:  # the worker's own run.failed (deadline, a bad request)
-            raw = entry.get("error")
-            error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-            code = str(error.get("code") or "")
-            message = str(error.get("message") or "the run failed")
+            error = ErrorInfo.from_dict(entry.get("error") if isinstance(entry.get("error"), Mapping) else {})
+            code = error.code
+            message = error.message or "the run failed"
             if code == "queue.deadline":  # the worker's run time limit: the protocol's timeout (retryable)
                 return [mapper.failed(f"[{code}] {message}", code="runner.timeout")]
             return [mapper.failed(message, code=code)]

@@ -56,7 +56,7 @@ def error_response(exc: CodeactError) -> JSONResponse:
     """``{"error": {"code", "message"}}`` with the error's status."""
     if isinstance(exc, ServiceError):
         return JSONResponse(exc.to_json(), status_code=exc.status, headers=exc.headers)
-    return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status_of(exc))
+    return JSONResponse({"error": exc.info().to_dict()}, status_code=status_of(exc))
 
 
 def authenticate(request: Request) -> TokenScope:

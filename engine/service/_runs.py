@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from codeact.engine.errors import ErrorInfo
 from codeact.engine.service._log import log_event
 from codeact.engine.service.errors import ServiceError, served_runner
 
@@ -227,7 +228,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
         {
             "run_id": run_id,
             "type": "run.failed",
-            "data": {"code": code, "message": message, "retryable": retryable},
+            "data": ErrorInfo(code=code, message=message, details={"retryable": retryable}).to_dict(),
             "sequence": sequence,
             "timestamp": int(now),  # protocol v1's whole seconds, and `at` to the millisecond (every envelope)
             "at": round(now, 3),
