@@ -20,6 +20,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
@@ -455,7 +456,7 @@ class Channel:
         self._drop_runner()
 
     # -- host -> runtime -------------------------------------------------------------------------
-    async def request(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> Any:
+    async def request(self, method: str, params: Mapping[str, object], *, timeout: float | None = None) -> Any:
         """Send a request to the runtime and wait for its result.
 
         Args:
