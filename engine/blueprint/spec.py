@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.modes import ThoughtMode
 from codeact.engine.blueprint.templates import RenderedInstructions
 
 if TYPE_CHECKING:
@@ -307,7 +308,7 @@ class CodeActSettings:
             from what it has seen) instead of running the code again or ending with no answer.
     """
 
-    thought: Literal["separate", "inline", "off"] = "separate"
+    thought: ThoughtMode = ThoughtMode.SEPARATE
     protocol: Literal["chat", "completion"] = "chat"
     layout: Literal["frame", "turns"] | None = None
     fim_family: str | None = None

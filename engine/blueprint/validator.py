@@ -25,6 +25,7 @@ from codeact.engine.blueprint.models import (
     SessionBlock,
     WorkflowBlock,
 )
+from codeact.engine.blueprint.modes import SandboxBackend, ThoughtMode, WorkflowMode
 from codeact.engine.blueprint.templates import builtin_variables, render_template
 from codeact.engine.errors import TemplateError
 
@@ -42,12 +43,12 @@ __all__ = [
     "validate_blueprint",
 ]
 
-WORKFLOW_MODES: Final = ("react", "codeact", "flow")
+WORKFLOW_MODES: Final = tuple(mode.value for mode in WorkflowMode)
 TOOL_APPROVALS: Final = ("always", "safe", "never", "manual", "auto", "deny")
 TOOLKIT_APPROVALS: Final = (*TOOL_APPROVALS, "ask")
-SANDBOX_BACKENDS: Final = ("subprocess", "docker")
+SANDBOX_BACKENDS: Final = tuple(backend.value for backend in SandboxBackend)
 SANDBOX_RUNTIMES: Final = ("runc", "gvisor")
-THOUGHT_MODES: Final = ("separate", "inline", "off")
+THOUGHT_MODES: Final = tuple(mode.value for mode in ThoughtMode)
 FIM_PROTOCOLS: Final = ("chat", "completion")
 CHAT_LAYOUTS: Final = ("frame", "turns")
 KNOWN_MODEL_OPTIONS: Final = frozenset(
