@@ -82,8 +82,7 @@ class QueueRunManager:
         """
         import uuid
 
-        from codeact.engine.runner import session_id_for
-        from codeact.engine.runner._input import compose_input
+        from codeact.engine.runner import compose_input, session_id_for
         from codeact.engine.service.errors import ServiceError, served_runner
 
         runner = served_runner(self.runners, runner_id)
@@ -342,11 +341,11 @@ class QueueRunManager:
         """
         from codeact.engine.runner import RunnerError
         from codeact.engine.runner.interactions import decision_from
-        from codeact.engine.service._runs import _submission
+        from codeact.engine.service.contract import interaction_submission
         from codeact.engine.service.errors import ServiceError
 
         info = self._known(run_id)
-        request_id, answer = _submission(data)
+        request_id, answer = interaction_submission(data)
         pause = json.loads(info.get("pause") or "{}")
         if info.get("status") == "paused" and pause.get("kind") == "ask_user":
             asked = await self.get(run_id)
@@ -384,7 +383,7 @@ class QueueRunManager:
         """Answer a question: the run becomes ``completed`` and its continuation is a new queued run."""
         from codeact.engine.queue._state import swap_status
         from codeact.engine.runner import RunnerContext, continuation_context
-        from codeact.engine.service._runs import continuation_run_id, question_answer, with_budget
+        from codeact.engine.service.contract import continuation_run_id, question_answer, with_budget
         from codeact.engine.service.errors import ServiceError
 
         submission = question_answer(request_id, answer)

@@ -31,6 +31,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from codeact.engine.errors import ErrorInfo
 from codeact.engine.service._log import log_event
+from codeact.engine.service.contract import (
+    continuation_run_id,
+    interaction_submission,
+    question_answer,
+    with_budget,
+)
 from codeact.engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
@@ -478,7 +484,7 @@ class RunManager:
                 ``runner.invalid_interaction`` when the answer does not fit the request.
         """
         run = self._get(run_id)
-        request_id, answer = _submission(data)
+        request_id, answer = interaction_submission(data)
         question = run.asked()
         if question is not None and run.context is not None and request_id == question.get("interaction_id"):
             from codeact.engine.runner import continuation_context
@@ -516,65 +522,3 @@ class RunManager:
         for position, run in enumerate(finished):
             if position < excess or (run.finished_at or 0.0) < horizon:
                 del self._runs[run.run_id]
-
-
-def question_answer(request_id: str, answer: Mapping[str, Any]) -> dict[str, Any]:
-    """The interaction submission answering a question (``values.answer`` a non-empty text).
-
-    Accepts ``{"values": {"answer": ...}}`` (the protocol's submission) or ``{"answer": ...}``.
-
-    Raises:
-        RunnerError: ``runner.invalid_interaction`` without an answer.
-    """
-    from codeact.engine.runner import RunnerError
-
-    values = answer.get("values") if isinstance(answer.get("values"), Mapping) else {}
-    text = values.get("answer", answer.get("answer")) if isinstance(values, Mapping) else None
-    if not isinstance(text, str) or not text.strip():
-        raise RunnerError(
-            'the answer to a question is {"interaction_id": ..., "action_id": "submit", '
-            '"values": {"answer": "<text>"}} with a non-empty answer',
-            code="runner.invalid_interaction",
-        )
-    return {"interaction_id": request_id, "action_id": "submit", "values": {**dict(values or {}), "answer": text}}
-
-
-def continuation_run_id(data: Mapping[str, Any]) -> str:
-    """The run id of a question's continuation: the body's ``run_id`` when it gives one, else a fresh one."""
-    import re
-
-    given = data.get("run_id")
-    if isinstance(given, str) and given:
-        if not re.fullmatch(r"[A-Za-z0-9._:\-]{1,128}", given):
-            raise ServiceError(
-                f"run_id {given[:140]!r} must be 1-128 letters, digits or '._:-' (it names the run in URLs)",
-                code="service.invalid_request",
-                status=422,
-            )
-        return given
-    return f"run-{uuid.uuid4().hex}"
-
-
-def with_budget(context: RunnerContext, asked: RunnerContext, started_at: float) -> RunnerContext:
-    """``context`` with the time budget of the run that asked (its ``deadline_at`` less its start), from now."""
-    deadline = asked.runtime.deadline_at
-    if deadline is None:
-        return context
-    budget = max(1.0, float(deadline) - started_at)
-    runtime = context.runtime.model_copy(update={"deadline_at": time.time() + budget})
-    return context.model_copy(update={"runtime": runtime})
-
-
-def _submission(data: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``(request id, answer)`` of an interaction body."""
-    if isinstance(data.get("interaction_id"), str) and data["interaction_id"]:
-        return data["interaction_id"], dict(data)
-    request_id, answer = data.get("request_id"), data.get("data", {})
-    if isinstance(request_id, str) and request_id and isinstance(answer, dict):
-        return request_id, answer
-    raise ServiceError(
-        'an interaction is {"interaction_id": "<from action.requested>", "action_id": "approve", "values": {...}} '
-        '(or {"request_id": ..., "data": {...}})',
-        code="service.invalid_request",
-        status=422,
-    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from codeact.engine.errors import CodeactError, ErrorInfo
+from codeact.prompts.errors import CodeactError, ErrorInfo
 
 __all__ = ["ServiceError", "served_runner"]
 
