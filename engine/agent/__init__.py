@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codeact.engine.agent._input import RunConfig
+from codeact.engine.agent._input import RunConfig, context_text, resolve_run
 from codeact.engine.agent.agent import Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
 from codeact.engine.agent.context import Outcome, RunContext
 from codeact.engine.agent.hooks import (
@@ -31,6 +31,8 @@ __all__ = [
     "SandboxFactory",
     "ToolCall",
     "ToolInterceptor",
+    "context_text",
     "default_sandbox_factory",
     "grants_for",
+    "resolve_run",
 ]

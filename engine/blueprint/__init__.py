@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+from codeact.engine.blueprint._flow import agent_name
+from codeact.engine.blueprint._output import read_schema
+from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.bundle import MAX_BUNDLE_BYTES, pack_blueprint, unpack_blueprint
 from codeact.engine.blueprint.factory import (
     DEFAULT_MAX_TURNS,
@@ -39,6 +42,7 @@ from codeact.engine.blueprint.models import (
     load_stream,
     load_text,
 )
+from codeact.engine.blueprint.modes import SandboxBackend, ThoughtMode, WorkflowMode
 from codeact.engine.blueprint.spec import (
     AgentKind,
     AgentSpec,
@@ -83,15 +87,19 @@ __all__ = [
     "RenderedInstructions",
     "RoutePurpose",
     "SUPPORTED_VERSIONS",
+    "SandboxBackend",
     "SandboxLimitSettings",
     "SandboxSettings",
     "SessionSettings",
     "Severity",
     "SubagentSpec",
+    "ThoughtMode",
     "ToolRef",
     "ToolkitGrant",
     "ValidationIssue",
     "ValidationReport",
+    "WorkflowMode",
+    "agent_name",
     "blueprint_hash",
     "builtin_names",
     "format_factory_error",
@@ -101,7 +109,9 @@ __all__ = [
     "load_stream",
     "load_text",
     "pack_blueprint",
+    "parse_yaml",
     "print_warnings",
+    "read_schema",
     "render_instructions",
     "sandbox_declared",
     "strict_error",

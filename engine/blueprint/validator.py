@@ -327,7 +327,7 @@ class _Checks:
 
     def _mcp(self, index: int, ref: str, mcp: dict[str, Any]) -> None:
         """``toolkits[].mcp``: an MCP server; secrets only by environment variable name (toolkits.mcp)."""
-        from codeact.toolkits.mcp._config import config_problems
+        from codeact.toolkits.mcp import config_problems
 
         path = f"$.toolkits[{index}]"
         if not ref.isidentifier() or ref.startswith("_"):
