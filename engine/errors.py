@@ -44,8 +44,6 @@ A code that raises (a tool error, ZeroDivisionError, ...) is not an engine error
 
 from __future__ import annotations
 
-from typing import Any
-
 from codeact.prompts.errors import CodeactError, ErrorInfo, MissingExtraError, TemplateError
 from codeact.sandbox.errors import (
     EnvironmentBuildError,
@@ -101,7 +99,7 @@ class BlueprintLoadError(BlueprintError):
 class BlueprintFactoryError(BlueprintError):
     """The factory refused to build an agent; ``report`` holds validation issues if any."""
 
-    def __init__(self, message: str, *, code: str, report: Any = None) -> None:
+    def __init__(self, message: str, *, code: str, report: object = None) -> None:
         super().__init__(message, code=code)
         self.report = report
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from codeact.sandbox.channel import Channel
 
@@ -86,7 +86,7 @@ class Limits:
             "CORE": 0,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """All fields as a JSON object."""
         return asdict(self)
 

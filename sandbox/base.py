@@ -319,9 +319,9 @@ class Sandbox(abc.ABC):
         self,
         code: str,
         *,
-        variables: Mapping[str, Any] | None = None,
+        variables: Mapping[str, object] | None = None,
         deadline: float | None = None,
-        nondeterminism: Mapping[str, Any] | None = None,
+        nondeterminism: Mapping[str, object] | None = None,
         clock: Literal["code", "wall"] = "code",
         warm: bool = False,
     ) -> ExecutionResult:
@@ -368,9 +368,9 @@ class Sandbox(abc.ABC):
     async def _execute(
         self,
         code: str,
-        variables: dict[str, Any],
+        variables: dict[str, object],
         deadline: float,
-        nondeterminism: dict[str, Any] | None = None,
+        nondeterminism: dict[str, object] | None = None,
         clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         started = time.perf_counter()
@@ -390,10 +390,10 @@ class Sandbox(abc.ABC):
     async def _execute_once(
         self,
         code: str,
-        variables: dict[str, Any],
+        variables: dict[str, object],
         deadline: float,
         started: float,
-        nondeterminism: dict[str, Any] | None = None,
+        nondeterminism: dict[str, object] | None = None,
         clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         from codeact.sandbox.policy import CompileFailure, compile_code
@@ -540,7 +540,7 @@ class Sandbox(abc.ABC):
         self,
         started: float,
         *,
-        variables: dict[str, Any],
+        variables: dict[str, object],
         status: ExecutionStatus,
         error: ExecutionError | None,
         rpc_count: int = 0,
@@ -557,7 +557,7 @@ class Sandbox(abc.ABC):
         )
 
     def _from_answer(
-        self, started: float, answer: object, *, variables: dict[str, Any], rpc_count: int, isolation: str
+        self, started: float, answer: object, *, variables: dict[str, object], rpc_count: int, isolation: str
     ) -> ExecutionResult:
         """Build the result from the runtime's (untrusted) answer, checking every member's type."""
         if not isinstance(answer, dict):
@@ -626,7 +626,7 @@ class _WarmNamespace:
 
     worker: RuntimeWorker
     token: str
-    variables: dict[str, Any]
+    variables: dict[str, object]
 
 
 class _WallCapExceeded(TimeoutError):
@@ -639,7 +639,7 @@ class _WallCapExceeded(TimeoutError):
 
 async def _code_time_bounded(
     channel: Channel, request: Awaitable[Any], limit: float, started: float, *, wall: float | None = None
-) -> Any:
+) -> object:
     """Await ``request`` (the round) while the code's own time stays under ``limit`` seconds.
 
     The code's time is the wall time since ``started`` minus the time at least one toolkit call was in
@@ -737,11 +737,11 @@ def _compile_error(failure: Any) -> ExecutionError:
     return ExecutionError(type="SyntaxError", message=str(failure))
 
 
-def _nondeterminism(data: Any) -> dict[str, Any] | None:
+def _nondeterminism(data: object) -> dict[str, object] | None:
     """The runtime's (untrusted) record of non-deterministic reads, checked for shape."""
     if not isinstance(data, dict) or not isinstance(data.get("reads"), list):
         return None
-    out: dict[str, Any] = {"reads": [r for r in data["reads"] if _is_read(r)]}
+    out: dict[str, object] = {"reads": [r for r in data["reads"] if _is_read(r)]}
     if type(data.get("seed")) is int:
         out["seed"] = data["seed"]
     if isinstance(data.get("diverged"), str):
@@ -755,7 +755,7 @@ def _nondeterminism(data: Any) -> dict[str, Any] | None:
     return out
 
 
-def _is_read(entry: Any) -> bool:
+def _is_read(entry: object) -> bool:
     return type(entry) is list and len(entry) == 2 and type(entry[0]) is str
 
 

@@ -9,7 +9,7 @@ logged-in browser cannot be made to start or cancel runs by a foreign page.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
@@ -109,7 +109,7 @@ def _unauthorized(message: str, error: str | None) -> ServiceError:
     return ServiceError(message, code="service.unauthorized", status=401, headers={"WWW-Authenticate": challenge})
 
 
-async def read_json(request: Request) -> Any:
+async def read_json(request: Request) -> object:
     """The request's JSON body, read up to the server's size limit.
 
     Raises:

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from codeact.engine.errors import ErrorInfo
 from codeact.engine.service._log import log_event
@@ -76,21 +76,21 @@ class RunInfo:
     runner_id: str
     session_id: str
     status: RunStatus
-    pending: tuple[dict[str, Any], ...] = ()
+    pending: tuple[dict[str, object], ...] = ()
     started_at: float
     finished_at: float | None = None
     events: int = 0
-    error: dict[str, Any] | None = None
+    error: dict[str, object] | None = None
     continued_by: str | None = None
     tags: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
         """True once the run's last envelope is in."""
         return self.status in ("completed", "failed", "cancelled")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object of every field."""
         return {
             "run_id": self.run_id,
@@ -123,8 +123,8 @@ class _Run:
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     task: asyncio.Task[None] | None = None
     cancelling: bool = False
-    question: dict[str, Any] | None = None  # the ask_user form of a run that ended with a question
-    api_state: dict[str, dict[str, Any]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
+    question: dict[str, object] | None = None  # the ask_user form of a run that ended with a question
+    api_state: dict[str, dict[str, object]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
     continued_by: str | None = None
     config: RunConfig | None = None  # the run's tags and metadata (a continuation keeps them)
 
@@ -160,7 +160,7 @@ class _Run:
         if isinstance(payload, dict) and payload.get("kind") == "form":
             self.question = dict(payload)
 
-    def asked(self) -> dict[str, Any] | None:
+    def asked(self) -> dict[str, object] | None:
         """The open question of a run that ended with ``finish_reason`` ``ask_user``, else None."""
         if not self.done or self.question is None or self.continued_by is not None:
             return None
@@ -177,8 +177,8 @@ class _Run:
 
     def info(self) -> RunInfo:
         status: RunStatus = "running"
-        error: dict[str, Any] | None = None
-        pending: tuple[dict[str, Any], ...] = ()
+        error: dict[str, object] | None = None
+        pending: tuple[dict[str, object], ...] = ()
         if self.done:
             last = self.buffer[-1]
             if last.type == "run.completed":
@@ -269,7 +269,7 @@ class Runs(Protocol):
         """Cancel the run; returns once its sandbox is gone."""
         ...
 
-    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+    async def interact(self, run_id: str, data: Mapping[str, object]) -> RunInfo:
         """Answer a pending interaction request (``{"request_id", "data"}``)."""
         ...
 
@@ -462,7 +462,7 @@ class RunManager:
             await asyncio.wait({task}, timeout=_CANCEL_WAIT_S)
         return run.info()
 
-    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+    async def interact(self, run_id: str, data: Mapping[str, object]) -> RunInfo:
         """Answer one of the run's pending interaction requests (an approval waits in place).
 
         A run that ended with a question (``finish_reason`` ``ask_user``) lists it in ``pending``

@@ -76,7 +76,7 @@ class RpcError(Exception):
         data: Optional JSON-able details (for example field errors of ``invalid_params``).
     """
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -87,9 +87,9 @@ class RpcError(Exception):
         """The symbolic name of ``code`` (``"unauthorized"``, ...)."""
         return ERROR_NAMES.get(self.code, "error")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The JSON-RPC ``error`` member."""
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        err: dict[str, object] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
         return err
@@ -130,12 +130,12 @@ class ExecuteParams(_ExecuteRequired, total=False):
     source: str
     prelude: str | None
     prelude_source: str
-    variables: dict[str, Any]
+    variables: dict[str, object]
     restricted: bool
     loop_free: bool
     allowed_imports: list[str]
     limits: RoundLimits
-    nondeterminism: dict[str, Any]
+    nondeterminism: dict[str, object]
     warm: str
 
 
@@ -180,12 +180,12 @@ class ExecuteAnswer(TypedDict):
     stdout: str
     stderr: str
     error: WireError | None
-    variables: dict[str, Any]
+    variables: dict[str, object]
     uncaptured: list[WireUncaptured]
-    control: dict[str, Any] | None
-    artifacts: list[dict[str, Any]]
+    control: dict[str, object] | None
+    artifacts: list[dict[str, object]]
     duration_s: float
-    nondeterminism: dict[str, Any] | None
+    nondeterminism: dict[str, object] | None
     warm: bool
     state: str
 
@@ -215,7 +215,7 @@ def _make_dumps() -> Callable[[Any], str]:
     markers: dict[int, Any] = {}
     chunks = make(markers, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
 
-    def dumps(value: Any) -> str:
+    def dumps(value: object) -> str:
         try:
             return "".join(chunks(value, 0))
         except BaseException:
@@ -231,7 +231,7 @@ dumps: Final = _make_dumps()
 _scan_once: Final = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str) -> object:
     """``json.loads(data)``, with a fast path for UTF-8 text without surrounding whitespace.
 
     Raises:
@@ -247,7 +247,7 @@ def loads(data: bytes | str) -> Any:
     return value
 
 
-def encode_frame(message: dict[str, Any]) -> bytes:
+def encode_frame(message: dict[str, object]) -> bytes:
     """Serialize one message as a frame; raises ``RpcError(PAYLOAD_TOO_LARGE)`` over ``MAX_FRAME``."""
     data = (dumps(message) + "\n").encode("utf-8")
     if len(data) > MAX_FRAME:
@@ -268,16 +268,16 @@ def decode_frame(line: bytes) -> dict[str, Any]:
     return message
 
 
-def request(id_: int | str, method: str, params: Mapping[str, object]) -> dict[str, Any]:
+def request(id_: int | str, method: str, params: Mapping[str, object]) -> dict[str, object]:
     """A request message."""
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
 
 
-def response(id_: int | str | None, result: Any) -> dict[str, Any]:
+def response(id_: int | str | None, result: object) -> dict[str, object]:
     """A success response."""
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-def error_response(id_: int | str | None, error: RpcError) -> dict[str, Any]:
+def error_response(id_: int | str | None, error: RpcError) -> dict[str, object]:
     """An error response."""
     return {"jsonrpc": "2.0", "id": id_, "error": error.to_json()}
