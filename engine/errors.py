@@ -2,7 +2,7 @@
 
 ::
 
-    CodeactError                        prompts.errors (the root every package may import)
+    CodeactError                        prompts.errors (the root every package may import; a leaf module)
     ├── TemplateError                   a prompt template failed to render (names template + variable)
     ├── MissingExtraError               a feature needs an optional extra: one line, pip install 'codeact[X]'
     ├── BlueprintError                  configuration: a blueprint failed to load/validate/build
@@ -36,15 +36,15 @@
 ``sandbox``, ``toolkits`` and ``segments`` may not import ``engine`` (ARCHITECTURE.md section 2),
 so their errors are defined in those packages and re-exported here; the model and store errors
 live beside their adapters. Exceptions carry structured attributes (``code`` always) and never log.
+``ErrorInfo`` (also in ``prompts.errors``) is an error as a value: the ``{"code", "message"}`` object
+events, records and the service carry; ``CodeactError.info()`` makes one.
 A code that raises (a tool error, ZeroDivisionError, ...) is not an engine error: it is a normal
 ``ExecutionResult`` that the model sees as an Evaluation.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from codeact.prompts.errors import CodeactError, MissingExtraError, TemplateError
+from codeact.prompts.errors import CodeactError, ErrorInfo, MissingExtraError, TemplateError
 from codeact.sandbox.errors import (
     EnvironmentBuildError,
     IsolationUnavailableError,
@@ -61,6 +61,7 @@ __all__ = [
     "CodeParseError",
     "CodeactError",
     "EnvironmentBuildError",
+    "ErrorInfo",
     "HookError",
     "IsolationUnavailableError",
     "MissingExtraError",
@@ -98,7 +99,7 @@ class BlueprintLoadError(BlueprintError):
 class BlueprintFactoryError(BlueprintError):
     """The factory refused to build an agent; ``report`` holds validation issues if any."""
 
-    def __init__(self, message: str, *, code: str, report: Any = None) -> None:
+    def __init__(self, message: str, *, code: str, report: object = None) -> None:
         super().__init__(message, code=code)
         self.report = report
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from codeact.engine.errors import StoreError
+from codeact.prompts.jsontypes import JsonObject
 from codeact.sandbox.runtime import protocol as _p
 from codeact.toolkits import CallRecord, ToolkitBridge, ToolkitRegistry
 
@@ -299,7 +300,7 @@ async def replay_session(
     if sandbox_factory is None:
         sandbox_factory = _sandbox_from_note(note)
     results: list[RoundReplay] = []
-    previous: dict[str, object] = {}
+    previous: JsonObject = {}
     seed = note.get("hash_seed")
     async with sandbox_factory(switch) as sandbox:
         if type(seed) is int:
@@ -341,7 +342,7 @@ async def _replay_round(
     sandbox: Sandbox,
     switch: _Switch,
     record: RoundRecord,
-    variables: dict[str, object],
+    variables: JsonObject,
     registry: ToolkitRegistry,
     grants: dict[str, Any],
     known: bool,

@@ -8,8 +8,57 @@ never import ``engine``. The whole tree is drawn in ``engine/errors.py``.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-__all__ = ["EXTRAS", "CodeactError", "MissingExtraError", "TemplateError", "extra_for_module", "require_extra"]
+__all__ = [
+    "EXTRAS",
+    "CodeactError",
+    "ErrorInfo",
+    "MissingExtraError",
+    "TemplateError",
+    "extra_for_module",
+    "require_extra",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorInfo:
+    """An error as a value: what a run, a flow step, a service call or a queued task reports as failed.
+
+    Its JSON form is the ``{"code", "message", ...}`` object of events (``run.failed``,
+    ``flow.step.completed``), records and the service API; ``to_dict`` and ``from_dict`` keep that
+    object exactly (key order: ``code``, ``message``, then ``details`` in their order).
+
+    Attributes:
+        code: The stable dotted code (``CodeactError.code``: ``run.time_limit``, ``store.unavailable``, ...).
+        message: What failed, for a person.
+        details: Further JSON members of the object (``retryable``, ``package``, ...), in order.
+    """
+
+    code: str
+    message: str = ""
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        """``{"code", "message", **details}``: the JSON object events and records carry."""
+        return {"code": self.code, "message": self.message, **self.details}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ErrorInfo:
+        """Read an (untrusted) ``{"code", "message", ...}`` object; a missing or non-string member reads as ``""``.
+
+        A value that is not a mapping reads as an error of code ``""`` whose message is its text.
+        """
+        if not isinstance(data, Mapping):
+            return cls(code="", message="" if data is None else str(data))
+        code, message = data.get("code"), data.get("message")
+        details = {str(k): v for k, v in data.items() if k not in ("code", "message")}
+        return cls(
+            code=code if isinstance(code, str) else "" if code is None else str(code),
+            message=message if isinstance(message, str) else "" if message is None else str(message),
+            details=details,
+        )
 
 
 class CodeactError(Exception):
@@ -27,6 +76,10 @@ class CodeactError(Exception):
         self.message = message
         if code is not None:
             self.code = code
+
+    def info(self) -> ErrorInfo:
+        """This error as a value: ``ErrorInfo(code=self.code, message=self.message)``."""
+        return ErrorInfo(code=self.code, message=self.message)
 
 
 class TemplateError(CodeactError):

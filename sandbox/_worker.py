@@ -5,12 +5,12 @@ from __future__ import annotations
 import abc
 import contextlib
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from codeact.sandbox.channel import Channel
 
 if TYPE_CHECKING:
-    pass
+    from codeact.sandbox.runtime.protocol import RoundLimits
 
 _KiB: Final = 1024
 _MiB: Final = 1024 * 1024
@@ -65,7 +65,7 @@ class Limits:
     round_artifact_bytes: int = 4 * _MiB
     round_wall_s: float = 600.0
 
-    def runtime_params(self) -> dict[str, Any]:
+    def runtime_params(self) -> RoundLimits:
         """The per-round ``limits`` object of the ``execute`` request."""
         return {
             "output_bytes": self.output_bytes,
@@ -86,7 +86,7 @@ class Limits:
             "CORE": 0,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """All fields as a JSON object."""
         return asdict(self)
 

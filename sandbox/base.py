@@ -28,6 +28,7 @@ from codeact.sandbox.channel import Channel, ChannelClosedError, RpcHandler
 from codeact.sandbox.errors import SandboxError
 from codeact.sandbox.result import ExecutionError, ExecutionResult, ExecutionStatus, Uncaptured, truncate_output
 from codeact.sandbox.runtime import protocol as _p
+from codeact.sandbox.runtime.protocol import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from codeact.sandbox.policy import Policy
@@ -82,10 +83,9 @@ class Sandbox(abc.ABC):
         self._guard: AsyncGenerator[None, None] | None = None
         self._closed = False
         self._hash_seed: int | None = None
-        # The warm namespace the current runtime holds: (its worker, the token of the round that left
-        # it, the variables that round returned). Continued only by ``execute(..., warm=True)`` with
-        # exactly those variables, on that worker.
-        self._warm: tuple[RuntimeWorker, str, dict[str, Any]] | None = None
+        # The warm namespace the current runtime holds. Continued only by ``execute(..., warm=True)``
+        # with exactly its variables, on its worker.
+        self._warm: _WarmNamespace | None = None
         # The run's input files (put_files) and the runtime that has them in its working directory.
         self._input_files: dict[str, bytes] = {}
         self._files_worker: RuntimeWorker | None = None
@@ -307,9 +307,9 @@ class Sandbox(abc.ABC):
     async def _place_files(self, worker: RuntimeWorker) -> str | None:
         """Write the input files into ``worker``'s working directory; the reason when that failed."""
         for name, data in self._input_files.items():
-            params = {"name": name, "data": base64.b64encode(data).decode("ascii")}
+            params: _p.PutFileParams = {"name": name, "data": base64.b64encode(data).decode("ascii")}
             try:
-                await wait_for(worker.channel.request("put_file", params), timeout=_PLACE_FILE_S)
+                await wait_for(worker.channel.request(_p.PUT_FILE, params), timeout=_PLACE_FILE_S)
             except (ChannelClosedError, _p.RpcError, TimeoutError) as exc:
                 return f"{name!r}: {exc or type(exc).__name__}"
         self._files_worker = worker
@@ -320,9 +320,9 @@ class Sandbox(abc.ABC):
         self,
         code: str,
         *,
-        variables: Mapping[str, Any] | None = None,
+        variables: Mapping[str, JsonValue] | None = None,
         deadline: float | None = None,
-        nondeterminism: Mapping[str, Any] | None = None,
+        nondeterminism: Mapping[str, JsonValue] | None = None,
         clock: Literal["code", "wall"] = "code",
         warm: bool = False,
     ) -> ExecutionResult:
@@ -369,9 +369,9 @@ class Sandbox(abc.ABC):
     async def _execute(
         self,
         code: str,
-        variables: dict[str, Any],
+        variables: JsonObject,
         deadline: float,
-        nondeterminism: dict[str, Any] | None = None,
+        nondeterminism: JsonObject | None = None,
         clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         started = time.perf_counter()
@@ -391,10 +391,10 @@ class Sandbox(abc.ABC):
     async def _execute_once(
         self,
         code: str,
-        variables: dict[str, Any],
+        variables: JsonObject,
         deadline: float,
         started: float,
-        nondeterminism: dict[str, Any] | None = None,
+        nondeterminism: JsonObject | None = None,
         clock: Literal["code", "wall"] = "code",
     ) -> ExecutionResult:
         from codeact.sandbox.policy import CompileFailure, compile_code
@@ -420,7 +420,7 @@ class Sandbox(abc.ABC):
                 )
                 return self._result(started, variables=variables, status="error", error=error)
             prelude_b64 = base64.b64encode(prelude.code).decode("ascii")
-        params = {
+        params: _p.ExecuteParams = {
             "code": base64.b64encode(compiled.code).decode("ascii"),
             "source": compiled.source,
             "prelude": prelude_b64,
@@ -450,19 +450,19 @@ class Sandbox(abc.ABC):
                 )
                 return self._result(started, variables=variables, status="crashed", error=error)
         kept, self._warm = self._warm, None
-        if kept is not None and kept[0] is worker and kept[2] == variables:
-            params["warm"] = kept[1]
+        if kept is not None and kept.worker is worker and kept.variables == variables:
+            params["warm"] = kept.token
         # The round's clock starts once a runtime is ready: starting one is not the code's time.
         started = time.perf_counter()
         channel = worker.channel
         channel.begin_round()
         try:
             if clock == "wall":
-                answer = await wait_for(channel.request("execute", params), timeout=max(deadline, 0.001))
+                answer = await wait_for(channel.request(_p.EXECUTE, params), timeout=max(deadline, 0.001))
             else:
                 wall = max(deadline, self.limits.round_wall_s)
                 answer = await _code_time_bounded(
-                    channel, channel.request("execute", params), deadline, started, wall=wall
+                    channel, channel.request(_p.EXECUTE, params), deadline, started, wall=wall
                 )
         except TimeoutError as exc:
             worker.kill()
@@ -528,7 +528,7 @@ class Sandbox(abc.ABC):
         )
         state = answer.get("state") if isinstance(answer, dict) else None
         if isinstance(state, str) and result.status in ("ok", "error") and worker.alive:
-            self._warm = (worker, state, result.variables)
+            self._warm = _WarmNamespace(worker=worker, token=state, variables=result.variables)
         return result
 
     async def _discard(self, worker: RuntimeWorker) -> None:
@@ -541,7 +541,7 @@ class Sandbox(abc.ABC):
         self,
         started: float,
         *,
-        variables: dict[str, Any],
+        variables: JsonObject,
         status: ExecutionStatus,
         error: ExecutionError | None,
         rpc_count: int = 0,
@@ -558,7 +558,7 @@ class Sandbox(abc.ABC):
         )
 
     def _from_answer(
-        self, started: float, answer: Any, *, variables: dict[str, Any], rpc_count: int, isolation: str
+        self, started: float, answer: object, *, variables: JsonObject, rpc_count: int, isolation: str
     ) -> ExecutionResult:
         """Build the result from the runtime's (untrusted) answer, checking every member's type."""
         if not isinstance(answer, dict):
@@ -615,6 +615,21 @@ class Sandbox(abc.ABC):
         )
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class _WarmNamespace:
+    """The namespace a runtime kept after a round, which the same session's next round may continue.
+
+    Attributes:
+        worker: The runtime that holds it.
+        token: The answer's ``state``: sent back as ``warm`` to continue exactly that namespace.
+        variables: The variables that round returned (continued only when the next round is given these).
+    """
+
+    worker: RuntimeWorker
+    token: str
+    variables: JsonObject
+
+
 class _WallCapExceeded(TimeoutError):
     """The round's wall-clock cap (host waits counted) ran out, not its limit of code time."""
 
@@ -625,7 +640,7 @@ class _WallCapExceeded(TimeoutError):
 
 async def _code_time_bounded(
     channel: Channel, request: Awaitable[Any], limit: float, started: float, *, wall: float | None = None
-) -> Any:
+) -> object:
     """Await ``request`` (the round) while the code's own time stays under ``limit`` seconds.
 
     The code's time is the wall time since ``started`` minus the time at least one toolkit call was in
@@ -723,11 +738,11 @@ def _compile_error(failure: Any) -> ExecutionError:
     return ExecutionError(type="SyntaxError", message=str(failure))
 
 
-def _nondeterminism(data: Any) -> dict[str, Any] | None:
+def _nondeterminism(data: object) -> JsonObject | None:
     """The runtime's (untrusted) record of non-deterministic reads, checked for shape."""
     if not isinstance(data, dict) or not isinstance(data.get("reads"), list):
         return None
-    out: dict[str, Any] = {"reads": [r for r in data["reads"] if _is_read(r)]}
+    out: JsonObject = {"reads": [r for r in data["reads"] if _is_read(r)]}
     if type(data.get("seed")) is int:
         out["seed"] = data["seed"]
     if isinstance(data.get("diverged"), str):
@@ -741,7 +756,7 @@ def _nondeterminism(data: Any) -> dict[str, Any] | None:
     return out
 
 
-def _is_read(entry: Any) -> bool:
+def _is_read(entry: object) -> bool:
     return type(entry) is list and len(entry) == 2 and type(entry[0]) is str
 
 

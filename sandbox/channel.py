@@ -457,7 +457,7 @@ class Channel:
         self._drop_runner()
 
     # -- host -> runtime -------------------------------------------------------------------------
-    async def request(self, method: str, params: dict[str, Any], *, timeout: float | None = None) -> object:
+    async def request(self, method: str, params: Mapping[str, object], *, timeout: float | None = None) -> object:
         """Send a request to the runtime and wait for its result.
 
         Args:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from codeact.sandbox.artifacts import Artifact
+from codeact.sandbox.runtime.protocol import JsonObject
 
 __all__ = ["ExecutionError", "ExecutionResult", "ExecutionStatus", "Uncaptured", "truncate_output"]
 
@@ -39,7 +40,7 @@ class ExecutionError:
         return {"type": self.type, "message": self.message, "line": self.line, "traceback": self.traceback}
 
     @classmethod
-    def from_json(cls, data: Any) -> ExecutionError:
+    def from_json(cls, data: object) -> ExecutionError:
         """Build from an (untrusted) JSON object; wrong-typed members become safe defaults."""
         if not isinstance(data, dict):
             return cls(type="RuntimeError", message=f"malformed error object from the sandbox: {str(data)[:200]}")
@@ -69,9 +70,9 @@ class Uncaptured:
     reason: str
     live: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """``{"name", "type", "reason"}``, plus ``"live": true`` for a value still in the warm sandbox."""
-        out: dict[str, Any] = {"name": self.name, "type": self.type, "reason": self.reason}
+        out: JsonObject = {"name": self.name, "type": self.type, "reason": self.reason}
         if self.live:
             out["live"] = True
         return out
@@ -104,15 +105,15 @@ class ExecutionResult:
     stdout: str = ""
     stderr: str = ""
     error: ExecutionError | None = None
-    variables: dict[str, Any] = field(default_factory=dict)
+    variables: JsonObject = field(default_factory=dict)
     uncaptured: tuple[Uncaptured, ...] = ()
     rpc_count: int = 0
     duration_s: float = 0.0
     backend: Literal["subprocess", "docker"]
     isolation: str
     status: ExecutionStatus = "ok"
-    control: dict[str, Any] | None = None
-    nondeterminism: dict[str, Any] | None = None
+    control: JsonObject | None = None
+    nondeterminism: JsonObject | None = None
     artifacts: tuple[Artifact, ...] = ()
 
     @property
@@ -120,7 +121,7 @@ class ExecutionResult:
         """True when the code ran to the end without raising (a control signal counts as ok)."""
         return self.status == "ok"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The ``codeact exec --json`` object."""
         return {
             "ok": self.ok,
@@ -143,7 +144,7 @@ class ExecutionResult:
 _MAX_MESSAGE = 16 * 1024
 
 
-def _str(value: Any, default: str) -> str:
+def _str(value: object, default: str) -> str:
     return value if isinstance(value, str) else default
 
 

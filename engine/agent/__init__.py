@@ -13,7 +13,7 @@ from codeact.engine.agent._assemble import (
     open_owned,
     toolkit_registry,
 )
-from codeact.engine.agent._input import RunConfig, context_text
+from codeact.engine.agent._input import RunConfig, context_text, resolve_run
 from codeact.engine.agent.agent import KEEP, Agent, RunResult, SandboxFactory, default_sandbox_factory, grants_for
 from codeact.engine.agent.context import Outcome, RunContext
 from codeact.engine.agent.hooks import (
@@ -54,5 +54,6 @@ __all__ = [
     "mcp_toolkits",
     "model_routes",
     "open_owned",
+    "resolve_run",
     "toolkit_registry",
 ]

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from codeact.engine.blueprint._flow import agent_name, is_flow
+from codeact.engine.blueprint._output import read_schema
 from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.bundle import MAX_BUNDLE_BYTES, pack_blueprint, unpack_blueprint
 from codeact.engine.blueprint.factory import (
@@ -41,6 +42,7 @@ from codeact.engine.blueprint.models import (
     load_stream,
     load_text,
 )
+from codeact.engine.blueprint.modes import SandboxBackend, ThoughtMode, WorkflowMode
 from codeact.engine.blueprint.spec import (
     AgentKind,
     AgentSpec,
@@ -85,15 +87,18 @@ __all__ = [
     "RenderedInstructions",
     "RoutePurpose",
     "SUPPORTED_VERSIONS",
+    "SandboxBackend",
     "SandboxLimitSettings",
     "SandboxSettings",
     "SessionSettings",
     "Severity",
     "SubagentSpec",
+    "ThoughtMode",
     "ToolRef",
     "ToolkitGrant",
     "ValidationIssue",
     "ValidationReport",
+    "WorkflowMode",
     "agent_name",
     "blueprint_hash",
     "builtin_names",
@@ -107,6 +112,7 @@ __all__ = [
     "pack_blueprint",
     "parse_yaml",
     "print_warnings",
+    "read_schema",
     "render_instructions",
     "sandbox_declared",
     "strict_error",

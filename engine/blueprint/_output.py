@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from codeact.engine.blueprint.issues import ValidationIssue
 
 __all__ = ["check_output_schema", "read_schema"]
 
 
-def read_schema(value: Any, *, where: str) -> tuple[dict[str, Any] | None, str | None]:
+def read_schema(value: object, *, where: str) -> tuple[dict[str, object] | None, str | None]:
     """``(the schema, None)``, or ``(None, what is wrong with it)``; ``where`` names it in the message."""
     if isinstance(value, str):
         try:
@@ -36,7 +35,7 @@ def read_schema(value: Any, *, where: str) -> tuple[dict[str, Any] | None, str |
     return schema, None
 
 
-def check_output_schema(value: Any) -> list[ValidationIssue]:
+def check_output_schema(value: object) -> list[ValidationIssue]:
     """The validator's issues of a blueprint's ``outputSchema`` (none when it is absent or valid)."""
     if value is None:
         return []

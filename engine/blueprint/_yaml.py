@@ -110,7 +110,7 @@ def parse_yaml(text: str, *, source: str | None = None) -> Any:
     return document
 
 
-def _parse(text: str, source: str | None) -> Any:
+def _parse(text: str, source: str | None) -> object:
     where = f" in {source}" if source else ""
     try:
         document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects

@@ -22,7 +22,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any, Final
+from typing import Final
 
 from codeact.engine.blueprint.inheritance import BUILTIN_DIR, recording_reads
 from codeact.engine.blueprint.models import Blueprint, load_path
@@ -36,7 +36,7 @@ MAX_BUNDLE_BYTES: Final = 1024 * 1024
 _SCRIPTED: Final = "scripted/"
 
 
-def pack_blueprint(path: str | os.PathLike[str], *, model: str | None = None) -> dict[str, Any]:
+def pack_blueprint(path: str | os.PathLike[str], *, model: str | None = None) -> dict[str, object]:
     """The blueprint at ``path`` and the files it references, as JSON-able data.
 
     Args:
@@ -86,13 +86,13 @@ def pack_blueprint(path: str | os.PathLike[str], *, model: str | None = None) ->
     return {"root": source.relative_to(root).as_posix(), "files": packed}
 
 
-def bundle_digest(bundle: Mapping[str, Any]) -> str:
+def bundle_digest(bundle: Mapping[str, object]) -> str:
     """sha256 (hex) of a pack: the same files give the same folder on a worker."""
     text = json.dumps(dict(bundle), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def unpack_blueprint(bundle: Mapping[str, Any], directory: str | os.PathLike[str]) -> Path:
+def unpack_blueprint(bundle: Mapping[str, object], directory: str | os.PathLike[str]) -> Path:
     """Write a pack into ``directory`` (created) and return the blueprint's path there.
 
     Raises:
@@ -113,7 +113,7 @@ def unpack_blueprint(bundle: Mapping[str, Any], directory: str | os.PathLike[str
     return folder.joinpath(*PurePosixPath(root).parts)
 
 
-def _entries(files: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+def _entries(files: Mapping[str, object]) -> Iterator[tuple[str, str]]:
     for name, text in files.items():
         pure = PurePosixPath(str(name))
         if pure.is_absolute() or ".." in pure.parts or not pure.parts or not isinstance(text, str):

@@ -62,7 +62,7 @@ class Condition:
     text: str
     tree: ast.expr
 
-    def holds(self, state: Mapping[str, Any]) -> bool:
+    def holds(self, state: Mapping[str, object]) -> bool:
         """Whether the condition is true of ``state``.
 
         Raises:
@@ -73,7 +73,7 @@ class Condition:
         except TypeError as exc:
             raise ConditionError(f"condition {self.text!r} could not be evaluated: {exc}") from None
 
-    def __call__(self, state: Mapping[str, Any]) -> bool:
+    def __call__(self, state: Mapping[str, object]) -> bool:
         """As :meth:`holds`: a condition is a predicate of the state."""
         return self.holds(state)
 
@@ -138,7 +138,7 @@ def _check(node: ast.AST, text: str) -> None:
         raise ConditionError(f"the condition {text!r} uses {what} at column {column}; a condition has only: {_ALLOWED}")
 
 
-def _eval(node: ast.expr, state: Mapping[str, Any]) -> Any:
+def _eval(node: ast.expr, state: Mapping[str, object]) -> object:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
@@ -170,7 +170,7 @@ def _eval(node: ast.expr, state: Mapping[str, Any]) -> Any:
     raise ConditionError(f"unexpected {type(node).__name__} in a checked condition")  # pragma: no cover
 
 
-def _item(value: Any, key: Any) -> Any:
+def _item(value: object, key: object) -> object:
     """``value[key]``, or null when it is not there; a string holding a JSON object or array is read as it."""
     if isinstance(value, str):
         value, _ = json_in_text(value)  # a JSON object or array in the text, else not an item

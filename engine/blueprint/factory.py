@@ -34,9 +34,11 @@ from codeact.engine.blueprint.models import (
     SandboxBlock,
     WorkflowBlock,
 )
+from codeact.engine.blueprint.modes import ThoughtMode, WorkflowMode
 from codeact.engine.blueprint.spec import (
     DEFAULT_MAX_ROUND_SECONDS,
     DEFAULT_ROUND_SECONDS,
+    AgentKind,
     AgentSpec,
     CodeActSettings,
     CompactSettings,
@@ -352,8 +354,8 @@ class AgentFactory:
         _check_offered(blueprint, host.offered_toolkits, report)
         subagents = self._subagents(blueprint, dataclasses.replace(host, offered_toolkits=()))
         workflow = blueprint.workflow
-        kind: Literal["react", "codeact"] = (
-            "codeact" if workflow is not None and _trim(workflow.mode) == "codeact" else "react"
+        kind: AgentKind = (
+            "codeact" if workflow is not None and workflow.workflow_mode is WorkflowMode.CODEACT else "react"
         )
         return AgentSpec(
             id=cast(str, _trim(blueprint.id)),
@@ -589,7 +591,7 @@ class AgentFactory:
             return defaults
         tokens = block.fim.tokens if block.fim is not None else None
         return CodeActSettings(
-            thought=cast(Literal["separate", "inline", "off"], _trim(block.thought) or defaults.thought),
+            thought=ThoughtMode(_trim(block.thought) or defaults.thought),
             protocol=cast(Literal["chat", "completion"], _trim(block.protocol) or defaults.protocol),
             layout=cast(Literal["frame", "turns"] | None, _trim(block.layout) or defaults.layout),
             fim_family=_trim(block.fim.family) if block.fim is not None else None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["Severity", "ValidationIssue", "ValidationReport"]
 
@@ -76,6 +75,6 @@ class ValidationReport:
         """The codes of all issues, in report order (handy in tests and logs)."""
         return [issue.code for issue in self.issues]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """``{"valid": bool, "issues": [...]}`` as printed by ``codeact validate --json``."""
         return {"valid": self.valid, "issues": [issue.to_dict() for issue in self.issues]}

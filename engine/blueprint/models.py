@@ -31,6 +31,7 @@ from codeact.engine.blueprint._yaml import parse_yaml
 from codeact.engine.blueprint.inheritance import peek_version, read_blueprint_text, resolve_inheritance, shown_path
 from codeact.engine.blueprint.issues import ValidationIssue
 from codeact.engine.blueprint.kimi import KimiPrompt, is_kimi_document, kimi_to_codeact
+from codeact.engine.blueprint.modes import WorkflowMode
 from codeact.engine.errors import BlueprintLoadError
 
 __all__ = [
@@ -292,6 +293,11 @@ class WorkflowBlock(_Block):
     max_turns: int | None = None
     codeact: CodeActBlock | None = None
     run_seconds: float | None = None  # wall-clock seconds of the whole run; None: no limit
+
+    @property
+    def workflow_mode(self) -> WorkflowMode | None:
+        """``mode`` as an enum (blanks ignored); None when unset (or not a mode: the validator refuses it)."""
+        return WorkflowMode.of(self.mode)
 
 
 class KnowledgeSource(_Block):

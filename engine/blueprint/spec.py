@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.modes import ThoughtMode
 from codeact.engine.blueprint.templates import RenderedInstructions
 
 if TYPE_CHECKING:
@@ -90,20 +91,20 @@ class HostContext:
             ``blueprint.toolkit.notGranted``: loaded but not granted, every call to it would fail.
     """
 
-    model_client: Any | None = None
-    toolkit_registry: Any | None = None
-    store: Any | None = None
-    sandbox_provider: Any | None = None
+    model_client: object | None = None
+    toolkit_registry: object | None = None
+    store: object | None = None
+    sandbox_provider: object | None = None
     approval_callback: Callable[..., Any] | None = None
-    hooks: tuple[Any, ...] = ()
-    interceptors: tuple[Any, ...] = ()
+    hooks: tuple[object, ...] = ()
+    interceptors: tuple[object, ...] = ()
     allow_sandbox_declaration: bool = False
     strict: bool = False
     allowed_imports: frozenset[str] | None = None
     work_dir: Path | None = None
     now: _dt.datetime | None = None
     max_round_seconds: float | None = None
-    call_budgets: Any | None = None
+    call_budgets: object | None = None
     offered_toolkits: tuple[str, ...] = ()
 
 
@@ -118,8 +119,8 @@ class ModelOptions:
     temperature: float | None = None
     top_p: float | None = None
     max_output_tokens: int | None = None
-    reasoning: Any = None
-    tool_choice: Any = None
+    reasoning: object = None
+    tool_choice: object = None
     parallel_tool_calls: bool | None = None
     store: bool | None = None
     user: str | None = None
@@ -127,13 +128,13 @@ class ModelOptions:
     stop: tuple[str, ...] | None = None
     vision: bool | None = None  # the model takes image parts (None: litellm's model info decides); not sent
 
-    def as_kwargs(self) -> dict[str, Any]:
+    def as_kwargs(self) -> dict[str, object]:
         """OpenAI-style keyword arguments (the names litellm's ``completion()`` takes), None omitted.
 
         ``max_output_tokens`` becomes ``max_tokens``; a string ``reasoning`` (or a mapping with an
         ``effort`` key) becomes ``reasoning_effort``.
         """
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "max_tokens": self.max_output_tokens,
@@ -168,7 +169,7 @@ class ToolRef:
 
     ref: str
     approval: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,7 +178,7 @@ class PluginRef:
 
     id: str
     enabled: bool = True
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,7 +195,7 @@ class ToolkitGrant:
     ref: str
     operations: tuple[str, ...] | None = None
     approval: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,7 +205,7 @@ class MemorySettings:
     enabled: bool = False
     scope: str | None = None
     store: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,7 +265,7 @@ class SandboxSettings:
     profile: str | None = None
     limits: SandboxLimitSettings = field(default_factory=SandboxLimitSettings)
     imports: tuple[str, ...] = ()
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
     packages: tuple[str, ...] = ()
     preset: str | None = None
     runtime: Literal["runc", "gvisor"] | None = None
@@ -307,7 +308,7 @@ class CodeActSettings:
             from what it has seen) instead of running the code again or ending with no answer.
     """
 
-    thought: Literal["separate", "inline", "off"] = "separate"
+    thought: ThoughtMode = ThoughtMode.SEPARATE
     protocol: Literal["chat", "completion"] = "chat"
     layout: Literal["frame", "turns"] | None = None
     fim_family: str | None = None
@@ -424,7 +425,7 @@ class AgentSpec:
     model: ModelSettings
     routes: Mapping[RoutePurpose, ModelSettings]
     instructions: RenderedInstructions
-    variables: Mapping[str, Any]
+    variables: Mapping[str, object]
     tools: tuple[ToolRef, ...]
     toolkits: tuple[ToolkitGrant, ...]
     plugins: tuple[PluginRef, ...]

@@ -14,7 +14,6 @@ import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 from jinja2 import meta
@@ -40,7 +39,7 @@ def _environment() -> ImmutableSandboxedEnvironment:
     return ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
-def builtin_variables(*, now: _dt.datetime | None = None, work_dir: str | Path | None = None) -> dict[str, Any]:
+def builtin_variables(*, now: _dt.datetime | None = None, work_dir: str | Path | None = None) -> dict[str, object]:
     """The built-in template variables: ``now`` (aware datetime), ``work_dir`` (str), ``os`` (e.g. ``Linux``)."""
     return {
         "now": now if now is not None else _dt.datetime.now().astimezone(),
@@ -49,7 +48,7 @@ def builtin_variables(*, now: _dt.datetime | None = None, work_dir: str | Path |
     }
 
 
-def render_template(field: str, text: str, variables: Mapping[str, Any]) -> str:
+def render_template(field: str, text: str, variables: Mapping[str, object]) -> str:
     """Render one instruction template.
 
     Args:

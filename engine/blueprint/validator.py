@@ -25,6 +25,7 @@ from codeact.engine.blueprint.models import (
     SessionBlock,
     WorkflowBlock,
 )
+from codeact.engine.blueprint.modes import SandboxBackend, ThoughtMode, WorkflowMode
 from codeact.engine.blueprint.templates import builtin_variables, render_template
 from codeact.engine.errors import TemplateError
 
@@ -42,12 +43,12 @@ __all__ = [
     "validate_blueprint",
 ]
 
-WORKFLOW_MODES: Final = ("react", "codeact", "flow")
+WORKFLOW_MODES: Final = tuple(mode.value for mode in WorkflowMode)
 TOOL_APPROVALS: Final = ("always", "safe", "never", "manual", "auto", "deny")
 TOOLKIT_APPROVALS: Final = (*TOOL_APPROVALS, "ask")
-SANDBOX_BACKENDS: Final = ("subprocess", "docker")
+SANDBOX_BACKENDS: Final = tuple(backend.value for backend in SandboxBackend)
 SANDBOX_RUNTIMES: Final = ("runc", "gvisor")
-THOUGHT_MODES: Final = ("separate", "inline", "off")
+THOUGHT_MODES: Final = tuple(mode.value for mode in ThoughtMode)
 FIM_PROTOCOLS: Final = ("chat", "completion")
 CHAT_LAYOUTS: Final = ("frame", "turns")
 KNOWN_MODEL_OPTIONS: Final = frozenset(
@@ -326,7 +327,7 @@ class _Checks:
 
     def _mcp(self, index: int, ref: str, mcp: dict[str, Any]) -> None:
         """``toolkits[].mcp``: an MCP server; secrets only by environment variable name (toolkits.mcp)."""
-        from codeact.toolkits.mcp._config import config_problems
+        from codeact.toolkits.mcp import config_problems
 
         path = f"$.toolkits[{index}]"
         if not ref.isidentifier() or ref.startswith("_"):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from codeact.engine.cli._options import AllowSandboxDeclaration, Artifacts, Toolkits
+from codeact.prompts.jsontypes import JsonObject
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint import SandboxSettings
@@ -96,7 +97,7 @@ async def _run(
     kind: str,
     bridge: RpcHandler | None,
     isolation: str,
-    variables: dict[str, object],
+    variables: JsonObject,
     timeout: float,
     declared: _Declared | None = None,
     runtime: str = "runc",

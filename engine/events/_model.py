@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from codeact.engine.errors import CodeactError
+from codeact.engine.errors import CodeactError, ErrorInfo
 
 _E = TypeVar("_E", bound="Event")
 _ENVELOPE = ("type", "run_id", "sequence", "timestamp", "parent_run_id")
@@ -362,6 +362,11 @@ class RunFailed(Event):
     rounds: int = 0
     run_rounds: int | None = None
 
+    @property
+    def error_info(self) -> ErrorInfo:
+        """``error`` as a value."""
+        return ErrorInfo.from_dict(self.error)
+
 
 @dataclass(frozen=True, kw_only=True)
 class FlowStepStarted(Event):
@@ -407,6 +412,11 @@ class FlowStepCompleted(Event):
     answer: Any = None
     output_key: str | None = None
     error: dict[str, Any] | None = None
+
+    @property
+    def error_info(self) -> ErrorInfo | None:
+        """``error`` as a value (None when the step did not fail)."""
+        return None if self.error is None else ErrorInfo.from_dict(self.error)
 
 
 EVENT_TYPES: Mapping[str, type[Event]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codeact.engine.events._model import (
     ActionRequested,
@@ -39,14 +39,14 @@ def reply_excerpt(reply: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def without_frame_error(stdout: str, error: Mapping[str, Any]) -> str:
+def without_frame_error(stdout: str, error: Mapping[str, object]) -> str:
     """``stdout`` without the frame handler's ``Error: Type(...)`` line, which the error line already says."""
     from codeact.segments.evaluation import without_frame_error as strip
 
     return strip(stdout, error)
 
 
-def error_summary(error: Mapping[str, Any]) -> str:
+def error_summary(error: Mapping[str, object]) -> str:
     """One line for a round's error, at the model's line: ``Type: message (line 2: `x = (1, 2`; program line 9)``.
 
     ``line`` is the model's line (events); a record's error keeps the program's ``line`` and adds
@@ -83,12 +83,12 @@ def render_event(event: Event, console: Console) -> None:
     """
     from rich.text import Text
 
-    def short(value: Any, limit: int = 120) -> str:
+    def short(value: object, limit: int = 120) -> str:
         # codec data: JSON text, or Python's repr for a value JSON cannot hold (never the codec's tag)
         text = display_text(value)
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
-    def call_args(arguments: Mapping[str, Any]) -> str:
+    def call_args(arguments: Mapping[str, object]) -> str:
         return ", ".join(
             f"{name}={short(value if not isinstance(value, str) else json.dumps(value, ensure_ascii=False), 40)}"
             for name, value in arguments.items()

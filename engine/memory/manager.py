@@ -198,12 +198,11 @@ class MemoryManager:
     async def _load_if_stale(
         self, key: tuple[str, ...], version: int, kind: MemoryKind, scope: str, approved_only: bool
     ) -> list[MemoryItem]:
-        from codeact.engine.memory.retrieval import _CACHE, _CACHE_LOCK
+        from codeact.engine.memory.retrieval import cached_items
 
-        with _CACHE_LOCK:
-            hit = _CACHE.get(key)
-            if hit is not None and hit.version == version:
-                return hit.index.items
+        cached = cached_items(key, version)
+        if cached is not None:
+            return cached
         items = await self.backend.items(kind, scope)
         return [item for item in items if item.approved] if approved_only else items
 

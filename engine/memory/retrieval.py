@@ -134,6 +134,13 @@ def cached_index(
     return index
 
 
+def cached_items(key: tuple[str, ...], version: int) -> list[MemoryItem] | None:
+    """The items of the index cached under ``key`` when it is of ``version``, else None."""
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        return hit.index.items if hit is not None and hit.version == version else None
+
+
 def clear_cache() -> None:
     """Forget every cached index (tests and benchmarks)."""
     with _CACHE_LOCK:

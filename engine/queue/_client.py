@@ -253,7 +253,7 @@ def submit(
         CodeactError: ``config.invalid`` when ``session_id`` and ``config.thread_id`` differ,
             ``context.invalid`` when ``context`` is not a mapping of JSON values, ``queue.blueprint_io``.
     """
-    from codeact.engine.agent._input import context_text, resolve_run
+    from codeact.engine.agent import context_text, resolve_run
 
     config, session_id, user = resolve_run(config, session_id, user)
     context_text(context)  # refused here, not on the worker

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codeact.engine.errors import ErrorInfo
 from codeact.engine.queue._client import QueueClient, run_labels
 from codeact.engine.queue._state import PREFIX, TERMINAL, RunState
 
@@ -81,8 +82,7 @@ class QueueRunManager:
         """
         import uuid
 
-        from codeact.engine.runner import session_id_for
-        from codeact.engine.runner._input import compose_input
+        from codeact.engine.runner import compose_input, session_id_for
         from codeact.engine.service.errors import ServiceError, served_runner
 
         runner = served_runner(self.runners, runner_id)
@@ -202,10 +202,9 @@ class QueueRunManager:
         if kind == "run.cancelled":
             return [mapper.failed("the run was cancelled", code="cancelled", retryable=False)]
         if entry.get("sequence") is None:  # the worker's own run.failed (deadline, a bad request)
-            raw = entry.get("error")
-            error: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-            code = str(error.get("code") or "")
-            message = str(error.get("message") or "the run failed")
+            error = ErrorInfo.from_dict(entry.get("error") if isinstance(entry.get("error"), Mapping) else {})
+            code = error.code
+            message = error.message or "the run failed"
             if code == "queue.deadline":  # the worker's run time limit: the protocol's timeout (retryable)
                 return [mapper.failed(f"[{code}] {message}", code="runner.timeout")]
             return [mapper.failed(message, code=code)]
@@ -342,11 +341,11 @@ class QueueRunManager:
         """
         from codeact.engine.runner import RunnerError
         from codeact.engine.runner.interactions import decision_from
-        from codeact.engine.service._runs import _submission
+        from codeact.engine.service.contract import interaction_submission
         from codeact.engine.service.errors import ServiceError
 
         info = self._known(run_id)
-        request_id, answer = _submission(data)
+        request_id, answer = interaction_submission(data)
         pause = json.loads(info.get("pause") or "{}")
         if info.get("status") == "paused" and pause.get("kind") == "ask_user":
             asked = await self.get(run_id)
@@ -384,7 +383,7 @@ class QueueRunManager:
         """Answer a question: the run becomes ``completed`` and its continuation is a new queued run."""
         from codeact.engine.queue._state import swap_status
         from codeact.engine.runner import RunnerContext, continuation_context
-        from codeact.engine.service._runs import continuation_run_id, question_answer, with_budget
+        from codeact.engine.service.contract import continuation_run_id, question_answer, with_budget
         from codeact.engine.service.errors import ServiceError
 
         submission = question_answer(request_id, answer)

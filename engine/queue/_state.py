@@ -46,7 +46,7 @@ STOP_TYPES = frozenset({"run.completed", "run.failed", "run.cancelled", "run.pau
 """Stream event types after which nothing comes until someone acts (answer, approve) or never."""
 
 
-def call_digest(toolkit: str, operation: str, arguments: Mapping[str, Any]) -> str:
+def call_digest(toolkit: str, operation: str, arguments: Mapping[str, object]) -> str:
     """A stable digest naming one toolkit call (for approval decisions given across workers)."""
     text = json.dumps([toolkit, operation, dict(arguments)], sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
@@ -96,7 +96,7 @@ class RunState:
         return f"{PREFIX}:session:{session_id}:approvals"
 
     # -- state -----------------------------------------------------------------------------------
-    def create(self, run_id: str, request: Mapping[str, Any], *, event: Mapping[str, Any] | None = None) -> None:
+    def create(self, run_id: str, request: Mapping[str, object], *, event: Mapping[str, object] | None = None) -> None:
         """Record a new queued run (with its request), and its first ``event`` in the same transaction."""
         fields: dict[str | bytes, Any] = {
             "status": "queued",
@@ -149,7 +149,7 @@ class RunState:
         return sorted(self.redis.smembers(f"{PREFIX}:active"))
 
     # -- events ----------------------------------------------------------------------------------
-    def append(self, run_id: str, event: Mapping[str, Any], **fields: str) -> str:
+    def append(self, run_id: str, event: Mapping[str, object], **fields: str) -> str:
         """XADD one event to the run's stream; returns its stream id.
 
         ``fields`` (as :meth:`update`) are set in the same transaction, before the event: one round
@@ -167,10 +167,12 @@ class RunState:
         pipe.xadd(key, {"e": json.dumps(dict(event), ensure_ascii=False, default=str)})
         pipe.expire(key, RUN_TTL_S)
 
-    def read(self, run_id: str, after: str = "0-0", *, block_ms: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+    def read(
+        self, run_id: str, after: str = "0-0", *, block_ms: int | None = None
+    ) -> list[tuple[str, dict[str, object]]]:
         """Events after stream id ``after`` (waiting up to ``block_ms`` for the first when given)."""
         found = self.redis.xread({self.stream_key(run_id): after}, count=500, block=block_ms)
-        out: list[tuple[str, dict[str, Any]]] = []
+        out: list[tuple[str, dict[str, object]]] = []
         for _key, entries in found or []:
             for entry_id, fields in entries:
                 out.append((str(entry_id), json.loads(fields["e"])))
@@ -178,7 +180,7 @@ class RunState:
 
     def follow(
         self, run_id: str, after: str = "0-0", *, until_stop: bool = True
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
+    ) -> Iterator[tuple[str, dict[str, object]]]:
         """Every event after ``after``, live, in order; ends after a stop event when ``until_stop``."""
         while True:
             for entry_id, event in self.read(run_id, after, block_ms=1000):
@@ -216,7 +218,7 @@ class RunState:
         return bool(self.redis.set(f"{self.key(run_id)}:reclaim", by, nx=True, px=int(LEASE_TTL_S * 1000)))
 
     # -- approvals -------------------------------------------------------------------------------
-    def put_decision(self, session_id: str, digest: str, decision: Mapping[str, Any]) -> None:
+    def put_decision(self, session_id: str, digest: str, decision: Mapping[str, object]) -> None:
         """Store an approval decision for the session's next call with this digest."""
         key = self.approvals_key(session_id)
         pipe = self.redis.pipeline()
@@ -224,7 +226,7 @@ class RunState:
         pipe.expire(key, RUN_TTL_S)
         pipe.execute()
 
-    def take_decision(self, session_id: str, digest: str) -> dict[str, Any] | None:
+    def take_decision(self, session_id: str, digest: str) -> dict[str, object] | None:
         """Take (use once) the stored decision for a call, if any."""
         key = self.approvals_key(session_id)
         pipe = self.redis.pipeline()

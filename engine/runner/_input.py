@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
 
 from codeact.engine.runner.attachments import NamedAttachment, named_attachments
 from codeact.engine.runner.entities import ContentElement, InputAttachment, RunnerContext
@@ -45,15 +44,15 @@ def _image_data_url(value: str) -> str:
     return f"data:{mime if mime.startswith('image/') else 'image/png'};base64,{text}"
 
 
-def content_parts(contents: list[ContentElement]) -> tuple[list[dict[str, Any]], list[InputAttachment]]:
+def content_parts(contents: list[ContentElement]) -> tuple[list[dict[str, object]], list[InputAttachment]]:
     """The image and file ``contents`` as message parts, and those held by a URL as attachments (not fetched)."""
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, object]] = []
     linked: list[InputAttachment] = []
     for element in contents:
         kind = element.type
         url = element.image_url.get("url") if isinstance(element.image_url, dict) else None
         if kind == "image_base64" and element.image_base64:
-            image: dict[str, Any] = {"url": _image_data_url(element.image_base64)}
+            image: dict[str, object] = {"url": _image_data_url(element.image_base64)}
             parts.append({"type": "image_url", "image_url": image})
         elif kind == "image_url" and isinstance(url, str) and url.startswith("data:"):
             parts.append({"type": "image_url", "image_url": {"url": url}})
@@ -73,7 +72,7 @@ _EVENT_DATA_CHARS = 4000
 
 def compose_input(
     context: RunnerContext, *, readable_refs: bool = False
-) -> tuple[str, list[NamedAttachment], list[dict[str, Any]]]:
+) -> tuple[str, list[NamedAttachment], list[dict[str, object]]]:
     """The user's message for the engine, the attachments the ``attachments`` toolkit serves, the content parts.
 
     The text is the input's text (or its text contents); an ``interaction.submitted`` run carries

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codeact.engine.runner.entities import (
     ConfigField,
@@ -21,7 +21,7 @@ __all__ = ["manifest_for"]
 _TYPES: list[tuple[type, str]] = [(bool, "boolean"), (int, "integer"), (float, "float"), (str, "string")]
 
 
-def _config_field(name: str, default: Any) -> ConfigField:
+def _config_field(name: str, default: object) -> ConfigField:
     kind = next((label for cls, label in _TYPES if isinstance(default, cls)), "string")
     return ConfigField(
         type=kind,

@@ -12,7 +12,6 @@ import base64
 import binascii
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from codeact.engine.runner.entities import InputAttachment
 from codeact.toolkits import operation, toolkit
@@ -33,7 +32,7 @@ class NamedAttachment:
     name: str
     attachment: InputAttachment
 
-    def describe(self, readable: bool) -> dict[str, Any]:
+    def describe(self, readable: bool) -> dict[str, object]:
         """What ``attachments.list()`` shows for it."""
         a = self.attachment
         return {
@@ -91,7 +90,7 @@ class Attachments:
         return item.attachment.content is not None or (self._reader is not None and item.attachment.ref is not None)
 
     @operation
-    async def list(self) -> list[dict[str, Any]]:
+    async def list(self) -> list[dict[str, object]]:
         """Describe the attachments: name, type, mime_type, size (bytes, may be None), readable.
 
         Returns:

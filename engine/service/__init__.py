@@ -11,6 +11,8 @@ from __future__ import annotations
 from codeact.engine.service._app import create_app, parse_context
 from codeact.engine.service._auth import TOKEN_COOKIE, TOKENS_ENV, Tokens, TokenScope
 from codeact.engine.service._http import authenticate, read_json, service_state
+from codeact.engine.service._log import configure_logging, log_event
+from codeact.engine.service._run_store import AuditLog
 from codeact.engine.service._runs import TERMINAL_TYPES, RunInfo, RunManager, Runs, RunStatus
 from codeact.engine.service._state import MAX_BODY_BYTES, ServiceState
 from codeact.engine.service.errors import ServiceError
@@ -20,6 +22,7 @@ __all__ = [
     "TERMINAL_TYPES",
     "TOKENS_ENV",
     "TOKEN_COOKIE",
+    "AuditLog",
     "RunInfo",
     "RunManager",
     "RunStatus",
@@ -29,7 +32,9 @@ __all__ = [
     "TokenScope",
     "Tokens",
     "authenticate",
+    "configure_logging",
     "create_app",
+    "log_event",
     "parse_context",
     "read_json",
     "service_state",

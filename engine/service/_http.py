@@ -9,7 +9,7 @@ logged-in browser cannot be made to start or cancel runs by a foreign page.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse
@@ -56,7 +56,7 @@ def error_response(exc: CodeactError) -> JSONResponse:
     """``{"error": {"code", "message"}}`` with the error's status."""
     if isinstance(exc, ServiceError):
         return JSONResponse(exc.to_json(), status_code=exc.status, headers=exc.headers)
-    return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status_of(exc))
+    return JSONResponse({"error": exc.info().to_dict()}, status_code=status_of(exc))
 
 
 def authenticate(request: Request) -> TokenScope:
@@ -109,7 +109,7 @@ def _unauthorized(message: str, error: str | None) -> ServiceError:
     return ServiceError(message, code="service.unauthorized", status=401, headers={"WWW-Authenticate": challenge})
 
 
-async def read_json(request: Request) -> Any:
+async def read_json(request: Request) -> object:
     """The request's JSON body, read up to the server's size limit.
 
     Raises:

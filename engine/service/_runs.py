@@ -27,9 +27,16 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from codeact.engine.errors import ErrorInfo
 from codeact.engine.service._log import log_event
+from codeact.engine.service.contract import (
+    continuation_run_id,
+    interaction_submission,
+    question_answer,
+    with_budget,
+)
 from codeact.engine.service.errors import ServiceError, served_runner
 
 if TYPE_CHECKING:
@@ -69,21 +76,21 @@ class RunInfo:
     runner_id: str
     session_id: str
     status: RunStatus
-    pending: tuple[dict[str, Any], ...] = ()
+    pending: tuple[dict[str, object], ...] = ()
     started_at: float
     finished_at: float | None = None
     events: int = 0
-    error: dict[str, Any] | None = None
+    error: dict[str, object] | None = None
     continued_by: str | None = None
     tags: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
         """True once the run's last envelope is in."""
         return self.status in ("completed", "failed", "cancelled")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON object of every field."""
         return {
             "run_id": self.run_id,
@@ -116,8 +123,8 @@ class _Run:
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     task: asyncio.Task[None] | None = None
     cancelling: bool = False
-    question: dict[str, Any] | None = None  # the ask_user form of a run that ended with a question
-    api_state: dict[str, dict[str, Any]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
+    question: dict[str, object] | None = None  # the ask_user form of a run that ended with a question
+    api_state: dict[str, dict[str, object]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
     continued_by: str | None = None
     config: RunConfig | None = None  # the run's tags and metadata (a continuation keeps them)
 
@@ -153,7 +160,7 @@ class _Run:
         if isinstance(payload, dict) and payload.get("kind") == "form":
             self.question = dict(payload)
 
-    def asked(self) -> dict[str, Any] | None:
+    def asked(self) -> dict[str, object] | None:
         """The open question of a run that ended with ``finish_reason`` ``ask_user``, else None."""
         if not self.done or self.question is None or self.continued_by is not None:
             return None
@@ -170,8 +177,8 @@ class _Run:
 
     def info(self) -> RunInfo:
         status: RunStatus = "running"
-        error: dict[str, Any] | None = None
-        pending: tuple[dict[str, Any], ...] = ()
+        error: dict[str, object] | None = None
+        pending: tuple[dict[str, object], ...] = ()
         if self.done:
             last = self.buffer[-1]
             if last.type == "run.completed":
@@ -227,7 +234,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
         {
             "run_id": run_id,
             "type": "run.failed",
-            "data": {"code": code, "message": message, "retryable": retryable},
+            "data": ErrorInfo(code=code, message=message, details={"retryable": retryable}).to_dict(),
             "sequence": sequence,
             "timestamp": int(now),  # protocol v1's whole seconds, and `at` to the millisecond (every envelope)
             "at": round(now, 3),
@@ -262,7 +269,7 @@ class Runs(Protocol):
         """Cancel the run; returns once its sandbox is gone."""
         ...
 
-    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+    async def interact(self, run_id: str, data: Mapping[str, object]) -> RunInfo:
         """Answer a pending interaction request (``{"request_id", "data"}``)."""
         ...
 
@@ -455,7 +462,7 @@ class RunManager:
             await asyncio.wait({task}, timeout=_CANCEL_WAIT_S)
         return run.info()
 
-    async def interact(self, run_id: str, data: Mapping[str, Any]) -> RunInfo:
+    async def interact(self, run_id: str, data: Mapping[str, object]) -> RunInfo:
         """Answer one of the run's pending interaction requests (an approval waits in place).
 
         A run that ended with a question (``finish_reason`` ``ask_user``) lists it in ``pending``
@@ -477,7 +484,7 @@ class RunManager:
                 ``runner.invalid_interaction`` when the answer does not fit the request.
         """
         run = self._get(run_id)
-        request_id, answer = _submission(data)
+        request_id, answer = interaction_submission(data)
         question = run.asked()
         if question is not None and run.context is not None and request_id == question.get("interaction_id"):
             from codeact.engine.runner import continuation_context
@@ -515,65 +522,3 @@ class RunManager:
         for position, run in enumerate(finished):
             if position < excess or (run.finished_at or 0.0) < horizon:
                 del self._runs[run.run_id]
-
-
-def question_answer(request_id: str, answer: Mapping[str, Any]) -> dict[str, Any]:
-    """The interaction submission answering a question (``values.answer`` a non-empty text).
-
-    Accepts ``{"values": {"answer": ...}}`` (the protocol's submission) or ``{"answer": ...}``.
-
-    Raises:
-        RunnerError: ``runner.invalid_interaction`` without an answer.
-    """
-    from codeact.engine.runner import RunnerError
-
-    values = answer.get("values") if isinstance(answer.get("values"), Mapping) else {}
-    text = values.get("answer", answer.get("answer")) if isinstance(values, Mapping) else None
-    if not isinstance(text, str) or not text.strip():
-        raise RunnerError(
-            'the answer to a question is {"interaction_id": ..., "action_id": "submit", '
-            '"values": {"answer": "<text>"}} with a non-empty answer',
-            code="runner.invalid_interaction",
-        )
-    return {"interaction_id": request_id, "action_id": "submit", "values": {**dict(values or {}), "answer": text}}
-
-
-def continuation_run_id(data: Mapping[str, Any]) -> str:
-    """The run id of a question's continuation: the body's ``run_id`` when it gives one, else a fresh one."""
-    import re
-
-    given = data.get("run_id")
-    if isinstance(given, str) and given:
-        if not re.fullmatch(r"[A-Za-z0-9._:\-]{1,128}", given):
-            raise ServiceError(
-                f"run_id {given[:140]!r} must be 1-128 letters, digits or '._:-' (it names the run in URLs)",
-                code="service.invalid_request",
-                status=422,
-            )
-        return given
-    return f"run-{uuid.uuid4().hex}"
-
-
-def with_budget(context: RunnerContext, asked: RunnerContext, started_at: float) -> RunnerContext:
-    """``context`` with the time budget of the run that asked (its ``deadline_at`` less its start), from now."""
-    deadline = asked.runtime.deadline_at
-    if deadline is None:
-        return context
-    budget = max(1.0, float(deadline) - started_at)
-    runtime = context.runtime.model_copy(update={"deadline_at": time.time() + budget})
-    return context.model_copy(update={"runtime": runtime})
-
-
-def _submission(data: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """``(request id, answer)`` of an interaction body."""
-    if isinstance(data.get("interaction_id"), str) and data["interaction_id"]:
-        return data["interaction_id"], dict(data)
-    request_id, answer = data.get("request_id"), data.get("data", {})
-    if isinstance(request_id, str) and request_id and isinstance(answer, dict):
-        return request_id, answer
-    raise ServiceError(
-        'an interaction is {"interaction_id": "<from action.requested>", "action_id": "approve", "values": {...}} '
-        '(or {"request_id": ..., "data": {...}})',
-        code="service.invalid_request",
-        status=422,
-    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -77,7 +77,7 @@ async def _session(request: Request) -> tuple[ServiceState, SessionMeta]:
     return state, meta
 
 
-def round_json(record: RoundRecord) -> dict[str, Any]:
+def round_json(record: RoundRecord) -> dict[str, object]:
     """A round as the API shows it: everything but the prompt, per-round variables and artifact bytes."""
     data = record.to_json()
     for heavy in ("prompt", "segment_ids", "variables"):
@@ -114,7 +114,7 @@ async def show_session(request: Request) -> Response:
         {"round": r.index, **{k: v for k, v in a.items() if k != "data_b64"}} for r in read.rounds for a in r.artifacts
     ]
     run = await state.runs.by_session(meta.session_id)
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "session": meta.to_json(),
         "rounds": rounds,
         "variables": await state.store.variables(meta.session_id),

@@ -24,7 +24,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connecti
 _DONE = object()
 
 
-def envelope_json(envelope: RunnerResult) -> dict[str, Any]:
+def envelope_json(envelope: RunnerResult) -> dict[str, object]:
     """The envelope as the JSON object the API sends."""
     return envelope.model_dump(mode="json", exclude_none=True)
 

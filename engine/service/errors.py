@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from codeact.engine.errors import CodeactError
+from codeact.prompts.errors import CodeactError, ErrorInfo
 
 __all__ = ["ServiceError", "served_runner"]
 
@@ -47,10 +47,8 @@ class ServiceError(CodeactError):
 
     def to_json(self) -> dict[str, Any]:
         """The response body: ``{"error": {"code", "message"[, "errors"]}}``."""
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.errors is not None:
-            error["errors"] = self.errors
-        return {"error": error}
+        details = {} if self.errors is None else {"errors": self.errors}
+        return {"error": ErrorInfo(code=self.code, message=self.message, details=details).to_dict()}
 
 
 def served_runner(runners: Mapping[str, _R], runner_id: str) -> _R:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, TypeAlias
+from typing import Final
 
 TAG: Final = "$type"
 
-JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
-"""A JSON value as ``json.loads`` returns it and the codec's ``encode`` produces it."""
-
-JsonObject: TypeAlias = "dict[str, JsonValue]"
-"""A JSON object."""
+# A JSON value and object: defined with the wire messages (protocol.py), which carry them.
+from codeact.sandbox.runtime.protocol import JsonObject as JsonObject  # noqa: E402
+from codeact.sandbox.runtime.protocol import JsonValue as JsonValue  # noqa: E402
 
 
 class Unencodable(Exception):  # noqa: N818 - the name says what happened to the value

@@ -9,7 +9,13 @@ including the newline, on both sides. Both peers send requests:
 * runtime -> host: ``auth`` (first frame, carries the session token), ``call`` (a toolkit
   operation: ``{"toolkit", "operation", "arguments"}``), ``finish``-style signals are ordinary
   calls of the ``system`` toolkit.
-* host -> runtime: ``execute`` (run one round), ``shutdown``.
+* host -> runtime: ``execute`` (run one round: ``ExecuteParams`` -> ``ExecuteAnswer``), ``put_file``
+  (``PutFileParams`` -> ``PutFileAnswer``), ``shutdown``.
+
+The host builds the params below and the runtime reads them (``codeact.sandbox.base``,
+``codeact.sandbox.runtime.server``); the answer goes the other way and the host still checks every
+member's type (the runtime is untrusted). They are ``TypedDict``s: the frame stays the plain JSON
+object it always was.
 """
 
 from __future__ import annotations
@@ -17,10 +23,21 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.encoder
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, TypedDict
+
+JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
+"""A JSON value as ``json.loads`` returns it and the codec's ``encode`` produces it."""
+
+JsonObject: TypeAlias = "dict[str, JsonValue]"
+"""A JSON object."""
 
 PROTOCOL_VERSION: Final = "codeact-bridge/1"
+
+# The methods the host sends the runtime.
+EXECUTE: Final = "execute"
+PUT_FILE: Final = "put_file"
+SHUTDOWN: Final = "shutdown"
 MAX_FRAME: Final = 8 * 1024 * 1024
 
 # JSON-RPC 2.0 standard codes.
@@ -65,7 +82,7 @@ class RpcError(Exception):
         data: Optional JSON-able details (for example field errors of ``invalid_params``).
     """
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -76,12 +93,121 @@ class RpcError(Exception):
         """The symbolic name of ``code`` (``"unauthorized"``, ...)."""
         return ERROR_NAMES.get(self.code, "error")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The JSON-RPC ``error`` member."""
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        err: dict[str, object] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
         return err
+
+
+class RoundLimits(TypedDict):
+    """The ``limits`` member of ``execute``: the per-round caps (``Limits.runtime_params()``)."""
+
+    output_bytes: int
+    cpu_s: float | None
+    max_var_bytes: int
+    max_total_bytes: int
+    artifact_bytes: int
+    round_artifact_bytes: int
+
+
+class _ExecuteRequired(TypedDict):
+    code: str
+    """The round's marshalled code object, base64."""
+
+
+class ExecuteParams(_ExecuteRequired, total=False):
+    """The params of ``execute``, host -> runtime (``code`` is required; the runtime defaults the rest).
+
+    Attributes:
+        source: The program's source (for tracebacks).
+        prelude: The restored definitions' marshalled code, base64, or None.
+        prelude_source: Their source.
+        variables: The codec-encoded variables to restore (name -> encoded value).
+        restricted: Run under RestrictedPython's guards.
+        loop_free: The code has no loop (the runtime may skip its loop guard).
+        allowed_imports: The modules the code may import.
+        limits: The round's caps.
+        nondeterminism: The tape to replay (or ``{"record": false}``); absent: record.
+        warm: The ``state`` token of the previous answer: continue that namespace.
+    """
+
+    source: str
+    prelude: str | None
+    prelude_source: str
+    variables: JsonObject
+    restricted: bool
+    loop_free: bool
+    allowed_imports: list[str]
+    limits: RoundLimits
+    nondeterminism: JsonObject
+    warm: str
+
+
+class WireError(TypedDict):
+    """The ``error`` member of an ``execute`` answer: what the code raised."""
+
+    type: str
+    message: str
+    line: int | None
+    traceback: str
+
+
+class _UncapturedRequired(TypedDict):
+    name: str
+    type: str
+    reason: str
+
+
+class WireUncaptured(_UncapturedRequired, total=False):
+    """One member of an answer's ``uncaptured``; ``live``: the value is still in the warm namespace."""
+
+    live: Literal[True]
+
+
+class ExecuteAnswer(TypedDict):
+    """The result of ``execute``, runtime -> host (the host re-checks every member: it comes from the sandbox).
+
+    Attributes:
+        stdout: Printed output (cut at the round's ``output_bytes``).
+        stderr: Standard error, likewise.
+        error: What the code raised, or None.
+        variables: The captured, codec-encoded variables.
+        uncaptured: What could not be captured.
+        control: The control signal of the round (``{"kind": "finish", ...}``), or None.
+        artifacts: The files the round wrote into ``outputs/``.
+        duration_s: The round's time inside the runtime.
+        nondeterminism: What the code read from the clock and randomness, or None.
+        warm: The round continued the previous round's namespace.
+        state: The token the next ``execute`` sends as ``warm`` to continue this namespace.
+    """
+
+    stdout: str
+    stderr: str
+    error: WireError | None
+    variables: JsonObject
+    uncaptured: list[WireUncaptured]
+    control: JsonObject | None
+    artifacts: Sequence[Mapping[str, object]]
+    duration_s: float
+    nondeterminism: Mapping[str, object] | None
+    warm: bool
+    state: str
+
+
+class PutFileParams(TypedDict):
+    """The params of ``put_file``: a plain file name and its base64 content."""
+
+    name: str
+    data: str
+
+
+class PutFileAnswer(TypedDict):
+    """The result of ``put_file``."""
+
+    name: str
+    size: int
 
 
 def _make_dumps() -> Callable[[Any], str]:
@@ -95,7 +221,7 @@ def _make_dumps() -> Callable[[Any], str]:
     markers: dict[int, Any] = {}
     chunks = make(markers, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
 
-    def dumps(value: Any) -> str:
+    def dumps(value: object) -> str:
         try:
             return "".join(chunks(value, 0))
         except BaseException:
@@ -111,7 +237,7 @@ dumps: Final = _make_dumps()
 _scan_once: Final = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str) -> object:
     """``json.loads(data)``, with a fast path for UTF-8 text without surrounding whitespace.
 
     Raises:
@@ -127,7 +253,7 @@ def loads(data: bytes | str) -> Any:
     return value
 
 
-def encode_frame(message: dict[str, Any]) -> bytes:
+def encode_frame(message: dict[str, object]) -> bytes:
     """Serialize one message as a frame; raises ``RpcError(PAYLOAD_TOO_LARGE)`` over ``MAX_FRAME``."""
     data = (dumps(message) + "\n").encode("utf-8")
     if len(data) > MAX_FRAME:
@@ -148,16 +274,16 @@ def decode_frame(line: bytes) -> dict[str, Any]:
     return message
 
 
-def request(id_: int | str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+def request(id_: int | str, method: str, params: Mapping[str, object]) -> dict[str, object]:
     """A request message."""
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
 
 
-def response(id_: int | str | None, result: Any) -> dict[str, Any]:
+def response(id_: int | str | None, result: object) -> dict[str, object]:
     """A success response."""
     return {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-def error_response(id_: int | str | None, error: RpcError) -> dict[str, Any]:
+def error_response(id_: int | str | None, error: RpcError) -> dict[str, object]:
     """An error response."""
     return {"jsonrpc": "2.0", "id": id_, "error": error.to_json()}

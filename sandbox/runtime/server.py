@@ -22,10 +22,19 @@ import sys
 import time
 import types
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, cast
 
 if TYPE_CHECKING:
     import asyncio
+
+    from codeact.sandbox.runtime.protocol import (
+        ExecuteAnswer,
+        ExecuteParams,
+        PutFileAnswer,
+        WireError,
+        WireUncaptured,
+    )
 
 __all__ = ["CappedWriter", "Runtime", "cut_note", "format_error", "main"]
 
@@ -130,9 +139,7 @@ class CappedWriter:
         return f"{h}\n... [{cut} bytes cut{cut_note(self.limit)}] ...\n{t}"
 
 
-def format_error(
-    exc: BaseException, *, main_file: str, user_files: set[str], sources: dict[str, str]
-) -> dict[str, Any]:
+def format_error(exc: BaseException, *, main_file: str, user_files: set[str], sources: dict[str, str]) -> WireError:
     """The result frame's ``error`` object, traceback trimmed to the user's frames.
 
     Args:
@@ -303,7 +310,8 @@ class Runtime:
                 self._reply_error(id_, -32601, f"unknown method {method!r}")
                 continue
             try:
-                result = self.execute(params if isinstance(params, dict) else {})
+                # The host's own request: each member is read (and checked) where execute() uses it.
+                result = self.execute(cast("ExecuteParams", params if isinstance(params, dict) else {}))
             except self._proxy.HostGone:
                 return
             except Exception as exc:  # a malformed request: answer, keep serving
@@ -331,10 +339,10 @@ class Runtime:
             os._exit(0)
         self._reply_error(message.get("id"), -32600, "busy: a round is running")
 
-    def execute(self, params: dict[str, Any]) -> dict[str, Any]:
+    def execute(self, params: ExecuteParams) -> ExecuteAnswer:
         """Run one round and build the result object."""
         started = time.perf_counter()
-        limits = params.get("limits") or {}
+        limits: dict[str, Any] = dict(params.get("limits") or {})
         output_bytes = int(limits.get("output_bytes", 64 * 1024))
         code = marshal.loads(base64.b64decode(params["code"]))
         prelude_b64 = params.get("prelude")
@@ -374,7 +382,7 @@ class Runtime:
             baseline = dict(g)
             self._warm_base = baseline
 
-        uncaptured: list[dict[str, Any]] = []
+        uncaptured: list[WireUncaptured] = []
         decode = self._codec.decode
         for name, encoded in () if warm else (params.get("variables") or {}).items():
             try:
@@ -389,7 +397,7 @@ class Runtime:
         real_out, real_err = sys.stdout, sys.stderr
         bridge = self.bridge
         bridge.on_request = self._on_request_during_round
-        error: dict[str, Any] | None = None
+        error: WireError | None = None
         sys.stdout, sys.stderr = stdout, stderr
         try:
             if prelude is not None and not warm:
@@ -467,10 +475,10 @@ class Runtime:
         defs: dict[str, str],
         baseline: dict[str, Any],
         caps: dict[str, int],
-        error: dict[str, Any] | None,
+        error: WireError | None,
         code: types.CodeType,
         source: str,
-    ) -> tuple[dict[str, Any], list[Any], dict[str, Any] | None]:
+    ) -> tuple[dict[str, Any], list[Any], WireError | None]:
         """Capture variable by variable after the memory ran out encoding them all at once.
 
         The variables whose encoding runs out of memory are left out, and the round reports a
@@ -592,18 +600,17 @@ def _last_assignment(source: str, name: str) -> int | None:
     return line
 
 
-def _uncaptured_json(lost: Any) -> list[dict[str, Any]]:
+def _uncaptured_json(lost: Any) -> list[WireUncaptured]:
     """The values left out of the snapshot; ``live``: still in the namespace the next round continues."""
     from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE, REPR_NOTE
 
-    out: list[dict[str, Any]] = []
+    out: list[WireUncaptured] = []
     for item in lost or ():
         if isinstance(item, dict):
-            out.append({k: str(item.get(k, "")) for k in ("name", "type", "reason")})
+            name, kind, reason = (str(item.get(k, "")) for k in ("name", "type", "reason"))
         else:
-            out.append({k: str(getattr(item, k, "")) for k in ("name", "type", "reason")})
-        out[-1]["live"] = True
-        out[-1]["reason"] = out[-1]["reason"].replace(REPR_NOTE, LIVE_REPR_NOTE)
+            name, kind, reason = (str(getattr(item, k, "")) for k in ("name", "type", "reason"))
+        out.append({"name": name, "type": kind, "reason": reason.replace(REPR_NOTE, LIVE_REPR_NOTE), "live": True})
     return out
 
 
@@ -611,7 +618,7 @@ _REAP_CHILDREN = False
 """Kill every other process after each round (set at start-up: only inside a private pid namespace)."""
 
 
-def _put_file(params: dict[str, Any]) -> dict[str, Any]:
+def _put_file(params: Mapping[str, object]) -> PutFileAnswer:
     """Write one input file (``{"name", "data"}``: a plain file name, base64 content) into the working directory.
 
     The host already checked the name; it is checked again here: one path component, no ``..``, no

@@ -25,7 +25,7 @@ def _i18n(text: dict[str, str] | None, fallback: str) -> dict[str, str]:
     return {"en_US": value, "zh_Hans": value}
 
 
-def component_manifest(manifest: RunnerManifest, *, runner_name: str, attr: str) -> dict[str, Any]:
+def component_manifest(manifest: RunnerManifest, *, runner_name: str, attr: str) -> dict[str, object]:
     """The Runner component YAML (``kind: Runner``) for a runner manifest."""
     config = [dict(MODEL_FIELD), *(f.model_dump(mode="json", exclude_none=True) for f in manifest.config_schema)]
     return {

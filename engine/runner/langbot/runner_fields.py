@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["MODEL_FIELD"]
 
-MODEL_FIELD: dict[str, Any] = {
+MODEL_FIELD: dict[str, object] = {
     "type": "llm-model-selector",
     "name": "model",
     "label": {"en_US": "Model", "zh_Hans": "模型"},

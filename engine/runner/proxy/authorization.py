@@ -191,7 +191,7 @@ class RunAuthorization:
                 "invalid_argument", f"unknown state scope {scope!r}; use one of {', '.join(STATE_SCOPES)}", scope=scope
             )
 
-    def check_conversation(self, conversation_id: Any) -> None:
+    def check_conversation(self, conversation_id: object) -> None:
         """History and events of the run's own conversation only (None: the run's)."""
         if conversation_id is not None and conversation_id != self.conversation_id:
             raise _unauthorized(
@@ -212,7 +212,7 @@ class RunAuthorization:
         if name not in self.context_apis:
             raise _unauthorized(f"{name} is not available for this run", api=name)
 
-    def check_payload(self, payload: Any, *, limit: int = MAX_PAYLOAD_BYTES) -> None:
+    def check_payload(self, payload: object, *, limit: int = MAX_PAYLOAD_BYTES) -> None:
         """The request payload fits ``limit`` bytes of compact JSON."""
         size = len(json.dumps(payload, separators=(",", ":"), default=str).encode())
         if size > limit:
@@ -335,7 +335,7 @@ class AuthorizationRegistry:
         """The active run's snapshot, or None."""
         return self._runs.get(run_id)
 
-    def check(self, action: str, payload: Mapping[str, Any], *, caller: str) -> RunAuthorization:
+    def check(self, action: str, payload: Mapping[str, object], *, caller: str) -> RunAuthorization:
         """Check one run-scoped call in the seed's order; returns the run's snapshot.
 
         Args:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import keyword
 import re
-from typing import Any
 
 from codeact.engine.runner.entities import KnowledgeBaseResource, ToolResource
 from codeact.engine.runner.proxy.client import RunAPIProxy
@@ -21,7 +20,7 @@ __all__ = ["HOST_TOOLKIT", "KNOWLEDGE_TOOLKIT", "HostKnowledge", "HostTools"]
 HOST_TOOLKIT = "host"
 KNOWLEDGE_TOOLKIT = "knowledge"
 
-_EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+_EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
 
 
 def _identifier(name: str, taken: set[str]) -> str:
@@ -69,7 +68,7 @@ class HostTools(DynamicToolkit):
         """One operation per callable host tool."""
         return list(self._specs)
 
-    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+    async def execute(self, operation: str, params: dict[str, object], context: ToolkitContext) -> object:
         """Call the host tool behind ``operation`` through the proxy."""
         return await self.proxy.call_tool(self._names[operation], params)
 
@@ -116,7 +115,7 @@ class HostKnowledge(DynamicToolkit):
         """``retrieve`` and ``list``."""
         return [self._spec, self._list]
 
-    async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
+    async def execute(self, operation: str, params: dict[str, object], context: ToolkitContext) -> object:
         """Search (or list the granted knowledge bases) through the proxy."""
         if operation == "list":
             return self.proxy.list_knowledge_bases()

@@ -9,7 +9,6 @@ bearer token and ``X-Runner-Id`` (the caller the host checks). A refusal comes b
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 from codeact.engine.runner.entities import AgentAPIError, RunnerAPIError
 
@@ -34,7 +33,7 @@ class HttpHostTransport:
             headers={"Authorization": f"Bearer {token}", "X-Runner-Id": runner_id},
         )
 
-    async def call(self, action: str, payload: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    async def call(self, action: str, payload: dict[str, object], *, timeout: float) -> dict[str, object]:
         """POST the action; the host's JSON answer, or its refusal raised."""
         import httpx
 
@@ -63,7 +62,7 @@ class HttpHostTransport:
             raise RunnerAPIError.make("runtime_error", f"{action}: the host's answer is not a JSON object")
         return data
 
-    def stream(self, action: str, payload: dict[str, Any], *, timeout: float) -> AsyncIterator[dict[str, Any]]:
+    def stream(self, action: str, payload: dict[str, object], *, timeout: float) -> AsyncIterator[dict[str, object]]:
         """Not served over HTTP."""
         raise RunnerAPIError.make("invalid_argument", f"{action}: streams are not served over the HTTP transport")
 

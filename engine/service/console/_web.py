@@ -47,11 +47,11 @@ class _Tokens(Protocol):
 
 
 class _Runs(Protocol):
-    def by_session(self, session_id: str) -> Any: ...
+    def by_session(self, session_id: str) -> object: ...
 
     def events(self, run_id: str, after: int = 0) -> AsyncIterator[Any]: ...
 
-    def interact(self, run_id: str, data: dict[str, Any]) -> Any: ...
+    def interact(self, run_id: str, data: dict[str, object]) -> object: ...
 
 
 class ConsoleState(Protocol):
@@ -127,7 +127,7 @@ def _headers(response: Response) -> Response:
     return response
 
 
-def render(name: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
+def render(name: str, *, status_code: int = 200, **context: object) -> HTMLResponse:
     """Render template ``name`` to an HTML response with the console's security headers."""
     context.setdefault("authed", True)
     html = templates().get_template(name).render(**context)
