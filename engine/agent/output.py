@@ -46,7 +46,7 @@ class OutputSchema:
         """
         if isinstance(value, type) and issubclass(value, BaseModel):
             return cls(schema=value.model_json_schema(), model=value)
-        from codeact.engine.blueprint._output import read_schema
+        from codeact.engine.blueprint import read_schema
 
         schema, problem = read_schema(value, where=where)
         if schema is None:

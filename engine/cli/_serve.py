@@ -119,9 +119,7 @@ def serve_command(
     try:
         import uvicorn
 
-        from codeact.engine.service import RunManager, ServiceState, Tokens, create_app
-        from codeact.engine.service._log import configure_logging
-        from codeact.engine.service._run_store import AuditLog
+        from codeact.engine.service import AuditLog, RunManager, ServiceState, Tokens, configure_logging, create_app
     except ImportError as exc:
         raise MissingExtraError("codeact serve", extra="serve", module=str(exc.name)) from None
     if log_format not in ("plain", "json"):
@@ -276,7 +274,7 @@ def _is_blueprint(path: Path) -> bool:
 
     from codeact.engine.blueprint import parse_yaml
     from codeact.engine.errors import CodeactError
-    from codeact.engine.service._log import log_event
+    from codeact.engine.service import log_event
 
     try:
         document = parse_yaml(path.read_text(encoding="utf-8"), source=path.name)

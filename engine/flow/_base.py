@@ -18,9 +18,8 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent.hooks import Hook, HookContext, Jump
-from codeact.engine.agent.runs import labelled
+from codeact.engine.agent.runs import Lifecycle, labelled
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import (
     Event,

@@ -21,27 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("engine", "segments", "sandbox", "toolkits", "prompts")
 
 # (file, the private path it imports) -> why it is still here
-REMAINING: dict[tuple[str, str], str] = {
-    ("engine/agent/_run.py", "engine.telemetry._state"): "round/callpipe: telemetry's public face",
-    ("engine/agent/context.py", "engine.telemetry._state"): "round/callpipe: telemetry's public face",
-    ("engine/agent/support.py", "engine.telemetry._state"): "callpipe: telemetry's public face",
-    ("engine/agent/output.py", "engine.blueprint._output"): "round: use codeact.engine.blueprint.read_schema",
-    ("engine/cli/_queue.py", "engine.queue._worker"): "opener: start_worker (engine/queue/_worker.py)",
-    ("engine/cli/_run.py", "engine.agent._assemble"): "opener: the one build()",
-    ("engine/cli/_toolkits.py", "engine.agent._assemble"): "opener: the one build()",
-    ("engine/cli/_serve.py", "engine.service._log"): "opener: use codeact.engine.service.configure_logging/log_event",
-    ("engine/cli/_serve.py", "engine.service._run_store"): "opener: use codeact.engine.service.AuditLog",
-    ("engine/cli/_serve.py", "engine.blueprint._yaml"): "opener: use codeact.engine.blueprint.parse_yaml",
-    ("engine/flow/_base.py", "engine.agent._input"): "round: codeact.engine.agent.resolve_run; labelled",
-    ("engine/flow/_base.py", "engine.agent._lifecycle"): "round",
-    ("engine/flow/_base.py", "engine.agent._results"): "round",
-    ("engine/flow/_build.py", "engine.agent._assemble"): "opener: the one build()",
-    ("engine/flow/_build.py", "engine.blueprint._flow"): "opener: use codeact.engine.blueprint.agent_name",
-    ("engine/flow/_run.py", "engine.agent._results"): "round",
-    ("engine/flow/_run.py", "engine.agent._run"): "round",
-    ("engine/queue/_task.py", "engine.agent._input"): "opener: use codeact.engine.agent.context_text",
-    ("engine/runner/blueprint_runner.py", "engine.flow._build"): "opener: the one build()",
-}
+REMAINING: dict[tuple[str, str], str] = {}
 
 
 def _module_of(path: Path) -> tuple[str, str]:
