@@ -358,7 +358,7 @@ def assemble_spec(
 
     ``warn`` prints the spec's warnings on stderr (a flow printed its agents' already).
     """
-    from codeact.engine.agent._wiring import default_sandbox_factory
+    from codeact.engine.agent.sandboxes import default_sandbox_factory
     from codeact.engine.blueprint import AgentFactory, HostContext, print_warnings
 
     spec: AgentSpec = AgentFactory().create(

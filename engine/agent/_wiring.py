@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from codeact.engine.agent.support import Approver, grant_policy
 from codeact.engine.model.local import LayoutChoice, choose_layout
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = [
     "SandboxFactory",
     "Wiring",
-    "default_sandbox_factory",
     "grants_for",
     "knowledge_for",
     "layout_for",
@@ -168,33 +167,3 @@ def knowledge_for(spec: AgentSpec) -> KnowledgeBase | None:
     from codeact.engine.knowledge import KnowledgeBase
 
     return KnowledgeBase.from_settings(spec.knowledge)
-
-
-def default_sandbox_factory(
-    *,
-    backend: Literal["subprocess", "docker"] | None = None,
-    isolation: Literal["bwrap", "process"] = "bwrap",
-    runtime: Literal["runc", "gvisor"] | None = None,
-) -> SandboxFactory:
-    """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice)."""
-
-    def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
-        from codeact.engine.agent.sandboxes import declared_environment, limits_for, make_sandbox
-
-        declared = spec.sandbox
-        chosen = backend or declared.backend or "subprocess"
-        # Built before the run by the CLI (`codeact run`, `codeact sandbox build`): here a cache hit.
-        env = declared_environment(declared, chosen)
-        return make_sandbox(
-            chosen,
-            handler=handler,
-            limits=limits_for(declared),
-            # Docker's default policy is full CPython: its imports widen only when packages are declared.
-            imports=declared.imports if chosen == "subprocess" else (),
-            env=env,
-            isolation=isolation,
-            runtime=runtime or declared.runtime or "runc",
-            cpus=declared.limits.cpus,
-        )
-
-    return _make

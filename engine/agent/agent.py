@@ -20,7 +20,6 @@ from codeact.engine.agent._run import start_run, stream
 from codeact.engine.agent._wiring import (
     SandboxFactory,
     Wiring,
-    default_sandbox_factory,
     grants_for,
     knowledge_for,
     prompt_config_for,
@@ -28,6 +27,7 @@ from codeact.engine.agent._wiring import (
 )
 from codeact.engine.agent.hooks import Hook, ModelInterceptor, ToolInterceptor
 from codeact.engine.agent.output import output_schema_for
+from codeact.engine.agent.sandboxes import default_sandbox_factory
 from codeact.engine.agent.support import Approver
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import Event, RunStarted

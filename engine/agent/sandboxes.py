@@ -13,12 +13,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from codeact.engine.blueprint import SandboxSettings
+    from codeact.engine.blueprint import AgentSpec, SandboxSettings
     from codeact.sandbox import Limits, RpcHandler, Sandbox, SandboxSpec
     from codeact.sandbox.env import Environment
 
 __all__ = [
     "declared_environment",
+    "default_sandbox_factory",
     "env_note",
     "limits_for",
     "make_sandbox",
@@ -151,3 +152,34 @@ def noted_environment(note: object, backend: Backend) -> Environment | None:
     preset = note.get("preset")
     spec = EnvSpec(packages=packages, preset=preset if isinstance(preset, str) else None)
     return ensure_environment(spec, backend=backend)
+
+
+def default_sandbox_factory(
+    *,
+    backend: Literal["subprocess", "docker"] | None = None,
+    isolation: Literal["bwrap", "process"] = "bwrap",
+    runtime: Literal["runc", "gvisor"] | None = None,
+) -> Callable[[RpcHandler, AgentSpec], Sandbox]:
+    """A factory building the spec's sandbox (``backend``/``runtime`` override the blueprint's choice).
+
+    The agent's ``SandboxFactory`` (engine/agent/_wiring.py); the run calls it once it has its bridge.
+    """
+
+    def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
+        declared = spec.sandbox
+        chosen = backend or declared.backend or "subprocess"
+        # Built before the run by the CLI (`codeact run`, `codeact sandbox build`): here a cache hit.
+        env = declared_environment(declared, chosen)
+        return make_sandbox(
+            chosen,
+            handler=handler,
+            limits=limits_for(declared),
+            # Docker's default policy is full CPython: its imports widen only when packages are declared.
+            imports=declared.imports if chosen == "subprocess" else (),
+            env=env,
+            isolation=isolation,
+            runtime=runtime or declared.runtime or "runc",
+            cpus=declared.limits.cpus,
+        )
+
+    return _make

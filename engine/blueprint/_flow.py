@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from codeact.engine.blueprint.issues import ValidationIssue
+from codeact.engine.blueprint.modes import WorkflowMode
 
 if TYPE_CHECKING:
     from codeact.engine.blueprint.models import Blueprint
@@ -43,7 +44,7 @@ def _trim(value: str | None) -> str | None:
 
 def is_flow(bp: Blueprint) -> bool:
     """True for a flow blueprint (``workflow.mode: flow``): the one test every builder and runner asks."""
-    return bp.workflow is not None and _trim(bp.workflow.mode) == "flow"
+    return bp.workflow is not None and bp.workflow.workflow_mode is WorkflowMode.FLOW
 
 
 def agent_name(entry_name: str | None, child: Blueprint | None, index: int) -> str:

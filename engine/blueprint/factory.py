@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any, Final, Literal, cast
 
+from codeact.engine.blueprint._flow import is_flow
 from codeact.engine.blueprint.issues import ValidationIssue, ValidationReport
 from codeact.engine.blueprint.kimi import kimi_builtin_args, render_kimi_prompt
 from codeact.engine.blueprint.models import (
@@ -310,7 +311,7 @@ class AgentFactory:
         """
         host = context if context is not None else HostContext()
         report = self._validated(blueprint, host)
-        if blueprint.workflow is not None and _trim(blueprint.workflow.mode) == "flow":
+        if is_flow(blueprint):
             raise BlueprintFactoryError(
                 f"blueprint {blueprint.id!r} is a flow (workflow.mode: flow), not a single agent: build it with "
                 "engine.flow.FlowAgent.from_blueprint(...) or run it with `codeact run`",
