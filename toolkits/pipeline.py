@@ -176,8 +176,9 @@ def compose(wrappers: Sequence[CallWrapper], core: CallNext) -> CallNext:
 
 
 def _bind(wrapper: CallWrapper, inner: CallNext) -> CallNext:
-    async def handler(call: Call) -> CallOutcome:
-        return await wrapper(call, inner)
+    # A plain function handing back the wrapper's coroutine: no coroutine of its own per stage and call.
+    def handler(call: Call) -> Awaitable[CallOutcome]:
+        return wrapper(call, inner)
 
     return handler
 

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
+import operator
 import uuid
 from collections.abc import AsyncGenerator, Coroutine, Mapping, Sequence
 from dataclasses import replace
@@ -417,14 +419,17 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, ToolkitBrid
             memory=ctx.deps.memory.access if ctx.deps.memory is not None else None,
         ),
         budgets=ctx.deps.spec.codeact.budgets or DEFAULT_BUDGETS,  # workflow.codeact.budgets under the host's caps
-        emit=ctx.emit,
-        round_ref=lambda: ctx.state.round,
+        # What a call reads of the run, as bound methods and attribute getters: a call's own path never
+        # runs the run's code (engine/agent); the run's state and deps are read when the call arrives.
+        emit=ctx.emitter.emit,
+        round_ref=functools.partial(getattr, ctx.state, "round"),
         policies=wiring.policies,
         approver=wiring.approver,
         interceptors=wiring.interceptors,
-        trace=lambda: ctx.deps.trace,
-        journal=lambda: ctx.recorder.writer,  # each call's start and end are durable before it goes on (engine.calls)
-        id_round=ctx.id_round,
+        trace=functools.partial(operator.attrgetter("deps.trace"), ctx),
+        # each call's start and end are durable before it goes on (engine.calls)
+        journal=functools.partial(operator.attrgetter("recorder.writer"), ctx),
+        resumes=(ctx.state.resumes_round, ctx.state.first_round) if ctx.state.resumes_round else None,
     )
     return bridge, bridge
 

@@ -26,7 +26,7 @@ from codeact.engine.agent._parts import RunDeps, RunState
 from codeact.engine.agent.hooks import HookContext, HookResult, Jump, ModelCall, chain, hook_name
 from codeact.engine.agent.recovery import Recorder
 from codeact.engine.errors import CodeactError, HookError
-from codeact.engine.events import Event, EventSequence, MessageCompleted, MessageDelta, SegmentCreated
+from codeact.engine.events import Emitter, MessageCompleted, MessageDelta, SegmentCreated
 from codeact.engine.model import ModelReply
 from codeact.prompts.jsontypes import JsonObject
 from codeact.segments import Prompt, Segment, exec_chain
@@ -62,20 +62,6 @@ class Outcome:
     reason: str
     answer: object = None
     error: dict[str, object] | None = None
-
-
-class Emitter:
-    """The run's events: stamped in order, queued for the stream ``Agent.run`` yields (None ends it)."""
-
-    def __init__(self, run_id: str) -> None:
-        self.sequence = EventSequence(run_id)
-        self.events: asyncio.Queue[Event | None] = asyncio.Queue()
-
-    def emit(self, cls: type[Event], /, **payload: object) -> Event:
-        """Stamp the run's next event and queue it for the stream."""
-        event = self.sequence.emit(cls, **payload)
-        self.events.put_nowait(event)
-        return event
 
 
 class ModelCaller:
@@ -345,13 +331,6 @@ class RunContext:
         self.recorder.pending_segments.append(segment)
         self.emit(SegmentCreated, segment=segment.model_dump(mode="json"), round=state.round)
         return segment
-
-    def id_round(self) -> int:
-        """The round a toolkit call's id names: the interrupted round being resumed in this run's first round."""
-        state = self.state
-        if state.resumes_round and state.round == state.first_round:
-            return state.resumes_round
-        return state.round
 
     def check_stopping(self) -> None:
         """Raise :class:`asyncio.CancelledError` if the run was cancelled (even if the cancel was swallowed)."""

@@ -78,7 +78,7 @@ def call_bridge(
     interceptors: Sequence[object] = (),
     trace: Callable[[], RunTrace] | None = None,
     journal: Callable[[], CallJournalSink | None] | None = None,
-    id_round: Callable[[], int] | None = None,
+    resumes: tuple[int, int] | None = None,
 ) -> ToolkitBridge:
     """The run's toolkit bridge, with the engine's call wrappers composed once; the sandbox serves it.
 
@@ -94,7 +94,8 @@ def call_bridge(
         interceptors: The host's hooks; those with ``intercept_tool`` wrap each call, the first outermost.
         trace: The run's spans (each call gets one).
         journal: The run's call journal now (each call's start and end are durable before it goes on).
-        id_round: The round a call's id names (default: ``round_ref``).
+        resumes: ``(interrupted round, the run's first round)`` when the run resumes an interrupted round
+            (its first round's calls keep that round's ids); None otherwise.
     """
     bridge = ToolkitBridge(
         toolkits,
@@ -110,7 +111,7 @@ def call_bridge(
     log = CallLog(bridge.record_of)
     durable = JournalStages(journal if journal is not None else _no_journal, record=bridge.record_of)
     wrappers: list[CallWrapper] = [
-        CallIds(bridge.session_id, round_ref=round_ref, id_round=id_round if id_round is not None else round_ref),
+        CallIds(bridge.session_id, round_ref=round_ref, resumes=resumes),
         CallEvents(emit),
         CallSpan(trace, interceptors=chain.names),
         log,

@@ -47,13 +47,16 @@ class CallIds:
     Args:
         session_id: The session.
         round_ref: The round the call arrives in (events and the journal name it).
-        id_round: The round the id names (the same, except while a resumed round is re-run).
+        resumes: ``(interrupted round, this run's first round)`` when the run resumes an interrupted round:
+            the first round's calls keep the interrupted round's ids (its journal names them).
     """
 
-    def __init__(self, session_id: str, *, round_ref: Callable[[], int], id_round: Callable[[], int]) -> None:
+    def __init__(
+        self, session_id: str, *, round_ref: Callable[[], int], resumes: tuple[int, int] | None = None
+    ) -> None:
         self._session_id = session_id
         self._round = round_ref
-        self._id_round = id_round
+        self._resumes = resumes
         self._seq_round = -1  # the round the per-round sequence counts in
         self._round_seq = 0
 
@@ -64,7 +67,9 @@ class CallIds:
             self._seq_round, self._round_seq = rnd, 0
         in_round = self._round_seq
         self._round_seq += 1
-        call_id = f"{self._session_id}:{self._id_round()}:{in_round}"
+        resumes = self._resumes
+        named = resumes[0] if resumes is not None and rnd == resumes[1] else rnd
+        call_id = f"{self._session_id}:{named}:{in_round}"
         return await call_next(dataclasses.replace(call, call_id=call_id, round=rnd, round_sequence=in_round))
 
 

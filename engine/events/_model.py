@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -479,3 +480,21 @@ class EventSequence:
         """Build the next event of type ``cls`` with ``payload`` (sequence = previous + 1)."""
         self.last += 1
         return cls(run_id=self.run_id, sequence=self.last, timestamp=time.time(), **payload)
+
+
+class Emitter:
+    """A run's events: stamped in order (:class:`EventSequence`), queued for the stream ``Agent.run`` yields.
+
+    ``None`` on the queue ends the stream. The run's toolkit calls report through :meth:`emit` too
+    (``engine.calls``), so a call's events never pass through the run's own code.
+    """
+
+    def __init__(self, run_id: str) -> None:
+        self.sequence = EventSequence(run_id)
+        self.events: asyncio.Queue[Event | None] = asyncio.Queue()
+
+    def emit(self, cls: type[Event], /, **payload: object) -> Event:
+        """Stamp the run's next event and queue it for the stream."""
+        event = self.sequence.emit(cls, **payload)
+        self.events.put_nowait(event)
+        return event
