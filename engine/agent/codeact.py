@@ -135,7 +135,7 @@ class CodeActLoop:
         self._self_checks = 0
         self._failed: deque[FailedRound] = deque(maxlen=8)  # the last rounds whose code failed (NameError notes)
         self.deadline = settings.round_seconds  # seconds of code; waiting on the host is not counted
-        self.compactor = self._compactor()
+        self.compactor: Compactor | None = None  # built when the rounds start (run)
         self._last_round = ctx.state.first_round + ctx.deps.spec.max_turns - 1
 
     def _compactor(self) -> Compactor | None:
@@ -188,6 +188,7 @@ class CodeActLoop:
     async def run(self) -> Outcome:
         """Run rounds until the run ends; returns how it ended."""
         ctx = self.ctx
+        self.compactor = self._compactor()
         last_round = ctx.state.first_round + ctx.deps.spec.max_turns - 1
         self._last_round = last_round
         while ctx.state.round < last_round:
