@@ -105,6 +105,9 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        if self._channel._closed:  # accepted as the channel closed (its accept was already under way)
+            transport.close()
+            return
         self._channel._accepted.add(self)
         self._auth_timer = asyncio.get_running_loop().call_later(self._channel.auth_timeout_s, self._auth_expired)
 
@@ -615,6 +618,9 @@ class Channel:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
         finally:  # a cancel arriving while the calls wind down must not leave the sockets open
             self.close_now()
+        # A closed transport closes its socket on the loop's next turn, and a connection accepted just before
+        # the close is handed over on it: one turn, and close() returns with every socket closed.
+        await asyncio.sleep(0)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()

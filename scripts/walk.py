@@ -12,7 +12,9 @@ Definitions (the figure is a reader's walk through the code, so each function is
   event, a coroutine resumed after an ``await``) is not read again and is not a visit.
 * **position**: the file the reader is in. A visit moves it to the visited function's file; the visited
   function's final return (not a coroutine's suspension) moves it back to the file of the nearest
-  pipeline function below it on the stack (its caller).
+  pipeline function below it on the stack (its caller). A task's coroutine counts as called by the visit
+  that created the task (``create_task``): ``stream`` runs the run in a task, and that is still the walk
+  of ``Agent.run``'s input, which ends back in ``Agent.run`` (its last event yielded).
 * **stay**: a maximal stretch of the walk in one file (consecutive positions in the same file are one stay).
 * **return**: a stay in a file the walk had been in before and left (``a -> b -> a`` is one return).
 
@@ -125,6 +127,9 @@ class _Walker:
         self._read: set[types.CodeType] = set()
         self._open: dict[int, _Visit] = {}  # frames of visits not yet returned from
         self._files: dict[str, str | None] = {}  # co_filename -> its path in the repository, None if not followed
+        # A task's coroutine frame -> the visit that created the task: the task is part of that visit's walk
+        # (``stream`` runs the run in a task of its own; the run is still the walk of Agent.run's input).
+        self._spawned: dict[int, _Visit] = {}
 
     def _name(self, filename: str) -> str | None:
         if filename not in self._files:
@@ -133,18 +138,31 @@ class _Walker:
         return self._files[filename]
 
     def _parent(self, frame: types.FrameType) -> _Visit:
+        spawned = self._spawned.get(id(frame))
+        if spawned is not None:
+            return spawned
         back = frame.f_back
         while back is not None:
-            visit = self._open.get(id(back))
+            visit = self._open.get(id(back)) or self._spawned.get(id(back))
             if visit is not None:
                 return visit
             back = back.f_back
         return self.root
 
+    def _note_task(self, frame: types.FrameType) -> None:
+        """``create_task(coro)``: the coroutine's frame belongs to the visit that created the task."""
+        coro = frame.f_locals.get("coro")
+        inner = getattr(coro, "cr_frame", None)
+        if isinstance(inner, types.FrameType):
+            self._spawned[id(inner)] = self._parent(frame)
+
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         code = frame.f_code
         if event == "call" and code.co_name in _INLINE:
             return  # a comprehension is read as a part of its function (Python 3.12 inlines them)
+        if event == "call" and code.co_name == "create_task":
+            self._note_task(frame)
+            return
         if event == "call" and code not in self._read and (name := self._name(code.co_filename)) is not None:
             self._read.add(code)
             visit = _Visit(file=name, calls=[], function=code.co_qualname)

@@ -4,9 +4,10 @@
 agent is built from) and its input; everything else one run does happens here, in this order, on one
 object, the run's :class:`~codeact.engine.agent.context.RunContext`:
 
-1. :func:`start_run`: the input is read (``_input.py``) into a new ``RunContext``, before any event.
-2. :func:`stream`: the run goes on in a task of its own and its events are yielded as they come;
-   closing the stream cancels the run (the round in progress is recorded as ``interrupted``).
+1. :func:`stream`, all ``Agent.run`` calls: first :func:`start_run`, the input read (``_input.py``) into a
+   new ``RunContext``, before any event;
+2. then the run goes on in a task of its own and its events are yielded as they come; closing the
+   stream cancels the run (the round in progress is recorded as ``interrupted``).
 3. ``_traced``: the run's spans (``engine.telemetry``; a no-op unless tracing is on).
 4. ``_locked``: the session lock; the toolkit calls a dead run left behind are folded into an
    ``interrupted`` round first (``recovery.py``); a cancel or an error sets the session's status.
@@ -105,8 +106,20 @@ def start_run(
     return RunContext(deps)
 
 
-async def stream(ctx: RunContext, wiring: Wiring) -> AsyncGenerator[Event, None]:
-    """Run ``ctx`` in a task of its own and yield its events; closing the generator cancels the run."""
+async def stream(
+    wiring: Wiring,
+    input: AgentInput,
+    *,
+    session_id: str | None,
+    user: str | None,
+    config: RunConfig | None,
+    context: Mapping[str, object] | None,
+) -> AsyncGenerator[Event, None]:
+    """Start the run (:func:`start_run`), run it in a task of its own and yield its events.
+
+    Closing the generator cancels the run. An input :func:`start_run` refuses raises before any event.
+    """
+    ctx = start_run(wiring, input, session_id=session_id, user=user, config=config, context=context)
     task = asyncio.create_task(_traced(ctx, wiring))
     task.add_done_callback(lambda _t: ctx.emitter.events.put_nowait(None))
     try:

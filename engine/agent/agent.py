@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from codeact.engine.agent._input import AgentInput, RunConfig, conversation
 from codeact.engine.agent._lifecycle import Lifecycle
 from codeact.engine.agent._results import RunResult, _result
-from codeact.engine.agent._run import start_run, stream
+from codeact.engine.agent._run import stream
 from codeact.engine.agent._wiring import (
     SandboxFactory,
     Wiring,
@@ -250,8 +250,8 @@ class Agent(Lifecycle):
                 ``input.files_unsupported``, ``config.invalid`` or ``context.invalid`` (before any event).
         """
         wiring = self._wiring()
-        run = start_run(wiring, input, session_id=session_id, user=user, config=config, context=context)
-        async with contextlib.aclosing(stream(run, wiring)) as events:
+        run = stream(wiring, input, session_id=session_id, user=user, config=config, context=context)
+        async with contextlib.aclosing(run) as events:
             async for event in events:
                 yield event
 

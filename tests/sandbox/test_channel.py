@@ -308,3 +308,21 @@ async def test_auth_timeout_closes_silent_connections() -> None:
         assert await silent.closed()
     finally:
         await ch.close()
+
+
+def _host_sockets(ch: Channel) -> list[object]:
+    """The host's end of every connection the channel holds (the peer's and those not yet authenticated)."""
+    conns = [*ch._accepted, *([ch._peer] if ch._peer is not None else [])]
+    return [c._transport.get_extra_info("socket") for c in conns if c._transport is not None]
+
+
+async def test_close_returns_with_every_socket_closed() -> None:
+    # The host's sockets are closed by the time close() returns, not on a later turn of the loop: a test
+    # (or a host) that ends its loop right after close() leaves no socket for the garbage collector.
+    ch = await Channel.open(EchoHandler())
+    peer = await authed(ch)
+    sockets = _host_sockets(ch)
+    assert sockets
+    await ch.close()
+    assert {s.fileno() for s in sockets} == {-1}  # type: ignore[attr-defined]
+    assert await peer.closed()
