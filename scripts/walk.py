@@ -129,7 +129,8 @@ class _Walker:
         self._files: dict[str, str | None] = {}  # co_filename -> its path in the repository, None if not followed
         # A task's coroutine frame -> the visit that created the task: the task is part of that visit's walk
         # (``stream`` runs the run in a task of its own; the run is still the walk of Agent.run's input).
-        self._spawned: dict[int, _Visit] = {}
+        # The frame is kept with its visit: while it is held, no other frame can take its id.
+        self._spawned: dict[int, tuple[types.FrameType, _Visit]] = {}
 
     def _name(self, filename: str) -> str | None:
         if filename not in self._files:
@@ -138,15 +139,15 @@ class _Walker:
         return self._files[filename]
 
     def _parent(self, frame: types.FrameType) -> _Visit:
-        spawned = self._spawned.get(id(frame))
-        if spawned is not None:
-            return spawned
-        back = frame.f_back
-        while back is not None:
-            visit = self._open.get(id(back)) or self._spawned.get(id(back))
+        current: types.FrameType | None = frame
+        while current is not None:
+            visit = self._open.get(id(current)) if current is not frame else None
             if visit is not None:
                 return visit
-            back = back.f_back
+            spawned = self._spawned.get(id(current))
+            if spawned is not None and spawned[0] is current:
+                return spawned[1]
+            current = current.f_back
         return self.root
 
     def _note_task(self, frame: types.FrameType) -> None:
@@ -154,7 +155,7 @@ class _Walker:
         coro = frame.f_locals.get("coro")
         inner = getattr(coro, "cr_frame", None)
         if isinstance(inner, types.FrameType):
-            self._spawned[id(inner)] = self._parent(frame)
+            self._spawned[id(inner)] = (inner, self._parent(frame))
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         code = frame.f_code
