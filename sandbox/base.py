@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Self
 
 from codeact.sandbox._spawn import start_slot
 from codeact.sandbox._worker import _MAX_ROUND_ARTIFACT_BYTES, LimitName, Limits, RuntimeWorker
-from codeact.sandbox.aio import cancel_and_wait, wait_for
+from codeact.sandbox.aio import cancel_and_wait, finish_through_cancels, wait_for
 from codeact.sandbox.artifacts import artifacts_from_answer
 from codeact.sandbox.channel import Channel, ChannelClosedError, RpcHandler
 from codeact.sandbox.errors import SandboxError
@@ -221,8 +221,15 @@ class Sandbox(abc.ABC):
             raise SandboxError(f"this {type(self).__name__} is closed; create a new sandbox", code="sandbox.closed")
 
     async def aclose(self) -> None:
-        """Kill every runtime and remove their directories (idempotent)."""
+        """Kill every runtime and remove their directories (idempotent).
+
+        It finishes even when its caller is cancelled meanwhile, once or again and again (a cancelled run's
+        clean-up is): a close cut short would leave the spare runtime and its bridge sockets open.
+        """
         self._closed = True
+        await finish_through_cancels(self._close_all())
+
+    async def _close_all(self) -> None:
         if self._refill is not None and not self._refill.done():
             await cancel_and_wait(self._refill)
         workers = [w for w in [self._worker, *self._pool] if w is not None]
