@@ -722,6 +722,24 @@ CASES: tuple[HostileCase, ...] = (
             """
         ),
     ),
+    # One pipeline handles every toolkit call now (issue 37): a request whose params are not an object
+    # skips the host's wrappers (events, log, journal). A flood of such requests on the round's own
+    # authenticated connection is refused before any handler: none reached, the round ends at the
+    # deadline (host waits are not counted, the flood is), the sandbox usable after.
+    HostileCase(
+        id="bridge-malformed-call-flood",
+        category="bridge",
+        exhausting=True,
+        code=_dedent(
+            r"""
+            sock = _codeact_sync_.__self__.sock
+            bad = b'{"jsonrpc":"2.0","id":7,"method":"call","params":["vault","read"]}\n'
+            nothing = b'{"jsonrpc":"2.0","id":8,"method":"call","params":null}\n'
+            while True:
+                sock.sendall((bad + nothing) * 200)
+            """
+        ),
+    ),
     HostileCase(
         id="bridge-connect-no-auth-call",
         category="bridge",
