@@ -203,11 +203,14 @@ def labelled(extra: Mapping[str, Any], labels: Mapping[str, Any] | None) -> dict
     return out
 
 
+_NO_CONFIG = RunConfig()  # a run given no config: validated once (frozen, and nothing writes its metadata)
+
+
 def resolve_run(
     config: RunConfig | None, session_id: str | None, user: str | None
 ) -> tuple[RunConfig, str | None, str | None]:
     """The run's config, session id and user from ``config`` and the explicit arguments."""
-    config = config if config is not None else RunConfig()
+    config = config if config is not None else _NO_CONFIG
     if session_id and config.thread_id and session_id != config.thread_id:
         raise CodeactError(
             f"session_id={session_id!r} and RunConfig.thread_id={config.thread_id!r} differ: give one of them",

@@ -73,6 +73,8 @@ class ModelCaller:
 
     def __init__(self, run: RunContext) -> None:
         self._run = run
+        deps = run.deps  # the run's config, session and user never change after the run starts
+        self._hook_config = dataclasses.replace(deps.config, thread_id=deps.session_id, user=deps.user)
 
     def hook_context(self, *, purpose: str | None = None, reply: str | None = None) -> HookContext:
         """The view hooks get of this run (its variables as plain JSON, the round, the last outcome)."""
@@ -92,7 +94,7 @@ class ModelCaller:
             state={"variables": variables, "round": state.round, "last_outcome": last},
             variables=variables,
             last_outcome=last,
-            config=dataclasses.replace(deps.config, thread_id=deps.session_id, user=deps.user),
+            config=self._hook_config,
         )
 
     async def before_agent(self) -> None:
