@@ -19,6 +19,7 @@ answer), so ``sessions show`` and replay read what was asked and answered withou
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -129,6 +130,8 @@ async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     )
     reply, usage, error = await _ask(ctx, text)
     found, answer = parse_answer(reply, variables=ctx.state.variables)
+    if found and isinstance(answer, str) and _echoes_the_question(answer):
+        found, answer = False, None  # "The value itself, not a sentence and not code.": the 1.5B copied the ask
     return FinishStep(
         step="final_answer",
         trigger=trigger,
@@ -183,6 +186,22 @@ def parse_answer(text: str, *, variables: Mapping[str, object] | None = None) ->
         return True, plain(variables[body])
     value = _literal(body)
     return True, body if value is None else value
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+@functools.cache
+def _final_answer_ask() -> str:
+    """The words ``final_answer.j2`` itself says (no task, outputs or variables)."""
+    return _words(prompts.render("final_answer.j2", task="", outputs="", variables=""))
+
+
+def _echoes_the_question(answer: str) -> bool:
+    """Whether a text answer of three words or more is a piece of the final-answer question's own wording."""
+    said = _words(answer)
+    return len(said.split()) >= 3 and f" {said} " in f" {_final_answer_ask()} "
 
 
 def _is_code(text: str) -> bool:

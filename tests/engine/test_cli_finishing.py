@@ -91,6 +91,20 @@ def test_a_no_goes_on_and_the_same_code_again_ends_with_the_final_answer_step(
     assert "Variables:" in final and "answer = 2" in final
 
 
+def test_a_final_answer_that_copies_the_question_is_no_answer(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """The 1.5B answered the final-answer step with the question's own words (cipher-01, 2026-11-29)."""
+    printing = "```python\nprint(min(len(s) for s in ['ATG', 'ATGCA', 'GC']))\n```"
+    finishing = "```python\nawait system.finish(answer=2)\n```"
+    echoed = "The value itself, not a sentence and not code."
+    result, records = _run(tmp_path, openai_server, printing, printing, echoed, finishing)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "2"  # the model's own finish, not the copied words
+    assert [r.status for r in records] == ["ok", "repeated", "ok"]
+    assert (records[1].finish["trigger"], records[1].finish["reply"]) == ("repeat", echoed)
+    assert "answer" not in records[1].finish
+    assert "it was not run again" in _posts(openai_server)[3]  # the run went on, told the repeat did not run
+
+
 def test_a_stuck_run_takes_the_final_answer_step_and_stays_failed_on_unknown(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
