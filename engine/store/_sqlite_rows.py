@@ -1,4 +1,8 @@
-"""The SQLite store's schema and row decoding (engine/store/sqlite.py)."""
+"""The SQLite store's schema and row decoding (engine/store/sqlite.py).
+
+The schema is created on every open (``IF NOT EXISTS``), so a file written by an older codeact gains the
+tables added since (version 2: ``kv``, the key-values) the first time a newer one opens it.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +58,14 @@ CREATE TABLE IF NOT EXISTS pending (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS pending_by_session ON pending (session_id, seq);
-PRAGMA user_version = 1;
+CREATE TABLE IF NOT EXISTS kv (
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+PRAGMA user_version = 2;
 """
 
 _META_COLUMNS = (

@@ -4,7 +4,8 @@ A store holds, per session: its metadata, the ordered prompt segments, the captu
 (codec-ENCODED JSON, one entry per name) and one ``RoundRecord`` per round. ``append_round`` is the
 single write a round makes and it is atomic: the round record, the round's new segments and the
 session's variables land together or not at all, so a crash mid-round leaves the previous round
-intact. Backends: ``codeact.engine.store.sqlite.SQLiteStore`` (the zero set-up default) and
+intact. Beside sessions a store keeps key-values (``KeyValues``, ``_kv.py``: the run-scoped API's state and
+storage). Backends: ``codeact.engine.store.sqlite.SQLiteStore`` (the zero set-up default) and
 ``codeact.engine.store.redis_store.RedisStore``; ``codeact.engine.store.open_store`` picks one from a URL.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -20,6 +21,7 @@ from typing import Any
 
 from codeact.engine.errors import StoreError
 from codeact.engine.store._entries import TruncateReport
+from codeact.engine.store._kv import KeyValues
 from codeact.engine.store._lock import (
     FORCED_PREFIX,
     HEARTBEAT_S,
@@ -163,8 +165,10 @@ class SessionLock(AbstractAsyncContextManager["SessionLock"]):
                 # lock expires on its own after ttl.
 
 
-class Store(ABC):
+class Store(KeyValues):
     """A session store backend (async; one instance may serve many sessions concurrently).
+
+    Besides sessions it keeps key-values (``KeyValues``: ``kv_get``, ``kv_set``, ``kv_delete``, ``kv_list``).
 
     Attributes:
         url: Where the data lives, with credentials removed (safe to print).

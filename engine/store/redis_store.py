@@ -3,7 +3,9 @@
 Key layout (docs/store.md): ``{prefix}:sessions`` (zset of ids by updated_at) and, per session,
 ``{prefix}:session:{id}`` (meta hash), ``:rounds`` (list of round JSON), ``:segments`` (list of
 segment JSON), ``:vars`` (hash name -> encoded JSON), ``:lock`` (string token with expiry),
-``:pending`` (list of the round in progress's completed calls).
+``:pending`` (list of the round in progress's completed calls); key-values (``KeyValues``) per namespace:
+``{prefix}:kv:values:{namespace}`` (hash key -> base64 value) and ``{prefix}:kv:keys:{namespace}`` (sorted
+set of the keys, listed by ``ZRANGEBYLEX``).
 ``append_round`` is one Lua script, so a round is written atomically. Every ``redis.*`` exception
 is translated into ``StoreError`` by ``map_redis_errors`` (the message names the URL without
 credentials).
@@ -18,6 +20,8 @@ raise it; ``store.unavailable`` ("unreachable") is kept for a server that does n
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +37,15 @@ from redis.backoff import ExponentialBackoff
 from codeact.engine.errors import StoreError
 from codeact.engine.store import _entries as _ent
 from codeact.engine.store import _records as _rec
+from codeact.engine.store._kv import (
+    KeyPage,
+    check_key,
+    check_limit,
+    check_namespace,
+    check_prefix,
+    check_value,
+    page_of,
+)
 from codeact.engine.store._lock import FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
 from codeact.engine.store._redis_scripts import (
     _ACQUIRE,
@@ -641,6 +654,66 @@ class RedisStore(Store):
         key = self._key(session_id, "pending")
         with map_redis_errors(self.url):
             await self._client.delete(key)
+
+    # ---- key-values (docs/store.md, "Key-values") -----------------------------------------------
+
+    def _kv_keys(self, namespace: str) -> tuple[str, str]:
+        """The hash of a namespace's values (base64) and the sorted set of its keys (lexicographic listing)."""
+        check_namespace(namespace)
+        return f"{self.prefix}:kv:values:{namespace}", f"{self.prefix}:kv:keys:{namespace}"
+
+    async def kv_get(self, namespace: str, key: str) -> bytes | None:
+        """The value of ``key`` in ``namespace``, or None."""
+        values, _ = self._kv_keys(namespace)
+        with map_redis_errors(self.url):
+            text: str | None = await self._client.hget(values, check_key(key))
+        if text is None:
+            return None
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise StoreError(
+                f"the value of {key!r} in {namespace!r} in {self.url} is unreadable (not base64); set it again",
+                code="store.corrupt",
+            ) from None
+
+    async def kv_set(self, namespace: str, key: str, value: bytes) -> None:
+        """Set ``key`` in ``namespace``: value and key index in one MULTI/EXEC (both or neither)."""
+        values, keys = self._kv_keys(namespace)
+        key = check_key(key)
+        text = base64.b64encode(check_value(namespace, key, value)).decode("ascii")
+        with map_redis_errors(self.url):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.hset(values, key, text)
+                pipe.zadd(keys, {key: 0})
+                if self.ttl:
+                    pipe.pexpire(values, int(self._ttl_ms))
+                    pipe.pexpire(keys, int(self._ttl_ms))
+                await pipe.execute()
+
+    async def kv_delete(self, namespace: str, key: str) -> bool:
+        """Remove ``key`` from ``namespace``; True when it was set."""
+        values, keys = self._kv_keys(namespace)
+        key = check_key(key)
+        with map_redis_errors(self.url):
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.hdel(values, key)
+                pipe.zrem(keys, key)
+                removed, _ = await pipe.execute()
+        return bool(removed)
+
+    async def kv_list(self, namespace: str, *, prefix: str = "", limit: int | None = None) -> KeyPage:
+        """The keys of ``namespace`` starting with ``prefix``, in order, at most ``limit`` (None: all)."""
+        _, keys = self._kv_keys(namespace)
+        prefix = check_prefix(prefix)
+        wanted = check_limit(limit)
+        low = f"[{prefix}" if prefix else "-"
+        with map_redis_errors(self.url):
+            if wanted is None:
+                found: list[str] = await self._client.zrangebylex(keys, low, "+")
+            else:
+                found = await self._client.zrangebylex(keys, low, "+", start=0, num=wanted + 1)
+        return page_of(found, prefix, wanted)
 
     async def close(self) -> None:
         """Close the connection pool."""

@@ -34,6 +34,15 @@ from typing import Any, TypeVar, TypeVarTuple
 from codeact.engine.errors import StoreError
 from codeact.engine.store import _entries as _ent
 from codeact.engine.store import _records as _rec
+from codeact.engine.store._kv import (
+    KeyPage,
+    check_key,
+    check_limit,
+    check_namespace,
+    check_prefix,
+    check_value,
+    page_of,
+)
 from codeact.engine.store._lock import FORCED_PREFIX, FORCED_TTL_S, LOCK_TTL_S, make_forced_marker
 from codeact.engine.store._sqlite_rows import (
     _META_COLUMNS,
@@ -609,6 +618,52 @@ class SQLiteStore(Store):
             self._conn.execute("DELETE FROM pending WHERE session_id = ?", (session_id,))
 
         await self._run("clear pending calls", clear)
+
+    # ---- key-values (docs/store.md, "Key-values") -----------------------------------------------
+
+    async def kv_get(self, namespace: str, key: str) -> bytes | None:
+        """The value of ``key`` in ``namespace``, or None."""
+        args = (check_namespace(namespace), check_key(key))
+
+        def read() -> bytes | None:
+            row = self._conn.execute("SELECT value FROM kv WHERE namespace = ? AND key = ?", args).fetchone()
+            return None if row is None else bytes(row[0])
+
+        return await self._run("read a key-value", read)
+
+    async def kv_set(self, namespace: str, key: str, value: bytes) -> None:
+        """Set ``key`` in ``namespace`` (one statement: the value is replaced whole or not at all)."""
+        row = (check_namespace(namespace), check_key(key), check_value(namespace, key, value), time.time())
+
+        def write() -> None:
+            self._conn.execute("INSERT OR REPLACE INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)", row)
+
+        await self._run("write a key-value", write)
+
+    async def kv_delete(self, namespace: str, key: str) -> bool:
+        """Remove ``key`` from ``namespace``; True when it was set."""
+        args = (check_namespace(namespace), check_key(key))
+
+        def delete() -> bool:
+            return self._conn.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", args).rowcount == 1
+
+        return await self._run("delete a key-value", delete)
+
+    async def kv_list(self, namespace: str, *, prefix: str = "", limit: int | None = None) -> KeyPage:
+        """The keys of ``namespace`` starting with ``prefix``, in order, at most ``limit`` (None: all)."""
+        check_namespace(namespace)
+        prefix = check_prefix(prefix)
+        wanted = check_limit(limit)
+
+        def read() -> list[str]:
+            # The keys with the prefix are the ones from ``prefix`` on, up to the first that lacks it.
+            rows = self._conn.execute(
+                "SELECT key FROM kv WHERE namespace = ? AND key >= ? ORDER BY key LIMIT ?",
+                (namespace, prefix, -1 if wanted is None else wanted + 1),
+            ).fetchall()
+            return [str(row[0]) for row in rows]
+
+        return page_of(await self._run("list key-values", read), prefix, wanted)
 
     async def close(self) -> None:
         """Close the connection (idempotent)."""
