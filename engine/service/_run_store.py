@@ -33,7 +33,8 @@ class AuditLog:
         line = {"time": round(time.time(), 3), "request_id": request_id.get(), **fields}
         line = {k: v for k, v in line.items() if v is not None}
         if self.path is None:
-            log_event("api.call", **{k: v for k, v in line.items() if k not in ("time", "request_id")})
+            # the log line is its event (``api.call``): the field would be log_event's first argument again
+            log_event("api.call", **{k: v for k, v in line.items() if k not in ("time", "request_id", "event")})
             return
         text = json.dumps(line, ensure_ascii=False, default=str, separators=(",", ":"))
         with self._lock:
