@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from codeact.engine.runner._input import compose_input
 from codeact.engine.runner.attachments import Attachments
-from codeact.engine.runner.blueprint_runner import BlueprintRunner, FlowRunner, session_id_for
+from codeact.engine.runner.blueprint_runner import BlueprintRunner, FlowRunner, conversation_of, session_id_for
 from codeact.engine.runner.entities import (
     RUNNER_ERROR_CODES,
     AgentAPIError,
@@ -53,6 +53,7 @@ __all__ = [
     "RunnerResult",
     "compose_input",
     "continuation_context",
+    "conversation_of",
     "runner_code",
     "session_id_for",
 ]

@@ -43,29 +43,36 @@ if TYPE_CHECKING:
     from codeact.engine.model import ModelClient
     from codeact.engine.store import Store
 
-__all__ = ["BlueprintRunner", "FlowRunner", "session_id_for"]
+__all__ = ["BlueprintRunner", "FlowRunner", "conversation_of", "session_id_for"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def conversation_of(context: RunnerContext) -> tuple[str, str, str, str] | None:
+    """What identifies a context's conversation: ``(workspace_id, bot_id, conversation_id, thread_id)``.
+
+    The conversation is ``conversation.conversation_id`` (else ``context.conversation_id``) within its
+    workspace, bot and thread (absent ones as ``""``); None when the context names no conversation.
+    """
+    conv = context.conversation
+    conversation_id = (conv.conversation_id if conv is not None else None) or context.context.conversation_id
+    if not conversation_id:
+        return None
+    thread = (conv.thread_id if conv is not None else None) or context.context.thread_id or ""
+    if conv is None:
+        return "", "", conversation_id, thread
+    return conv.workspace_id or "", conv.bot_id or "", conversation_id, thread
 
 
 def session_id_for(context: RunnerContext) -> str:
     """The codeact session of a context: stable per conversation, so its next message resumes it.
 
-    The conversation is ``conversation.conversation_id`` (else ``context.conversation_id``) within
-    its workspace, bot and thread; the id is a hash of those (``conv-<32 hex>``). A context without
-    a conversation gets a session of its own run (``run-<run_id>``).
+    The id is a hash of the conversation's identity (``conversation_of``: ``conv-<32 hex>``). A context
+    without a conversation gets a session of its own run (``run-<run_id>``).
     """
-    conv = context.conversation
-    conversation_id = (conv.conversation_id if conv is not None else None) or context.context.conversation_id
-    if not conversation_id:
+    parts = conversation_of(context)
+    if parts is None:
         return "run-" + (_SAFE.sub("_", context.run_id)[:120] or "anonymous")
-    thread = (conv.thread_id if conv is not None else None) or context.context.thread_id or ""
-    parts = [
-        conv.workspace_id or "" if conv is not None else "",
-        conv.bot_id or "" if conv is not None else "",
-        conversation_id,
-        thread,
-    ]
     return "conv-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 

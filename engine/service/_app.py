@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from codeact.engine.errors import CodeactError
+from codeact.engine.service._host_state import seed_state, state_snapshot
 from codeact.engine.service._http import authenticate, error_response, read_json, service_state, status_of
 from codeact.engine.service._log import AccessLog, log_event
 from codeact.engine.service._run_api import run_api_routes
@@ -250,9 +251,32 @@ async def start_run(request: Request) -> Response:
         _runner_allowed(scope, runner_id)
     context = parse_context(body["context"])
     config = parse_config(body.get("tags"), body.get("metadata"))
+    snapshot = _state_snapshot(runner_id, context) if runner_id in state.runners else []
     info = await state.runs.start(runner_id, context, config=config)
+    await seed_state(state.store, snapshot)
     log_event("run.accepted", run_id=info.run_id, runner_id=runner_id, token=scope.fingerprint)
     return await _results(request, info, after=0)
+
+
+def _state_snapshot(runner_id: str, context: RunnerContext) -> list[tuple[str, str, bytes]]:
+    """The writes of the context's ``state`` snapshot, checked before the run starts (docs/service.md).
+
+    The state the run-scoped API serves is kept in the store; a client that sends ``context.state`` sets
+    those values (each replaces the stored one) once its run is accepted. A continuation (an answer) does
+    not send it again.
+
+    Raises:
+        ServiceError: ``service.invalid_context`` (422) for a scope the context has no owner for, a bad key or
+            a value too large; the run is not started, nothing is written.
+    """
+    from codeact.engine.runner import RunnerAPIError
+
+    try:
+        return state_snapshot(runner_id=runner_id, context=context)
+    except RunnerAPIError as exc:
+        raise ServiceError(
+            f"invalid run context: context.state: {exc.message}", code="service.invalid_context", status=422
+        ) from None
 
 
 async def _results(request: Request, info: RunInfo, *, after: int) -> Response:

@@ -20,11 +20,14 @@ What the host serves from what it has:
   ``data`` summarized, never inlined);
 - ``artifact_metadata`` / ``artifact_read``: the files the session's rounds wrote (``ROUND/NAME`` ids),
   read in ranges of at most 1 MiB;
-- ``state_get`` / ``state_set`` / ``state_delete`` / ``state_list``: the run's ``ctx.state`` (a JSON
-  value per key, per scope, at most 64 KiB each);
+- ``state_get`` / ``state_set`` / ``state_delete`` / ``state_list``: host-owned state by scope (a JSON
+  value per key, at most 64 KiB each);
 - ``{get,set,delete}_{area}_storage`` and ``get_{area}_storage_keys``: storage of the areas
   ``plugin`` (the runner's), ``workspace`` (shared) and ``binding`` (the runner in this
-  conversation), kept in the server's memory.
+  conversation).
+
+State and storage are kept in the session store, so they outlive the run and the server; which values a
+scope or area reaches (and why a scope the run cannot name is refused) is engine/service/_host_state.py's.
 """
 
 from __future__ import annotations
@@ -33,14 +36,23 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from codeact.engine.errors import StoreError
+from codeact.engine.service._host_state import (
+    MAX_STATE_BYTES,
+    checked_key,
+    decode_state,
+    encode_state,
+    state_namespace,
+    storage_namespace,
+)
 from codeact.engine.service._http import authenticate, read_json, service_state
-from codeact.engine.service._run_store import HostStorage
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -53,8 +65,6 @@ __all__ = ["MAX_READ_BYTES", "MAX_STATE_BYTES", "run_api_routes"]
 
 MAX_READ_BYTES = 1 << 20
 """The largest ``artifact_read`` range."""
-MAX_STATE_BYTES = 64 * 1024
-"""The largest state value (compact JSON)."""
 _MAX_LIMIT = 200
 _SUMMARY = 200
 _STATUS = {
@@ -98,10 +108,7 @@ def _cursor(payload: Mapping[str, Any], key: str) -> int | None:
 
 
 def _key(payload: Mapping[str, Any]) -> str:
-    key = payload.get("key")
-    if not isinstance(key, str) or not key or len(key) > 256:
-        raise _error("invalid_argument", "key must be a non-empty string of at most 256 characters")
-    return key
+    return checked_key(payload.get("key"))
 
 
 def _summary(value: Any) -> str:
@@ -282,66 +289,83 @@ class _Call:
             "eof": offset + len(chunk) >= len(content),
         }
 
-    # -- state -----------------------------------------------------------------------------------
-    def _scope(self) -> dict[str, Any]:
-        self.scope = str(self.payload.get("scope"))
-        return self.run.api_state.setdefault(self.scope, {})
-
+    # -- state (kept in the session store: engine/service/_host_state.py) --------------------------
     async def state_get(self) -> dict[str, Any]:
-        values = self._scope()
-        key = _key(self.payload)
-        self.resource = key
-        return {"value": values.get(key)}
+        namespace = self._namespace_of_scope()
+        key = self.resource = _key(self.payload)
+        with _store_errors():
+            data = await self.state.store.kv_get(namespace, key)
+        return {"value": decode_state(key, data)}
 
     async def state_set(self) -> dict[str, Any]:
-        values = self._scope()
-        key = _key(self.payload)
-        self.resource = key
-        value = self.payload.get("value")
-        size = len(json.dumps(value, separators=(",", ":"), default=str).encode())
-        if size > MAX_STATE_BYTES:
-            raise _error(
-                "payload_too_large", f"a state value is at most {MAX_STATE_BYTES} bytes of JSON; this one is {size}"
-            )
-        values[key] = value
+        namespace = self._namespace_of_scope()
+        key = self.resource = _key(self.payload)
+        data = encode_state(self.payload.get("value"))
+        with _store_errors():
+            await self.state.store.kv_set(namespace, key, data)
         return {"success": True}
 
     async def state_delete(self) -> dict[str, Any]:
-        values = self._scope()
-        key = _key(self.payload)
-        self.resource = key
-        return {"success": values.pop(key, None) is not None}
+        namespace = self._namespace_of_scope()
+        key = self.resource = _key(self.payload)
+        with _store_errors():
+            return {"success": await self.state.store.kv_delete(namespace, key)}
 
     async def state_list(self) -> dict[str, Any]:
-        values = self._scope()
+        namespace = self._namespace_of_scope()
         prefix = self.payload.get("prefix") or ""
+        if prefix:
+            prefix = checked_key(prefix, field="prefix")
         limit = _int(self.payload, "limit", 100, high=100)
-        keys = sorted(k for k in values if k.startswith(str(prefix)))
-        return {"keys": keys[:limit], "has_more": len(keys) > limit}
+        with _store_errors():
+            page = await self.state.store.kv_list(namespace, prefix=prefix, limit=limit)
+        return {"keys": list(page.keys), "has_more": page.has_more}
 
-    # -- storage ---------------------------------------------------------------------------------
-    def _storage(self, area: str) -> dict[str, bytes]:
-        self.scope = area
-        return self.state.host_storage.area(HostStorage.owner(area, self.run.runner_id, self.conversation_id))
+    def _namespace_of_scope(self) -> str:
+        self.scope = str(self.payload.get("scope"))
+        return state_namespace(self.scope, runner_id=self.run.runner_id, context=self.run.context)
 
+    # -- storage (kept in the session store: engine/service/_host_state.py) ------------------------
     async def storage(self, verb: str, area: str) -> dict[str, Any]:
-        values = self._storage(area)
+        self.scope = area
+        namespace = storage_namespace(area, runner_id=self.run.runner_id, context=self.run.context)
+        store = self.state.store
         if verb == "keys":
-            return {"keys": sorted(values)}
-        key = _key(self.payload)
-        self.resource = key
+            with _store_errors():
+                page = await store.kv_list(namespace)
+            return {"keys": list(page.keys)}
+        key = self.resource = _key(self.payload)
         if verb == "get":
-            if key not in values:
+            with _store_errors():
+                data = await store.kv_get(namespace, key)
+            if data is None:
                 raise _error("not_found", f"no {area} storage key {key!r}", area=area, key=key)
-            return {"value_base64": base64.b64encode(values[key]).decode()}
+            return {"value_base64": base64.b64encode(data).decode()}
         if verb == "set":
             try:
-                values[key] = base64.b64decode(str(self.payload.get("value_base64", "")), validate=True)
+                data = base64.b64decode(str(self.payload.get("value_base64", "")), validate=True)
             except (binascii.Error, ValueError):
                 raise _error("invalid_argument", "value_base64 must be base64") from None
+            with _store_errors():
+                await store.kv_set(namespace, key, data)
             return {}
-        values.pop(key, None)
+        with _store_errors():
+            await store.kv_delete(namespace, key)
         return {}
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    """The store's refusals as the protocol's errors: a bad key 422, a value too large 413, an outage 500."""
+    try:
+        yield
+    except StoreError as exc:
+        if exc.code == "store.invalid_key":
+            raise _error("invalid_argument", exc.message) from None
+        if exc.code == "store.too_large":
+            raise _error("payload_too_large", exc.message) from None
+        retryable = exc.code in ("store.unavailable", "store.busy")
+        raise _error("runtime_error", f"the host's store failed: {exc.message}", retryable=retryable) from None
 
 
 def _handler(call: _Call, action: str) -> Callable[[], Awaitable[dict[str, Any]]] | None:

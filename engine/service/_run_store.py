@@ -1,6 +1,7 @@
-"""What ``codeact serve`` keeps for the run-scoped API (engine/service/_run_api.py): its audit log and storage.
+"""The audit log of ``codeact serve``'s run-scoped API (engine/service/_run_api.py).
 
-A leaf of the service package: the service state holds these without importing the HTTP layer.
+A leaf of the service package: the service state holds it without importing the HTTP layer. (State and
+storage are kept in the session store: engine/service/_host_state.py.)
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, TextIO
 
 from codeact.engine.service._log import log_event, request_id
 
-__all__ = ["AuditLog", "HostStorage"]
+__all__ = ["AuditLog"]
 
 
 class AuditLog:
@@ -49,26 +50,3 @@ class AuditLog:
             if self._file is not None:
                 self._file.close()
                 self._file = None
-
-
-class HostStorage:
-    """The storage areas the host serves, in memory.
-
-    ``plugin`` per runner, ``workspace`` shared, ``binding`` per runner and conversation.
-    """
-
-    def __init__(self) -> None:
-        self._areas: dict[tuple[str, ...], dict[str, bytes]] = {}
-
-    @staticmethod
-    def owner(area: str, runner_id: str, conversation_id: str | None) -> tuple[str, ...]:
-        """The key of an area's values for a run."""
-        if area == "plugin":
-            return ("plugin", runner_id)
-        if area == "binding":
-            return ("binding", runner_id, conversation_id or "")
-        return ("workspace",)
-
-    def area(self, owner: tuple[str, ...]) -> dict[str, bytes]:
-        """The values of one area (created empty)."""
-        return self._areas.setdefault(owner, {})

@@ -124,7 +124,6 @@ class _Run:
     task: asyncio.Task[None] | None = None
     cancelling: bool = False
     question: dict[str, object] | None = None  # the ask_user form of a run that ended with a question
-    api_state: dict[str, dict[str, object]] = field(default_factory=dict)  # ctx.state, as the run-scoped API sets it
     continued_by: str | None = None
     config: RunConfig | None = None  # the run's tags and metadata (a continuation keeps them)
 
@@ -371,7 +370,6 @@ class RunManager:
             context=context,
             config=config,
         )
-        run.api_state = {k: dict(v) for k, v in context.state.model_dump(mode="json").items()}
         self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
         for earlier in self._runs.values():  # the conversation went on: an earlier open question is closed
             if earlier.session_id == session_id and earlier.asked() is not None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codeact.engine.service._run_store import AuditLog, HostStorage
+from codeact.engine.service._run_store import AuditLog
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -27,7 +27,8 @@ class ServiceState:
     """What ``create_app`` serves.
 
     Attributes:
-        store: The session store (sessions, rounds, variables; shared with the runners).
+        store: The session store (sessions, rounds, variables; shared with the runners), which also keeps
+            the run-scoped API's state and storage.
         runners: The runners served, by id.
         tokens: The API tokens and their scopes.
         runs: The run manager (``RunManager``, or the queue's ``QueueRunManager``).
@@ -35,7 +36,6 @@ class ServiceState:
         registry: The host toolkits, for replays (None: the entry-point toolkits).
         max_body_bytes: The largest request body accepted (HTTP 413 beyond).
         audit: The audit log of run-scoped API calls (default: lines in the service log).
-        host_storage: The storage areas the run-scoped API serves (in memory).
     """
 
     store: Store
@@ -46,4 +46,3 @@ class ServiceState:
     registry: ToolkitRegistry | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     audit: AuditLog = field(default_factory=AuditLog)
-    host_storage: HostStorage = field(default_factory=HostStorage)

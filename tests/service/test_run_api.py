@@ -13,13 +13,13 @@ import asyncio
 import base64
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from langbot_plugin.api.entities.builtin.runner.errors import AgentAPIError as SDKAgentAPIError
 from langbot_plugin.api.entities.builtin.runner.page_results import (
     AgentEventRecord,
     EventPage,
@@ -29,23 +29,8 @@ from langbot_plugin.api.entities.builtin.runner.page_results import (
 
 from tests.engine.openai_server import OpenAIServer
 from tests.service.conftest import BLUEPRINT, REPO, RUNNER
-from tests.service.helpers import ADMIN, SCOPED, Served, context, read_sse, start_server, stop_server, wait_until
-
-FENCE = "```"
-APIS = {
-    "history_page": True,
-    "history_search": True,
-    "event_get": True,
-    "event_page": True,
-    "artifact_metadata": True,
-    "artifact_read": True,
-    "state": True,
-    "storage": True,
-}
-
-
-def code(body: str, prose: str = "Let me do that.") -> str:
-    return f"{prose}\n{FENCE}python\n{body}\n{FENCE}\n"
+from tests.service.helpers import ADMIN, SCOPED, Served, context, start_server, stop_server, wait_until
+from tests.service.run_api import APIS, api, code, finish, granted_context, refused, wait_for_approval
 
 
 @pytest.fixture(scope="module")
@@ -75,14 +60,6 @@ def api_service(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAISe
 def audit_lines(served: Served) -> list[dict[str, Any]]:
     path = Path(served.stderr).parent / "audit.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def granted_context(text: str, *, deadline_at: float | None = None) -> dict[str, Any]:
-    ctx = context(text, deadline_at=deadline_at)
-    ctx["resources"] = {"storage": {"plugin_storage": True, "workspace_storage": False, "binding_storage": True}}
-    ctx["context"] = {"conversation_id": ctx["conversation"]["conversation_id"], "available_apis": APIS}
-    ctx["state"] = {"conversation": {"topic": "refunds"}}
-    return ctx
 
 
 async def seed_round(served: Served, conversation_id: str) -> None:
@@ -115,41 +92,7 @@ def start_waiting(served: Served, client: httpx.Client, replies: OpenAIServer, c
     from codeact.engine.runner import RunnerContext, session_id_for
 
     asyncio.run(seed_round(served, session_id_for(RunnerContext.model_validate(ctx))))
-    replies.push(
-        code("pong = await slow.ping()", "Now the ping, which needs approval."),
-        code("system.finish('done: ' + pong)", "Approved; finishing."),
-    )
-    with client.stream(
-        "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
-    ) as stream:
-        for event in read_sse(stream):
-            if event.event == "action.requested":
-                break
-    run_id: str = ctx["run_id"]
-    shown = client.get(f"/v1/runs/{run_id}").json()
-    assert shown["status"] == "waiting", shown["error"]
-    return run_id
-
-
-def finish(client: httpx.Client, run_id: str) -> None:
-    [pending] = client.get(f"/v1/runs/{run_id}").json()["pending"]
-    client.post(
-        f"/v1/runs/{run_id}/interactions",
-        json={"interaction_id": pending["interaction_id"], "action_id": "approve", "values": {}},
-    )
-    wait_until(lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "completed", what="the run to end")
-
-
-def api(client: httpx.Client, run_id: str, action: str, payload: dict[str, Any] | None = None,
-        *, caller: str = RUNNER) -> httpx.Response:  # fmt: skip
-    return client.post(f"/v1/runs/{run_id}/api/{action}", json=payload or {}, headers={"X-Runner-Id": caller})
-
-
-def refused(answer: httpx.Response, code: str, status: int) -> SDKAgentAPIError:
-    assert answer.status_code == status, answer.text
-    error = SDKAgentAPIError.model_validate(answer.json()["error"])
-    assert error.code == code, error
-    return error
+    return wait_for_approval(client, replies, ctx)
 
 
 def test_each_call_works_for_its_run(api_service: Served, replies: OpenAIServer) -> None:
@@ -229,6 +172,136 @@ def test_each_call_works_for_its_run(api_service: Served, replies: OpenAIServer)
     assert lines[-1]["result"] == "not_found" and lines[0]["result"] == "ok" and lines[0]["caller"] == RUNNER
     text = (Path(api_service.stderr).parent / "audit.jsonl").read_text()
     assert ADMIN not in text and "binary cache" not in text and value not in text and "refunds" not in text
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_state_and_storage_carry_to_the_next_run_and_stay_with_their_owner(
+    api_service: Served, replies: OpenAIServer
+) -> None:
+    """Kept in the server's store: the conversation's next run reads them; another conversation or actor does not."""
+    ana = {"actor_type": "user", "actor_id": "u-ana"}
+    chat = f"conv-kv-{uuid.uuid4().hex[:8]}"
+    with api_service.client() as client:
+        first = {**granted_context("Remember this.", conversation=chat, state=False), "actor": ana}
+        run_id = wait_for_approval(client, replies, first)
+        try:
+            for scope, key, value in (
+                ("conversation", "step", 1),
+                ("actor", "lang", "fr"),
+                ("runner", "seen", {"runs": 1}),
+                ("conversation", "notes/1", "a"),
+                ("conversation", "notes/2", "b"),
+                ("conversation", "notes/3", "c"),
+            ):
+                assert api(client, run_id, "state_set", {"scope": scope, "key": key, "value": value}).json() == {
+                    "success": True
+                }
+            listed = api(client, run_id, "state_list", {"scope": "conversation", "prefix": "notes/", "limit": 2})
+            assert listed.json() == {"keys": ["notes/1", "notes/2"], "has_more": True}
+            assert api(client, run_id, "state_delete", {"scope": "conversation", "key": "notes/3"}).json() == {
+                "success": True
+            }
+            api(client, run_id, "set_binding_storage", {"key": "cache", "value_base64": b64(b"\x00chat cache")})
+            api(client, run_id, "set_plugin_storage", {"key": "model", "value_base64": b64(b"\x01plugin model")})
+        finally:
+            finish(client, run_id)
+
+        # the conversation's next run: everything is there
+        second = {**granted_context("What did I say?", conversation=chat, state=False), "actor": ana}
+        run_id = wait_for_approval(client, replies, second)
+        try:
+            got = {
+                scope: api(client, run_id, "state_get", {"scope": scope, "key": key}).json()["value"]
+                for scope, key in (("conversation", "step"), ("actor", "lang"), ("runner", "seen"))
+            }
+            assert got == {"conversation": 1, "actor": "fr", "runner": {"runs": 1}}
+            listed = api(client, run_id, "state_list", {"scope": "conversation", "prefix": "notes/", "limit": 2})
+            assert listed.json() == {"keys": ["notes/1", "notes/2"], "has_more": False}
+            cache = api(client, run_id, "get_binding_storage", {"key": "cache"}).json()
+            assert base64.b64decode(cache["value_base64"]) == b"\x00chat cache"
+        finally:
+            finish(client, run_id)
+
+        # another conversation of another actor: the runner's own values only
+        bob = {"actor_type": "user", "actor_id": "u-bob"}
+        other = {**granted_context("Hello.", conversation=f"{chat}-other", state=False), "actor": bob}
+        run_id = wait_for_approval(client, replies, other)
+        try:
+            for scope, key in (("conversation", "step"), ("actor", "lang"), ("binding", "step")):
+                assert api(client, run_id, "state_get", {"scope": scope, "key": key}).json() == {"value": None}
+            assert api(client, run_id, "state_list", {"scope": "conversation"}).json() == {
+                "keys": [],
+                "has_more": False,
+            }
+            refused(api(client, run_id, "get_binding_storage", {"key": "cache"}), "not_found", 404)
+            assert api(client, run_id, "get_binding_storage_keys").json() == {"keys": []}
+            assert api(client, run_id, "state_get", {"scope": "runner", "key": "seen"}).json() == {"value": {"runs": 1}}
+            model = api(client, run_id, "get_plugin_storage", {"key": "model"}).json()
+            assert base64.b64decode(model["value_base64"]) == b"\x01plugin model"
+            # a scope whose owner this run's context does not name is refused, never mapped to another owner
+            error = refused(api(client, run_id, "state_get", {"scope": "subject", "key": "k"}), "invalid_argument", 422)
+            assert error.message == (
+                "state scope 'subject' belongs to the runner and the run's subject, and this run's context has no "
+                "subject.subject_id: start the run with context.subject.subject_id set, or use scope 'runner' or "
+                "'conversation'"
+            )
+            assert error.details == {"scope": "subject", "missing": "subject.subject_id"}
+        finally:  # the runner's values are shared by every test of the module: leave none behind
+            api(client, run_id, "state_delete", {"scope": "runner", "key": "seen"})
+            api(client, run_id, "delete_plugin_storage", {"key": "model"})
+            finish(client, run_id)
+    audited = [line for line in audit_lines(api_service) if line.get("scope") == "subject"]
+    assert [(line["action"], line["result"], line["status"]) for line in audited] == [
+        ("state_get", "invalid_argument", 422)
+    ]
+
+
+def test_a_context_state_is_written_to_the_store_and_a_scope_without_owner_refuses_the_run(
+    api_service: Served, replies: OpenAIServer
+) -> None:
+    chat = f"conv-seed-{uuid.uuid4().hex[:8]}"
+    with api_service.client() as client:
+        ctx = granted_context("Hello.", conversation=chat, state=False)
+        ctx["state"] = {"actor": {"lang": "fr"}}  # this context names no actor
+        answer = client.post("/v1/runs", json={"runner_id": RUNNER, "context": ctx})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["error"] == {
+            "code": "service.invalid_context",
+            "message": "invalid run context: context.state: state scope 'actor' belongs to the runner and the run's "
+            "actor, and this run's context has no actor.actor_id: start the run with context.actor.actor_id set, "
+            "or use scope 'runner' or 'conversation'",
+        }
+        assert client.get(f"/v1/runs/{ctx['run_id']}").status_code == 404  # nothing started
+
+        # a context's snapshot sets its keys; the keys it does not name keep their stored values
+        first = granted_context("Hello.", conversation=chat, state=False)
+        first["state"] = {"conversation": {"topic": "refunds", "tone": "formal"}}
+        run_id = wait_for_approval(client, replies, first)
+        try:
+            api(client, run_id, "state_set", {"scope": "conversation", "key": "topic", "value": "invoices"})
+            # a message of the conversation while its run goes on is refused: its snapshot is not written
+            busy = granted_context("Hello?", conversation=chat, state=False)
+            busy["state"] = {"conversation": {"topic": "clobbered"}}
+            answer = client.post("/v1/runs", json={"runner_id": RUNNER, "context": busy})
+            assert answer.status_code == 409 and answer.json()["error"]["code"] == "service.session_busy"
+            assert api(client, run_id, "state_get", {"scope": "conversation", "key": "topic"}).json() == {
+                "value": "invoices"
+            }
+        finally:
+            finish(client, run_id)
+        second = granted_context("Hello again.", conversation=chat, state=False)
+        second["state"] = {"conversation": {"tone": "casual"}}
+        run_id = wait_for_approval(client, replies, second)
+        try:
+            for key, value in (("topic", "invoices"), ("tone", "casual")):
+                assert api(client, run_id, "state_get", {"scope": "conversation", "key": key}).json() == {
+                    "value": value
+                }
+        finally:
+            finish(client, run_id)
 
 
 def test_calls_are_refused_with_the_seeds_codes(api_service: Served, replies: OpenAIServer) -> None:
