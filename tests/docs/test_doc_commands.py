@@ -246,3 +246,28 @@ def test_design_doc_names_only_files_that_exist() -> None:
                 assert (REPO / name).exists() or (REPO / "docs" / name).exists() or name in ("system.md",), (
                     f"{doc.name} names {name}"
                 )
+
+
+RUN_PYTHON.add(("store.md", "python"))
+
+
+def test_store_key_values_example_runs(tmp_path: Path) -> None:
+    """docs/store.md's key-value calls, each line's value printed, against a real SQLite store."""
+    (block,) = [b for d, lang, b in _blocks() if d == "store.md" and lang == "python"]
+    lines = [re.split(r"\s{2,}#", line)[0].strip() for line in block.splitlines() if line.strip()]
+    body = "\n".join(f"    print(repr({line}))" for line in lines)
+    script = tmp_path / "kv.py"
+    script.write_text(
+        "import asyncio\nfrom codeact.engine.store import SQLiteStore\n\n"
+        f"async def main(store):\n{body}\n\n"
+        f"async def run():\n    store = SQLiteStore({str(tmp_path / 's.db')!r})\n"
+        "    try:\n        await main(store)\n    finally:\n        await store.close()\n\nasyncio.run(run())\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "None",
+        "b'\"refunds\"'",
+        "KeyPage(keys=(), has_more=False)",
+        "True",
+    ]
