@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
+from codeact.engine.errors import BlueprintError
 from codeact.engine.runner.entities import (
     ConfigField,
     ContextPolicy,
@@ -14,9 +17,9 @@ from codeact.engine.runner.entities import (
 )
 
 if TYPE_CHECKING:
-    from codeact.engine.blueprint import AgentSpec
+    from codeact.engine.blueprint import AgentSpec, Blueprint
 
-__all__ = ["manifest_for"]
+__all__ = ["declared_permissions", "manifest_for"]
 
 _TYPES: list[tuple[type, str]] = [(bool, "boolean"), (int, "integer"), (float, "float"), (str, "string")]
 
@@ -32,6 +35,46 @@ def _config_field(name: str, default: object) -> ConfigField:
     )
 
 
+def declared_permissions(blueprint: Blueprint | None, base: RunnerPermissions) -> RunnerPermissions:
+    """``base`` (what the engine itself uses) with what the blueprint declares in ``extensions.runner.permissions``.
+
+    A blueprint declares the host resources a runner's callers may reach beyond the engine's own use: the
+    run-scoped API's history, events, artifacts and storage, and the platform actions its code may request
+    (``platform_api: [message.edit]``). Each kind's list is added to ``base``'s (the seed's kinds, section 3.4).
+
+    Raises:
+        BlueprintError: ``blueprint.runner.permissions`` for an unknown kind or operation, naming the allowed ones.
+    """
+    extensions = blueprint.extensions if blueprint is not None else {}
+    runner = extensions.get("runner") if isinstance(extensions, dict) else None
+    declared = runner.get("permissions") if isinstance(runner, dict) else None
+    if declared is None:
+        return base
+    where = f"blueprint {blueprint.id!r}: " if blueprint is not None and blueprint.id else ""
+    if not isinstance(declared, dict):
+        raise BlueprintError(
+            f"{where}extensions.runner.permissions must be a mapping of kind -> list (e.g. history: [page]), "
+            f"got {type(declared).__name__}",
+            code="blueprint.runner.permissions",
+        )
+    try:
+        extra = RunnerPermissions.model_validate(declared)
+    except ValidationError as exc:
+        problems = "; ".join(
+            (".".join(map(str, error["loc"])) + ": " if error["loc"] else "")
+            + error["msg"].removeprefix("Value error, ")
+            for error in exc.errors()
+        )
+        raise BlueprintError(
+            f"{where}extensions.runner.permissions: {problems}", code="blueprint.runner.permissions"
+        ) from None
+    merged = {
+        kind: list(dict.fromkeys([*getattr(base, kind), *getattr(extra, kind)]))
+        for kind in RunnerPermissions.model_fields
+    }
+    return RunnerPermissions.model_validate(merged)
+
+
 def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bool) -> RunnerManifest:
     """The manifest of the runner that runs ``spec``.
 
@@ -44,9 +87,14 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     knowledge retrieval: a host's tools and knowledge bases become the ``host`` and ``knowledge``
     toolkits of a run, ``knowledge.list()`` and ``knowledge.retrieve(...)``); permissions: the host
     resources a run uses through the proxy (models invoke/stream, tools detail/call, knowledge
-    bases list/retrieve, interactions). The context policy claims no history or artifact pull:
-    codeact keeps its own sessions. The metadata
-    lists the blueprint's own toolkits.
+    bases list/retrieve, interactions), and what the blueprint declares in ``extensions.runner.permissions``
+    (:func:`declared_permissions`: the run-scoped API's history, events, artifacts and storage, the platform
+    actions its code may request). The context policy claims no history or artifact pull: codeact keeps its own
+    sessions. The metadata lists the blueprint's own toolkits (and ``platform_api: true`` when it declares
+    platform actions, a seed capability the SDK has no field for).
+
+    Raises:
+        BlueprintError: ``blueprint.runner.permissions``, the blueprint's declaration is not the protocol's.
 
     Args:
         spec: The resolved blueprint.
@@ -62,6 +110,15 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
     label = spec.name or spec.id
     described = described.strip() if isinstance(described, str) else ""
     description = described or f"codeact agent {spec.id!r}"
+    permissions = declared_permissions(
+        spec.blueprint,
+        RunnerPermissions(
+            models=["invoke", "stream"],
+            tools=["detail", "call"],
+            knowledge_bases=["list", "retrieve"],
+            interactions=["request"],
+        ),
+    )
     config = [
         _config_field(name, value)
         for name, value in sorted(spec.variables.items())
@@ -81,14 +138,10 @@ def manifest_for(spec: AgentSpec, *, toolkits: Iterable[str] = (), streaming: bo
             interrupt=True,
             interactions=True,
         ),
-        permissions=RunnerPermissions(
-            models=["invoke", "stream"],
-            tools=["detail", "call"],
-            knowledge_bases=["list", "retrieve"],
-            interactions=["request"],
-        ),
+        permissions=permissions,
         config_schema=config,
         metadata={
+            **({"platform_api": True} if permissions.platform_api else {}),
             "engine": "codeact",
             "kind": spec.kind,
             "blueprint_hash": spec.blueprint_hash,

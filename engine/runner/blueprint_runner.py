@@ -211,7 +211,7 @@ class BlueprintRunner:
             return
         try:
             text, attachments, parts = compose_input(context, readable_refs=self.attachment_reader is not None)
-            proxy = RunAPIProxy(context, host) if host is not None else None
+            proxy = RunAPIProxy(context, host, permissions=self.manifest.permissions) if host is not None else None
             reader = self.attachment_reader
             agent = self._agent_for(context, interactions, Attachments(attachments, reader=reader), proxy)
         except CodeactError as exc:  # the context cannot be run (a host tool schema, a template)

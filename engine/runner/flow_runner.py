@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from codeact.engine.runner._manifest import declared_permissions
 from codeact.engine.runner.entities import RunnerCapabilities, RunnerManifest, RunnerPermissions
 
 if TYPE_CHECKING:
@@ -28,7 +29,8 @@ _STEP_LIFECYCLE = frozenset({"run.started", "run.completed", "run.failed"})
 def flow_manifest(blueprint: Blueprint, flow: FlowAgent, *, streaming: bool) -> RunnerManifest:
     """The manifest of a flow blueprint's runner (id and label from the blueprint, description from ``flow:``).
 
-    ``streaming``: whether its runs return ``message.delta`` (``mapper.streams_results``).
+    ``streaming``: whether its runs return ``message.delta`` (``mapper.streams_results``). Its permissions are
+    what the blueprint declares in ``extensions.runner.permissions`` (a flow itself uses no host resource).
     """
     runner_id = blueprint.id or flow.name
     described = getattr(blueprint, "description", None) or flow.description
@@ -39,7 +41,7 @@ def flow_manifest(blueprint: Blueprint, flow: FlowAgent, *, streaming: bool) -> 
         description={"en_US": described.strip() if described and described.strip() else f"codeact flow {runner_id!r}"},
         usages=["agent"],
         capabilities=RunnerCapabilities(streaming=streaming, interrupt=True),
-        permissions=RunnerPermissions(),
+        permissions=declared_permissions(blueprint, RunnerPermissions()),
         config_schema=[],
         metadata={
             "engine": "codeact",

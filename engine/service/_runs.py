@@ -309,9 +309,9 @@ class RunManager:
     def authorizations(self) -> AuthorizationRegistry:
         """The authorization snapshots of the running runs (codeact as the host of run-scoped API calls).
 
-        Each run's grants (``context.resources`` and what its context allows) are registered, as a frozen
-        deep copy, when it starts and unregistered when its last envelope is in; ``check(action, payload,
-        caller=runner_id)`` checks a run-scoped call in the seed's order.
+        Each run's grants (``context.resources`` and what its context allows, bounded by its runner's manifest
+        permissions) are registered, as a frozen deep copy, when it starts and unregistered when its last
+        envelope is in; ``check(action, payload, caller=runner_id)`` checks a run-scoped call in the seed's order.
         """
         if self._authorizations is None:
             from codeact.engine.runner import AuthorizationRegistry
@@ -370,7 +370,9 @@ class RunManager:
             context=context,
             config=config,
         )
-        self.authorizations.register(context.model_copy(update={"run_id": run_id}), runner_id=runner_id)
+        self.authorizations.register(
+            context.model_copy(update={"run_id": run_id}), runner_id=runner_id, permissions=runner.manifest.permissions
+        )
         for earlier in self._runs.values():  # the conversation went on: an earlier open question is closed
             if earlier.session_id == session_id and earlier.asked() is not None:
                 earlier.continued_by = run_id

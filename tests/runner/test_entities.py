@@ -25,6 +25,38 @@ def test_manifest_is_strict() -> None:
         )
 
 
+def test_manifest_permissions_take_the_seeds_kinds_and_name_them_when_refusing_another() -> None:
+    from langbot_plugin.api.entities.builtin.runner import RunnerManifest as SdkManifest
+
+    from codeact.engine.runner.entities import RunnerPermissions
+
+    seed = {
+        "models": ["invoke", "stream", "rerank"],
+        "tools": ["detail", "call"],
+        "knowledge_bases": ["list", "retrieve"],
+        "history": ["page", "search"],
+        "events": ["get", "page"],
+        "artifacts": ["metadata", "read"],
+        "storage": ["plugin", "workspace", "binding"],
+        "platform_api": ["message.edit", "reaction.add"],
+    }
+    manifest = RunnerManifest.model_validate({"id": "a", "name": "a", "label": {"en_US": "A"}, "permissions": seed})
+    assert manifest.permissions.model_dump(mode="json") == {**seed, "interactions": []}
+    assert manifest.permissions.declares("platform_api", "message.edit")
+    assert not manifest.permissions.declares("artifacts", "write") and not manifest.permissions.declares("x", "y")
+    with pytest.raises(ValidationError) as unknown:
+        RunnerPermissions.model_validate({"history": ["page"], "telepathy": ["read"], "billing": []})
+    assert unknown.value.errors()[0]["msg"] == (
+        "Value error, unknown permission kinds 'billing', 'telepathy'; the kinds are models, tools, knowledge_bases, "
+        "history, events, artifacts, storage, platform_api, interactions"
+    )
+    with pytest.raises(ValidationError, match="is not an action name"):
+        RunnerPermissions.model_validate({"platform_api": ["edit message"]})
+    # empty seed kinds the SDK 0.7 lacks are left out of the JSON: a manifest declaring none validates as the SDK's
+    plain = RunnerManifest.model_validate({"id": "a", "name": "a", "label": {"en_US": "A"}})
+    assert SdkManifest.model_validate(plain.model_dump(mode="json")).id == "a"
+
+
 def test_context_requires_the_event_and_ignores_unknown_keys() -> None:
     data = context().model_dump(mode="json")
     del data["event"]

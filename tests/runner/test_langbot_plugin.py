@@ -89,6 +89,37 @@ def test_the_plugin_is_discovered_by_the_sdk(plugin_dir: Path) -> None:
     assert yaml.safe_load((plugin_dir / "requirements.txt").read_text()) == "codeact[langbot]"
 
 
+def test_the_components_permissions_are_the_ones_the_sdk_knows() -> None:
+    """The seed's kinds the SDK 0.7 lacks (artifacts, platform_api, binding storage) stay out of the YAML."""
+    from codeact.engine.runner.entities import RunnerManifest
+    from codeact.engine.runner.langbot import component_manifest
+
+    manifest = RunnerManifest.model_validate(
+        {
+            "id": "shop-runner",
+            "name": "shop-runner",
+            "label": {"en_US": "Shop"},
+            "permissions": {
+                "models": ["invoke"],
+                "history": ["page"],
+                "artifacts": ["metadata", "read"],
+                "storage": ["plugin", "binding"],
+                "platform_api": ["message.edit"],
+            },
+        }
+    )
+    spec: dict[str, Any] = component_manifest(manifest, runner_name="agent", attr="Agent")["spec"]  # type: ignore[assignment]
+    sdk = SdkManifest(
+        id="plugin:a/b/agent",
+        name="agent",
+        label={"en_US": "Shop"},
+        usages=spec["usages"],
+        capabilities=spec["capabilities"],
+        permissions=spec["permissions"],
+    )
+    assert sdk.permissions.storage == ["plugin"] and sdk.permissions.history == ["page"]
+
+
 async def test_a_langbot_run_through_the_sdks_plugin_runtime(plugin_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The SDK's own plugin runtime (controller + handler) loads the plugin and serves RUN_RUNNER; the host
     side answers the run-scoped calls and checks each with codeact's AuthorizationRegistry."""

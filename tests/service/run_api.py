@@ -8,8 +8,20 @@ import httpx
 from langbot_plugin.api.entities.builtin.runner.errors import AgentAPIError as SDKAgentAPIError
 
 from tests.engine.openai_server import OpenAIServer
-from tests.service.conftest import RUNNER
+from tests.service.conftest import BLUEPRINT, RUNNER
 from tests.service.helpers import context, read_sse, wait_until
+
+API_PERMISSIONS = """\
+extensions:
+  runner:
+    permissions:
+      history: [page, search]
+      events: [get, page]
+      artifacts: [metadata, read]
+      storage: [plugin, workspace, binding]
+"""
+API_BLUEPRINT = BLUEPRINT + API_PERMISSIONS
+"""The service tests' blueprint, its manifest declaring every run-scoped API codeact serve answers."""
 
 FENCE = "```"
 APIS = {
@@ -40,14 +52,14 @@ def granted_context(
     return ctx
 
 
-def wait_for_approval(client: httpx.Client, replies: OpenAIServer, ctx: dict[str, Any]) -> str:
+def wait_for_approval(client: httpx.Client, replies: OpenAIServer, ctx: dict[str, Any], *, runner: str = RUNNER) -> str:
     """Start a run of ``ctx`` whose round waits for an approval (so its run-scoped API is served); its id."""
     replies.push(
         code("pong = await slow.ping()", "Now the ping, which needs approval."),
         code("system.finish('done: ' + pong)", "Approved; finishing."),
     )
     with client.stream(
-        "POST", "/v1/runs", json={"runner_id": RUNNER, "context": ctx}, headers={"Accept": "text/event-stream"}
+        "POST", "/v1/runs", json={"runner_id": runner, "context": ctx}, headers={"Accept": "text/event-stream"}
     ) as stream:
         assert stream.status_code == 200, stream.read()
         for event in read_sse(stream):

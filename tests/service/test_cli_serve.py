@@ -76,3 +76,36 @@ def test_a_malformed_token_variable_is_refused_without_echoing_it(monkeypatch: p
         "TOKEN=RUNNER[,RUNNER...] (a token is 8-256 letters, digits or '-._~+/')\n"
     )
     assert "ok-token-1234" not in err
+
+
+@pytest.mark.parametrize(
+    ("permissions", "message"),
+    [
+        pytest.param(
+            "{telepathy: [read], history: [page]}",
+            "extensions.runner.permissions: unknown permission kind 'telepathy'; the kinds are models, tools, "
+            "knowledge_bases, history, events, artifacts, storage, platform_api, interactions",
+            id="unknown-kind",
+        ),
+        pytest.param(
+            "{artifacts: [write]}",
+            "extensions.runner.permissions: artifacts.0: Input should be 'metadata' or 'read'",
+            id="unknown-operation",
+        ),
+        pytest.param(
+            "{platform_api: ['interaction.requested']}",
+            "extensions.runner.permissions: platform_api action 'interaction.requested' is the protocol's own "
+            "(an interaction request); name a platform action instead",
+            id="reserved-action",
+        ),
+    ],
+)
+def test_a_blueprint_declaring_what_the_protocol_does_not_list_is_refused(
+    permissions: str, message: str, tmp_path: Path
+) -> None:
+    blueprint = tmp_path / "agent.yaml"
+    source = Path(EXAMPLE).read_text().replace("scripted/replies.yaml", str(Path(EXAMPLE).parent / "replies.yaml"))
+    blueprint.write_text(source + f"extensions:\n  runner:\n    permissions: {permissions}\n")
+    code, err = serve("--blueprints", str(blueprint))
+    assert code == 2
+    assert err == f"codeact serve: --blueprints {str(blueprint)!r}: blueprint 'word-counter': {message}\n"

@@ -28,16 +28,16 @@ from langbot_plugin.api.entities.builtin.runner.page_results import (
 )
 
 from tests.engine.openai_server import OpenAIServer
-from tests.service.conftest import BLUEPRINT, REPO, RUNNER
+from tests.service.conftest import REPO, RUNNER
 from tests.service.helpers import ADMIN, SCOPED, Served, context, start_server, stop_server, wait_until
-from tests.service.run_api import APIS, api, code, finish, granted_context, refused, wait_for_approval
+from tests.service.run_api import API_BLUEPRINT, APIS, api, code, finish, granted_context, refused, wait_for_approval
 
 
 @pytest.fixture(scope="module")
 def api_service(tmp_path_factory: pytest.TempPathFactory, model_server: OpenAIServer) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("run-api")
     blueprint = tmp / "agent.yaml"
-    blueprint.write_text(BLUEPRINT)
+    blueprint.write_text(API_BLUEPRINT)
     served = start_server(
         tmp,
         [blueprint],

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.engine.openai_server import OpenAIServer
-from tests.service.conftest import BLUEPRINT, REPO
+from tests.service.conftest import REPO
 from tests.service.helpers import Served, start_server, stop_server
-from tests.service.run_api import api, finish, granted_context, refused, wait_for_approval
+from tests.service.run_api import API_BLUEPRINT, api, finish, granted_context, refused, wait_for_approval
 
 ANA = {"actor_type": "user", "actor_id": "u-ana"}
 
@@ -49,7 +49,7 @@ def store_args(request: pytest.FixtureRequest) -> Iterator[list[str]]:
 
 def serve(tmp: Path, model_server: OpenAIServer, store_args: list[str]) -> Served:
     blueprint = tmp / "agent.yaml"
-    blueprint.write_text(BLUEPRINT)
+    blueprint.write_text(API_BLUEPRINT)
     return start_server(
         tmp,
         [blueprint],

@@ -46,6 +46,7 @@ from codeact.engine.runner.entities.interaction import (
     InteractionRequest,
 )
 from codeact.engine.runner.entities.manifest import (
+    PERMISSION_KINDS,
     ConfigField,
     ContextPolicy,
     I18nText,
@@ -77,6 +78,7 @@ __all__ = [
     "INTERACTION_REQUESTED_ACTION",
     "INTERACTION_SUBMITTED_EVENT",
     "PAYLOADS",
+    "PERMISSION_KINDS",
     "RESULT_TYPES",
     "RUNNER_ERROR_CODES",
     "ActionRequestedPayload",

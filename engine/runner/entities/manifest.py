@@ -5,18 +5,25 @@ Field names follow the protocol seed and the ``langbot-plugin`` SDK (0.7), which
 (``extra="forbid"``): a key the protocol does not know is an error, as in the SDK. The seed's
 context policy has no field of its own in the SDK's manifest; it travels in
 ``metadata["context_policy"]`` (:class:`ContextPolicy`).
+
+The permission kinds are the seed's (section 3.4: ``models``, ``tools``, ``knowledge_bases``, ``history``,
+``events``, ``artifacts``, ``storage`` with ``binding``, ``platform_api``) plus the SDK's (``count_tokens``,
+``interactions``). The SDK 0.7 has no ``artifacts`` or ``platform_api`` kind: a manifest leaves them out
+when they are empty, so a runner that declares neither validates as the SDK's too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 __all__ = [
     "ConfigField",
     "ContextPolicy",
     "I18nText",
+    "PERMISSION_KINDS",
     "RunnerCapabilities",
     "RunnerManifest",
     "RunnerPermissions",
@@ -82,8 +89,38 @@ class RunnerCapabilities(BaseModel):
     interactions: bool = False
 
 
+PERMISSION_KINDS: Final = (
+    "models",
+    "tools",
+    "knowledge_bases",
+    "history",
+    "events",
+    "artifacts",
+    "storage",
+    "platform_api",
+    "interactions",
+)
+"""The permission kinds a manifest may declare (the seed's section 3.4, then the SDK's ``interactions``)."""
+
+_SDK_ABSENT: Final = ("artifacts", "platform_api")  # kinds langbot-plugin 0.7's strict manifest lacks
+_ACTION: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,127}")
+_RESERVED_ACTIONS: Final = frozenset({"interaction.requested"})  # the protocol's own use of action.requested
+
+
 class RunnerPermissions(BaseModel):
-    """The most the runner may use of the host's resources (the host intersects it with the binding)."""
+    """The most the runner may use of the host's resources (the host intersects it with the binding).
+
+    Attributes:
+        models: Model operations (``invoke``, ``stream``, ``rerank``; the SDK's ``count_tokens``).
+        tools: Tool operations (``detail``, ``call``).
+        knowledge_bases: Knowledge base operations (``list``, ``retrieve``).
+        history: Transcript reads (``page``, ``search``).
+        events: Event reads (``get``, ``page``).
+        artifacts: Artifact reads (``metadata``, ``read``: a range or the whole stream).
+        storage: Storage areas (``plugin``, ``workspace``, ``binding``).
+        platform_api: The platform actions the runner may request (``message.edit``, ...), by name.
+        interactions: Structured interactions (``request``; the SDK's).
+    """
 
     model_config = _STRICT
 
@@ -92,8 +129,47 @@ class RunnerPermissions(BaseModel):
     knowledge_bases: list[Literal["list", "retrieve"]] = Field(default_factory=list)
     history: list[Literal["page", "search"]] = Field(default_factory=list)
     events: list[Literal["get", "page"]] = Field(default_factory=list)
-    storage: list[Literal["plugin", "workspace"]] = Field(default_factory=list)
+    artifacts: list[Literal["metadata", "read"]] = Field(default_factory=list)
+    storage: list[Literal["plugin", "workspace", "binding"]] = Field(default_factory=list)
+    platform_api: list[str] = Field(default_factory=list)
     interactions: list[Literal["request"]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_kinds(cls, data: object) -> object:
+        if isinstance(data, dict):
+            unknown = sorted(str(k) for k in data if k not in PERMISSION_KINDS)
+            if unknown:
+                raise ValueError(
+                    f"unknown permission kind{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                    f"the kinds are {', '.join(PERMISSION_KINDS)}"
+                )
+            actions = data.get("platform_api")
+            for action in actions if isinstance(actions, list) else ():
+                if not isinstance(action, str) or not _ACTION.fullmatch(action):
+                    raise ValueError(
+                        f"platform_api action {action!r} is not an action name: 1-128 letters, digits or '_.:-', "
+                        "starting with a letter (e.g. 'message.edit')"
+                    )
+                if action in _RESERVED_ACTIONS:
+                    raise ValueError(
+                        f"platform_api action {action!r} is the protocol's own (an interaction request); "
+                        "name a platform action instead"
+                    )
+        return data
+
+    @model_serializer(mode="wrap")
+    def _without_empty_seed_kinds(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
+        for kind in _SDK_ABSENT:
+            if not data.get(kind):
+                data.pop(kind, None)
+        return data
+
+    def declares(self, kind: str, operation: str) -> bool:
+        """Whether ``operation`` of ``kind`` is declared (for ``storage`` the area, for ``platform_api`` the action)."""
+        declared = getattr(self, kind, None) if kind in PERMISSION_KINDS else None
+        return isinstance(declared, list) and operation in declared
 
 
 class ContextPolicy(BaseModel):

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from codeact.engine.runner.entities import RunnerManifest
+from codeact.engine.runner.entities import RunnerManifest, RunnerPermissions
 from codeact.engine.runner.langbot.runner_fields import MODEL_FIELD
 
 __all__ = ["component_manifest", "write_plugin"]
@@ -23,6 +23,19 @@ _NAME = re.compile(r"[^a-z0-9_]")
 def _i18n(text: dict[str, str] | None, fallback: str) -> dict[str, str]:
     value = (text or {}).get("en_US") or fallback
     return {"en_US": value, "zh_Hans": value}
+
+
+def _sdk_permissions(permissions: RunnerPermissions) -> dict[str, object]:
+    """The permissions as langbot-plugin 0.7 reads them.
+
+    Its strict manifest has no ``artifacts`` or ``platform_api`` kind and no ``binding`` storage area, so those
+    stay out of the component's YAML (the runner still holds itself to its whole manifest: its proxy refuses an
+    undeclared call before it leaves).
+    """
+    data: dict[str, object] = permissions.model_dump(mode="json", exclude={"artifacts", "platform_api"})
+    storage = data.get("storage")
+    data["storage"] = [area for area in storage if area != "binding"] if isinstance(storage, list) else []
+    return data
 
 
 def component_manifest(manifest: RunnerManifest, *, runner_name: str, attr: str) -> dict[str, object]:
@@ -39,7 +52,7 @@ def component_manifest(manifest: RunnerManifest, *, runner_name: str, attr: str)
         "spec": {
             "usages": list(manifest.usages),
             "capabilities": manifest.capabilities.model_dump(mode="json"),
-            "permissions": manifest.permissions.model_dump(mode="json"),
+            "permissions": _sdk_permissions(manifest.permissions),
             "config": config,
         },
         "execution": {"python": {"path": f"./{runner_name}.py", "attr": attr}},

@@ -7,11 +7,13 @@ and checks every run-scoped call in the seed's order (section 7):
 
 1. an active run with that ``run_id`` exists (``not_found``);
 2. the caller is the runner the run belongs to (``unauthorized``);
-3. the resource is in the run's ``resources`` (``unauthorized``: "Model 'm' is not authorized.");
-4. the operation / scope is granted for it (``unauthorized``: "... is not authorized for operation 'stream'");
-5. the payload size (``payload_too_large``);
-6. the run's rate limit (``rate_limited``, retryable, ``details.retry_after_s``);
-7. the deadline (``deadline_exceeded``).
+3. the runner's manifest declares the permission (``unauthorized``: "runner 'r' does not declare the
+   permission history: search in its manifest ...": the manifest is the most a runner may use, section 3.4);
+4. the resource is in the run's ``resources`` (``unauthorized``: "Model 'm' is not authorized.");
+5. the operation / scope is granted for it (``unauthorized``: "... is not authorized for operation 'stream'");
+6. the payload size (``payload_too_large``);
+7. the run's rate limit (``rate_limited``, retryable, ``details.retry_after_s``);
+8. the deadline (``deadline_exceeded``).
 
 A run that ended at its deadline stays known for a while (the last 1000 ended runs): a late call
 for it is refused with ``deadline_exceeded`` (what happened), any other ended run's with ``not_found``.
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from codeact.engine.runner.entities import AgentResources, RunnerAPIError, RunnerContext
+from codeact.engine.runner.entities import AgentResources, RunnerAPIError, RunnerContext, RunnerPermissions
 
 __all__ = [
     "DEFAULT_OPERATIONS",
@@ -41,6 +43,7 @@ __all__ = [
     "AuthorizationRegistry",
     "RateLimit",
     "RunAuthorization",
+    "permission_of",
 ]
 
 STORAGE_AREAS = ("plugin", "workspace", "binding")
@@ -86,6 +89,8 @@ class RunAuthorization:
         platform_actions: The platform actions the run may request (``platform_capabilities.actions``).
         context_apis: The context APIs the host offered (``history_page``, ``state``, ...).
         resources: The deep-copied resources (for listing them).
+        permissions: The runner's manifest permissions, the most any of its runs may use; None holds the run
+            to its context's grants only (a caller with no manifest at hand).
     """
 
     run_id: str
@@ -99,10 +104,16 @@ class RunAuthorization:
     platform_actions: frozenset[str] = frozenset()
     context_apis: frozenset[str] = frozenset()
     resources: AgentResources
+    permissions: RunnerPermissions | None = None
 
     @classmethod
-    def from_context(cls, context: RunnerContext, *, runner_id: str = "") -> RunAuthorization:
-        """Snapshot ``context``'s grants (a deep copy: later changes to ``context`` do not count)."""
+    def from_context(
+        cls, context: RunnerContext, *, runner_id: str = "", permissions: RunnerPermissions | None = None
+    ) -> RunAuthorization:
+        """Snapshot ``context``'s grants (a deep copy: later changes to ``context`` do not count).
+
+        ``permissions`` (the runner's manifest's, copied too) bounds every call on top of the grants.
+        """
         resources = copy.deepcopy(context.resources)
 
         def ops(kind: str, declared: list[str]) -> frozenset[str]:
@@ -131,6 +142,7 @@ class RunAuthorization:
             else frozenset(),
             context_apis=frozenset(name for name, on in apis.items() if on is True),
             resources=resources,
+            permissions=permissions.model_copy(deep=True) if permissions is not None else None,
         )
 
     # -- the checks (each raises RunnerAPIError) --------------------------------------------------
@@ -155,6 +167,26 @@ class RunAuthorization:
                 "deadline_exceeded", "Agent run deadline has expired", retryable=True, run_id=self.run_id
             )
         return max(min(float(base), left), 0.001)
+
+    def check_declared(self, action: str, payload: Mapping[str, object]) -> None:
+        """The runner's manifest declares the permission ``action`` needs (nothing to check without a manifest).
+
+        Raises:
+            RunnerAPIError: ``unauthorized``, naming the permission and what the manifest declares of its kind.
+        """
+        needed = permission_of(action, payload)
+        if self.permissions is None or needed is None:
+            return
+        kind, operation = needed
+        if not self.permissions.declares(kind, operation):
+            declared = list(getattr(self.permissions, kind))
+            raise _unauthorized(
+                f"runner {self.runner_id or '(this runner)'!r} does not declare the permission {kind}: {operation} "
+                f"in its manifest (permissions.{kind}: {declared}); a host serves a runner no more than its manifest "
+                f"declares: add {operation!r} to permissions.{kind}",
+                permission=kind,
+                operation=operation,
+            )
 
     def check_resource(self, kind: str, resource_id: str, operation: str) -> None:
         """The resource is granted to the run, for ``operation``."""
@@ -252,8 +284,46 @@ _CONTEXT_ACTIONS: Mapping[str, str] = MappingProxyType(
         "state_list": "state",
         "artifact_metadata": "artifact_metadata",
         "artifact_read": "artifact_read",
+        "artifact_open_stream": "artifact_read",
     }
 )
+# action name -> the manifest permission it needs (kind, operation); storage and platform actions below
+_PERMISSIONS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "invoke_llm": ("models", "invoke"),
+        "invoke_llm_stream": ("models", "stream"),
+        "count_tokens": ("models", "count_tokens"),
+        "invoke_rerank": ("models", "rerank"),
+        "get_tool_detail": ("tools", "detail"),
+        "call_tool": ("tools", "call"),
+        "list_knowledge_bases": ("knowledge_bases", "list"),
+        "retrieve_knowledge_base": ("knowledge_bases", "retrieve"),
+        "history_page": ("history", "page"),
+        "history_search": ("history", "search"),
+        "event_get": ("events", "get"),
+        "event_page": ("events", "page"),
+        "artifact_metadata": ("artifacts", "metadata"),
+        "artifact_read": ("artifacts", "read"),
+        "artifact_open_stream": ("artifacts", "read"),
+    }
+)
+
+
+def permission_of(action: str, payload: Mapping[str, object]) -> tuple[str, str] | None:
+    """The manifest permission a run-scoped ``action`` needs: ``(kind, operation)``, or None (state: no kind).
+
+    A storage action needs its area (``storage: plugin``), ``call_platform_api`` its action
+    (``platform_api: message.edit``).
+    """
+    if action in _PERMISSIONS:
+        return _PERMISSIONS[action]
+    if action in _STORAGE_ACTIONS:
+        return "storage", _STORAGE_ACTIONS[action]
+    if action == "call_platform_api":
+        return "platform_api", str(payload.get("action", ""))
+    return None
+
+
 _CONVERSATION_ACTIONS = frozenset({"history_page", "event_page"})
 _STATE_ACTIONS = frozenset({"state_get", "state_set", "state_delete", "state_list"})
 _OPEN_ACTIONS = frozenset({"list_knowledge_bases"})  # answers only what the run was granted
@@ -314,9 +384,15 @@ class AuthorizationRegistry:
         self._ended: OrderedDict[str, RunAuthorization] = OrderedDict()
         self._lock = threading.Lock()
 
-    def register(self, context: RunnerContext, *, runner_id: str) -> RunAuthorization:
-        """Snapshot ``context``'s grants for its run (frozen deep copy) and make the run active."""
-        auth = RunAuthorization.from_context(context, runner_id=runner_id)
+    def register(
+        self, context: RunnerContext, *, runner_id: str, permissions: RunnerPermissions | None = None
+    ) -> RunAuthorization:
+        """Snapshot ``context``'s grants for its run (frozen deep copy) and make the run active.
+
+        ``permissions`` are the runner's manifest's: a call they do not declare is refused whatever the
+        context grants (``codeact serve`` passes every runner's; None checks the context's grants only).
+        """
+        auth = RunAuthorization.from_context(context, runner_id=runner_id, permissions=permissions)
         self._runs[context.run_id] = auth
         if self.rate is not None:
             self._buckets[context.run_id] = _Bucket(self.rate)
@@ -344,8 +420,9 @@ class AuthorizationRegistry:
             caller: The identity of the runner making the call.
 
         Raises:
-            RunnerAPIError: ``not_found`` (no such active run), ``unauthorized`` (wrong caller,
-                resource, operation or scope), ``invalid_argument`` (an unknown action),
+            RunnerAPIError: ``not_found`` (no such active run), ``unauthorized`` (wrong caller, a
+                permission the runner's manifest does not declare, resource, operation or scope),
+                ``invalid_argument`` (an unknown action),
                 ``payload_too_large``, ``deadline_exceeded``.
         """
         run_id = payload.get("run_id")
@@ -359,6 +436,7 @@ class AuthorizationRegistry:
             )
         if caller != auth.runner_id:
             raise _unauthorized(f"run {auth.run_id!r} does not belong to runner {caller!r}", caller=caller)
+        auth.check_declared(action, payload)
         if action in _RESOURCE_ACTIONS:
             kind, operation, key = _RESOURCE_ACTIONS[action]
             auth.check_resource(kind, str(payload.get(key, "")), operation)

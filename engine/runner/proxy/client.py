@@ -14,7 +14,7 @@ import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from codeact.engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext
+from codeact.engine.runner.entities import AgentAPIError, RunnerAPIError, RunnerContext, RunnerPermissions
 from codeact.engine.runner.proxy.authorization import RunAuthorization
 from codeact.sandbox.aio import wait_for
 
@@ -54,10 +54,14 @@ class RunAPIProxy:
     Args:
         context: The run's context (its ``run_id``, ``resources`` and deadline are snapshotted now).
         transport: The connection to the host.
+        permissions: The runner's manifest permissions: a call they do not declare is refused before it
+            leaves, as the host would refuse it (None: the context's grants only).
     """
 
-    def __init__(self, context: RunnerContext, transport: HostTransport) -> None:
-        self.auth = RunAuthorization.from_context(context)
+    def __init__(
+        self, context: RunnerContext, transport: HostTransport, *, permissions: RunnerPermissions | None = None
+    ) -> None:
+        self.auth = RunAuthorization.from_context(context, permissions=permissions)
         self.transport = transport
 
     @property
@@ -68,6 +72,7 @@ class RunAPIProxy:
     async def _call(self, action: str, payload: dict[str, Any], *, default_timeout: float) -> dict[str, Any]:
         timeout = self.auth.timeout(default_timeout, payload.get("timeout"))
         body = {"run_id": self.run_id, **payload, "timeout": timeout}
+        self.auth.check_declared(action, body)
         self.auth.check_payload(body)
         try:
             return await wait_for(self.transport.call(action, body, timeout=timeout), timeout)
@@ -113,6 +118,7 @@ class RunAPIProxy:
         extra_args: dict[str, Any] | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """The model's reply as stream events (``{"chunk": {...}}`` and maybe a last ``{"usage": {...}}``)."""
+        self.auth.check_declared("invoke_llm_stream", {})
         self.auth.check_resource("model", model_id, "stream")
         timeout = self.auth.timeout(120.0)
         body = {
