@@ -114,12 +114,38 @@ def serve_command(
             min=1024,
         ),
     ] = 1 << 20,
+    artifact_max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--artifact-max-bytes", help="The largest artifact a run reads through its API (413 beyond).", min=1
+        ),
+    ] = 16 * 1024 * 1024,
+    artifact_mime: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--artifact-mime", help="Serve artifacts of this MIME type only: image/png or image/* (repeatable)."
+        ),
+    ] = None,
+    artifact_ttl: Annotated[
+        float | None,
+        typer.Option(
+            "--artifact-ttl", help="Serve an artifact this many seconds after its round ended (default: always)."
+        ),
+    ] = None,
 ) -> None:
     """Serve blueprints over HTTP as AgentRunner protocol runners (GET /v1/runners, POST /v1/runs, ...)."""
     try:
         import uvicorn
 
-        from codeact.engine.service import AuditLog, RunManager, ServiceState, Tokens, configure_logging, create_app
+        from codeact.engine.service import (
+            ArtifactPolicy,
+            AuditLog,
+            RunManager,
+            ServiceState,
+            Tokens,
+            configure_logging,
+            create_app,
+        )
     except ImportError as exc:
         raise MissingExtraError("codeact serve", extra="serve", module=str(exc.name)) from None
     if log_format not in ("plain", "json"):
@@ -146,6 +172,12 @@ def serve_command(
             raise _Usage(f"--api-rate is CALLS or CALLS/SECONDS (e.g. 50 or 600/60), got {api_rate!r}") from None
         if sandbox not in (None, "subprocess", "docker"):
             raise _Usage(f"--sandbox must be 'subprocess' or 'docker', got {sandbox!r}")
+        try:
+            artifacts = ArtifactPolicy(
+                max_bytes=artifact_max_bytes, mime_types=tuple(artifact_mime or ()), ttl_s=artifact_ttl
+            )
+        except ValueError as exc:
+            raise _Usage(f"--artifact-max-bytes/--artifact-mime/--artifact-ttl: {exc}") from None
         runners = _runners(
             files,
             registry=registry,
@@ -188,6 +220,7 @@ def serve_command(
         registry=registry,
         audit=AuditLog(audit_log),
         max_body_bytes=max_body_bytes,
+        artifacts=artifacts,
     )
     state = replace(state, extra_routes=_console_routes(state))
     try:

@@ -12,6 +12,7 @@ from codeact.engine.service._app import create_app, parse_context
 from codeact.engine.service._auth import TOKEN_COOKIE, TOKENS_ENV, Tokens, TokenScope
 from codeact.engine.service._http import authenticate, read_json, service_state
 from codeact.engine.service._log import configure_logging, log_event
+from codeact.engine.service._run_artifacts import ArtifactPolicy
 from codeact.engine.service._run_store import AuditLog
 from codeact.engine.service._runs import TERMINAL_TYPES, RunInfo, RunManager, Runs, RunStatus
 from codeact.engine.service._state import MAX_BODY_BYTES, ServiceState
@@ -22,6 +23,7 @@ __all__ = [
     "TERMINAL_TYPES",
     "TOKENS_ENV",
     "TOKEN_COOKIE",
+    "ArtifactPolicy",
     "AuditLog",
     "RunInfo",
     "RunManager",

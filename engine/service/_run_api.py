@@ -18,8 +18,10 @@ What the host serves from what it has:
   item's ``metadata`` names its segment's kind, round and execution chain (``exec_id``, ``parent_exec_ids``);
 - ``event_get`` / ``event_page``: the run's result stream (each envelope an event record, its
   ``data`` summarized, never inlined);
-- ``artifact_metadata`` / ``artifact_read``: the files the session's rounds wrote (``ROUND/NAME`` ids),
-  read in ranges of at most 1 MiB;
+- ``artifact_metadata`` / ``artifact_read`` / ``artifact_open_stream``: the files the session's rounds wrote
+  (``ROUND/NAME`` ids, or the ``codeact://`` URI of their ``artifact.created``), read in ranges of at most
+  1 MiB or streamed whole as JSON lines; the host's size limit, MIME check, expiry and scope are
+  engine/service/_run_artifacts.py's;
 - ``state_get`` / ``state_set`` / ``state_delete`` / ``state_list``: host-owned state by scope (a JSON
   value per key, at most 64 KiB each);
 - ``{get,set,delete}_{area}_storage`` and ``get_{area}_storage_keys``: storage of the areas
@@ -40,7 +42,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from codeact.engine.errors import StoreError
@@ -53,6 +55,7 @@ from codeact.engine.service._host_state import (
     storage_namespace,
 )
 from codeact.engine.service._http import authenticate, read_json, service_state
+from codeact.engine.service._run_artifacts import StoredArtifact, find_artifact, stream_lines
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -242,52 +245,43 @@ class _Call:
             "total_count": len(records),
         }
 
-    # -- artifacts -------------------------------------------------------------------------------
-    async def _artifact(self) -> dict[str, Any]:
+    # -- artifacts (engine/service/_run_artifacts.py: scope, expiry, size, MIME) -----------------------
+    async def _artifact(self) -> StoredArtifact:
         artifact_id = self.payload.get("artifact_id")
         self.resource = str(artifact_id)
-        index, _, name = str(artifact_id).partition("/")
-        record = await self.state.store.round(self.run.session_id, int(index)) if index.isdigit() else None
-        found = next((a for a in (record.artifacts if record else ()) if a.get("name") == name), None)
-        if found is None:
-            raise _error(
-                "not_found",
-                f"no artifact {artifact_id!r} in this run's session (ids are ROUND/NAME)",
-                artifact=artifact_id,
-            )
-        return dict(found)
+        found = await find_artifact(self.state.store, self.run.session_id, artifact_id)
+        self.state.artifacts.check_alive(found)
+        return found
 
-    def _artifact_meta(self, found: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "artifact_id": self.resource,
-            "name": found.get("name"),
-            "mime_type": found.get("mime") or "application/octet-stream",
-            "size_bytes": found.get("size"),
-            "readable": isinstance(found.get("data_b64"), str),
-            "refused": found.get("refused"),
-        }
+    async def _readable(self) -> tuple[StoredArtifact, bytes]:
+        found = await self._artifact()
+        refusal = self.state.artifacts.refusal(found)
+        if refusal is not None:
+            raise refusal
+        if found.data is None:  # pragma: no cover - refusal() answers an artifact without content
+            raise _error("not_found", f"artifact {self.resource!r} has no content")
+        return found, found.data
 
     async def artifact_metadata(self) -> dict[str, Any]:
-        return self._artifact_meta(await self._artifact())
+        return self.state.artifacts.describe(await self._artifact())
 
     async def artifact_read(self) -> dict[str, Any]:
-        found = await self._artifact()
+        found, content = await self._readable()
         offset = _int(self.payload, "offset", 0, low=0, high=1 << 40)
         length = _int(self.payload, "length", 65536, low=1, high=MAX_READ_BYTES)
-        if not isinstance(found.get("data_b64"), str):
-            raise _error("not_found", f"artifact {self.resource!r} has no content (it was refused: too large)")
-        try:
-            content = base64.b64decode(found["data_b64"], validate=True)
-        except (binascii.Error, ValueError):
-            raise _error("runtime_error", f"artifact {self.resource!r} is unreadable in the store") from None
         chunk = content[offset : offset + length]
         return {
-            **self._artifact_meta(found),
+            **self.state.artifacts.describe(found),
             "offset": offset,
             "length": len(chunk),
             "data_base64": base64.b64encode(chunk).decode(),
             "eof": offset + len(chunk) >= len(content),
         }
+
+    async def artifact_open_stream(self) -> Response:
+        found, content = await self._readable()
+        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+        return StreamingResponse(stream_lines(found, content), media_type="application/x-ndjson", headers=headers)
 
     # -- state (kept in the session store: engine/service/_host_state.py) --------------------------
     async def state_get(self) -> dict[str, Any]:
@@ -368,7 +362,7 @@ def _store_errors() -> Iterator[None]:
         raise _error("runtime_error", f"the host's store failed: {exc.message}", retryable=retryable) from None
 
 
-def _handler(call: _Call, action: str) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+def _handler(call: _Call, action: str) -> Callable[[], Awaitable[dict[str, Any] | Response]] | None:
     for area in ("plugin", "workspace", "binding"):
         for verb, name in (("get", f"get_{area}_storage"), ("set", f"set_{area}_storage"),
                            ("delete", f"delete_{area}_storage"), ("keys", f"get_{area}_storage_keys")):  # fmt: skip
@@ -376,7 +370,7 @@ def _handler(call: _Call, action: str) -> Callable[[], Awaitable[dict[str, Any]]
                 return lambda verb=verb, area=area: call.storage(verb, area)  # type: ignore[misc]
     served = {
         "history_page", "history_search", "event_get", "event_page", "artifact_metadata", "artifact_read",
-        "state_get", "state_set", "state_delete", "state_list",
+        "artifact_open_stream", "state_get", "state_set", "state_delete", "state_list",
     }  # fmt: skip
     return getattr(call, action) if action in served else None
 
@@ -433,7 +427,7 @@ async def run_api(request: Request) -> Response:
             )
         result = await handler()
         outcome = {"result": "ok", "status": 200}
-        return JSONResponse(result)
+        return result if isinstance(result, Response) else JSONResponse(result)
     except RunnerAPIError as exc:
         outcome = {"result": exc.error.code, "status": _STATUS.get(exc.error.code, 500)}
         return _refusal(exc)

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from codeact.engine.service._run_artifacts import ArtifactPolicy
 from codeact.engine.service._run_store import AuditLog
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class ServiceState:
         registry: The host toolkits, for replays (None: the entry-point toolkits).
         max_body_bytes: The largest request body accepted (HTTP 413 beyond).
         audit: The audit log of run-scoped API calls (default: lines in the service log).
+        artifacts: What the run-scoped API serves of a run's artifacts (size, MIME types, time to live).
     """
 
     store: Store
@@ -46,3 +48,4 @@ class ServiceState:
     registry: ToolkitRegistry | None = None
     max_body_bytes: int = MAX_BODY_BYTES
     audit: AuditLog = field(default_factory=AuditLog)
+    artifacts: ArtifactPolicy = field(default_factory=ArtifactPolicy)

@@ -109,3 +109,20 @@ def test_a_blueprint_declaring_what_the_protocol_does_not_list_is_refused(
     code, err = serve("--blueprints", str(blueprint))
     assert code == 2
     assert err == f"codeact serve: --blueprints {str(blueprint)!r}: blueprint 'word-counter': {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ("--artifact-mime", "images"),
+            "'images' is not a MIME type: give TYPE/SUBTYPE (image/png) or TYPE/* (image/*), in lower case",
+            id="mime",
+        ),
+        pytest.param(("--artifact-ttl", "-5"), "an artifact's time to live must be positive seconds, got -5", id="ttl"),
+    ],
+)
+def test_a_bad_artifact_policy_exits_2(args: tuple[str, ...], message: str) -> None:
+    code, err = serve("--blueprints", EXAMPLE, *args)
+    assert code == 2
+    assert err == f"codeact serve: --artifact-max-bytes/--artifact-mime/--artifact-ttl: {message}\n"

@@ -278,6 +278,32 @@ class RunAPIProxy:
         response = await self._call("artifact_read", payload, default_timeout=30.0)
         return base64.b64decode(str(self._expect(response, "data_base64", "artifact_read")))
 
+    async def artifact_open_stream(self, artifact_id: str) -> AsyncIterator[bytes]:
+        """The whole artifact, in the chunks the host streams (checked as ``artifact_read``; bounded by the deadline).
+
+        Raises:
+            RunnerAPIError: the host refused it (``payload_too_large`` past its size limit, ``unauthorized`` for a
+                type it does not serve, ``not_found`` once expired), or the stream broke off before its end.
+        """
+        self.auth.check_context_api("artifact_read")
+        timeout = self.auth.timeout(60.0)
+        body = {"run_id": self.run_id, "artifact_id": artifact_id, "timeout": timeout}
+        self.auth.check_declared("artifact_open_stream", body)
+        ended = False
+        try:
+            async with asyncio.timeout(timeout):
+                async for item in self.transport.stream("artifact_open_stream", body, timeout=timeout):
+                    if item.get("eof") is True:
+                        ended = True  # the last line: the host's stream ends here
+                    elif not ended:
+                        yield base64.b64decode(str(self._expect(item, "data_base64", "artifact_open_stream")))
+        except Exception as exc:
+            raise _host_error("artifact_open_stream", exc) from exc
+        if not ended:
+            raise RunnerAPIError.make(
+                "runtime_error", f"the stream of artifact {artifact_id!r} ended before its last line", retryable=True
+            )
+
     # -- state -----------------------------------------------------------------------------------
     async def state_get(self, scope: str, key: str) -> Any:
         """A value of the run's host-owned state (None when unset)."""

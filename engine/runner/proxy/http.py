@@ -3,11 +3,13 @@
 Each action is ``POST {base_url}/v1/runs/{run_id}/api/{action}`` with the payload as JSON, the
 bearer token and ``X-Runner-Id`` (the caller the host checks). A refusal comes back as the seed's
 ``AgentAPIError`` and is raised as :class:`RunnerAPIError` with its code (``unauthorized``,
-``rate_limited``, ``deadline_exceeded``, ...). Streams are not served over this transport.
+``rate_limited``, ``deadline_exceeded``, ...). A streamed action (``artifact_open_stream``) answers JSON
+lines, one object each, over a chunked response.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 from codeact.engine.runner.entities import AgentAPIError, RunnerAPIError
@@ -37,35 +39,76 @@ class HttpHostTransport:
         """POST the action; the host's JSON answer, or its refusal raised."""
         import httpx
 
-        run_id = str(payload.get("run_id", ""))
-        body = {k: v for k, v in payload.items() if k != "run_id"}
+        run_id, body = self._split(payload)
         try:
             answer = await self._client.post(f"/v1/runs/{run_id}/api/{action}", json=body, timeout=timeout)
         except httpx.TimeoutException as exc:
             raise RunnerAPIError.make("deadline_exceeded", f"{action}: the host did not answer in time") from exc
         except httpx.HTTPError as exc:
-            raise RunnerAPIError.make(
-                "runtime_error", f"{action}: cannot reach the host: {exc}", retryable=True, action=action
-            ) from exc
+            raise _unreachable(action, exc) from exc
         try:
             data = answer.json()
         except ValueError:
             data = None
         if answer.status_code >= 400:
-            error = data.get("error") if isinstance(data, dict) else None
-            if isinstance(error, dict) and "code" in error and "message" in error:
-                raise RunnerAPIError(AgentAPIError.model_validate(error))
-            raise RunnerAPIError.make(
-                "runtime_error", f"{action}: the host answered HTTP {answer.status_code}", action=action
-            )
+            raise _refusal(action, answer.status_code, data)
         if not isinstance(data, dict):
             raise RunnerAPIError.make("runtime_error", f"{action}: the host's answer is not a JSON object")
         return data
 
-    def stream(self, action: str, payload: dict[str, object], *, timeout: float) -> AsyncIterator[dict[str, object]]:
-        """Not served over HTTP."""
-        raise RunnerAPIError.make("invalid_argument", f"{action}: streams are not served over the HTTP transport")
+    async def stream(
+        self, action: str, payload: dict[str, object], *, timeout: float
+    ) -> AsyncIterator[dict[str, object]]:
+        """POST the action; the host's answer as it streams, one JSON object per line (its refusal raised)."""
+        import httpx
+
+        run_id, body = self._split(payload)
+        try:
+            async with self._client.stream(
+                "POST", f"/v1/runs/{run_id}/api/{action}", json=body, timeout=timeout
+            ) as answer:
+                if answer.status_code >= 400:
+                    text = (await answer.aread()).decode("utf-8", "replace")
+                    try:
+                        data = json.loads(text)
+                    except ValueError:
+                        data = None
+                    raise _refusal(action, answer.status_code, data)
+                async for line in answer.aiter_lines():
+                    if not line.strip():
+                        continue
+                    try:
+                        item = json.loads(line)
+                    except ValueError:
+                        item = None
+                    if not isinstance(item, dict):
+                        raise RunnerAPIError.make(
+                            "runtime_error", f"{action}: a line of the host's stream is not a JSON object"
+                        )
+                    yield item
+        except httpx.TimeoutException as exc:
+            raise RunnerAPIError.make("deadline_exceeded", f"{action}: the host did not answer in time") from exc
+        except httpx.HTTPError as exc:
+            raise _unreachable(action, exc) from exc
+
+    @staticmethod
+    def _split(payload: dict[str, object]) -> tuple[str, dict[str, object]]:
+        return str(payload.get("run_id", "")), {k: v for k, v in payload.items() if k != "run_id"}
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.aclose()
+
+
+def _unreachable(action: str, exc: Exception) -> RunnerAPIError:
+    return RunnerAPIError.make(
+        "runtime_error", f"{action}: cannot reach the host: {exc}", retryable=True, action=action
+    )
+
+
+def _refusal(action: str, status: int, data: object) -> RunnerAPIError:
+    """The host's ``AgentAPIError`` of a refused call (or a ``runtime_error`` naming the HTTP status)."""
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and "code" in error and "message" in error:
+        return RunnerAPIError(AgentAPIError.model_validate(error))
+    return RunnerAPIError.make("runtime_error", f"{action}: the host answered HTTP {status}", action=action)
