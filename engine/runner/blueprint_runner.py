@@ -21,6 +21,7 @@ from codeact.engine.runner.entities import RunnerContext, RunnerManifest, Runner
 from codeact.engine.runner.flow_runner import FlowEvents, flow_manifest
 from codeact.engine.runner.interactions import Interactions, approval_request, decision_from
 from codeact.engine.runner.mapper import ResultMapper, streams_results
+from codeact.engine.runner.platform_actions import PLATFORM_TOOLKIT, PlatformActions
 from codeact.engine.runner.proxy import (
     HOST_TOOLKIT,
     KNOWLEDGE_TOOLKIT,
@@ -179,6 +180,9 @@ class BlueprintRunner:
         without running anything. Cancelling the task that iterates (or closing the iterator)
         stops the run the same way, without a last result: the caller reports ``cancelled``.
 
+        A runner whose manifest declares platform actions (``permissions.platform_api``) gives the run's
+        code the ``platform_api`` toolkit: each request it makes becomes an ``action.requested`` result.
+
         Args:
             context: The run context.
             run_id: The id every result carries.
@@ -287,6 +291,10 @@ class BlueprintRunner:
         registry = ToolkitRegistry(bound for bound in base.registry)
         registry.register(attachments, replace=True)
         extra = ["attachments"]
+        actions = self.manifest.permissions.platform_api
+        if actions:  # the platform actions the manifest declares: platform_api.request_action(...)
+            registry.register(PlatformActions(actions), replace=True)
+            extra.append(PLATFORM_TOOLKIT)
         model: ModelClient = base.model
         if proxy is not None:
             host_model = _host_model(context)

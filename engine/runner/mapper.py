@@ -14,7 +14,9 @@ engine event             result(s)
                          ``stdout``, ``variables_changed``, ``duration_s``; ``error`` the error)
 ``tool.call.started``    ``tool.call.started`` (``tool_name`` = ``toolkit.operation``)
 ``tool.call.completed``  ``tool.call.completed`` (result as plain JSON; a non-dict one is
-                         ``{"value": result}``, as the payload's ``result`` is an object)
+                         ``{"value": result}``, as the payload's ``result`` is an object); for
+                         ``platform_api.request_action``, then ``action.requested`` with the
+                         request's ``{action, target, payload}`` (``platform_actions.py``)
 ``state.updated``        ``state.updated`` (conversation ``codeact.variables``: the names changed)
 ``artifact.created``     ``artifact.created``
 ``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation); with
@@ -84,6 +86,7 @@ from codeact.engine.runner.entities import (
 )
 from codeact.engine.runner.entities.interaction import INTERACTION_REQUESTED_ACTION, InteractionRequest
 from codeact.engine.runner.interactions import approval_request, question_request
+from codeact.engine.runner.platform_actions import requested_action
 from codeact.sandbox.runtime.codec import plain
 
 __all__ = [
@@ -333,7 +336,12 @@ class ResultMapper:
             ]
         if isinstance(event, ToolCallCompleted):
             parent = self._code_reply.get(event.round)
-            return [self.result("tool.call.completed", self._tool_completed(event), timestamp=ts, parent_id=parent)]
+            done = self._tool_completed(event)
+            out = [self.result("tool.call.completed", done, timestamp=ts, parent_id=parent)]
+            asked = requested_action(event.toolkit, event.operation, done.result) if done.error is None else None
+            if asked is not None:  # the code asked the host for a platform action (checked by the toolkit)
+                out.append(self.result("action.requested", asked, timestamp=ts, parent_id=parent))
+            return out
         if isinstance(event, StateUpdated):
             if not (event.changed or event.removed or event.uncaptured):
                 return []

@@ -153,9 +153,17 @@ class _Run:
             self.changed.notify_all()
 
     def _note_question(self, envelope: RunnerResult) -> None:
-        """Keep the form a question (``ask_user``) sent: it stays open after the run ends."""
+        """Keep the form a question (``ask_user``) sent: it stays open after the run ends.
+
+        Only an interaction request counts: a platform action the code requested is never a question,
+        whatever its payload says.
+        """
+        from codeact.engine.runner.entities import INTERACTION_REQUESTED_ACTION
+
         data = envelope.data if isinstance(envelope.data, dict) else {}
         payload = data.get("payload")
+        if data.get("action") != INTERACTION_REQUESTED_ACTION:
+            return
         if isinstance(payload, dict) and payload.get("kind") == "form":
             self.question = dict(payload)
 
