@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codeact.engine.errors import CodeactError
-from codeact.engine.runner._input import compose_input
+from codeact.engine.runner._input import compose_input, runtime_notes
 from codeact.engine.runner._manifest import manifest_for
 from codeact.engine.runner.attachments import AttachmentReader, Attachments
 from codeact.engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
@@ -34,6 +34,7 @@ from codeact.engine.runner.proxy import (
 from codeact.engine.telemetry import attached
 from codeact.sandbox.aio import wait_for
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
+from codeact.toolkits.builtin.system import SystemToolkit
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, RunConfig
@@ -182,6 +183,9 @@ class BlueprintRunner:
 
         A runner whose manifest declares platform actions (``permissions.platform_api``) gives the run's
         code the ``platform_api`` toolkit: each request it makes becomes an ``action.requested`` result.
+        The context's ``runtime.locale`` and ``runtime.timezone`` are shown to the model as the run's
+        Context segment, and the time zone is ``system.get_current_time()``'s default (a malformed one
+        fails the run with ``runner.invalid_context``).
 
         Args:
             context: The run context.
@@ -215,6 +219,7 @@ class BlueprintRunner:
             return
         try:
             text, attachments, parts = compose_input(context, readable_refs=self.attachment_reader is not None)
+            notes = runtime_notes(context)
             proxy = RunAPIProxy(context, host, permissions=self.manifest.permissions) if host is not None else None
             reader = self.attachment_reader
             agent = self._agent_for(context, interactions, Attachments(attachments, reader=reader), proxy)
@@ -235,7 +240,10 @@ class BlueprintRunner:
             return
         # Image and file contents travel as the message's parts: the same path as Agent.run(message).
         message: Any = {"role": "user", "content": [{"type": "text", "text": text}, *parts]} if parts else text
-        events = agent.run(message, session_id=session_id_for(context), config=config)
+        if isinstance(agent, FlowEvents):  # a flow's steps take no caller context
+            events = agent.run(message, session_id=session_id_for(context), config=config)
+        else:  # the user's locale and time zone, shown to the model as the run's Context segment
+            events = agent.run(message, session_id=session_id_for(context), config=config, context=notes or None)
         # The host's runtime.trace_id: the run's spans continue the host's trace (when tracing is on). The
         # run starts at its first step, so that step starts under the host's trace context.
         first: asyncio.Future[Event] | None = None
@@ -291,6 +299,10 @@ class BlueprintRunner:
         registry = ToolkitRegistry(bound for bound in base.registry)
         registry.register(attachments, replace=True)
         extra = ["attachments"]
+        zone = context.runtime.timezone
+        system = registry.get("system")
+        if zone is not None and (system is None or isinstance(system.target, SystemToolkit)):
+            registry.register(SystemToolkit(timezone=zone), replace=True)  # get_current_time() in the user's zone
         actions = self.manifest.permissions.platform_api
         if actions:  # the platform actions the manifest declares: platform_api.request_action(...)
             registry.register(PlatformActions(actions), replace=True)

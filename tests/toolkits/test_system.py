@@ -163,6 +163,15 @@ async def test_get_current_time() -> None:
     assert abs((paris - utc).total_seconds()) < 60
 
 
+def test_get_current_time_defaults_to_the_time_zone_it_was_given() -> None:
+    tokyo = dt.datetime.fromisoformat(SystemToolkit(timezone="Asia/Tokyo").get_current_time())
+    assert tokyo.utcoffset() == dt.timedelta(hours=9)
+    utc = dt.datetime.fromisoformat(SystemToolkit(timezone="Asia/Tokyo").get_current_time(tz="UTC"))
+    assert utc.utcoffset() == dt.timedelta(0)
+    with pytest.raises(ValueError, match="unknown time zone 'Mars/Olympus'"):
+        SystemToolkit(timezone="Mars/Olympus")
+
+
 @pytest.mark.parametrize("tz", ["Mars/Olympus", "../../etc/passwd"])
 async def test_get_current_time_unknown_zone(tz: str) -> None:
     err = await _error(_bridge(), "get_current_time", tz=tz)

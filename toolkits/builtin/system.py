@@ -51,7 +51,19 @@ def _memory(context: ToolkitContext, operation_name: str) -> MemoryAccess:
     description="The agent's own controls: talk to the user, finish, think, parse, time, skills, memory",
 )
 class SystemToolkit:
-    """The agent's own controls."""
+    """The agent's own controls.
+
+    Args:
+        timezone: The IANA time zone ``get_current_time()`` answers in when the code names none (a runner
+            passes its run context's ``runtime.timezone``); None: UTC.
+
+    Raises:
+        ValueError: ``timezone`` is not an IANA time zone.
+    """
+
+    def __init__(self, *, timezone: str | None = None) -> None:
+        self.timezone = timezone
+        self._zone: _dt.tzinfo = _dt.UTC if timezone is None else _zone(timezone)
 
     @operation
     async def send_message(self, text: str, context: ToolkitContext) -> None:
@@ -136,17 +148,10 @@ class SystemToolkit:
         """The current date and time as an ISO 8601 string.
 
         Args:
-            tz: An IANA time zone such as "Europe/Paris"; default UTC.
+            tz: An IANA time zone such as "Europe/Paris"; default: the user's time zone when the host
+                gave one (the run's context), else UTC.
         """
-        if tz is None:
-            zone: _dt.tzinfo = _dt.UTC
-        else:
-            try:
-                zone = zoneinfo.ZoneInfo(tz)
-            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-                raise ValueError(
-                    f"unknown time zone {tz!r}: use an IANA name such as 'UTC', 'Europe/Paris' or 'Asia/Shanghai'"
-                ) from None
+        zone = self._zone if tz is None else _zone(tz)
         return _dt.datetime.now(zone).isoformat(timespec="seconds")
 
     @operation
@@ -193,6 +198,15 @@ class SystemToolkit:
             [{"title": str, "data": Any, "updated": ISO time}].
         """
         return await _memory(context, "entities").entities()
+
+
+def _zone(name: str) -> _dt.tzinfo:
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {name!r}: use an IANA name such as 'UTC', 'Europe/Paris' or 'Asia/Shanghai'"
+        ) from None
 
 
 def _maybe_json(reply: str) -> Any:
