@@ -91,6 +91,11 @@ NOT_RUN = {
     ("kimi-agents.md", "codeact validate agent.yaml"): "run on the doc's example by test_kimi_agents.py",
     ("kimi-agents.md", 'codeact run agent.yaml --model openai/gpt-4.1-mini --input "..."'): "needs a model",
     ("runner.md", "import asyncio"): "run by tests/runner/test_runner_doc.py",
+    ("runner.md", "class RunnerPermissions(BaseModel):"): "the protocol's model, shown (test_entities.py checks it)",
+    (
+        "runner.md",
+        'platform_api.request_action(action="message.edit", target={"message_id": "m-1"}, payload={"text": "Done."})',
+    ): "code the model writes in a run (tests/service/test_platform_actions.py runs it)",
     ("sandbox-security.md", 'codeact run agent.yaml --input "..." --sandbox docker --runtime gvisor'): "needs a model",
     (
         "sandbox-security.md",
