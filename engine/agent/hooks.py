@@ -19,17 +19,20 @@
 * Hooks and interceptors have a name (their ``name`` attribute, else their class name: :func:`hook_name`)
   that errors and trace spans use: the model and tool call spans list the interceptors they went
   through (``codeact.interceptors``), and an exception an interceptor raises itself (not one that came
-  from ``call_next``) names it (``codeact.interceptor.failed`` on the span; see :func:`chain`).
+  from ``call_next``) names it (``codeact.interceptor.failed`` on the span; see :func:`chain`, the one guard
+  ``engine/interceptors.py`` keeps for model and tool interceptors alike).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from codeact.engine.agent._input import RunConfig
 from codeact.engine.calls import ToolCall
+from codeact.engine.interceptors import chain
+from codeact.engine.interceptors import interceptor_name as hook_name
 
 __all__ = [
     "Hook",
@@ -45,9 +48,6 @@ __all__ = [
 ]
 
 JumpTarget = Literal["model", "tools", "end"]
-
-_Req = TypeVar("_Req")  # what a chain of interceptors passes along: a ModelCall or a ToolCall
-_Resp = TypeVar("_Resp")  # and what comes back
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,62 +168,3 @@ class ToolInterceptor(Protocol):
     async def intercept_tool(self, request: ToolCall, call_next: Callable[[ToolCall], Awaitable[Any]]) -> Any:
         """Handle one tool call."""
         ...
-
-
-def hook_name(hook: object) -> str:
-    """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
-    name = getattr(hook, "name", None)
-    return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
-
-
-def chain(
-    interceptors: Sequence[object],
-    method: str,
-    final: Callable[[_Req], Awaitable[_Resp]],
-    *,
-    on_error: Callable[[str, Exception], BaseException] | None = None,
-) -> Callable[[_Req], Awaitable[_Resp]]:
-    """Compose ``interceptors`` around ``final``; the first one is the outermost.
-
-    Args:
-        interceptors: The interceptors; those without ``method`` are left out.
-        method: ``intercept_model`` or ``intercept_tool``.
-        final: The call the innermost interceptor's ``call_next`` makes.
-        on_error: Given the name of an interceptor and an exception it raised itself (one that did not
-            come out of its ``call_next`` unchanged), returns the exception to raise instead (or the same).
-    """
-    call: Callable[[_Req], Awaitable[_Resp]] = final
-    for interceptor in reversed([i for i in interceptors if hasattr(i, method)]):
-        bound = getattr(interceptor, method)
-
-        def _make(
-            bound: Callable[[_Req, Callable[[_Req], Awaitable[_Resp]]], Awaitable[_Resp]],
-            name: str,
-            inner: Callable[[_Req], Awaitable[_Resp]],
-        ) -> Callable[[_Req], Awaitable[_Resp]]:
-            async def _call(request: _Req) -> _Resp:
-                if on_error is None:
-                    return await bound(request, inner)
-                passed: list[BaseException] = []  # what came out of call_next: not this interceptor's own
-
-                async def call_next(request: _Req) -> _Resp:
-                    try:
-                        return await inner(request)
-                    except BaseException as exc:
-                        passed.append(exc)
-                        raise
-
-                try:
-                    return await bound(request, call_next)
-                except Exception as exc:
-                    if any(exc is seen for seen in passed):
-                        raise
-                    named = on_error(name, exc)
-                    if named is exc:
-                        raise
-                    raise named from exc
-
-            return _call
-
-        call = _make(bound, hook_name(interceptor), call)
-    return call

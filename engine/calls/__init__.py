@@ -30,7 +30,6 @@ from codeact.engine.calls._wrappers import (
     JournalStages,
     ToolCall,
     ToolInterceptor,
-    interceptor_name,
 )
 from codeact.engine.telemetry import RunTrace
 from codeact.toolkits import (
@@ -56,7 +55,6 @@ __all__ = [
     "ask_approval",
     "call_bridge",
     "grant_policy",
-    "interceptor_name",
 ]
 
 

@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from codeact.engine.errors import CodeactError
 from codeact.engine.events import ToolCallCompleted, ToolCallStarted
+from codeact.engine.interceptors import chain, interceptor_name
 from codeact.engine.telemetry import NULL_TRACE, RunTrace
 from codeact.sandbox.runtime import protocol as _p
 from codeact.toolkits import Call, CallNext, CallOutcome, CallRecord
@@ -37,7 +38,6 @@ __all__ = [
     "Interceptors",
     "ToolCall",
     "ToolInterceptor",
-    "interceptor_name",
 ]
 
 
@@ -252,26 +252,21 @@ class ToolInterceptor(Protocol):
         ...
 
 
-def interceptor_name(hook: object) -> str:
-    """A hook's or interceptor's name: its ``name`` attribute unless left at the default, else its class name."""
-    name = getattr(hook, "name", None)
-    return name if isinstance(name, str) and name and name != "hook" else type(hook).__name__
-
-
 class Interceptors:
     """The host's tool interceptors (``ToolInterceptor``), the first one outermost, around the rest of the call.
 
-    What one raises itself (not what came out of its ``call_next``) is the call's error, with its name in
-    the error's ``data`` (``"interceptor"``); any other exception becomes ``tool_error`` with its message.
+    What one raises itself (not what came out of its ``call_next``: the guard of ``engine/interceptors.py``,
+    the one model interceptors go through too) is the call's error, with its name in the error's ``data``
+    (``"interceptor"``); any other exception becomes ``tool_error`` with its message.
     """
 
     def __init__(self, interceptors: Sequence[object]) -> None:
-        self._chain = tuple((interceptor_name(i), i) for i in interceptors if isinstance(i, ToolInterceptor))
+        self._interceptors = tuple(i for i in interceptors if isinstance(i, ToolInterceptor))
 
     @property
     def names(self) -> tuple[str, ...]:
         """The interceptors' names, outermost first (for the call's span)."""
-        return tuple(name for name, _ in self._chain)
+        return tuple(interceptor_name(i) for i in self._interceptors)
 
     async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
         """Run the interceptors; the innermost one's ``call_next`` goes on with the (changed) request."""
@@ -287,11 +282,9 @@ class Interceptors:
             )
             return (await call_next(passed)).unwrap()
 
-        if not self._chain:
+        if not self._interceptors:
             return await call_next(dataclasses.replace(call, raw=(call.toolkit, call.operation, call.arguments)))
-        handler: ToolNext = final
-        for name, interceptor in reversed(self._chain):
-            handler = _guarded(interceptor, name, handler)
+        handler = chain(self._interceptors, "intercept_tool", final, on_error=_refused_by)
         try:
             result = await handler(ToolCall(toolkit=call.toolkit, operation=call.operation, arguments=call.arguments))
         except _p.RpcError as exc:
@@ -301,27 +294,6 @@ class Interceptors:
         except Exception as exc:  # an interceptor failed: the code sees its message
             return call.failed(_p.RpcError(_p.TOOL_ERROR, _message(exc), {"type": type(exc).__name__}))
         return call.done(result)
-
-
-def _guarded(interceptor: ToolInterceptor, name: str, inner: ToolNext) -> ToolNext:
-    async def handle(request: ToolCall) -> object:
-        passed: list[BaseException] = []  # what came out of call_next: not this interceptor's own
-
-        async def call_next(request: ToolCall) -> object:
-            try:
-                return await inner(request)
-            except BaseException as exc:
-                passed.append(exc)
-                raise
-
-        try:
-            return await interceptor.intercept_tool(request, call_next)
-        except Exception as exc:
-            if any(exc is seen for seen in passed):
-                raise
-            raise _refused_by(name, exc) from exc
-
-    return handle
 
 
 def _message(exc: BaseException) -> str:

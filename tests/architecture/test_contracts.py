@@ -18,6 +18,7 @@ PACKAGES = ("engine", "segments", "sandbox", "toolkits", "prompts")
 LEAVES = (
     "prompts/errors.py",  # the exception root and the error value (ErrorInfo)
     "engine/blueprint/modes.py",  # WorkflowMode, ThoughtMode, SandboxBackend
+    "engine/interceptors.py",  # the one guard around a model or tool interceptor (chain)
     "sandbox/runtime/protocol.py",  # the wire messages (also stdlib-only: it runs in the sandbox)
 )
 
