@@ -24,7 +24,8 @@ import sys
 from typing import Any
 
 from bench.values_corpus import SEQUENCES
-from codeact.engine.agent.sandboxes import make_sandbox
+from codeact.engine.agent.sandboxes import sandbox_spec
+from codeact.sandbox import open_sandbox
 from codeact.sandbox.env import EnvSpec, ensure_environment
 
 _REFERENCE = r"""
@@ -64,7 +65,7 @@ def _reference(site: str) -> list[list[dict[str, Any]]]:
 
 async def _sandboxed(env: Any, *, warm: bool) -> list[list[dict[str, Any]]]:
     out: list[list[dict[str, Any]]] = []
-    sandbox = make_sandbox("subprocess", handler=None, env=env)
+    sandbox = open_sandbox(sandbox_spec("subprocess", env=env))
     async with sandbox:
         for turns in SEQUENCES:
             variables: dict[str, Any] = {}

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "declared_environment",
+    "declared_spec",
     "default_sandbox_factory",
     "env_note",
     "limits_for",
-    "make_sandbox",
     "noted_environment",
     "sandbox_spec",
 ]
@@ -111,24 +111,28 @@ def sandbox_spec(
     )
 
 
-def make_sandbox(
+def declared_spec(
+    settings: SandboxSettings,
     backend: Backend,
     *,
-    handler: RpcHandler | None,
-    limits: Limits | None = None,
-    imports: tuple[str, ...] = (),
-    env: Environment | None = None,
+    env: Environment | None,
     isolation: Literal["bwrap", "process"] = "bwrap",
-    runtime: Literal["runc", "gvisor"] = "runc",
-    cpus: float | None = None,
-) -> Sandbox:
-    """The sandbox of :func:`sandbox_spec`, opened by :func:`codeact.sandbox.open_sandbox`."""
-    from codeact.sandbox import open_sandbox
+    runtime: Literal["runc", "gvisor"] | None = None,
+) -> SandboxSpec:
+    """The :func:`sandbox_spec` of the sandbox ``settings`` declare on ``backend``, in ``env`` (built already).
 
-    spec = sandbox_spec(
-        backend, limits=limits, imports=imports, env=env, isolation=isolation, runtime=runtime, cpus=cpus
+    ``runtime`` overrides ``sandbox.runtime`` (None: the declared one, else runc).
+    """
+    return sandbox_spec(
+        backend,
+        limits=limits_for(settings),
+        # Docker's default policy is full CPython: its imports widen only when packages are declared.
+        imports=settings.imports if backend == "subprocess" else (),
+        env=env,
+        isolation=isolation,
+        runtime=runtime or settings.runtime or "runc",
+        cpus=settings.limits.cpus,
     )
-    return open_sandbox(spec, bridge=handler)
 
 
 def env_note(settings: SandboxSettings) -> dict[str, object] | None:
@@ -166,20 +170,13 @@ def default_sandbox_factory(
     """
 
     def _make(handler: RpcHandler, spec: AgentSpec) -> Sandbox:
+        from codeact.sandbox import open_sandbox
+
         declared = spec.sandbox
         chosen = backend or declared.backend or "subprocess"
         # Built before the run by the CLI (`codeact run`, `codeact sandbox build`): here a cache hit.
         env = declared_environment(declared, chosen)
-        return make_sandbox(
-            chosen,
-            handler=handler,
-            limits=limits_for(declared),
-            # Docker's default policy is full CPython: its imports widen only when packages are declared.
-            imports=declared.imports if chosen == "subprocess" else (),
-            env=env,
-            isolation=isolation,
-            runtime=runtime or declared.runtime or "runc",
-            cpus=declared.limits.cpus,
-        )
+        opened = declared_spec(declared, chosen, env=env, isolation=isolation, runtime=runtime)
+        return open_sandbox(opened, bridge=handler)
 
     return _make

@@ -21,7 +21,7 @@ import secrets
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -67,28 +67,21 @@ def _make_sandbox(
 ) -> Sandbox:
     from codeact import sandbox
 
+    backend: Literal["subprocess", "docker"] = "docker" if kind == "docker" else "subprocess"
+    chosen_isolation: Literal["bwrap", "process"] = "process" if isolation == "process" else "bwrap"
     if declared is not None:
-        from codeact.engine.agent.sandboxes import limits_for, make_sandbox
+        from codeact.engine.agent.sandboxes import declared_spec
 
         settings, env = declared
-        return make_sandbox(
-            "docker" if kind == "docker" else "subprocess",
-            handler=bridge,
-            limits=limits_for(settings),
-            imports=settings.imports if kind == "subprocess" else (),
-            env=env,
-            isolation="process" if isolation == "process" else "bwrap",
-            runtime="gvisor" if runtime == "gvisor" or settings.runtime == "gvisor" else "runc",
-            cpus=settings.limits.cpus,
+        # --runtime gvisor wins; else the blueprint's sandbox.runtime (runc when it names none)
+        spec = declared_spec(
+            settings, backend, env=env, isolation=chosen_isolation, runtime="gvisor" if runtime == "gvisor" else None
         )
-    return sandbox.open_sandbox(
-        sandbox.SandboxSpec(
-            backend="docker" if kind == "docker" else "subprocess",
-            isolation="process" if isolation == "process" else "bwrap",
-            runtime="gvisor" if runtime == "gvisor" else "runc",
-        ),
-        bridge=bridge,
-    )
+    else:
+        spec = sandbox.SandboxSpec(
+            backend=backend, isolation=chosen_isolation, runtime="gvisor" if runtime == "gvisor" else "runc"
+        )
+    return sandbox.open_sandbox(spec, bridge=bridge)
 
 
 async def _run(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from codeact.sandbox import Limits, SubprocessSandbox
+from codeact.sandbox import Limits, SubprocessSandbox, open_sandbox
 from codeact.sandbox.runtime import codec
 
 
@@ -85,9 +85,9 @@ def datascience() -> Any:
 
 
 def _data_sandbox(env: Any, **limits: Any) -> Any:
-    from codeact.engine.agent.sandboxes import make_sandbox
+    from codeact.engine.agent.sandboxes import sandbox_spec
 
-    return make_sandbox("subprocess", handler=None, env=env, limits=Limits(**limits))
+    return open_sandbox(sandbox_spec("subprocess", env=env, limits=Limits(**limits)))
 
 
 MAKE = """
