@@ -45,7 +45,7 @@ from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened
 from codeact.engine.agent.runs import SESSION_LINK
 from codeact.engine.agent.support import ModelAccessAdapter
 from codeact.engine.calls import call_bridge
-from codeact.engine.errors import CodeactError
+from codeact.engine.errors import CodeactError, ErrorInfo
 from codeact.engine.events import Event, MessageCompleted, RunCompleted, RunFailed, RunStarted
 from codeact.engine.replay import sandbox_note, session_hash_seed
 from codeact.engine.store import SessionMeta
@@ -182,7 +182,8 @@ def _completed(ctx: RunContext, outcome: Outcome) -> None:
     ctx.deps.trace.end(status=status, reason=outcome.reason, rounds=ctx.state.recorded)
 
 
-def _failed(ctx: RunContext, error: dict[str, object], *, retryable: bool = False) -> None:
+def _failed(ctx: RunContext, info: ErrorInfo, *, retryable: bool = False) -> None:
+    error = info.to_dict()  # run.failed's {"code", "message"}
     ctx.emit(RunFailed, error=error, retryable=retryable, rounds=ctx.state.recorded, run_rounds=_run_rounds(ctx))
     ctx.deps.trace.end(status="failed", error=error, rounds=ctx.state.recorded)
 
@@ -231,7 +232,7 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
                 if ctx.deps.memory is not None:
                     await ctx.deps.memory.close()
         if outcome.status == "failed":
-            _failed(ctx, outcome.error or {"code": "run.failed", "message": outcome.reason})
+            _failed(ctx, outcome.error or ErrorInfo(code="run.failed", message=outcome.reason))
         else:
             _completed(ctx, outcome)
     except CodeactError as exc:
@@ -240,7 +241,7 @@ async def _locked(ctx: RunContext, wiring: Wiring) -> None:
             with contextlib.suppress(CodeactError):
                 meta = await store.get_session(session_id)
             _emit_started(ctx, resumed=meta is not None)
-        _failed(ctx, {"code": exc.code, "message": exc.message}, retryable=_retryable(exc))
+        _failed(ctx, exc.info(), retryable=_retryable(exc))
 
 
 async def _fail_session(ctx: RunContext) -> None:
@@ -382,7 +383,7 @@ async def _within(seconds: float | None, loop: Coroutine[object, object, Outcome
     reason = f"the run passed its time limit of {seconds:g} s (workflow.runSeconds)"
     await ctx.recorder.record_interrupted(reason=reason)
     message = f"{reason}; the round in progress was stopped. Raise workflow.runSeconds, or continue the session"
-    return Outcome(status="failed", reason="time_limit", error={"code": "run.time_limit", "message": message})
+    return Outcome(status="failed", reason="time_limit", error=ErrorInfo(code="run.time_limit", message=message))
 
 
 async def _loop(ctx: RunContext, wiring: Wiring) -> Outcome:

@@ -29,6 +29,7 @@ from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage
 from codeact.engine.agent.finishing import FinishStep, Trigger, confirm_answer, final_answer
 from codeact.engine.agent.output import review
 from codeact.engine.agent.support import describe_variables
+from codeact.engine.errors import ErrorInfo
 from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
 from codeact.sandbox.runtime.capture import LIVE_REPR_NOTE
 from codeact.sandbox.runtime.codec import python_repr
@@ -207,11 +208,11 @@ class CodeActLoop:
         return Outcome(
             status="failed",
             reason="max_turns",
-            error={
-                "code": "run.maxTurns",
-                "message": f"no answer after {ctx.deps.spec.max_turns} rounds (workflow.maxTurns); "
+            error=ErrorInfo(
+                code="run.maxTurns",
+                message=f"no answer after {ctx.deps.spec.max_turns} rounds (workflow.maxTurns); "
                 "raise workflow.maxTurns in the blueprint or make the task smaller",
-            },
+            ),
         )
 
     async def _round(self) -> Outcome | None:
@@ -512,11 +513,11 @@ class CodeActLoop:
                 return Outcome(
                     status="failed",
                     reason="stuck",
-                    error={
-                        "code": "run.stuck",
-                        "message": f"the model produced the same {what} {self.max_repeats} times in a row; "
+                    error=ErrorInfo(
+                        code="run.stuck",
+                        message=f"the model produced the same {what} {self.max_repeats} times in a row; "
                         "stopping (raise workflow.codeact.maxRepeats or rephrase the task)",
-                    },
+                    ),
                 )
         return None
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from codeact.engine.agent._parts import RunDeps, RunState
 from codeact.engine.agent.hooks import HookContext, HookResult, Jump, ModelCall, chain, hook_name
 from codeact.engine.agent.recovery import Recorder
-from codeact.engine.errors import CodeactError, HookError
+from codeact.engine.errors import CodeactError, ErrorInfo, HookError
 from codeact.engine.events import Emitter, MessageCompleted, MessageDelta, SegmentCreated
 from codeact.engine.model import ModelReply
 from codeact.prompts.jsontypes import JsonObject
@@ -55,13 +55,13 @@ class Outcome:
         status: ``completed`` (an answer), ``paused`` (waiting for the user) or ``failed``.
         reason: ``finished``, ``self_check``, ``ask_user``, ``max_turns``, ``stuck``, ``hook``, ``answered``.
         answer: The final answer (JSON-able), if any.
-        error: ``{"code", "message"}`` when failed.
+        error: Why, when failed (``run.failed``'s ``{"code", "message"}``).
     """
 
     status: Literal["completed", "paused", "failed"]
     reason: str
     answer: object = None
-    error: dict[str, object] | None = None
+    error: ErrorInfo | None = None
 
 
 class ModelCaller:

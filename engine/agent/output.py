@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from codeact import prompts
 from codeact.engine.agent.context import Outcome, RunContext
 from codeact.engine.blueprint.json_text import json_in_text
-from codeact.engine.errors import CodeactError
+from codeact.engine.errors import CodeactError, ErrorInfo
 
 __all__ = ["OutputSchema", "output_schema_for", "review"]
 
@@ -129,4 +129,4 @@ def review(ctx: RunContext, outcome: Outcome) -> Outcome | str:
         f"the final answer does not match the output schema after one repair round: {problem}; "
         "say the answer's shape in the instructions, or loosen the schema (outputSchema / output_type)"
     )
-    return Outcome(status="failed", reason="output_invalid", error={"code": "output.invalid", "message": message})
+    return Outcome(status="failed", reason="output_invalid", error=ErrorInfo(code="output.invalid", message=message))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from codeact import prompts
 from codeact.engine.agent.context import Outcome, RunContext, usage_of
 from codeact.engine.agent.output import review
+from codeact.engine.errors import ErrorInfo
 from codeact.engine.events import MessageCompleted, RoundStarted
 from codeact.engine.model import ToolCall
 from codeact.sandbox.runtime import protocol as _p
@@ -94,11 +95,11 @@ class ReactLoop:
         return Outcome(
             status="failed",
             reason="max_turns",
-            error={
-                "code": "run.maxTurns",
-                "message": f"no answer after {ctx.deps.spec.max_turns} turns (workflow.maxTurns); "
+            error=ErrorInfo(
+                code="run.maxTurns",
+                message=f"no answer after {ctx.deps.spec.max_turns} turns (workflow.maxTurns); "
                 "raise it in the blueprint",
-            },
+            ),
         )
 
     def _tools(self) -> list[dict[str, object]] | None:

@@ -41,6 +41,7 @@ from codeact.engine.cli._options import (
 from codeact.engine.cli._resume import resume_command
 from codeact.engine.cli._run_flags import RunFlags, RunKwargs, build_options, run_kwargs
 from codeact.engine.cli._terminal import Spinner, approver, show_slow_steps
+from codeact.prompts.errors import ErrorInfo
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, BuildOptions
@@ -175,7 +176,7 @@ def _built_or_exit(flags: RunFlags, spinner: Spinner, *, stream: bool) -> Agent 
         typer.echo(str(exc), err=True)
         if flags.json_output:
             # --json readers get the error on stdout too (one JSON line, like the events).
-            error = {"type": "run.error", "error": {"code": exc.code, "message": str(exc)}}
+            error = {"type": "run.error", "error": ErrorInfo(code=exc.code, message=str(exc)).to_dict()}
             sys.stdout.write(json.dumps(error, ensure_ascii=False) + "\n")
         # --strict refuses a blueprint the author can fix like any failed check: exit 1, not a usage error.
         raise typer.Exit(EXIT_FAILED if exc.code == STRICT_CODE else EXIT_USAGE) from None

@@ -363,7 +363,7 @@ class FlowAgent(Lifecycle):
                     await store.update_session(run.session_id, status="failed", extra=extra)
             run.emit(
                 RunFailed,
-                error={"code": exc.code, "message": exc.message},
+                error=exc.info().to_dict(),
                 rounds=len(run.children),
                 run_rounds=len(run.children),
             )

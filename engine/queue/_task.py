@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeact.engine.queue._state import BEAT_S, LEASE_TTL_S, TERMINAL, RunState, call_digest, swap_status
+from codeact.prompts.errors import ErrorInfo
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent
@@ -512,7 +513,7 @@ class _Run:
             {
                 "type": "run.failed",
                 "run_id": self.run_id,
-                "error": {"code": code, "message": message},
+                "error": ErrorInfo(code=code, message=message).to_dict(),
                 "timestamp": time.time(),
             },
             status="failed",
