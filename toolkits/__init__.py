@@ -44,6 +44,7 @@ from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver
 from codeact.toolkits.registry import ENTRY_POINT_GROUP, ToolkitRegistry, load_registry, load_toolkit_ref
 from codeact.toolkits.spec import OperationApproval, OperationSpec, ParameterKind, ParameterSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
+from codeact.toolkits.tasks import TaskBoard
 
 __all__ = [
     "Approval",
@@ -75,6 +76,7 @@ __all__ = [
     "ParameterKind",
     "ParameterSpec",
     "RecordCaps",
+    "TaskBoard",
     "ToolkitBridge",
     "ToolkitContext",
     "ToolkitDefinitionError",

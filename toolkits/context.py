@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypedDict, runtime_checkable
 
 from codeact.toolkits.errors import ToolkitError
+from codeact.toolkits.tasks import TaskBoard
 
 __all__ = ["CALL_ID", "Control", "EventSink", "MemoryAccess", "ModelAccess", "Skill", "ToolkitContext"]
 
@@ -75,6 +76,8 @@ class ToolkitContext:
         deadline: ``time.monotonic()`` value when this call times out, or ``None``.
         skills: ``{toolkit: {"description": str, "operations": {op: summary}}}`` granted to the session.
         memory: The session's entity memory, or ``None`` when the blueprint enables no memory.
+        tasks: The tasks the session launched (sub-agent runs): a toolkit that starts one records it here
+            (``codeact.toolkits.tasks``), ``system.tasks()`` lists them; ``None`` when the host keeps none.
         call_id: The call's stable id, ``"{session}:{round}:{sequence}"``: the session, the round and the
             call's 0-based sequence in that round. A resumed round (the first round after an interrupted
             one) numbers its calls under the interrupted round's index again, so running the same program
@@ -94,6 +97,7 @@ class ToolkitContext:
     skills: Mapping[str, Skill] = field(default_factory=dict)
     memory: MemoryAccess | None = None
     call_id: str | None = None
+    tasks: TaskBoard | None = None
 
     def with_deadline(self, deadline: float, call_id: str | None = None) -> ToolkitContext:
         """A copy with ``deadline`` (and ``call_id``) set (cheaper than ``dataclasses.replace``: one per call)."""

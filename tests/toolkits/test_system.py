@@ -198,6 +198,7 @@ async def test_list_skills_shows_this_sessions_grants() -> None:
         "remember",
         "send_message",
         "sleep",
+        "tasks",
         "think",
     ]
 

@@ -14,6 +14,7 @@ from codeact import prompts
 from codeact.toolkits.context import Control, MemoryAccess, ModelAccess, ToolkitContext
 from codeact.toolkits.decorators import operation, toolkit
 from codeact.toolkits.errors import ToolkitError
+from codeact.toolkits.tasks import KEPT_TASKS, TaskState
 
 __all__ = ["SystemToolkit"]
 
@@ -48,7 +49,7 @@ def _memory(context: ToolkitContext, operation_name: str) -> MemoryAccess:
 
 @toolkit(
     name="system",
-    description="The agent's own controls: talk to the user, finish, think, parse, time, skills, memory",
+    description="The agent's own controls: talk to the user, finish, think, parse, time, skills, memory, tasks",
 )
 class SystemToolkit:
     """The agent's own controls.
@@ -165,6 +166,26 @@ class SystemToolkit:
             name: {"description": skill["description"], "operations": dict(skill["operations"])}
             for name, skill in context.skills.items()
         }
+
+    @operation
+    async def tasks(
+        self, state: TaskState | None = None, limit: int = 20, *, context: ToolkitContext
+    ) -> list[dict[str, Any]]:
+        """The tasks this session launched (sub-agent runs), oldest first, each with its state now.
+
+        Args:
+            state: Only the tasks in this state.
+            limit: At most this many, the latest (1-100).
+            context: Supplied by the bridge.
+
+        Returns:
+            [{"id", "kind", "name", "input", "state", "answer", "error", "started", "ended"}]; long texts are cut.
+        """
+        if not 1 <= limit <= KEPT_TASKS:
+            raise ValueError(f"tasks() takes a limit from 1 to {KEPT_TASKS}, got {limit}")
+        if context.tasks is None:
+            raise ToolkitError("system.tasks() needs the host's record of launched tasks, and this host keeps none")
+        return await context.tasks.listing(state=state, limit=limit)
 
     @operation
     async def remember(self, title: str, data: Any, context: ToolkitContext) -> None:
