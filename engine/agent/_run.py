@@ -40,6 +40,7 @@ from codeact.engine.agent._input import AgentInput, RunConfig, context_text, lab
 from codeact.engine.agent._wiring import layout_for
 from codeact.engine.agent.codeact import CodeActLoop
 from codeact.engine.agent.context import EndRun, Outcome, RunContext, RunDeps
+from codeact.engine.agent.launched import SessionTasks
 from codeact.engine.agent.react import ReactLoop
 from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened_interrupted
 from codeact.engine.agent.runs import SESSION_LINK
@@ -53,6 +54,7 @@ from codeact.sandbox.aio import cancel_and_wait
 from codeact.segments import PromptConfig, Segment, SegmentBuilder, SegmentHistory, SegmentKind
 from codeact.segments.budget import COMPACTED_TAG
 from codeact.toolkits import DEFAULT_BUDGETS, ToolkitBridge, ToolkitContext
+from codeact.toolkits.tasks import TaskBoard
 
 if TYPE_CHECKING:
     from codeact.engine.agent._wiring import Wiring
@@ -431,6 +433,7 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, ToolkitBrid
             model=model_access,
             emit=express,
             memory=ctx.deps.memory.access if ctx.deps.memory is not None else None,
+            tasks=TaskBoard(SessionTasks(ctx.deps.store, ctx.session_id)),  # system.tasks(), kept in the session
         ),
         budgets=ctx.deps.spec.codeact.budgets or DEFAULT_BUDGETS,  # workflow.codeact.budgets under the host's caps
         # What a call reads of the run, as bound methods and attribute getters: a call's own path never

@@ -10,16 +10,21 @@ factory, approver, hooks and interceptors.
 The sub-agent's whole run happens inside one toolkit call of the parent's round; the parent's round
 clock is paused while it runs (time waiting on the host is not the code's time), and the call is bounded
 by its own timeout (600 s) instead.
+
+Each run is a task the parent launched (``ToolkitContext.tasks``, kind ``subagent``, its id the sub-agent's
+session): ``system.tasks()`` lists it ``running`` while it runs, then how it ended. The ``n`` of its session
+is the session's next free one (the run's board starts from what earlier runs of the session launched), so a
+resumed or continued parent never runs a new task in an old sub-agent's session.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+from codeact.toolkits.tasks import TaskBoard
 
 if TYPE_CHECKING:
     from codeact.engine.agent._results import RunResult
@@ -30,6 +35,7 @@ __all__ = ["SUBAGENT_TOOLKIT", "SubagentToolkit"]
 SUBAGENT_TOOLKIT = "agents"
 _SUBAGENT_TIMEOUT_S = 600.0
 _IDENT = re.compile(r"[^0-9A-Za-z_]")
+_PREFIX_CHARS = 118  # a session id is at most 128 characters: room for ".<n>"
 
 
 class _Child(Protocol):
@@ -55,7 +61,7 @@ class SubagentToolkit(DynamicToolkit):
     def __init__(self, spawn: Callable[[SubagentSpec], _Child], subagents: tuple[SubagentSpec, ...]) -> None:
         self._spawn = spawn  # the parent's Agent._subagent: a sub-agent sharing its model, store and toolkits
         self._subagents = {operation_name(s.name): s for s in subagents}
-        self._counter = itertools.count(1)
+        self._board = TaskBoard()  # a host that keeps no record of launched tasks (a bare bridge): numbers only
 
     def operations(self) -> list[OperationSpec]:
         """One operation per sub-agent, taking the task text."""
@@ -82,11 +88,21 @@ class SubagentToolkit(DynamicToolkit):
         """Run the sub-agent to the end and return its answer."""
         sub = self._subagents[operation]
         child = self._spawn(sub)
-        session = f"{context.session_id}.{operation}.{next(self._counter)}"[:128]
-        result = await child.invoke(str(params["task"]), session_id=session)
-        if result.status == "failed":
-            message = (result.error or {}).get("message", result.reason)
-            raise RuntimeError(f"sub-agent {sub.name!r} failed (session {session}): {message}")
-        if result.status == "paused":
-            raise RuntimeError(f"sub-agent {sub.name!r} asked the user a question it cannot answer: {result.answer}")
+        task = str(params["task"])
+        board = context.tasks if context.tasks is not None else self._board
+        prefix = f"{context.session_id}.{operation}"[:_PREFIX_CHARS]
+        async with board.launched(
+            kind="subagent", name=sub.name, input=task, prefix=prefix, call_id=context.call_id
+        ) as launch:
+            session = launch.id
+            result = await child.invoke(task, session_id=session)
+            if result.status == "failed":
+                message = (result.error or {}).get("message", result.reason)
+                await launch.end("failed", error=str(message))
+                raise RuntimeError(f"sub-agent {sub.name!r} failed (session {session}): {message}")
+            if result.status == "paused":
+                question = f"asked the user a question it cannot answer: {result.answer}"
+                await launch.end("paused", error=question)
+                raise RuntimeError(f"sub-agent {sub.name!r} {question}")
+            await launch.end("completed", answer=result.answer)
         return result.answer

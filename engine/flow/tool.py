@@ -8,13 +8,13 @@ JSON). :class:`AgentToolkit` groups such tools in a toolkit another agent is gra
     registry.register(AgentToolkit([AgentTool(writer), AgentTool(review_flow)]))
     # in the model's code:  draft = await agents.writer(input="Release notes for 2.4.0")
 
-Each call runs the agent to the end in a session of its own (``<caller session>.<tool>.<n>``);
-a failed run is a tool error the caller's code can catch.
+Each call runs the agent to the end in a session of its own (``<caller session>.<tool>.<n>``, the caller
+session's next free ``n``); a failed run is a tool error the caller's code can catch. Each call is a task the
+caller launched (``ToolkitContext.tasks``, kind ``subagent`` or ``flow``), listed by ``system.tasks()``.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from codeact.engine.flow._base import FlowAgent
 from codeact.engine.flow.errors import FlowError
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
+from codeact.toolkits.tasks import TaskBoard
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent
@@ -31,6 +32,7 @@ __all__ = ["AgentTool", "AgentToolkit"]
 
 _IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TIMEOUT_S = 600.0
+_PREFIX_CHARS = 118  # a session id is at most 128 characters: room for ".<n>"
 _INPUT_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {"input": {"type": "string", "description": "What the agent should do."}},
@@ -120,7 +122,7 @@ class AgentToolkit(DynamicToolkit):
             if tool.name in self._tools:
                 raise FlowError(f"AgentToolkit {name!r}: two tools are named {tool.name!r}", code="flow.tool.duplicate")
             self._tools[tool.name] = tool
-        self._counter = itertools.count(1)
+        self._board = TaskBoard()  # a host that keeps no record of launched tasks (a bare bridge): numbers only
 
     def operations(self) -> list[OperationSpec]:
         """One operation per agent."""
@@ -129,11 +131,22 @@ class AgentToolkit(DynamicToolkit):
     async def execute(self, operation: str, params: dict[str, Any], context: ToolkitContext) -> Any:
         """Run the agent to the end and return its answer; a failed run raises."""
         tool = self._tools[operation]
-        session = f"{context.session_id}.{operation}.{next(self._counter)}"[:128]
-        result = await tool.agent.invoke(tool.input_text(params), session_id=session)
-        if result.status == "failed":
-            message = (result.error or {}).get("message", result.reason)
-            raise RuntimeError(f"agent {tool.name!r} failed (session {session}): {message}")
-        if result.status == "paused":
-            raise RuntimeError(f"agent {tool.name!r} asked a question it cannot ask from a tool: {result.answer}")
+        text = tool.input_text(params)
+        board = context.tasks if context.tasks is not None else self._board
+        kind = "flow" if isinstance(tool.agent, FlowAgent) else "subagent"
+        prefix = f"{context.session_id}.{operation}"[:_PREFIX_CHARS]
+        async with board.launched(
+            kind=kind, name=tool.name, input=text, prefix=prefix, call_id=context.call_id
+        ) as launch:
+            session = launch.id
+            result = await tool.agent.invoke(text, session_id=session)
+            if result.status == "failed":
+                message = (result.error or {}).get("message", result.reason)
+                await launch.end("failed", error=str(message))
+                raise RuntimeError(f"agent {tool.name!r} failed (session {session}): {message}")
+            if result.status == "paused":
+                question = f"asked a question it cannot ask from a tool: {result.answer}"
+                await launch.end("paused", error=question)
+                raise RuntimeError(f"agent {tool.name!r} {question}")
+            await launch.end("completed", answer=result.answer)
         return result.answer

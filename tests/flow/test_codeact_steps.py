@@ -100,6 +100,12 @@ workflow: {{mode: codeact, maxTurns: 2, codeact: {{thought: "off"}}}}
     assert result.answer == {"draft": "Draft for: notes 2.4.0", "checks": ["lint ok", "12 passed"]}
     assert "async def writer(self, input: str) -> Any" in script.requests[0].messages[0]["content"]
     assert (await store.get_session("lead-1.writer.1")) is not None
-    flow_meta = await store.get_session("lead-1.checks.2")
+    flow_meta = await store.get_session("lead-1.checks.1")  # n counts the calls of that tool in the session
     assert flow_meta is not None and flow_meta.extra["kind"] == "flow"
+    lead_meta = await store.get_session("lead-1")  # both runs are tasks the lead launched (system.tasks())
+    assert lead_meta is not None
+    assert [(t["id"], t["kind"], t["state"]) for t in lead_meta.extra["tasks"]] == [
+        ("lead-1.writer.1", "subagent", "completed"),
+        ("lead-1.checks.1", "flow", "completed"),
+    ]
     assert flow_meta.input == '{"project": "P-123", "urgent": true}'
