@@ -131,8 +131,8 @@ def test_the_sessions_list_shows_newest_first_and_filters(page: Any, base: str, 
     screenshot(page, "sessions.png")
     page.select_option("#f-blueprint", "shop")
     page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"[?&]blueprint=shop"))  # count() does not wait for the new page
     assert page.locator("table.sessions tbody tr").count() == 1
-    assert "blueprint=shop" in page.url
     page.goto(f"{base}/?status=paused")
     assert [r.locator("td").first.inner_text() for r in page.locator("table.sessions tbody tr").all()] == ["asks-1"]
     page.goto(f"{base}/?status=failed")
@@ -144,6 +144,7 @@ def test_a_recorded_session_shows_its_rounds_calls_error_line_and_artifact(
     page: Any, recorded: tuple[str, str, str]
 ) -> None:
     page.get_by_role("link", name=recorded[1], exact=True).click()
+    page.wait_for_url(re.compile(f"/sessions/{re.escape(recorded[1])}$"))  # count() does not wait for the page
     rounds = page.locator("#rounds article.round")
     assert rounds.count() == 4
     first = rounds.nth(0)
@@ -161,6 +162,7 @@ def test_a_recorded_session_shows_its_rounds_calls_error_line_and_artifact(
     assert error_line.count() == 1 and "ratio = n / shelves" in error_line.inner_text()
     screenshot(page, "session.png")
     page.get_by_role("link", name=f"{recorded[1]}.analyst.1", exact=True).click()  # the sub-agent's session
+    page.wait_for_url(re.compile(f"/sessions/{re.escape(recorded[1])}\\.analyst\\.1$"))
     image = page.locator("#round-1 .artifacts img")
     assert image.get_attribute("alt") == "figure-1.png"
     assert image.evaluate("img => img.complete && img.naturalWidth") == 48
