@@ -347,12 +347,10 @@ class CmdPromptBuilder(BasePromptBuilder):
                 told.append(segment.render())
         told.extend(said)
         header = "\n".join(line for line in frame.prefix.split("\n") if line.startswith("#"))
-        asked = [s.content.strip() for s in history if s.kind == SegmentKind.USER]
         cue = prompts.render(
             "turns_cue.j2",
             header=header,
             ran=any(s.kind == SegmentKind.CODE for s in history),
-            task=asked[-1] if asked else "",
             toolkits=self._toolkit_names,
         ).strip("\n")
         messages.append({"role": "user", "content": "\n".join([*told, cue])})

@@ -8,6 +8,7 @@ memory and sandbox from it (``_run.py``). Nothing here knows a run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from codeact.engine.agent.support import Approver, grant_policy
 from codeact.engine.model.local import LayoutChoice, choose_layout
 from codeact.segments import PromptConfig
-from codeact.toolkits import ToolkitRegistry
+from codeact.toolkits import ToolkitRegistry, bind_toolkit
 
 if TYPE_CHECKING:
     from codeact.engine.agent.hooks import Hook
@@ -60,15 +61,26 @@ class Wiring:
     output: OutputSchema | None = None  # what the final answer must match (engine/agent/output.py)
 
 
+@functools.cache
+def _system_without_tasks() -> tuple[str, ...]:
+    from codeact.toolkits.builtin.system import SystemToolkit
+
+    return tuple(op for op in bind_toolkit(SystemToolkit).operations if op != "tasks")
+
+
 def grants_for(spec: AgentSpec) -> tuple[dict[str, Any], dict[str, str]]:
     """``(grants, approval policies)`` from ``toolkits[]`` and ``tools[]``; ``system`` is always granted.
 
-    ``tools[].ref`` names a toolkit (``devops``) or one operation (``devops.deploy_app``).
+    ``tools[].ref`` names a toolkit (``devops``) or one operation (``devops.deploy_app``). ``system.tasks``
+    is in the default grant only for an agent with sub-agents: one that launches none has nothing to list,
+    and every operation shown is read by the model (a 1.5B's devops run and cipher-03 changed with it).
     """
-    grants: dict[str, Any] = {"system": "*"}
+    every_system: Any = "*" if spec.subagents else list(_system_without_tasks())
+    grants: dict[str, Any] = {"system": every_system}
     policies: dict[str, str] = {}
     for grant in spec.toolkits:
-        grants[grant.ref] = "*" if grant.operations is None else list(grant.operations)
+        every = every_system if grant.ref == "system" else "*"
+        grants[grant.ref] = every if grant.operations is None else list(grant.operations)
         policies[grant.ref] = grant_policy(grant.approval)
     for tool in spec.tools:
         toolkit, _, op = tool.ref.partition(".")

@@ -68,7 +68,8 @@ class EvalConfig:
     strict: bool = False
 
 
-_SYSTEM_OPERATIONS = tuple(op for op in bind_toolkit(SystemToolkit).operations if op != "ask_user")
+# ask_user would wait for a person; tasks lists sub-agent runs, and no suite task launches one
+_SYSTEM_OPERATIONS = tuple(op for op in bind_toolkit(SystemToolkit).operations if op not in ("ask_user", "tasks"))
 
 
 def task_input(task: Task) -> str:

@@ -49,7 +49,7 @@ def _memory(context: ToolkitContext, operation_name: str) -> MemoryAccess:
 
 @toolkit(
     name="system",
-    description="The agent's own controls: talk to the user, finish, think, parse, time, skills, memory, tasks",
+    description="The agent's own controls: talk to the user, finish, think, parse, time, skills, memory",
 )
 class SystemToolkit:
     """The agent's own controls.
@@ -149,8 +149,7 @@ class SystemToolkit:
         """The current date and time as an ISO 8601 string.
 
         Args:
-            tz: An IANA time zone such as "Europe/Paris"; default: the user's time zone when the host
-                gave one (the run's context), else UTC.
+            tz: An IANA time zone such as "Europe/Paris"; default UTC.
         """
         zone = self._zone if tz is None else _zone(tz)
         return _dt.datetime.now(zone).isoformat(timespec="seconds")
