@@ -14,7 +14,8 @@ from codeact.engine.model import ModelClient, ModelSettings, ScriptedReplies
 from codeact.engine.replay import replay_session
 from codeact.engine.store import SQLiteStore, Store
 from codeact.sandbox import SubprocessSandbox
-from codeact.toolkits import ToolkitRegistry
+from codeact.toolkits import ToolkitRegistry, bind_toolkit
+from codeact.toolkits.builtin.system import SystemToolkit
 
 from .conftest import ROOT, of_type
 
@@ -113,7 +114,9 @@ async def test_demo_records_every_round_and_replays(registry: ToolkitRegistry, s
     meta = await store.get_session("demo-store")
     assert meta is not None
     assert (meta.status, meta.rounds, meta.blueprint_id) == ("completed", 5, "devops-demo")
-    assert meta.extra["grants"] == {"system": "*", "devops": "*"}
+    # every system operation but tasks: an agent with no sub-agents launches nothing to list
+    system = [op for op in bind_toolkit(SystemToolkit).operations if op != "tasks"]
+    assert meta.extra["grants"] == {"system": system, "devops": "*"}
     assert meta.extra["sandbox"]["backend"] == "subprocess"
 
     rounds = await store.rounds("demo-store")
