@@ -10,6 +10,8 @@ The call is checked on the host side of the bridge, where the code cannot reach:
 1. ``action`` is one the manifest declares (else the code gets an error naming the declared ones);
 2. ``target`` and ``payload`` are JSON objects (string keys; strings, numbers, booleans, None, lists and
    objects, at most 8 levels deep), at most 16 KiB together as compact JSON;
+3. the run has requested fewer than :data:`MAX_ACTIONS_PER_RUN` (20) actions so far (a loop of requests
+   must not flood the user's chat; the round's call budget is for cheap calls);
 
 then it returns ``{"requested": True, "action", "target", "payload"}`` to the code, and the run's
 ``tool.call.completed`` is followed by the protocol's ``action.requested`` result with ``{action, target,
@@ -28,11 +30,14 @@ from typing import Final
 from codeact.engine.runner.entities import ActionRequestedPayload
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 
-__all__ = ["MAX_REQUEST_BYTES", "PLATFORM_TOOLKIT", "PlatformActions", "requested_action"]
+__all__ = ["MAX_ACTIONS_PER_RUN", "MAX_REQUEST_BYTES", "PLATFORM_TOOLKIT", "PlatformActions", "requested_action"]
 
 PLATFORM_TOOLKIT: Final = "platform_api"
 """The toolkit's name in the sandbox (the manifest's permission kind; ``platform`` is a standard module)."""
 MAX_REQUEST_BYTES: Final = 16 * 1024
+# Each request is a platform action the host may perform (a message edited, a reaction added): the round's
+# call budget (20,000 calls) is for cheap calls, not for that many actions on a user's chat.
+MAX_ACTIONS_PER_RUN: Final = 20
 """The largest ``target`` and ``payload`` of one request, together, as compact JSON."""
 
 _OPERATION: Final = "request_action"
@@ -92,6 +97,7 @@ class PlatformActions(DynamicToolkit):
         if not actions:
             raise ValueError("a platform_api toolkit needs at least one declared action")
         self.actions = tuple(dict.fromkeys(actions))
+        self.requested = 0  # one toolkit per run (the runner builds it for each): the run's count
         listed = ", ".join(repr(a) for a in self.actions)
         self._spec = OperationSpec.from_json_schema(
             _OPERATION,
@@ -134,6 +140,12 @@ class PlatformActions(DynamicToolkit):
             raise ValueError(
                 f"the request's target and payload are {size} bytes as JSON; at most {MAX_REQUEST_BYTES} are sent"
             )
+        if self.requested >= MAX_ACTIONS_PER_RUN:
+            raise PermissionError(
+                f"this run has requested {MAX_ACTIONS_PER_RUN} platform actions, the most one run may; "
+                "do what is left in the answer, or in the next run"
+            )
+        self.requested += 1
         return {"requested": True, "action": action, "target": target, "payload": payload}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from langbot_plugin.api.entities.builtin.runner.result import RunnerResult as SdkResult
 
+from codeact.engine.runner.platform_actions import MAX_ACTIONS_PER_RUN
 from tests.engine.openai_server import OpenAIServer
 from tests.service.conftest import REPO, RUNNER
 from tests.service.helpers import Served, context, start_server, stop_server, stream_run
@@ -121,6 +122,34 @@ def test_the_codes_request_becomes_action_requested_and_undeclared_ones_are_refu
         "refused: payload['raw'] is a bytes: send JSON values only (str, int, float, bool, None, list, dict)"
     )
     assert "secret" not in str([r.data for r in results if r.type == "action.requested"])
+
+
+FLOOD = """\
+refused = set()
+for i in range(5000):
+    try:
+        platform_api.request_action(action="reaction.add", target={"message_id": f"m-{i}"}, payload={"emoji": "+1"})
+    except Exception as exc:
+        refused.add(str(exc))
+print(sorted(refused))
+system.finish("flooded")"""
+
+
+def test_a_loop_of_requests_stops_at_the_runs_action_cap(served: Served, replies: OpenAIServer) -> None:
+    """Hostile: code that requests actions in a loop and swallows the refusals floods no platform."""
+    replies.push(code(FLOOD, "I react to every message."))
+    with served.client() as client:
+        events = stream_run(client, ACTIONS, context("React to all my messages."))
+    results = [SdkResult.model_validate(e.data) for e in events]
+    asked = [r.data for r in results if r.type == "action.requested"]
+    assert len(asked) == MAX_ACTIONS_PER_RUN == 20
+    assert [a["target"]["message_id"] for a in asked] == [f"m-{i}" for i in range(20)]  # the first ones, in order
+    [python] = [r.data for r in results if r.type == "tool.call.completed" and r.data["tool_name"] == "python"]
+    assert python["result"]["stdout"].strip() == (
+        "['this run has requested 20 platform actions, the most one run may; "
+        "do what is left in the answer, or in the next run']"
+    )
+    assert results[-1].type == "run.completed"
 
 
 def test_a_runner_declaring_no_platform_action_has_no_such_toolkit(served: Served, replies: OpenAIServer) -> None:
