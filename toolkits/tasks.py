@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
 from codeact.toolkits._errors import safe_message
+from codeact.toolkits.errors import ToolkitError
 
 __all__ = [
     "INPUT_CHARS",
     "KEPT_TASKS",
+    "MAX_RUNNING_TASKS",
     "TASK_STATES",
     "TEXT_CHARS",
     "Launch",
@@ -56,6 +58,10 @@ TEXT_CHARS = 500
 """The most characters of an answer (as JSON when it is data) or an error an entry keeps."""
 KEPT_TASKS = 100
 """The most entries a session's record keeps (the oldest are dropped first)."""
+
+MAX_RUNNING_TASKS = 8
+"""The most tasks one board (one run) has running at once: each is a run of its own (a model, a sandbox), and
+a launch past it is refused, so a loop or a gather of thousands of launches starts no more than this."""
 
 _HELD_TASKS = 10 * KEPT_TASKS  # entries a board holds in memory (the oldest ended ones go first)
 _CANCELLED = "cancelled before it ended: its call timed out, the round that started it ended, or the run stopped"
@@ -203,6 +209,13 @@ class TaskBoard:
         """Record a task starting now; its id is ``{prefix}.{n}``: the next ``n`` of the prefix that no session uses."""
         async with self._lock:
             await self._load()
+            running = sum(1 for e in self._entries.values() if e.get("state") == "running")
+            if running >= MAX_RUNNING_TASKS:
+                raise ToolkitError(
+                    f"{running} tasks this run launched are still running, the most at once; await some "
+                    "(gather fewer at a time) before launching more",
+                    code="tasks.too_many",
+                )
             task_id = await self._free_id(prefix)
             self._forget_oldest()
             text = input if isinstance(input, str) else json.dumps(bounded_value(input, INPUT_CHARS))

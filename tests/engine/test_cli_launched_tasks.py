@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from codeact.toolkits.tasks import MAX_RUNNING_TASKS
 from tests.engine.cli_support import cli
 from tests.engine.openai_server import OpenAIServer, Reply
 
@@ -186,3 +187,32 @@ def test_a_sub_agent_the_round_leaves_running_is_cancelled(tmp_path: Path, opena
         None,
         "cancelled before it ended: its call timed out, the round that started it ended, or the run stopped",
     )
+
+
+FLOOD = """\
+import asyncio
+
+outcomes = await asyncio.gather(
+    *[agents.stock_checker(task="count the canoes") for _ in range(40)], return_exceptions=True
+)
+print(sorted({str(o) for o in outcomes}))
+system.finish(await system.tasks(limit=100))
+"""
+
+
+def test_a_gather_of_many_launches_starts_no_more_than_the_cap(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """Hostile: code that launches 40 sub-agent runs at once starts 8 (each a run: a model, a sandbox)."""
+    openai_server.responder = _responder(FLOOD)  # each sub-agent answers after 1.5 s: all 8 still run
+    rc, out, err = _run(tmp_path, openai_server, "Count the canoes everywhere.", "--session", "flood-1")
+    assert rc == 0, err
+    listing = _answer(out)
+    assert len(listing) == MAX_RUNNING_TASKS == 8
+    assert {_shape(t)[2:] for t in listing} == {("stock-checker", "count the canoes", "completed", "3 canoes", None)}
+    printed = [e for e in map(json.loads, filter(lambda line: line.startswith("{"), out.splitlines()))]
+    stdout = "".join(e.get("stdout", "") for e in printed if e["type"] == "code.completed")
+    assert (
+        "8 tasks this run launched are still running, the most at once; await some (gather fewer at a time) "
+        "before launching more"
+    ) in stdout
+    asked = [r for r in openai_server.requests if "count the canoes" in json.dumps(r.body["messages"][-1])]
+    assert len(asked) == 8  # the 32 refused launches never reached the model
