@@ -12,7 +12,8 @@ from codeact.sandbox.runtime import codec
 from codeact.sandbox.runtime import protocol as p
 from codeact.toolkits import ToolkitBridge, ToolkitContext, ToolkitRegistry
 from codeact.toolkits.builtin.system import SystemToolkit
-from codeact.toolkits.tasks import INPUT_CHARS, KEPT_TASKS, TEXT_CHARS, TaskBoard
+from codeact.toolkits.errors import ToolkitError
+from codeact.toolkits.tasks import INPUT_CHARS, KEPT_TASKS, MAX_RUNNING_TASKS, TEXT_CHARS, TaskBoard
 
 
 class MemoryRecord:
@@ -145,8 +146,8 @@ async def test_a_record_that_fails_never_fails_the_task(caplog: pytest.LogCaptur
 async def test_the_record_keeps_the_latest_entries() -> None:
     record = MemoryRecord()
     board = TaskBoard(record)
-    for _ in range(KEPT_TASKS + 5):
-        await board.start(kind="subagent", name="a", input="x", prefix="s.a")
+    for _ in range(KEPT_TASKS + 5):  # one after the other (at most MAX_RUNNING_TASKS run at once)
+        await board.end(await board.start(kind="subagent", name="a", input="x", prefix="s.a"), "completed")
     assert len(record.saved) == KEPT_TASKS
     assert record.saved[0]["id"] == "s.a.6"
 
@@ -160,6 +161,16 @@ def _bridge(board: TaskBoard | None) -> ToolkitBridge:
 async def _tasks(bridge: ToolkitBridge, **arguments: Any) -> Any:
     params = {"toolkit": "system", "operation": "tasks", "arguments": arguments}
     return codec.decode(await bridge.handle("call", params))
+
+
+async def test_a_launch_past_the_running_cap_is_refused_and_one_ending_frees_a_place() -> None:
+    board = TaskBoard(MemoryRecord())
+    ids = [await board.start(kind="subagent", name="a", input="x", prefix="s.a") for _ in range(MAX_RUNNING_TASKS)]
+    with pytest.raises(ToolkitError, match="8 tasks this run launched are still running, the most at once") as refused:
+        await board.start(kind="subagent", name="a", input="x", prefix="s.a")
+    assert refused.value.code == "tasks.too_many"
+    await board.end(ids[0], "completed")
+    assert await board.start(kind="subagent", name="a", input="x", prefix="s.a") == "s.a.9"
 
 
 async def test_system_tasks_lists_filters_and_limits() -> None:
