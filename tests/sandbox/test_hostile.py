@@ -14,6 +14,7 @@ nothing), and afterwards the SAME sandbox object runs a benign round correctly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -29,7 +30,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from codeact.sandbox import DockerSandbox, Limits, Sandbox, SandboxImageMissingError, SubprocessSandbox
+from codeact.sandbox import DockerSandbox, Limits, Sandbox, SandboxError, SandboxImageMissingError, SubprocessSandbox
 from codeact.sandbox.subprocess_sandbox import python_interpreter
 from tests.sandbox.hostile_cases import CASES, HostileCase
 
@@ -306,3 +307,52 @@ def test_suite_is_large_enough() -> None:
         "exhaustion",
         "bridge",
     }
+
+
+# The round's code while its run is cancelled and the sandbox closed: double-forked, session-leading sleepers
+# that ignore SIGTERM (where processes can be made at all), then a flood of raw frames on the bridge socket.
+CLOSE_UNDER_FIRE = r"""
+try:
+    import os, signal
+    for _ in range(4):
+        if os.fork() == 0:
+            os.setsid()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            if os.fork() == 0:
+                os.execv('/bin/sh', ['/bin/sh', '-c', 'trap "" TERM; sleep 3600; : $MARKER'])
+            os._exit(0)
+except Exception:
+    pass
+sock = _codeact_sync_.__self__.sock
+frame = b'{"jsonrpc":"2.0","id":7,"method":"call","params":["vault","read"]}\n'  # refused before any handler
+while True:
+    sock.sendall(frame * 200)
+"""
+CLOSE_HANG_GUARD_S = 120.0  # a hang guard, not a speed target: the close must end, however long it takes
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_close_cancelled_again_and_again_ends_and_leaves_nothing(backend: Backend, host: Host) -> None:
+    """``Sandbox.aclose()`` finishes through repeated cancels (it is clean-up a cancelled run must not cut short):
+    hostile code must not turn that into a close that never ends, nor into processes, containers or calls left."""
+    handler = RecordingHandler(host.secret)
+    sandbox = backend.new(handler)
+    running = asyncio.ensure_future(sandbox.execute(host.substitute(CLOSE_UNDER_FIRE), deadline=60.0))
+    await asyncio.sleep(1.0)  # the code is flooding (and its sleepers started)
+    running.cancel()  # the run is cancelled mid-round ...
+    closing = asyncio.ensure_future(sandbox.aclose())  # ... and its clean-up is cancelled every 20 ms, as
+    loop = asyncio.get_running_loop()  # cancel_and_wait does every second
+    until = loop.time() + CLOSE_HANG_GUARD_S
+    while not closing.done() and loop.time() < until:
+        await asyncio.sleep(0.02)  # first: a task cancelled before it starts never runs (that is no close)
+        closing.cancel()
+    assert closing.done(), "the close did not end through repeated cancels"
+    assert closing.cancelled() or closing.exception() is None  # the cancel is raised after the close, or absorbed
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await running
+    assert handler.calls == [], f"forged bridge requests reached the handler: {handler.calls[:3]}"
+    await _assert_no_survivors(host)
+    if isinstance(sandbox, DockerSandbox):
+        assert backend.containers(sandbox.session_id) == [], "a container outlived its sandbox"
+    with pytest.raises(SandboxError, match="closed"):
+        await sandbox.execute("x = 1", deadline=5.0)  # closed for good: nothing runs after the close
