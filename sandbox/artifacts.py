@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Final, TypeGuard
 
-__all__ = ["Artifact", "OUTPUTS_DIR", "artifacts_from_answer", "sniff_mime"]
+__all__ = ["MAGIC_TYPES", "Artifact", "OUTPUTS_DIR", "artifacts_from_answer", "sniff_mime"]
 
 OUTPUTS_DIR: Final = "outputs"
 _NAME: Final = re.compile(r"^[^\x00-\x1f/\\][^\x00-\x1f\\]{0,254}$")
-_MAGIC: Final = (
+MAGIC_TYPES: Final = (  # leading bytes -> the type the content is
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
     (b"GIF87a", "image/gif"),
@@ -86,7 +86,7 @@ class Artifact:
 
 def sniff_mime(name: str, data: bytes) -> str:
     """The MIME type of ``data``: magic bytes first, then the name's extension, else octet-stream."""
-    for magic, mime in _MAGIC:
+    for magic, mime in MAGIC_TYPES:
         if data.startswith(magic):
             return mime
     guessed, _ = mimetypes.guess_type(name, strict=False)

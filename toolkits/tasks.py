@@ -25,7 +25,7 @@ import datetime as _dt
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, get_args
 
@@ -38,12 +38,15 @@ __all__ = [
     "MAX_RUNNING_TASKS",
     "TASK_STATES",
     "TEXT_CHARS",
+    "ChildRun",
     "Launch",
+    "Launcher",
     "TaskBoard",
     "TaskRecord",
     "TaskState",
     "bounded_text",
     "bounded_value",
+    "run_child",
     "view",
 ]
 
@@ -291,3 +294,76 @@ class TaskBoard:
             await self._load()
         found = [view(e) for e in self._entries.values() if state is None or e.get("state") == state]
         return found[-limit:] if limit is not None else found
+
+
+class ChildRun(Protocol):
+    """How a launched run ended, as :func:`run_child` reads it (an engine ``RunResult``)."""
+
+    @property
+    def status(self) -> str:
+        """``completed``, ``paused`` or ``failed``."""
+
+    @property
+    def reason(self) -> str:
+        """Why it ended."""
+
+    @property
+    def answer(self) -> object:
+        """Its answer (the question when paused)."""
+
+    @property
+    def error(self) -> Mapping[str, object] | None:
+        """``{"code", "message"}`` when failed."""
+
+
+class Launcher(Protocol):
+    """What :func:`run_child` reads of the launching call's context (a ``ToolkitContext``)."""
+
+    @property
+    def tasks(self) -> TaskBoard | None:
+        """The session's board, or None when the host keeps none."""
+
+    @property
+    def session_id(self) -> str:
+        """The launching run's session."""
+
+    @property
+    def call_id(self) -> str | None:
+        """The launching call."""
+
+
+_PREFIX_CHARS = 118  # a session id is at most 128 characters: room for ".<n>"
+
+
+async def run_child(
+    context: Launcher,
+    fallback: TaskBoard,
+    invoke: Callable[[str], Awaitable[ChildRun]],
+    *,
+    kind: str,
+    name: str,
+    operation: str,
+    text: str,
+    label: str,
+    paused: str,
+) -> object:
+    """Run a child agent as a task the session launched, in a session of its own; its answer.
+
+    The task is recorded on the context's board (``fallback``, a toolkit's own, when the host keeps none) with
+    the id ``{session}.{operation}.{n}``, which is the child's session (``invoke`` gets it). A failed or paused
+    child ends its task so and raises ``RuntimeError`` naming it by ``label`` (``paused``: what it did instead).
+    """
+    board = context.tasks if context.tasks is not None else fallback
+    prefix = f"{context.session_id}.{operation}"[:_PREFIX_CHARS]
+    async with board.launched(kind=kind, name=name, input=text, prefix=prefix, call_id=context.call_id) as launch:
+        result = await invoke(launch.id)
+        if result.status == "failed":
+            message = (result.error or {}).get("message", result.reason)
+            await launch.end("failed", error=str(message))
+            raise RuntimeError(f"{label} failed (session {launch.id}): {message}")
+        if result.status == "paused":
+            question = f"{paused}: {result.answer}"
+            await launch.end("paused", error=question)
+            raise RuntimeError(f"{label} {question}")
+        await launch.end("completed", answer=result.answer)
+    return result.answer

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
-from codeact.toolkits.tasks import TaskBoard
+from codeact.toolkits.tasks import TaskBoard, run_child
 
 if TYPE_CHECKING:
     from codeact.engine.agent._results import RunResult
@@ -35,7 +35,6 @@ __all__ = ["SUBAGENT_TOOLKIT", "SubagentToolkit"]
 SUBAGENT_TOOLKIT = "agents"
 _SUBAGENT_TIMEOUT_S = 600.0
 _IDENT = re.compile(r"[^0-9A-Za-z_]")
-_PREFIX_CHARS = 118  # a session id is at most 128 characters: room for ".<n>"
 
 
 class _Child(Protocol):
@@ -89,20 +88,14 @@ class SubagentToolkit(DynamicToolkit):
         sub = self._subagents[operation]
         child = self._spawn(sub)
         task = str(params["task"])
-        board = context.tasks if context.tasks is not None else self._board
-        prefix = f"{context.session_id}.{operation}"[:_PREFIX_CHARS]
-        async with board.launched(
-            kind="subagent", name=sub.name, input=task, prefix=prefix, call_id=context.call_id
-        ) as launch:
-            session = launch.id
-            result = await child.invoke(task, session_id=session)
-            if result.status == "failed":
-                message = (result.error or {}).get("message", result.reason)
-                await launch.end("failed", error=str(message))
-                raise RuntimeError(f"sub-agent {sub.name!r} failed (session {session}): {message}")
-            if result.status == "paused":
-                question = f"asked the user a question it cannot answer: {result.answer}"
-                await launch.end("paused", error=question)
-                raise RuntimeError(f"sub-agent {sub.name!r} {question}")
-            await launch.end("completed", answer=result.answer)
-        return result.answer
+        return await run_child(
+            context,
+            self._board,
+            lambda session: child.invoke(task, session_id=session),
+            kind="subagent",
+            name=sub.name,
+            operation=operation,
+            text=task,
+            label=f"sub-agent {sub.name!r}",
+            paused="asked the user a question it cannot answer",
+        )

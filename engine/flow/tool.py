@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from codeact.engine.flow._base import FlowAgent
 from codeact.engine.flow.errors import FlowError
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
-from codeact.toolkits.tasks import TaskBoard
+from codeact.toolkits.tasks import TaskBoard, run_child
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent
@@ -32,7 +32,6 @@ __all__ = ["AgentTool", "AgentToolkit"]
 
 _IDENT = re.compile(r"[^0-9A-Za-z_]")
 _TIMEOUT_S = 600.0
-_PREFIX_CHARS = 118  # a session id is at most 128 characters: room for ".<n>"
 _INPUT_SCHEMA: Mapping[str, Any] = {
     "type": "object",
     "properties": {"input": {"type": "string", "description": "What the agent should do."}},
@@ -132,21 +131,14 @@ class AgentToolkit(DynamicToolkit):
         """Run the agent to the end and return its answer; a failed run raises."""
         tool = self._tools[operation]
         text = tool.input_text(params)
-        board = context.tasks if context.tasks is not None else self._board
-        kind = "flow" if isinstance(tool.agent, FlowAgent) else "subagent"
-        prefix = f"{context.session_id}.{operation}"[:_PREFIX_CHARS]
-        async with board.launched(
-            kind=kind, name=tool.name, input=text, prefix=prefix, call_id=context.call_id
-        ) as launch:
-            session = launch.id
-            result = await tool.agent.invoke(text, session_id=session)
-            if result.status == "failed":
-                message = (result.error or {}).get("message", result.reason)
-                await launch.end("failed", error=str(message))
-                raise RuntimeError(f"agent {tool.name!r} failed (session {session}): {message}")
-            if result.status == "paused":
-                question = f"asked a question it cannot ask from a tool: {result.answer}"
-                await launch.end("paused", error=question)
-                raise RuntimeError(f"agent {tool.name!r} {question}")
-            await launch.end("completed", answer=result.answer)
-        return result.answer
+        return await run_child(
+            context,
+            self._board,
+            lambda session: tool.agent.invoke(text, session_id=session),
+            kind="flow" if isinstance(tool.agent, FlowAgent) else "subagent",
+            name=tool.name,
+            operation=operation,
+            text=text,
+            label=f"agent {tool.name!r}",
+            paused="asked a question it cannot ask from a tool",
+        )

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 from urllib.parse import unquote
 
+from codeact.sandbox.artifacts import MAGIC_TYPES
+
 if TYPE_CHECKING:
     from codeact.engine.runner import RunnerAPIError
     from codeact.engine.store import Store
@@ -56,14 +58,10 @@ _URI: Final = re.compile(r"codeact://sessions/(?P<session>[^/]+)/rounds/(?P<roun
 _ID: Final = re.compile(r"(?P<round>\d{1,9})/(?P<name>.+)")
 _MAX_ID_CHARS: Final = 1024
 _MIME: Final = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/(\*|[a-z0-9][a-z0-9!#$&^_.+-]{0,126})")
-# magic bytes -> the type the content is; the sandbox types its artifacts the same way (sandbox/artifacts.py)
+# magic bytes -> the type the content is: the sandbox's table (it types its artifacts so), and what a host
+# must also recognise when it checks a declared type
 _MAGIC: Final = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-    (b"%PDF-", "application/pdf"),
-    (b"PK\x03\x04", "application/zip"),
+    *MAGIC_TYPES,
     (b"\x1f\x8b", "application/gzip"),
     (b"\x7fELF", "application/x-executable"),
     (b"MZ", "application/x-msdownload"),

@@ -15,24 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.agent.conftest import drop_prefix
 from tests.engine.openai_server import OpenAIServer
 from tests.service.conftest import REPO
 from tests.service.helpers import Served, start_server, stop_server
 from tests.service.run_api import API_BLUEPRINT, api, finish, granted_context, refused, wait_for_approval
 
 ANA = {"actor_type": "user", "actor_id": "u-ana"}
-
-
-async def _drop_prefix(url: str, prefix: str) -> None:
-    import redis.asyncio
-
-    client = redis.asyncio.Redis.from_url(url)
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=500)]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 @pytest.fixture(params=[pytest.param("sqlite", id="sqlite"), pytest.param("redis", id="redis")])
@@ -44,7 +33,7 @@ def store_args(request: pytest.FixtureRequest) -> Iterator[list[str]]:
     redis_url: str = request.getfixturevalue("redis_url")
     prefix = f"codeact-test-kv:{uuid.uuid4().hex[:12]}"
     yield ["--store", f"{redis_url}?prefix={prefix}"]
-    asyncio.run(_drop_prefix(redis_url, prefix))
+    asyncio.run(drop_prefix(redis_url, prefix))
 
 
 def serve(tmp: Path, model_server: OpenAIServer, store_args: list[str]) -> Served:
