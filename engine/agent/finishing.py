@@ -117,11 +117,12 @@ async def confirm_answer(ctx: RunContext, *, name: str, stdout: str) -> FinishSt
 
 async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     """Ask the model once, plainly, for the final answer from the outputs it has seen."""
-    evaluations, after_code = [], False
-    for segment in ctx.state.history.segments:  # what code that ran showed: a reply without code showed nothing
-        if segment.kind == SegmentKind.EVALUATION and after_code:
-            evaluations.append(segment.content)
-        after_code = segment.kind == SegmentKind.CODE or (segment.kind == SegmentKind.EVALUATION and after_code)
+    segments = ctx.state.history.segments  # what code that ran showed: a reply without code showed nothing
+    evaluations = [
+        s.content
+        for before, s in zip(segments, segments[1:], strict=False)
+        if s.kind == SegmentKind.EVALUATION and before.kind == SegmentKind.CODE
+    ]
     outputs = "\n---\n".join(_tail(text.strip(), _EVALUATION_CHARS) for text in evaluations[-_EVALUATIONS:])
     variables = describe_variables(
         {k: v for k, v in ctx.state.variables.items() if not (isinstance(v, dict) and v.get("$type") == "source")}

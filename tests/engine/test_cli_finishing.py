@@ -129,6 +129,20 @@ def test_the_last_round_without_an_answer_asks_for_it(tmp_path: Path, openai_ser
     assert "{'ATG': 3, 'ATGCA': 5, 'GC': 2}" in final  # what the rounds printed, for the model to answer from
 
 
+def test_a_run_stuck_on_prose_answers_from_what_its_code_printed(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """The DevOps run of 2026-11-29: the deploy printed in round 1, then replies without code until stuck."""
+    printing = "```python\nlengths = {s: len(s) for s in ['ATG', 'ATGCA', 'GC']}\nprint(lengths)\n```"
+    prose = "The shortest sequence is GC, so the answer is its length."  # no code: nothing runs
+    result, records = _run(tmp_path, openai_server, printing, prose, prose, prose, "2")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() == "2"
+    assert [r.status for r in records] == ["ok", "no_code", "no_code", "no_code"]
+    assert (records[3].finish["trigger"], records[3].finish["answer"]) == ("stuck", 2)
+    final = _posts(openai_server)[4]
+    assert "{'ATG': 3, 'ATGCA': 5, 'GC': 2}" in final  # round 1's output, not three "no code" notes
+    assert "no Python code" not in final
+
+
 def test_the_protocol_switched_off_keeps_the_old_endings(tmp_path: Path, openai_server: OpenAIServer) -> None:
     result, records = _run(
         tmp_path,
