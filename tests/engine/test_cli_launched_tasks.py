@@ -216,3 +216,19 @@ def test_a_gather_of_many_launches_starts_no_more_than_the_cap(tmp_path: Path, o
     ) in stdout
     asked = [r for r in openai_server.requests if "count the canoes" in json.dumps(r.body["messages"][-1])]
     assert len(asked) == 8  # the 32 refused launches never reached the model
+
+
+def test_an_agent_without_sub_agents_is_not_shown_tasks(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    """Every operation shown is read by the model: one that launches nothing has nothing to list."""
+    (tmp_path / "checker.yaml").write_text(CHECKER)
+    probe = "try:\n    await system.tasks()\n    system.finish('listed')\n"
+    probe += "except Exception as exc:\n    system.finish(str(exc))\n"
+    openai_server.push(_code(probe))
+    rc, out, err = cli(
+        "run", str(tmp_path / "checker.yaml"), "--input", "Count.", "--store", f"sqlite:///{tmp_path / 's.db'}",
+        "--base-url", openai_server.base_url, "--json",
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "async def tasks(" not in json.dumps(openai_server.requests[0].body["messages"])
+    assert "async def finish(" in json.dumps(openai_server.requests[0].body["messages"])
+    assert "tasks" in str(_answer(out)) and _answer(out) != "listed"  # refused: not granted
