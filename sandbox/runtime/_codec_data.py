@@ -31,15 +31,18 @@ once after encoding and must compare equal (dtypes included), otherwise they are
 
 from __future__ import annotations
 
-import ast
 import base64
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
-from typing import Any, Final, Protocol
 
 from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Undecodable, Unencodable
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    import ast
+    from typing import Any, Final, Protocol
 
 __all__ = ["DATA_DECODERS", "DATA_MODULES", "DATA_TAGS", "encode_data"]
 
@@ -52,29 +55,29 @@ _REPR_CHARS: Final = 200
 _DTYPE: Final = re.compile(r"^[<>|=]?(?:b1|[iu][1248]|f(?:2|4|8|12|16)|c(?:8|16|24|32)|[mM]8(?:\[\d*\w+\])?|[SU]\d+)$")
 
 
-class DataEncoder(Protocol):
-    """The codec's encoder, as the data encoders use it (``codec._Encoder``)."""
+if TYPE_CHECKING:  # the shapes the data encoders read: annotations only
 
-    def encode(self, value: object) -> JsonValue:
-        """``value`` encoded (nested values of an array or a frame)."""
-        ...
+    class DataEncoder(Protocol):
+        """The codec's encoder, as the data encoders use it (``codec._Encoder``)."""
 
-    def roundtrip(self, encoded: JsonValue) -> object:
-        """``encoded`` decoded as the sandbox will restore it."""
-        ...
+        def encode(self, value: object) -> JsonValue:
+            """``value`` encoded (nested values of an array or a frame)."""
+            ...
 
+        def roundtrip(self, encoded: JsonValue) -> object:
+            """``encoded`` decoded as the sandbox will restore it."""
+            ...
 
-class _DType(Protocol):  # numpy.dtype, as far as the codec reads one
-    kind: str
-    str: str
-    itemsize: int
+    class _DType(Protocol):  # numpy.dtype, as far as the codec reads one
+        kind: str
+        str: str
+        itemsize: int
 
+    class _Array(Protocol):  # numpy.ndarray, as far as the codec reads one
+        shape: tuple[int, ...]
+        dtype: _DType
 
-class _Array(Protocol):  # numpy.ndarray, as far as the codec reads one
-    shape: tuple[int, ...]
-    dtype: _DType
-
-    def ravel(self, order: str) -> Iterable[object]: ...
+        def ravel(self, order: str) -> Iterable[object]: ...
 
 
 def _one_line(value: object) -> str:
@@ -395,6 +398,8 @@ def _decode_sympy(payload: object) -> object:
     sympy = _import("sympy")
     if type(payload) is not str:
         raise Undecodable("sympy payload must be srepr text")
+    import ast  # only a sympy value needs it: not imported at every runtime start
+
     try:
         tree = ast.parse(payload, mode="eval")
     except SyntaxError:
@@ -409,6 +414,8 @@ class _SympyBuilder:
         self.sympy = sympy
 
     def build(self, node: ast.expr) -> object:  # noqa: C901 - one case per node kind srepr writes
+        import ast  # loaded by _decode_sympy: a dictionary look-up
+
         if isinstance(node, ast.Constant) and type(node.value) in (int, float, str, bool, type(None)):
             return node.value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):

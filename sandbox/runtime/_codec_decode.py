@@ -11,18 +11,20 @@ import fractions
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
 
 from codeact.sandbox.runtime._codec_data import DATA_DECODERS
 from codeact.sandbox.runtime._codec_types import TAG, Record, Undecodable
 
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
     import uuid
+    from typing import TypeVar
 
 _json_loads = json.loads
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
+    _R = TypeVar("_R")
 
 
 def decode(obj: object, *, registry: Mapping[str, type] | None = None, data: bool = False) -> object:

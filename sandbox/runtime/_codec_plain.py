@@ -24,10 +24,13 @@ an unknown tag                                         its payload
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from codeact.sandbox.runtime._codec_data import DATA_TAGS
 from codeact.sandbox.runtime._codec_types import TAG, JsonValue
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["plain"]
 

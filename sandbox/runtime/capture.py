@@ -19,17 +19,20 @@ names in ``baseline`` (toolkit proxies, runtime helpers) are skipped without a r
 
 from __future__ import annotations
 
-import ast
 import builtins
 import re
 import sys
 import types
 from collections.abc import Collection, Mapping, Sequence
-from typing import Final, NamedTuple
 
 from codeact.sandbox.runtime import codec
 from codeact.sandbox.runtime._codec_types import JsonObject, JsonValue
 from codeact.sandbox.runtime.guards import SANDBOX_MODULE_NAME
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    import ast
+    from typing import Final
 
 __all__ = ["SOURCE_TAG", "Definition", "capture", "collect_definitions", "definition_sources", "split_restorable"]
 
@@ -368,8 +371,11 @@ def _size(n: int) -> str:
     return f"{text} {unit}"
 
 
-class Definition(NamedTuple):  # not a dataclass: a runtime would import dataclasses (and inspect) to start
+class Definition:
     """One ``def``/``async def``/``class`` statement the code ran at module level.
+
+    A plain class, not a dataclass or a ``NamedTuple``: those would make every runtime import
+    dataclasses (and inspect) or typing to start.
 
     Attributes:
         name: The name it binds.
@@ -381,13 +387,30 @@ class Definition(NamedTuple):  # not a dataclass: a runtime would import datacla
         decorated: True when it has decorators (the bound value may be a wrapper).
     """
 
-    name: str
-    kind: str
-    source: str
-    filename: str = ""
-    start: int = 0
-    end: int = 0
-    decorated: bool = False
+    __slots__ = ("decorated", "end", "filename", "kind", "name", "source", "start")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        kind: str,
+        source: str,
+        filename: str = "",
+        start: int = 0,
+        end: int = 0,
+        decorated: bool = False,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.source = source
+        self.filename = filename
+        self.start = start
+        self.end = end
+        self.decorated = decorated
+
+    def __repr__(self) -> str:
+        where = f"{self.filename}:{self.start}-{self.end}"
+        return f"Definition(name={self.name!r}, kind={self.kind!r}, at {where!r})"
 
 
 _BLOCK_FIELDS: Final = ("body", "handlers", "orelse", "finalbody", "cases")
@@ -413,6 +436,8 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     cached = _DEFINITIONS_CACHE.get(key)
     if cached is not None:
         return list(cached)  # the restored prelude is the same round after round
+    import ast  # here: a round that defines nothing (most) never parses, and a cold start skips ast
+
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -441,6 +466,8 @@ def _walk(
     only: frozenset[str] | None = None,
 ) -> None:
     """Collect the definitions of ``body`` and its blocks (``only`` these names: inside a function)."""
+    import ast  # loaded by collect_definitions: a dictionary look-up
+
     for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if only is None or node.name in only:
@@ -476,6 +503,8 @@ def _walk(
 
 def _scope_statements(body: list[ast.stmt], kind: type[ast.Global]) -> list[ast.Global]:
     """The ``kind`` statements of one scope: its body and blocks, not nested functions or classes."""
+    import ast  # loaded by collect_definitions: a dictionary look-up
+
     out: list[ast.Global] = []
     for node in body:
         if isinstance(node, kind):
@@ -493,6 +522,8 @@ def _scope_statements(body: list[ast.stmt], kind: type[ast.Global]) -> list[ast.
 
 def _dedented(node: ast.stmt, chunk: list[str]) -> str:
     """The statement's lines moved to column 0, exactly (a string spanning lines keeps its text)."""
+    import ast  # loaded by collect_definitions: a dictionary look-up
+
     col = node.col_offset
     text = "".join(chunk).rstrip() + "\n"
     if col == 0:

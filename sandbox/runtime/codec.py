@@ -68,13 +68,16 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeGuard, TypeVar
 
 from codeact.sandbox.runtime._codec_data import encode_data
 from codeact.sandbox.runtime._codec_decode import decode, loads
 from codeact.sandbox.runtime._codec_plain import plain
 from codeact.sandbox.runtime._codec_repr import display_text, has_tags, python_repr
 from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Record, TooLarge, Undecodable, Unencodable
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeGuard, TypeVar
 
 __all__ = [
     "TAG",
@@ -97,13 +100,13 @@ __all__ = [
 _json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _isfinite = math.isfinite
 
-_J = TypeVar("_J")
+if TYPE_CHECKING:
+    _J = TypeVar("_J")
 
+    class _Model(Protocol):
+        """A pydantic model, as the encoder sees one."""
 
-class _Model(Protocol):
-    """A pydantic model, as the encoder sees one."""
-
-    def model_dump(self) -> object: ...
+        def model_dump(self) -> object: ...
 
 
 # -- encode -----------------------------------------------------------------------------------------

@@ -29,7 +29,6 @@ import operator
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import FunctionType, ModuleType
-from typing import Any, Final, TypeVar
 
 from codeact.sandbox.runtime._guard_helpers import (
     _ClassFactory,
@@ -40,6 +39,10 @@ from codeact.sandbox.runtime._guard_helpers import (
     _SafeType,
     _WriteProxy,
 )
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeVar
 
 __all__ = [
     "ALLOWED_UNDERSCORE_ATTRIBUTES",
@@ -155,7 +158,8 @@ _IN_PLACE: Final[dict[str, Callable[[object, object], object]]] = {
     "@=": operator.imatmul,
 }
 
-_T = TypeVar("_T")
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
 _MISSING: Final = object()
 _STR_FORMAT: Final = str.format
 _STR_FORMAT_MAP: Final = str.format_map

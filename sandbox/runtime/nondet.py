@@ -30,7 +30,10 @@ import os as _os
 import time as _time
 import types
 from collections.abc import Callable, Sequence
-from typing import Any, Final, TypeAlias, TypeVar
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias, TypeVar
 
 __all__ = ["MAX_READS", "VIEWED", "Tape", "Views"]
 
@@ -38,9 +41,10 @@ MAX_READS: Final = 10_000
 """Reads recorded per round; past it the tape is marked ``truncated`` (a replay reads live after it)."""
 
 _MAX_TAPE_CHARS: Final = 1 << 20
-_T = TypeVar("_T")
-_F = TypeVar("_F", bound=Callable[..., object])
-_TimeTuple: TypeAlias = tuple[int, int, int, int, int, int, int, int, int]
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
+    _F = TypeVar("_F", bound=Callable[..., object])
+    _TimeTuple: TypeAlias = tuple[int, int, int, int, int, int, int, int, int]
 VIEWED: Final = frozenset({"time", "datetime", "random", "uuid", "os", "secrets"})
 """The modules the code gets a recording view of."""
 

@@ -24,7 +24,12 @@ import json
 import json.decoder
 import json.encoder
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, TypedDict
+
+# Not `from typing import TYPE_CHECKING`: every runtime start imports this module, and typing (~3 ms of a
+# ~50 ms cold start) is only for the type checker, which reads this constant the same way.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 """A JSON value as ``json.loads`` returns it and the codec's ``encode`` produces it."""
@@ -101,113 +106,107 @@ class RpcError(Exception):
         return err
 
 
-class RoundLimits(TypedDict):
-    """The ``limits`` member of ``execute``: the per-round caps (``Limits.runtime_params()``)."""
+if TYPE_CHECKING:  # the wire shapes: annotations only (a TypedDict is a plain dict at run time)
 
-    output_bytes: int
-    cpu_s: float | None
-    max_var_bytes: int
-    max_total_bytes: int
-    artifact_bytes: int
-    round_artifact_bytes: int
+    class RoundLimits(TypedDict):
+        """The ``limits`` member of ``execute``: the per-round caps (``Limits.runtime_params()``)."""
 
+        output_bytes: int
+        cpu_s: float | None
+        max_var_bytes: int
+        max_total_bytes: int
+        artifact_bytes: int
+        round_artifact_bytes: int
 
-class _ExecuteRequired(TypedDict):
-    code: str
-    """The round's marshalled code object, base64."""
+    class _ExecuteRequired(TypedDict):
+        code: str
+        """The round's marshalled code object, base64."""
 
+    class ExecuteParams(_ExecuteRequired, total=False):
+        """The params of ``execute``, host -> runtime (``code`` is required; the runtime defaults the rest).
 
-class ExecuteParams(_ExecuteRequired, total=False):
-    """The params of ``execute``, host -> runtime (``code`` is required; the runtime defaults the rest).
+        Attributes:
+            source: The program's source (for tracebacks).
+            prelude: The restored definitions' marshalled code, base64, or None.
+            prelude_source: Their source.
+            variables: The codec-encoded variables to restore (name -> encoded value).
+            restricted: Run under RestrictedPython's guards.
+            loop_free: The code has no loop (the runtime may skip its loop guard).
+            allowed_imports: The modules the code may import.
+            limits: The round's caps.
+            nondeterminism: The tape to replay (or ``{"record": false}``); absent: record.
+            warm: The ``state`` token of the previous answer: continue that namespace.
+        """
 
-    Attributes:
-        source: The program's source (for tracebacks).
-        prelude: The restored definitions' marshalled code, base64, or None.
-        prelude_source: Their source.
-        variables: The codec-encoded variables to restore (name -> encoded value).
-        restricted: Run under RestrictedPython's guards.
-        loop_free: The code has no loop (the runtime may skip its loop guard).
-        allowed_imports: The modules the code may import.
-        limits: The round's caps.
-        nondeterminism: The tape to replay (or ``{"record": false}``); absent: record.
-        warm: The ``state`` token of the previous answer: continue that namespace.
-    """
+        source: str
+        prelude: str | None
+        prelude_source: str
+        variables: JsonObject
+        restricted: bool
+        loop_free: bool
+        allowed_imports: list[str]
+        limits: RoundLimits
+        nondeterminism: JsonObject
+        warm: str
 
-    source: str
-    prelude: str | None
-    prelude_source: str
-    variables: JsonObject
-    restricted: bool
-    loop_free: bool
-    allowed_imports: list[str]
-    limits: RoundLimits
-    nondeterminism: JsonObject
-    warm: str
+    class WireError(TypedDict):
+        """The ``error`` member of an ``execute`` answer: what the code raised."""
 
+        type: str
+        message: str
+        line: int | None
+        traceback: str
 
-class WireError(TypedDict):
-    """The ``error`` member of an ``execute`` answer: what the code raised."""
+    class _UncapturedRequired(TypedDict):
+        name: str
+        type: str
+        reason: str
 
-    type: str
-    message: str
-    line: int | None
-    traceback: str
+    class WireUncaptured(_UncapturedRequired, total=False):
+        """One member of an answer's ``uncaptured``; ``live``: the value is still in the warm namespace."""
 
+        live: Literal[True]
 
-class _UncapturedRequired(TypedDict):
-    name: str
-    type: str
-    reason: str
+    class ExecuteAnswer(TypedDict):
+        """The result of ``execute``, runtime -> host (the host re-checks every member: it comes from the sandbox).
 
+        Attributes:
+            stdout: Printed output (cut at the round's ``output_bytes``).
+            stderr: Standard error, likewise.
+            error: What the code raised, or None.
+            variables: The captured, codec-encoded variables.
+            uncaptured: What could not be captured.
+            control: The control signal of the round (``{"kind": "finish", ...}``), or None.
+            artifacts: The files the round wrote into ``outputs/``.
+            duration_s: The round's time inside the runtime.
+            nondeterminism: What the code read from the clock and randomness, or None.
+            warm: The round continued the previous round's namespace.
+            state: The token the next ``execute`` sends as ``warm`` to continue this namespace.
+        """
 
-class WireUncaptured(_UncapturedRequired, total=False):
-    """One member of an answer's ``uncaptured``; ``live``: the value is still in the warm namespace."""
+        stdout: str
+        stderr: str
+        error: WireError | None
+        variables: JsonObject
+        uncaptured: list[WireUncaptured]
+        control: JsonObject | None
+        artifacts: Sequence[Mapping[str, object]]
+        duration_s: float
+        nondeterminism: Mapping[str, object] | None
+        warm: bool
+        state: str
 
-    live: Literal[True]
+    class PutFileParams(TypedDict):
+        """The params of ``put_file``: a plain file name and its base64 content."""
 
+        name: str
+        data: str
 
-class ExecuteAnswer(TypedDict):
-    """The result of ``execute``, runtime -> host (the host re-checks every member: it comes from the sandbox).
+    class PutFileAnswer(TypedDict):
+        """The result of ``put_file``."""
 
-    Attributes:
-        stdout: Printed output (cut at the round's ``output_bytes``).
-        stderr: Standard error, likewise.
-        error: What the code raised, or None.
-        variables: The captured, codec-encoded variables.
-        uncaptured: What could not be captured.
-        control: The control signal of the round (``{"kind": "finish", ...}``), or None.
-        artifacts: The files the round wrote into ``outputs/``.
-        duration_s: The round's time inside the runtime.
-        nondeterminism: What the code read from the clock and randomness, or None.
-        warm: The round continued the previous round's namespace.
-        state: The token the next ``execute`` sends as ``warm`` to continue this namespace.
-    """
-
-    stdout: str
-    stderr: str
-    error: WireError | None
-    variables: JsonObject
-    uncaptured: list[WireUncaptured]
-    control: JsonObject | None
-    artifacts: Sequence[Mapping[str, object]]
-    duration_s: float
-    nondeterminism: Mapping[str, object] | None
-    warm: bool
-    state: str
-
-
-class PutFileParams(TypedDict):
-    """The params of ``put_file``: a plain file name and its base64 content."""
-
-    name: str
-    data: str
-
-
-class PutFileAnswer(TypedDict):
-    """The result of ``put_file``."""
-
-    name: str
-    size: int
+        name: str
+        size: int
 
 
 def _make_dumps() -> Callable[[Any], str]:

@@ -13,24 +13,26 @@ below look it up in ``sys.modules``; :mod:`codeact.sandbox.runtime._call_future`
 
 from __future__ import annotations
 
+# `_signal` and `_socket`, not `signal` and `socket`: their enums cost a cold start; the constants suffice
+import _signal  # type: ignore[import-not-found]
+import _socket
 import collections.abc
 import os
 import select
-import signal
-import socket
 import sys
 import threading
 import types
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar
 
 from codeact.sandbox.runtime import artifacts as _artifacts
 from codeact.sandbox.runtime import protocol as _p
 from codeact.sandbox.runtime._codec_types import JsonObject
 
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
     import asyncio
+    from typing import Any, Final, Literal, TypedDict, TypeVar
 
     from codeact.sandbox.runtime._call_future import CallFuture
 
@@ -47,16 +49,16 @@ __all__ = [
 ]
 
 _RECV: Final = 1 << 20
-_T = TypeVar("_T")
+if TYPE_CHECKING:
+    _T = TypeVar("_T")
 
+    class _Layout(TypedDict, total=False):
+        """The keyword arguments of ``_Operation`` beyond ``params`` and ``required``."""
 
-class _Layout(TypedDict, total=False):
-    """The keyword arguments of ``_Operation`` beyond ``params`` and ``required``."""
-
-    positional: list[str]
-    keyword: list[str]
-    varargs: str
-    varkw: str
+        positional: list[str]
+        keyword: list[str]
+        varargs: str
+        varkw: str
 
 
 _LIST_KEYS: Final[tuple[Literal["positional", "keyword"], ...]] = ("positional", "keyword")
@@ -194,7 +196,7 @@ class Bridge:
         decode: Turns a codec-encoded result into a value (``codec.decode``).
     """
 
-    def __init__(self, sock: socket.socket, decode: Callable[[object], object] = lambda v: v) -> None:
+    def __init__(self, sock: _socket.socket, decode: Callable[[object], object] = lambda v: v) -> None:
         self.sock = sock
         self._fd = sock.fileno()
         self._decode = decode
@@ -419,7 +421,7 @@ class Bridge:
 
     def _on_readable(self) -> None:
         try:
-            data = self.sock.recv(_RECV, socket.MSG_DONTWAIT)
+            data = self.sock.recv(_RECV, _socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return
         self._feed(data)
@@ -431,7 +433,7 @@ class Bridge:
         self.control = None
 
 
-def watch_host(sock: socket.socket, on_gone: Callable[[], None] | None = None) -> threading.Thread:
+def watch_host(sock: _socket.socket, on_gone: Callable[[], None] | None = None) -> threading.Thread:
     """Start a daemon thread that ends the runtime as soon as the host's end of ``sock`` closes.
 
     The thread only polls for a hang-up (``POLLRDHUP``/``POLLHUP``/``POLLERR``), never for data,
@@ -475,7 +477,7 @@ def exit_now(status: int = 70) -> None:
     if os.getpid() != 1:
         try:
             if os.getpgrp() == os.getpid():  # the runtime leads its group: take the code's children too
-                os.killpg(0, signal.SIGKILL)
+                os.killpg(0, _signal.SIGKILL)
         except OSError:
             pass
     os._exit(status)
