@@ -41,7 +41,7 @@ from codeact.toolkits.pipeline import (
     compose,
     encode_error,
 )
-from codeact.toolkits.records import Approver, CallRecord, cap_calls
+from codeact.toolkits.records import Approver, CallFold, CallRecord, RecordCaps, cap_call
 from codeact.toolkits.registry import ToolkitRegistry
 from codeact.toolkits.spec import OperationSpec
 from codeact.toolkits.stubs import openai_tools, render_stubs
@@ -120,31 +120,75 @@ def _args_repr(arguments: object) -> str:
 class CallLog:
     """A call wrapper that keeps every call with exactly what the code got, until :meth:`drain`.
 
+    Bounded as the record is (:func:`~codeact.toolkits.records.cap_calls`): the first ``RecordCaps.calls``
+    calls of a round are kept whole; the ones after them are folded as they end (:class:`CallFold`), so
+    a round of 10,000 calls does not hold 10,000 calls until the round ends.
+
     Args:
         record: Builds a call's record (``ToolkitBridge.record_of``).
-        ordered: Hand the calls out in order of arrival (else in the order they ended).
+        ordered: Hand the calls out in order of arrival (else in the order they ended). The log must
+            then be entered in order of arrival (no wrapper before it waits before passing a call on, as
+            the bridge's own wrappers do): that order decides which calls are kept whole, and the folded
+            ones are folded in it.
         ids: Keep the calls' ids in the records.
     """
 
     def __init__(self, record: Callable[..., CallRecord], *, ordered: bool = False, ids: bool = True) -> None:
         self._record = record
         self._ordered = ordered
-        self._ids = ids
+        self._call_id = None if ids else ""
         self._calls: list[tuple[Call, CallOutcome]] = []
+        self._caps: RecordCaps | None = None  # read at a round's first call (the environment may change)
+        self._fold = CallFold()
+        self._entered = 0  # calls that entered since the last drain: their place in the round
+        self._folded = 0  # ordered: calls of the round's fold folded (or skipped) so far
+        self._waiting: dict[int, CallRecord] = {}  # ordered: calls to fold that ended before an earlier one
+        self._generation = 0
 
     async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
-        """Run the call and keep it."""
+        """Run the call and keep it (whole, or folded into the round's summary)."""
+        if self._caps is None:
+            self._caps = RecordCaps.from_env()
+        generation, place = self._generation, self._entered
+        self._entered += 1
         outcome = await call_next(call)
-        self._calls.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
+        if generation != self._generation:  # it outlived a drain: it counts in the round that drains it next
+            place = self._entered
+            self._entered += 1
+        limit = (self._caps or RecordCaps.from_env()).calls
+        if (place if self._ordered else len(self._calls)) < limit:
+            self._calls.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
+        elif not self._ordered:
+            self._fold.add(self._record(call, outcome, call_id=self._call_id))  # in the order they end
+        else:
+            self._waiting[place - limit] = self._record(call, outcome, call_id=self._call_id)
+            self._fold_waiting()
         return outcome
 
+    def _fold_waiting(self) -> None:
+        waiting = self._waiting
+        while self._folded in waiting:
+            self._fold.add(waiting.pop(self._folded))
+            self._folded += 1
+
     def drain(self) -> list[CallRecord]:
-        """The calls kept since the last drain (uncapped); clears them."""
+        """The calls kept since the last drain, capped as :func:`cap_calls` caps them; clears them."""
+        caps = self._caps if self._caps is not None else RecordCaps.from_env()
         calls, self._calls = self._calls, []
+        fold, self._fold = self._fold, CallFold()
+        while self._waiting:  # calls still running when the round ended: fold the ones that did end, in order
+            if self._folded in self._waiting:
+                fold.add(self._waiting.pop(self._folded))
+            self._folded += 1
+        self._caps, self._entered, self._folded = None, 0, 0
+        self._generation += 1
         if self._ordered:
             calls.sort(key=lambda pair: pair[0].sequence)
-        call_id = None if self._ids else ""
-        return [self._record(call, outcome, call_id=call_id) for call, outcome in calls]
+        kept = [cap_call(self._record(call, outcome, call_id=self._call_id), caps) for call, outcome in calls]
+        folded = fold.record(caps.calls)
+        if folded is not None:
+            kept.append(folded)
+        return kept
 
 
 class ToolkitBridge:
@@ -375,9 +419,7 @@ class ToolkitBridge:
 
     def drain_calls(self) -> list[CallRecord]:
         """The calls recorded since the last drain, in order of arrival, capped (``cap_calls``); clears them."""
-        return cap_calls(
-            self.log.drain() if self.log is not None else []
-        )  # bounded per round (toolkits/records.py RecordCaps)
+        return self.log.drain() if self.log is not None else []  # bounded per round (toolkits/records.py RecordCaps)
 
     # -- RpcHandler ------------------------------------------------------------------------------
     def begin_round(self) -> None:

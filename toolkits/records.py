@@ -1,7 +1,7 @@
 """What the bridge records and asks about: approval requests and decisions, call records and their caps.
 
-Recorded calls are bounded per round (:class:`RecordCaps`, applied by :func:`cap_calls` where the
-bridges hand their call log out): an argument or result over its byte cap is replaced by
+Recorded calls are bounded per round (:class:`RecordCaps`, applied by :func:`cap_calls`, and by the
+bridges' call log as the calls end: :class:`CallFold`): an argument or result over its byte cap is replaced by
 ``{"$capped": {"bytes": N, "sha256": H}}`` and the call's ``capped`` note says what was left out; calls
 over the per-round count are folded into ONE record that counts them per operation and digests them.
 No call is ever dropped silently. A round whose record holds a capped call cannot be replayed from the
@@ -21,7 +21,16 @@ from typing import Any
 
 from codeact.toolkits.errors import ToolkitError
 
-__all__ = ["ApprovalDecision", "ApprovalRequest", "Approver", "CallRecord", "RecordCaps", "cap_calls"]
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "CallFold",
+    "CallRecord",
+    "RecordCaps",
+    "cap_call",
+    "cap_calls",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,7 +203,8 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _cap_one(call: CallRecord, caps: RecordCaps) -> CallRecord:
+def cap_call(call: CallRecord, caps: RecordCaps) -> CallRecord:
+    """One kept call bounded by ``caps``: an argument, result or error over its byte cap is digested (``capped``)."""
     note: dict[str, object] = {}
     changes: dict[str, Any] = {}  # dataclasses.replace(**changes): each a field of its own type
     parts: list[tuple[str, object, int]] = [("arguments", call.arguments, caps.argument_bytes)]
@@ -229,39 +239,70 @@ def _cap_one(call: CallRecord, caps: RecordCaps) -> CallRecord:
     return dataclasses.replace(call, capped=note, **changes)
 
 
+class CallFold:
+    """The calls over the per-round count, folded into ONE record as they come (see :func:`cap_calls`).
+
+    Holds no call: a count per operation, the errors, the summed duration, a running SHA-256 and the
+    first call's place, so a round of 100,000 calls keeps no more than a round of 1,000.
+    """
+
+    __slots__ = ("_digest", "_duration", "_errors", "_first", "_operations", "calls")
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._operations: Counter[str] = Counter()
+        self._errors = 0
+        self._duration = 0.0
+        self._first: tuple[int, str, float] | None = None
+        self.calls = 0
+        """Calls folded so far."""
+
+    def add(self, call: CallRecord) -> None:
+        """Fold one more call (in the order the record lists them: the digest depends on it)."""
+        if self._first is None:
+            self._first = (call.sequence, call.session_id, call.started_at)
+        self.calls += 1
+        self._operations[f"{call.toolkit}.{call.operation}"] += 1
+        self._errors += call.error is not None
+        self._duration += call.duration_s
+        self._digest.update(_encoded([call.toolkit, call.operation, call.arguments, call.result, call.error]).encode())
+
+    def record(self, cap: int) -> CallRecord | None:
+        """The one record of the folded calls (None when none was), ``cap`` being the per-round count."""
+        if self._first is None:
+            return None
+        sequence, session_id, started_at = self._first
+        return CallRecord(
+            sequence=sequence,
+            session_id=session_id,
+            toolkit="",
+            operation="",
+            arguments={},
+            started_at=started_at,
+            duration_s=self._duration,
+            capped={
+                "reason": f"{self.calls} call(s) over the per-round cap of {cap} recorded calls",
+                "calls": self.calls,
+                "operations": dict(self._operations),
+                "errors": self._errors,
+                "sha256": self._digest.hexdigest(),
+            },
+        )
+
+
 def cap_calls(calls: Sequence[CallRecord], caps: RecordCaps | None = None) -> list[CallRecord]:
     """``calls`` bounded by ``caps`` (default ``RecordCaps.from_env()``): big parts digested, extra calls folded.
 
     The first ``caps.calls`` calls are kept one by one (a part over its byte cap replaced by its size and
     SHA-256); the calls after them become ONE record with ``capped = {"reason", "calls": N, "operations":
-    {"toolkit.operation": count}, "errors": E, "sha256": digest of all of them}``.
+    {"toolkit.operation": count}, "errors": E, "sha256": digest of all of them}`` (:class:`CallFold`).
     """
     caps = caps if caps is not None else RecordCaps.from_env()
-    kept = [_cap_one(call, caps) for call in calls[: caps.calls]]
-    rest = calls[caps.calls :]
-    if rest:
-        digest = hashlib.sha256()
-        operations: Counter[str] = Counter()
-        for call in rest:
-            operations[f"{call.toolkit}.{call.operation}"] += 1
-            digest.update(_encoded([call.toolkit, call.operation, call.arguments, call.result, call.error]).encode())
-        first = rest[0]
-        kept.append(
-            CallRecord(
-                sequence=first.sequence,
-                session_id=first.session_id,
-                toolkit="",
-                operation="",
-                arguments={},
-                started_at=first.started_at,
-                duration_s=sum(call.duration_s for call in rest),
-                capped={
-                    "reason": f"{len(rest)} call(s) over the per-round cap of {caps.calls} recorded calls",
-                    "calls": len(rest),
-                    "operations": dict(operations),
-                    "errors": sum(call.error is not None for call in rest),
-                    "sha256": digest.hexdigest(),
-                },
-            )
-        )
+    kept = [cap_call(call, caps) for call in calls[: caps.calls]]
+    fold = CallFold()
+    for call in calls[caps.calls :]:
+        fold.add(call)
+    folded = fold.record(caps.calls)
+    if folded is not None:
+        kept.append(folded)
     return kept
