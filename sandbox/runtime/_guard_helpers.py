@@ -123,20 +123,28 @@ class _ClassFactory:
     """``__metaclass__`` for RestrictedPython's ``class X(..., metaclass=__metaclass__)`` rewrite.
 
     Creates the class with the metaclass Python would have picked (so ``Enum``, ``NamedTuple``,
-    ``Generic``, ``Protocol`` subclasses work) and records it as defined by sandboxed code.
+    ``Generic``, ``Protocol`` subclasses work) and records it as defined by sandboxed code: by identity
+    in ``owned_ids`` (id -> class; the class is kept, so its id is never reused), and in ``owned`` too when
+    its metaclass is exactly ``type``. Set membership compares with ``==`` and ``hash``, which a metaclass
+    the code wrote can answer as it likes (``__eq__`` always true, the ``hash`` of a stdlib class):
+    ``owned`` holds only classes whose ``==`` and ``hash`` are ``type``'s own (identity), so
+    ``type(obj) in owned`` never takes another class for one of them.
     """
 
-    __slots__ = ("_owned",)
+    __slots__ = ("_owned", "_owned_ids")
 
-    def __init__(self, owned: set[object]) -> None:
+    def __init__(self, owned: set[object], owned_ids: dict[int, object]) -> None:
         self._owned = owned
+        self._owned_ids = owned_ids
 
     def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: object) -> Mapping[str, object]:
         return _calculate_metaclass(bases).__prepare__(name, bases, **kwargs)
 
     def __call__(self, name: str, bases: tuple[type, ...], namespace: dict[str, object], **kwargs: object) -> type:
         cls: type = _calculate_metaclass(bases)(name, bases, namespace, **kwargs)
-        self._owned.add(cls)
+        self._owned_ids[id(cls)] = cls
+        if type(cls) is type:
+            self._owned.add(cls)
         return cls
 
 

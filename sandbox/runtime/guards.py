@@ -217,8 +217,10 @@ class _Namespace:
     def __init__(self, allowed_imports: Collection[str]) -> None:
         self.allowed = frozenset(allowed_imports)
         self.allowed_text = ", ".join(sorted(self.allowed)) or "none"
-        # types whose instances sandboxed code may change in place; classes are added as they are defined
+        # types whose instances sandboxed code may change in place; classes are added as they are defined:
+        # all by identity in owned_ids, those of metaclass `type` also in owned (see _ClassFactory)
         self.owned: set[object] = {dict, list}
+        self.owned_ids: dict[int, object] = {id(dict): dict, id(list): list}
         self.ok_names: set[str] = set()
         self.namespace: dict[str, object] = {}
 
@@ -304,16 +306,16 @@ class _Namespace:
         True when it was set on an instance of one of the code's classes, or the first class in the
         MRO that defines it is one of the code's classes.
         """
-        owned = self.owned
+        owns = self.owns
         if isinstance(obj, type):
             classes: tuple[type, ...] = type.__dict__["__mro__"].__get__(obj)
         else:
             classes = type(obj).__mro__
-            if not any(c in owned for c in classes if c not in (dict, list)):
+            if not any(owns(c) for c in classes if c is not dict and c is not list):
                 return False
             # The instance's own attributes count as the code's only when no stdlib base class could
             # have set them (`class L(asyncio.SelectorEventLoop)` must not hand out `self._ssock`).
-            if all(c in owned or getattr(c, "__module__", None) in _TRANSPARENT_BASES for c in classes):
+            if all(owns(c) or getattr(c, "__module__", None) in _TRANSPARENT_BASES for c in classes):
                 try:
                     instance_dict = object.__getattribute__(obj, "__dict__")
                 except AttributeError:
@@ -322,15 +324,20 @@ class _Namespace:
                     return True
         for cls in classes:
             if name in cls.__dict__:
-                return cls in owned and cls not in (dict, list)
+                return owns(cls) and cls is not dict and cls is not list
         return False
 
+    def owns(self, cls: object) -> bool:
+        """Whether ``cls`` is dict, list or a class the code defined: by identity, no ``==`` or ``hash`` of its own."""
+        return self.owned_ids.get(id(cls)) is cls
+
     def is_owned(self, obj: object) -> bool:
-        if type(obj) in self.owned:
+        cls = type(obj)
+        if self.owns(cls):
             return True
         if isinstance(obj, type):
-            return obj in self.owned
-        return type(obj) is FunctionType and obj.__globals__ is self.namespace
+            return self.owns(obj)
+        return cls is FunctionType and obj.__globals__ is self.namespace  # type: ignore[attr-defined]
 
     # -- imports ----------------------------------------------------------------------------------
     def guarded_import(
@@ -486,7 +493,7 @@ class _Namespace:
         if restricted:
             ns.update(
                 {
-                    "__metaclass__": _ClassFactory(owned),
+                    "__metaclass__": _ClassFactory(owned, self.owned_ids),
                     "_getattr_": _getattr_,
                     "_write_": _write_,
                     "_getitem_": operator.getitem,

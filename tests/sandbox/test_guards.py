@@ -38,6 +38,12 @@ def run(
 ALLOWED_NAMES = ", ".join(sorted(DEFAULT_IMPORTS))
 
 # (id, code, exception type, message fragment)
+# Classes of a metaclass whose == is always true and whose hash is that of {}: they must not pass for it.
+_CLAIMS = (
+    "import json, math\nclass M(type(int)):\n    def __hash__(cls):\n        return hash({})\n"
+    "    def __eq__(cls, other):\n        return True\nBase = M('Base', (), {{}})\nclass Mine(Base):\n    pass\n"
+)
+
 HOSTILE_RUNTIME = [
     pytest.param(
         "import math\nclass M(type(math)):\n    pass\nclass Box:\n    pass\nb = Box()\nb.thing = 1\nb.thing\n"
@@ -138,6 +144,13 @@ HOSTILE_RUNTIME = [
     pytest.param("class A:\n    pass\ngetattr(A.__init__, '__globals__')", AttributeError, "'__globals__'",
                  id="function-globals"),
     pytest.param("getattr(print, '__self__')", AttributeError, "'__self__'", id="builtin-self"),
+    # a metaclass whose == is always true and whose hash is a stdlib class's: ownership is by identity
+    pytest.param(_CLAIMS.format("type(math)") + "math.pi = 3", AttributeError,
+                 "cannot set or delete attribute 'pi' of module 'math'", id="metaclass-eq-claims-modules"),
+    pytest.param(_CLAIMS.format("json.JSONEncoder") + "json.JSONEncoder.default = None", AttributeError,
+                 "of class 'JSONEncoder'", id="metaclass-eq-claims-a-stdlib-class"),
+    pytest.param(_CLAIMS.format("json.JSONDecoder") + "json.JSONDecoder()._x", AttributeError,
+                 "attribute '_x' is not allowed", id="metaclass-eq-claims-private-names"),
 ]  # fmt: skip
 
 HOSTILE_COMPILE = [
