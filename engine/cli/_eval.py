@@ -58,6 +58,12 @@ def eval_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Refuse a --blueprint the validator warns about (exit 1).")
     ] = False,
+    thought: Annotated[
+        str,
+        typer.Option(
+            "--thought", help="The code modes' thought: off (default), inline (Thought and NextGoal) or separate."
+        ),
+    ] = "off",
 ) -> None:
     """Run an eval suite; prints a table (or JSON) and writes report.{json,md,html} to --out."""
     from codeact.engine.eval import EvalConfig, EvalError, load_suite, run_eval
@@ -65,6 +71,9 @@ def eval_command(
 
     if sandbox not in ("subprocess", "docker") or isolation not in ("bwrap", "process"):
         typer.echo("--sandbox must be subprocess or docker, --isolation bwrap or process", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if thought not in ("off", "inline", "separate"):
+        typer.echo(f"--thought must be off, inline or separate, not {thought!r}", err=True)
         raise typer.Exit(EXIT_USAGE)
     try:
         loaded = load_suite(suite)
@@ -83,6 +92,7 @@ def eval_command(
             isolation=isolation,
             max_turns=max_turns,
             strict=strict,
+            thought=thought,
         )
         if blueprint is not None and _blueprint_refused(blueprint, strict=strict):
             raise typer.Exit(EXIT_FAILED)

@@ -53,6 +53,8 @@ class EvalConfig:
         isolation: ``bwrap`` (default) or ``process`` for the subprocess sandbox.
         max_turns: Rounds per task (default: the suite's).
         strict: Refuse blueprints the validator warns about (``--strict``).
+        thought: ``workflow.codeact.thought`` of the code modes: ``off`` (default), ``inline`` (a Thought
+            before the code and a NextGoal for the next round) or ``separate`` (its own model call).
     """
 
     model: str = ORACLE
@@ -66,6 +68,7 @@ class EvalConfig:
     isolation: str = "bwrap"
     max_turns: int | None = None
     strict: bool = False
+    thought: str = "off"
 
 
 # ask_user would wait for a person; tasks lists sub-agent runs, and no suite task launches one
@@ -114,7 +117,7 @@ def _blueprint_text(suite: Suite, task: Task, mode: str, config: EvalConfig) -> 
         f"toolkits: [{grants}]",
         f"workflow: {{mode: {kind}, maxTurns: {turns}"
         # react has no code rounds: a codeact block there is ignored with a warning on every task
-        + (", codeact: {thought: 'off'" if kind == "codeact" else "")
+        + (f", codeact: {{thought: '{config.thought}'" if kind == "codeact" else "")
         + (", protocol: completion, fim: {family: qwen}" if mode == "fim-completion" else "")
         + ("}}" if kind == "codeact" else "}"),
     ]

@@ -208,3 +208,34 @@ def test_an_answer_computed_but_not_returned_is_counted_as_lost(
     assert row["lost"] == "round 1 printed '0.697'"
     assert report["configs"][0]["lost"] == 1
     assert "[answer computed, not returned: round 1 printed '0.697']" in result.stderr
+
+
+def test_the_thought_mode_is_chosen_on_the_command_line(
+    tmp_path: Path, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--thought inline`` (issue 36's NextGoal measurement): the goal a reply states reaches the next prompt."""
+    from typer.testing import CliRunner
+
+    from codeact.engine.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    openai_server.push(
+        "Thought: the GC content of the reverse complement.\n```python\n"
+        "rev = dna.reverse_complement(seq='ATGGAGCCCCCGCTCGGAGTCTGGGGAGTCTCC')\ngc = dna.gc_content(seq=rev)\n"
+        "print(gc)\n```\nNextGoal: finish with gc rounded to 3 places",
+        "```python\nawait system.finish(answer=round(gc, 3))\n```",
+    )
+    out = tmp_path / "inline"
+    args = ["eval", "--suite", "multitool", "--task", "dna-01", "--modes", "fim-chat", "--json", "--out", str(out)]
+    args += ["--model", "openai/test-model", "--base-url", openai_server.base_url]
+    result = CliRunner().invoke(app, [*args, "--thought", "inline"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["tasks"]
+    assert row["passed"] and row["rounds"] == 2
+    assert "thought: 'inline'" in (out / "blueprints" / "fim-chat" / "dna-01.yaml").read_text(encoding="utf-8")
+    posts = [r for r in openai_server.requests if r.method == "POST"]
+    assert "NextGoal" in json.dumps(posts[0].body["messages"][0])  # the system prompt invites one
+    assert "finish with gc rounded to 3 places" in json.dumps(posts[1].body["messages"])
+
+    refused = CliRunner().invoke(app, [*args, "--thought", "loud"])
+    assert refused.exit_code == 2 and "--thought must be off, inline or separate, not 'loud'" in refused.output
