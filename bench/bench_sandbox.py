@@ -1,7 +1,19 @@
 """Subprocess sandbox figures, each against a baseline measured in the same run.
 
-* warm round overhead of ``x = 1 + 1`` vs spawning ``python -c pass`` (target ratio <= 0.1);
-* cold start to the first result, without and with a pre-started pool;
+* cold start to the first result without a pool (``cold_first_result_no_pool_ms``) against its floor
+  (``spawn_python_ms``, target ratio <= 1.3): an empty interpreter started exactly the way the sandbox
+  starts its runtime (the same interpreter flags, ``-I -S``; the same cgroup, ``/bin/sh`` and bubblewrap
+  command line; the same allow-listed environment; the same asyncio spawn) and waited for until it exits,
+  so the ratio is what the runtime itself adds (its imports, the bridge handshake, the first round), not
+  the isolation. The two alternate in ``PAIRS`` pairs (which comes first alternates too) and each figure
+  is the median of its samples; ``cold_first_result_vs_spawn_ratio`` is the median of the per-pair
+  ratios, which a change of load between pairs moves least. ``spawn_python_bare_ms`` is the interpreter
+  alone (``python -I -S -c pass``, no isolation), for scale. The floor used to be ``python -c pass``:
+  with ``site``, which the sandbox skips, and which on this machine runs a ``.pth`` file importing
+  certifi (~30 ms), so the ratio compared the runtime with an unrelated start-up, measured once at
+  another moment of the run, and swung 1.1-2.3x under load;
+* warm round overhead of ``x = 1 + 1`` vs that same floor (target ratio <= 0.1);
+* cold start to the first result with a pre-started pool;
 * a 1,000,000-iteration loop in the sandbox (RestrictedPython) vs plain ``exec`` here (target <= 1.5);
 * an attribute-heavy loop (300,000 x ``p.x = p.x + i``) vs plain ``exec`` (target <= 3);
 * RSS of a warm runtime (target <= 40 MiB);
@@ -20,9 +32,12 @@ import tempfile
 import time
 from typing import Any
 
-from codeact.sandbox import SubprocessSandbox
+from codeact.sandbox import SubprocessSandbox, _spawn
 from codeact.sandbox.runtime import protocol as p
-from codeact.sandbox.subprocess_sandbox import python_interpreter
+from codeact.sandbox.subprocess_sandbox import _WORK, _env, bwrap_command, python_interpreter
+
+PAIRS = 15
+"""Cold starts, each beside a floor start: enough that the medians hold still on a loaded machine."""
 
 LOOP = "total = 0\nfor i in range(1000000):\n    total += i\n"
 ATTR = (
@@ -51,13 +66,80 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-def _spawn_python() -> float:
-    times = []
-    for _ in range(7):
+def _spawn_bare() -> float:
+    started = time.perf_counter()
+    subprocess.run([python_interpreter()[0], "-I", "-S", "-c", "pass"], check=True)
+    return time.perf_counter() - started
+
+
+async def _spawn_floor(sb: SubprocessSandbox) -> float:
+    """Start ``python -I -S -c pass`` the way ``sb`` starts its runtime (``_spawn``), minus the runtime.
+
+    The same pieces as the sandbox's own start: its cgroup (created, entered by the ``/bin/sh`` in front,
+    removed), its bubblewrap command line and environment, its interpreter flags, ``_spawn.spawn``.
+    Timed from the cgroup's creation to the interpreter's exit.
+    """
+    flags, seed_env = sb.interpreter()
+    with tempfile.TemporaryDirectory(prefix="codeact-bench-floor-") as bridge_dir:
         started = time.perf_counter()
-        subprocess.run([python_interpreter()[0], "-c", "pass"], check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        argv = bwrap_command(
+            sb._find_bwrap(),
+            bridge_dir=bridge_dir,
+            limits=sb.limits,
+            command=[python_interpreter()[0], *flags, "-c", "pass"],
+            env_dir=sb.env_dir,
+        )
+        cgroup = sb._new_cgroup()
+        if cgroup is not None:
+            argv = cgroup.command(argv)
+        try:
+            proc = await _spawn.spawn(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                env={**_env(_WORK), **seed_env},
+                start_new_session=True,
+                close_fds=True,
+            )
+            code = await proc.wait()
+            elapsed = time.perf_counter() - started
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
+    if code != 0:
+        raise RuntimeError(f"the floor's interpreter failed (exit status {code})")
+    return elapsed
+
+
+async def _cold_first_result() -> float:
+    async with SubprocessSandbox() as sb:
+        return await _round(sb, "x = 1 + 1")
+
+
+async def _cold_pairs(figures: dict[str, Any]) -> float:
+    """Cold starts and floor starts, alternating (``PAIRS`` each); returns the floor's median in seconds."""
+    floor_sb = SubprocessSandbox()  # never started: only its way of starting is used
+    await _cold_first_result()  # first use in this process: the bwrap self-test, RestrictedPython's import
+    await _spawn_floor(floor_sb)
+    colds: list[float] = []
+    floors: list[float] = []
+    bares: list[float] = []
+    for i in range(PAIRS):
+        if i % 2:
+            floors.append(await _spawn_floor(floor_sb))
+            colds.append(await _cold_first_result())
+        else:
+            colds.append(await _cold_first_result())
+            floors.append(await _spawn_floor(floor_sb))
+        bares.append(_spawn_bare())
+    spawn = statistics.median(floors)
+    figures["spawn_python_ms"] = _ms(spawn)
+    figures["spawn_python_bare_ms"] = _ms(statistics.median(bares))
+    figures["cold_first_result_no_pool_ms"] = _ms(statistics.median(colds))
+    ratios = [cold / floor for cold, floor in zip(colds, floors, strict=True)]
+    figures["cold_first_result_vs_spawn_ratio"] = round(statistics.median(ratios), 3)
+    return spawn
 
 
 def _plain_exec(code: str) -> float:
@@ -159,8 +241,7 @@ async def _in_process_s() -> float:
 
 async def _main() -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    spawn = _spawn_python()
-    figures["spawn_python_ms"] = _ms(spawn)
+    spawn = await _cold_pairs(figures)
 
     async with SubprocessSandbox(bridge=Echo()) as sb:
         cold = await _round(sb, "x = 1 + 1")
@@ -193,11 +274,6 @@ async def _main() -> dict[str, Any]:
     figures["calls_1000_raw_socket_echo_ms"] = _ms(raw)
     figures["calls_sequential_vs_raw_ratio"] = round(sequential / raw, 3)
 
-    colds = []
-    for _ in range(3):
-        async with SubprocessSandbox() as sb:
-            colds.append(await _round(sb, "x = 1 + 1"))
-    figures["cold_first_result_no_pool_ms"] = _ms(statistics.median(colds))
     pooled = []
     for _ in range(3):
         async with SubprocessSandbox(pool_size=1) as sb:  # __aenter__ pre-starts (while the model thinks)
