@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import base64
 import collections
-import datetime
-import decimal
 import enum
-import fractions
 import json
 import sys
 from collections.abc import Callable, Mapping
@@ -17,6 +14,9 @@ from codeact.sandbox.runtime._codec_types import TAG, Record, Undecodable
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
+    import datetime
+    import decimal
+    import fractions
     import uuid
     from typing import TypeVar
 
@@ -66,7 +66,8 @@ def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> o
     return _guarded(lambda t: _json_loads(t, object_hook=hook), text)
 
 
-_MALFORMED = (ValueError, TypeError, KeyError, OverflowError, IndexError, ZeroDivisionError, decimal.InvalidOperation)
+_MALFORMED = (ValueError, TypeError, KeyError, OverflowError, IndexError, ZeroDivisionError)
+# and decimal.InvalidOperation (an ArithmeticError), looked up only once decimal is imported (_guarded)
 
 
 def _guarded(run: Callable[[_T], _R], arg: _T) -> _R:
@@ -78,6 +79,11 @@ def _guarded(run: Callable[[_T], _R], arg: _T) -> _R:
     except RecursionError:
         raise Undecodable("nesting too deep") from None
     except _MALFORMED as exc:
+        raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
+    except ArithmeticError as exc:
+        decimal = sys.modules.get("decimal")  # no InvalidOperation can be raised before decimal is imported
+        if decimal is None or not isinstance(exc, decimal.InvalidOperation):
+            raise
         raise Undecodable(f"malformed codec data: {type(exc).__name__}: {exc}") from None
 
 
@@ -239,7 +245,12 @@ def _uuid(obj: Mapping[str, object]) -> uuid.UUID:
     return uuid.UUID(_text(obj["v"]))
 
 
+# datetime, decimal and fractions are imported by the tags that need them (see _uuid), not to start.
+
+
 def _fraction(obj: Mapping[str, object]) -> fractions.Fraction:
+    import fractions
+
     numerator, denominator = _two(obj["v"])
     return fractions.Fraction(_int(numerator), _int(denominator))
 
@@ -250,8 +261,34 @@ def _complex(obj: Mapping[str, object]) -> complex:
 
 
 def _timedelta(obj: Mapping[str, object]) -> datetime.timedelta:
+    import datetime
+
     days, seconds, microseconds = _three_ints(obj["v"])
     return datetime.timedelta(days=days, seconds=seconds, microseconds=microseconds)
+
+
+def _datetime(obj: Mapping[str, object]) -> datetime.datetime:
+    import datetime
+
+    return datetime.datetime.fromisoformat(_text(obj["v"]))
+
+
+def _date(obj: Mapping[str, object]) -> datetime.date:
+    import datetime
+
+    return datetime.date.fromisoformat(_text(obj["v"]))
+
+
+def _time(obj: Mapping[str, object]) -> datetime.time:
+    import datetime
+
+    return datetime.time.fromisoformat(_text(obj["v"]))
+
+
+def _decimal(obj: Mapping[str, object]) -> decimal.Decimal:
+    import decimal
+
+    return decimal.Decimal(_text(obj["v"]))
 
 
 def _range(obj: Mapping[str, object]) -> range:
@@ -275,11 +312,11 @@ _DECODERS: dict[str, Callable[[_Decoder, Mapping[str, object]], object]] = {
     "float": lambda _d, o: _special_float(o),
     "bytes": lambda _d, o: _b64decode(o),
     "bytearray": lambda _d, o: bytearray(_b64decode(o)),
-    "datetime": lambda _d, o: datetime.datetime.fromisoformat(_text(o["v"])),
-    "date": lambda _d, o: datetime.date.fromisoformat(_text(o["v"])),
-    "time": lambda _d, o: datetime.time.fromisoformat(_text(o["v"])),
+    "datetime": lambda _d, o: _datetime(o),
+    "date": lambda _d, o: _date(o),
+    "time": lambda _d, o: _time(o),
     "timedelta": lambda _d, o: _timedelta(o),
-    "decimal": lambda _d, o: decimal.Decimal(_text(o["v"])),
+    "decimal": lambda _d, o: _decimal(o),
     "complex": lambda _d, o: _complex(o),
     "fraction": lambda _d, o: _fraction(o),
     "uuid": lambda _d, o: _uuid(o),

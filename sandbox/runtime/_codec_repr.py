@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import datetime
 import json
 from collections.abc import Sequence
 
@@ -44,11 +43,7 @@ __all__ = ["display_text", "has_tags", "python_repr"]
 
 _LISTS = {"tuple": ("(", ")"), "set": ("{", "}"), "frozenset": ("frozenset({", "})"), "deque": ("deque([", "])")}
 _EMPTY = {"tuple": "()", "set": "set()", "frozenset": "frozenset()", "deque": "deque([])"}
-_TIMES: dict[str, type[datetime.date] | type[datetime.time]] = {
-    "datetime": datetime.datetime,
-    "date": datetime.date,
-    "time": datetime.time,
-}
+_TIMES = frozenset({"datetime", "date", "time"})  # datetime's classes by these names (imported when shown)
 
 
 class _Full(Exception):
@@ -228,8 +223,13 @@ def _scalar(tag: str, payload: object) -> str | None:  # noqa: C901, PLR0911 -- 
             data = base64.b64decode(payload, validate=True)
             return repr(data) if tag == "bytes" else f"bytearray({data!r})"
         if tag in _TIMES and isinstance(payload, str):
-            return repr(_TIMES[tag].fromisoformat(payload))
+            import datetime  # here: a runtime that shows no time value does not import datetime
+
+            kind: type[datetime.date] | type[datetime.time] = getattr(datetime, tag)
+            return repr(kind.fromisoformat(payload))
         if tag == "timedelta" and isinstance(payload, list) and len(payload) == 3:
+            import datetime
+
             return repr(datetime.timedelta(days=payload[0], seconds=payload[1], microseconds=payload[2]))
         if tag == "decimal" and isinstance(payload, str):
             return f"Decimal({payload!r})"

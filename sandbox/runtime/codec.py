@@ -60,10 +60,7 @@ from __future__ import annotations
 
 import base64
 import collections
-import datetime
-import decimal
 import enum
-import fractions
 import json
 import math
 import sys
@@ -77,6 +74,7 @@ from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Rec
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
+    import datetime
     from typing import Any, Protocol, TypeGuard, TypeVar
 
 __all__ = [
@@ -300,6 +298,11 @@ class _Encoder:
         return {name: self.encode(getattr(value, name)) for name in names}
 
     def other(self, value: object) -> JsonValue:  # noqa: C901 - one isinstance ladder, in priority order
+        if _DATES is None and _stdlib_types_possible():
+            _add_stdlib_types()  # the first value since datetime, decimal or fractions was imported
+            handler = _EXACT.get(type(value))
+            if handler is not None:
+                return handler(self, value)
         if self.data:
             tagged = self.container(value, lambda: encode_data(self, value))
             if tagged is not None:
@@ -319,8 +322,9 @@ class _Encoder:
             return int(value)
         if isinstance(value, float):
             return _float(float(value))
-        if isinstance(value, datetime.date):  # datetime is a date subclass: both handled by isoformat
-            tag = "datetime" if isinstance(value, datetime.datetime) else "date"
+        dates = _DATES
+        if dates is not None and isinstance(value, dates[0]):  # datetime is a date subclass: both by isoformat
+            tag = "datetime" if isinstance(value, dates[1]) else "date"
             return _tagged(tag, value.isoformat())
         if isinstance(value, tuple) and hasattr(type(value), "_fields"):
             names = getattr(type(value), "_fields")  # noqa: B009 - namedtuple classes only
@@ -338,9 +342,9 @@ class _Encoder:
                 value,
                 lambda: _tagged("model", self.encode(value.model_dump()), **{"class": _class_name(value)}),
             )
-        for base, handler in _SUBCLASSES:
+        for base, subclass_handler in _SUBCLASSES:
             if isinstance(value, base):
-                return handler(self, value)
+                return subclass_handler(self, value)
         uuid = sys.modules.get("uuid")  # a UUID exists only once its module is imported (a runtime does not)
         if uuid is not None and isinstance(value, uuid.UUID):
             return _tagged("uuid", str(value))
@@ -372,18 +376,12 @@ _EXACT: dict[type, Callable[[_Encoder, Any], JsonValue]] = {  # each takes its k
     collections.deque: _sequence("deque"),
     bytes: lambda _e, v: _tagged("bytes", _b64(v)),
     bytearray: lambda _e, v: _tagged("bytearray", _b64(v)),
-    datetime.datetime: lambda _e, v: _tagged("datetime", v.isoformat()),
-    datetime.date: lambda _e, v: _tagged("date", v.isoformat()),
-    datetime.time: lambda _e, v: _tagged("time", v.isoformat()),
-    datetime.timedelta: lambda _e, v: _tagged("timedelta", [v.days, v.seconds, v.microseconds]),
-    decimal.Decimal: lambda _e, v: _tagged("decimal", str(v)),
     complex: lambda _e, v: _tagged("complex", [_float(v.real), _float(v.imag)]),
-    fractions.Fraction: lambda _e, v: _tagged("fraction", [v.numerator, v.denominator]),
     range: lambda _e, v: _tagged("range", [v.start, v.stop, v.step]),
-}
+}  # + datetime, date, time, timedelta, Decimal and Fraction (_add_stdlib_types)
 
 # Subclasses (after the enum/dataclass/namedtuple checks): handled as their base type.
-_SUBCLASSES: tuple[tuple[type, Callable[[_Encoder, Any], JsonValue]], ...] = (
+_SUBCLASSES_FIRST: tuple[tuple[type, Callable[[_Encoder, Any], JsonValue]], ...] = (
     (dict, _Encoder.encode_dict),
     (list, _Encoder.encode_list),
     (tuple, _EXACT[tuple]),
@@ -392,9 +390,46 @@ _SUBCLASSES: tuple[tuple[type, Callable[[_Encoder, Any], JsonValue]], ...] = (
     (collections.deque, _EXACT[collections.deque]),
     (bytes, _EXACT[bytes]),
     (bytearray, _EXACT[bytearray]),
-    (datetime.time, _EXACT[datetime.time]),
-    (datetime.timedelta, _EXACT[datetime.timedelta]),
-    (decimal.Decimal, _EXACT[decimal.Decimal]),
-    (fractions.Fraction, _EXACT[fractions.Fraction]),
-    (complex, _EXACT[complex]),
-)
+)  # + time, timedelta, Decimal, Fraction (_add_stdlib_types), then:
+_SUBCLASSES_LAST: tuple[tuple[type, Callable[[_Encoder, Any], JsonValue]], ...] = ((complex, _EXACT[complex]),)
+_SUBCLASSES = _SUBCLASSES_FIRST + _SUBCLASSES_LAST
+
+# datetime, decimal and fractions (with numbers: ~2.7 ms to import) are not imported to encode: none of
+# their values exists before one of these modules is imported, so their encoders join the tables above
+# the first time the slow path (every such value takes it until then) runs with one of them loaded.
+# A runtime whose rounds never touch them never imports them.
+_STDLIB_TYPE_MODULES = ("datetime", "_datetime", "decimal", "_decimal", "_pydecimal", "fractions")
+_DATES: tuple[type[datetime.date], type[datetime.datetime]] | None = None  # set last, by _add_stdlib_types
+
+
+def _stdlib_types_possible() -> bool:
+    modules = sys.modules
+    return any(name in modules for name in _STDLIB_TYPE_MODULES)
+
+
+def _add_stdlib_types() -> None:
+    """Add the datetime, decimal and fractions encoders (idempotent: a second call adds the same)."""
+    global _SUBCLASSES, _DATES  # noqa: PLW0603 - the tables grow once, when the first such value can exist
+    import datetime
+    import decimal
+    import fractions
+
+    _EXACT.update(
+        {
+            datetime.datetime: lambda _e, v: _tagged("datetime", v.isoformat()),
+            datetime.date: lambda _e, v: _tagged("date", v.isoformat()),
+            datetime.time: lambda _e, v: _tagged("time", v.isoformat()),
+            datetime.timedelta: lambda _e, v: _tagged("timedelta", [v.days, v.seconds, v.microseconds]),
+            decimal.Decimal: lambda _e, v: _tagged("decimal", str(v)),
+            fractions.Fraction: lambda _e, v: _tagged("fraction", [v.numerator, v.denominator]),
+        }
+    )
+    _SUBCLASSES = (
+        *_SUBCLASSES_FIRST,
+        (datetime.time, _EXACT[datetime.time]),
+        (datetime.timedelta, _EXACT[datetime.timedelta]),
+        (decimal.Decimal, _EXACT[decimal.Decimal]),
+        (fractions.Fraction, _EXACT[fractions.Fraction]),
+        *_SUBCLASSES_LAST,
+    )
+    _DATES = (datetime.date, datetime.datetime)

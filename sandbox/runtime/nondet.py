@@ -25,7 +25,6 @@ toolkit's value), C extensions with their own clocks or generators, ``id()``/mem
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import os as _os
 import time as _time
 import types
@@ -253,6 +252,8 @@ class _Alias(type):
 
 
 def _datetime_view(views: Views) -> types.ModuleType:
+    import datetime as _dt  # here: only a round that imports datetime pays for it
+
     m = _copy(_dt)
     take = views.take
     real_datetime, real_date = _dt.datetime, _dt.date

@@ -1,7 +1,8 @@
 """A cold start does only what the first result needs; what it skips still works when a round needs it.
 
-Real runtimes and real cgroups. The runtime imports asyncio, dataclasses, random, secrets and uuid only
-once a round uses them (an event loop, a dataclass, a recording view); the runtime's modules
+Real runtimes and real cgroups. The runtime imports asyncio, dataclasses, random, secrets, uuid, datetime,
+decimal and fractions only once a round uses them (an event loop, a dataclass, a recording view, a
+value of theirs: the codec adds their encoders when they can exist); the runtime's modules
 load from bytecode the host wrote (a read-only mount cannot cache it); the child enters its cgroup
 through ``/bin/sh`` before anything of the sandbox runs, and never runs when it cannot.
 """
@@ -24,7 +25,8 @@ from codeact.sandbox.subprocess_sandbox import RUNTIME_DIR
 pytestmark = [pytest.mark.integration]
 
 OPEN = Policy(restricted=False, allowed_imports=frozenset(sys.stdlib_module_names))
-DEFERRED = ("asyncio", "dataclasses", "random", "secrets", "uuid")
+DEFERRED = ("asyncio", "dataclasses", "random", "secrets", "uuid", "datetime", "decimal", "fractions")
+TIMES_AND_NUMBERS = {"datetime", "decimal", "fractions"}
 LOADED = "import sys\nloaded = [m for m in " + repr(DEFERRED) + " if m in sys.modules]\n"
 
 
@@ -65,7 +67,91 @@ async def test_first_round_imports_none_of_the_deferred_modules_and_later_rounds
         assert defined.variables["p"]["$type"] == "dataclass"
         assert defined.variables["u"] == {"$type": "uuid", "v": "00000000-0000-0000-0000-000000000007"}
         assert defined.nondeterminism is not None and "seed" in defined.nondeterminism
-        assert set(defined.variables["loaded"]) == set(DEFERRED) - {"secrets"}  # secrets: not imported yet
+        assert set(defined.variables["loaded"]) == set(DEFERRED) - {"secrets"} - TIMES_AND_NUMBERS  # not yet
+
+
+TIMES = {
+    "when": {"$type": "datetime", "v": "2026-01-02T09:30:00+01:00"},
+    "day": {"$type": "date", "v": "2026-01-02"},
+    "at": {"$type": "time", "v": "09:30:00"},
+    "span": {"$type": "timedelta", "v": [1, 2, 3]},
+    "price": {"$type": "decimal", "v": "1.10"},
+    "third": {"$type": "fraction", "v": [1, 3]},
+}
+
+
+@pytest.mark.asyncio
+async def test_datetime_decimal_and_fractions_values_cross_both_ways_though_no_start_imports_them() -> None:
+    async with SubprocessSandbox(bridge=Echo(), policy=OPEN) as box:
+        first = await box.execute(LOADED + "n = echo.echo(1)")
+        assert first.ok, first.error
+        assert first.variables["loaded"] == []
+
+        # restored into a fresh namespace (decoded by the runtime), then captured again (encoded)
+        restored = await box.execute(
+            "kinds = [type(v).__name__ for v in (when, day, at, span, price, third)]", variables=TIMES
+        )
+        assert restored.ok, restored.error
+        assert {name: restored.variables[name] for name in TIMES} == TIMES
+        assert restored.variables["kinds"] == ["datetime", "date", "time", "timedelta", "Decimal", "Fraction"]
+
+    async with SubprocessSandbox(bridge=Echo(), policy=OPEN) as box:  # made by the code, subclasses too
+        made = await box.execute(
+            "import datetime, decimal, fractions\n"
+            "class D(decimal.Decimal):\n    pass\n"
+            "class F(fractions.Fraction):\n    pass\n"
+            "class T(datetime.timedelta):\n    pass\n"
+            "day = datetime.date(2026, 1, 2)\nd = D('2.5')\nf = F(2, 4)\nt = T(seconds=5)\n"
+            "back = echo.echo(day)\n"
+        )
+        assert made.ok, made.error
+        assert made.variables["day"] == made.variables["back"] == {"$type": "date", "v": "2026-01-02"}
+        assert made.variables["d"] == {"$type": "decimal", "v": "2.5"}
+        assert made.variables["f"] == {"$type": "fraction", "v": [1, 2]}
+        assert made.variables["t"] == {"$type": "timedelta", "v": [0, 5, 0]}
+
+
+_FRESH_CODEC = """
+import sys, types
+top = sys.modules.setdefault("codeact", types.ModuleType("codeact")); top.__path__ = []
+box = sys.modules.setdefault("codeact.sandbox", types.ModuleType("codeact.sandbox")); box.__path__ = []
+pkg = types.ModuleType("codeact.sandbox.runtime"); pkg.__path__ = [sys.argv[1]]
+sys.modules["codeact.sandbox.runtime"] = pkg
+from codeact.sandbox.runtime import codec
+LAZY = ("datetime", "_datetime", "decimal", "_decimal", "fractions", "numbers")
+def loaded():
+    return [m for m in LAZY if m in sys.modules]
+assert loaded() == [], loaded()
+assert codec.dumps({"a": (1, 2), "b": {3}, "c": 1j, "r": range(3), 1: b"x"}) and loaded() == [], loaded()
+assert codec.decode({"$type": "tuple", "v": [1]}) == (1,) and loaded() == [], loaded()
+assert codec.python_repr({"$type": "uuid", "v": "u"}) and loaded() == [], loaded()
+try:
+    codec.decode({"$type": "decimal", "v": "not a number"})
+except codec.Undecodable as exc:
+    print(exc)
+import _decimal  # the C module alone: its values must still encode
+print(codec.dumps(_decimal.Decimal("1.5")))
+import datetime
+class When(datetime.datetime):
+    pass
+print(codec.dumps([When(2026, 1, 2), datetime.time(9, 30)]))
+print(codec.python_repr({"$type": "date", "v": "2026-01-02"}))
+print(codec.python_repr({"$type": "timedelta", "v": [0, 1, 0]}))
+"""
+
+
+def test_the_codec_imports_datetime_decimal_and_fractions_only_for_their_values() -> None:
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _FRESH_CODEC, str(RUNTIME_DIR)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "malformed codec data: InvalidOperation: [<class 'decimal.ConversionSyntax'>]",
+        '{"$type":"decimal","v":"1.5"}',
+        '[{"$type":"datetime","v":"2026-01-02T00:00:00"},{"$type":"time","v":"09:30:00"}]',
+        "datetime.date(2026, 1, 2)",
+        "datetime.timedelta(seconds=1)",
+    ]
 
 
 @pytest.mark.asyncio
