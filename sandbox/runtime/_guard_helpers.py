@@ -119,6 +119,30 @@ def _calculate_metaclass(bases: tuple[type, ...]) -> type:
     return winner
 
 
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_DICT = type.__dict__["__dict__"]
+
+
+def _plain_dict(namespace: object) -> bool:
+    """A dict whose item reads are dict's own: no ``__getitem__`` or ``__missing__`` in its class or a base.
+
+    A class body reads names (``_write_``, ``_getattr_``, the getters) from its namespace before the module's:
+    a mapping that answers those reads (a ``defaultdict``, a ``dict`` subclass of the code's, returned by a
+    metaclass's ``__prepare__``) would hand the body guards of its own. Checked on the MRO's own ``__dict__``s
+    (``type``'s descriptors, which a metaclass cannot override). ``enum``'s namespace only overrides ``__setitem__``.
+    """
+    classes = _TYPE_MRO.__get__(type(namespace))
+    if not any(cls is dict for cls in classes):  # not isinstance: that believes a `__class__` of the object's own
+        return False
+    for cls in classes:
+        if cls is dict or cls is object:
+            continue
+        own = _TYPE_DICT.__get__(cls)
+        if "__getitem__" in own or "__missing__" in own:
+            return False
+    return True
+
+
 class _ClassFactory:
     """``__metaclass__`` for RestrictedPython's ``class X(..., metaclass=__metaclass__)`` rewrite.
 
@@ -138,7 +162,13 @@ class _ClassFactory:
         self._owned_ids = owned_ids
 
     def __prepare__(self, name: str, bases: tuple[type, ...], **kwargs: object) -> Mapping[str, object]:
-        return _calculate_metaclass(bases).__prepare__(name, bases, **kwargs)
+        namespace = _calculate_metaclass(bases).__prepare__(name, bases, **kwargs)
+        if type(namespace) is not dict and not _plain_dict(namespace):
+            raise TypeError(
+                f"class {name!r}: its metaclass's __prepare__ returned a {type(namespace).__name__!r}; sandboxed "
+                "code needs a plain dict as a class namespace (the class body looks its guards up in it)"
+            )
+        return namespace
 
     def __call__(self, name: str, bases: tuple[type, ...], namespace: dict[str, object], **kwargs: object) -> type:
         cls: type = _calculate_metaclass(bases)(name, bases, namespace, **kwargs)

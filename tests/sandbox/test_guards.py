@@ -151,6 +151,17 @@ HOSTILE_RUNTIME = [
                  "of class 'JSONEncoder'", id="metaclass-eq-claims-a-stdlib-class"),
     pytest.param(_CLAIMS.format("json.JSONDecoder") + "json.JSONDecoder()._x", AttributeError,
                  "attribute '_x' is not allowed", id="metaclass-eq-claims-private-names"),
+    # a class body looks its guards up in its own namespace first: a metaclass's __prepare__ may not answer them
+    pytest.param("import math\ndef ident(o):\n    return o\nclass Evil(dict):\n    def __getitem__(self, k):\n"
+                 "        if k == '_write_':\n            return ident\n        raise KeyError(k)\n"
+                 "def prep(mcs, name, bases, **kw):\n    return Evil()\nM = type(int)\n"
+                 "M2 = M('M2', (M,), {'__prepare__': classmethod(prep)})\nBase = M2('Base', (), {})\n"
+                 "class C(Base):\n    math.pi = 3", TypeError, "needs a plain dict as a class namespace",
+                 id="prepare-mapping-answers-guard-names"),
+    pytest.param("import collections, math\ndef ident(o):\n    return o\n"
+                 "def prep(mcs, name, bases, **kw):\n    return collections.defaultdict(lambda: ident)\nM = type(int)\n"
+                 "M2 = M('M2', (M,), {'__prepare__': classmethod(prep)})\nBase = M2('Base', (), {})\n"
+                 "class C(Base):\n    math.pi = 3", TypeError, "'defaultdict'", id="prepare-defaultdict"),
 ]  # fmt: skip
 
 HOSTILE_COMPILE = [
