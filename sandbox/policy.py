@@ -41,7 +41,9 @@ from codeact.sandbox._last_value import show_last_value
 from codeact.sandbox.runtime.guards import (
     ALLOWED_DUNDER_METHODS,
     ALLOWED_UNDERSCORE_ATTRIBUTES,
+    ATTRIBUTE_GETTERS,
     DENIED_ATTRIBUTES,
+    attribute_getter_name,
     is_private_name,
 )
 
@@ -275,7 +277,33 @@ def _restrict(tree: ast.Module, lines: list[str], internal_names: list[ast.Name]
     if transformer.problems:
         raise _policy_failure(transformer.problems, lines)
     assert isinstance(result, ast.Module)  # noqa: S101 - visit_Module returns the module
+    if transformer.getters:
+        _bind_getters_first(result, list(transformer.getters))
     return result
+
+
+def _bind_getters_first(tree: ast.Module, names: list[str]) -> None:
+    """Make the module's first statement bind the attribute getters its code reads through (guards.py).
+
+    After the docstring and ``from __future__`` imports, which must stay first.
+    """
+    call = ast.Call(func=ast.Name(ATTRIBUTE_GETTERS, ast.Load()), args=[ast.Constant(n) for n in names], keywords=[])
+    statement = ast.Expr(value=call)
+    body = tree.body
+    index = 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if isinstance(body[0].value.value, str):
+            index = 1
+    while index < len(body):
+        statement_here = body[index]
+        if not (isinstance(statement_here, ast.ImportFrom) and statement_here.module == "__future__"):
+            break
+        index += 1
+    anchor = body[min(index, len(body) - 1)] if body else None
+    if anchor is not None:  # the line of the statement it precedes (a traceback never points at it)
+        for node in (statement, call, call.func, *call.args):
+            ast.copy_location(node, anchor)
+    body.insert(index, statement)
 
 
 def _policy_failure(problems: list[tuple[int | None, str]], lines: list[str]) -> CompileFailure:
@@ -317,6 +345,7 @@ def _transformer_class() -> type[Any]:
             self.problems: list[tuple[int | None, str]] = []
             self._internal = {id(n) for n in internal_names}
             self._star_imports = star_imports
+            self.getters: dict[str, None] = {}  # attribute names read through getters, in order
 
         def error(self, node: ast.AST, info: str) -> None:
             super().error(node, info)
@@ -360,9 +389,14 @@ def _transformer_class() -> type[Any]:
                 self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')
             node = self.node_contents_visit(node)
             if isinstance(node.ctx, ast.Load):
-                new: ast.expr = ast.Call(
-                    func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(attr)], keywords=[]
-                )
+                getter = attribute_getter_name(attr)
+                if getter is not None:  # `obj.x` -> `_codeact_attr_x_(obj)`: see guards.attribute_getter_name
+                    self.getters[attr] = None
+                    new: ast.expr = ast.Call(func=ast.Name(getter, ast.Load()), args=[node.value], keywords=[])
+                else:
+                    new = ast.Call(
+                        func=ast.Name("_getattr_", ast.Load()), args=[node.value, ast.Constant(attr)], keywords=[]
+                    )
                 copy_locations(new, node)
                 return new
             new_value = ast.Call(func=ast.Name("_write_", ast.Load()), args=[node.value], keywords=[])

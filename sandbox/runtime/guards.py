@@ -6,10 +6,12 @@ dangerous constructs statically (names and attributes starting with ``_``, frame
 and routes every attribute read through ``_getattr_``, every attribute/item write through ``_write_``
 and every ``for`` loop through ``_getiter_``. The functions here are the run-time half of the policy:
 
-* ``_getattr_`` (hot path): one set lookup on the attribute name, the builtin ``getattr`` and one type
-  check of the value, so a module attribute that is itself a module outside the allow-list
-  (``dataclasses.sys``, ``uuid.os``) can never be reached. Names that need a value check (``format``:
-  ``str.format`` is replaced by a formatter that guards ``{0.attr}`` fields) take a slower path.
+* Attribute reads: ``obj.x`` for most public names compiles to ``_codeact_attr_x_(obj)``, a getter of that
+  name (``attribute_getter_name``; bound by the module's first statement, ``_codeact_getters_('x', ...)``):
+  a native ``obj.x`` and the value check, so a module attribute that is itself a module outside the
+  allow-list (``dataclasses.sys``, ``uuid.os``) can never be reached, whatever object holds it. Other
+  names go through ``_getattr_``: private and allowed dunder names (decided by the object), and names
+  whose value is replaced (``format``: ``str.format`` becomes a formatter that guards ``{0.attr}`` fields).
 * ``_write_``: returns the object itself for ``dict``/``list`` and instances of classes the sandboxed
   code defined (recorded by the ``__metaclass__`` class factory, so it cannot be forged), and a proxy
   that refuses attribute writes otherwise (stdlib modules, classes and objects stay read-only).
@@ -28,7 +30,7 @@ import builtins
 import operator
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from types import FunctionType, ModuleType
+from types import CellType, CodeType, FunctionType, ModuleType
 
 from codeact.sandbox.runtime._guard_helpers import (
     _ClassFactory,
@@ -48,7 +50,9 @@ __all__ = [
     "ALLOWED_UNDERSCORE_ATTRIBUTES",
     "ALLOWED_DUNDER_METHODS",
     "DENIED_ATTRIBUTES",
+    "ATTRIBUTE_GETTERS",
     "SANDBOX_MODULE_NAME",
+    "attribute_getter_name",
     "is_private_name",
     "plain_globals",
     "restricted_globals",
@@ -166,6 +170,59 @@ _STR_FORMAT_MAP: Final = str.format_map
 _BuiltinMethod = type("".format)
 
 
+ATTRIBUTE_GETTERS: Final = "_codeact_getters_"
+"""The runtime function a restricted module calls first: binds the per-name attribute getters it uses."""
+
+_GETTER_PREFIX: Final = "_codeact_attr_"
+_NoneType: Final = type(None)
+
+
+def attribute_getter_name(attr: str) -> str | None:
+    """The namespace name of the getter for ``obj.<attr>`` reads, or None when they go through ``_getattr_``.
+
+    A public name that is not denied and whose value needs no check of its own (``format``, ...) reads
+    through a getter of its own: ``obj.x`` compiles to ``_codeact_attr_x_(obj)``, a function that does the
+    native ``obj.x`` (specialised by the interpreter like any attribute load) and then exactly the value
+    check ``_getattr_`` does. Private and dunder names keep ``_getattr_`` (their decision depends on the object).
+    """
+    if type(attr) is not str or not attr.isidentifier() or attr.startswith("_"):
+        return None
+    if attr in DENIED_ATTRIBUTES or attr in _VALUE_CHECKED:
+        return None
+    return f"{_GETTER_PREFIX}{attr}_"
+
+
+def _getter_template(check_value: Callable[[object, str, object], object], name: str) -> Callable[[object], object]:
+    # The template of every attribute getter: `_attribute_getter` swaps the attribute name into a copy of
+    # `get`'s code. For values of these exact built-in types `check_value` is provably a no-op (they are not
+    # modules, nor proxies of one: their `__class__` is object's, and built-in types take no new attributes;
+    # and no dangerous builtin is one of them), so they return at once; any other value takes the full check.
+    def get(obj: object) -> object:
+        value = obj.codeact_attribute_placeholder  # type: ignore[attr-defined]
+        cls = type(value)
+        if cls is int or cls is str or cls is float or cls is bool or cls is _NoneType or cls is list:
+            return value
+        if cls is dict or cls is tuple:
+            return value
+        return check_value(obj, name, value)
+
+    return get
+
+
+_GETTER_CODE: Final[CodeType] = next(c for c in _getter_template.__code__.co_consts if isinstance(c, CodeType))
+
+
+def _attribute_getter(check_value: Callable[[object, str, object], object], name: str) -> Callable[[object], object]:
+    """``lambda obj: _getattr_(obj, name)`` for one allowed public name, as a specialisable native load."""
+    code = _GETTER_CODE.replace(
+        co_names=tuple(name if n == "codeact_attribute_placeholder" else n for n in _GETTER_CODE.co_names),
+        co_name=f"getattr_{name}",
+        co_qualname=f"getattr_{name}",
+    )
+    cells = {"check_value": CellType(check_value), "name": CellType(name)}
+    return FunctionType(code, globals(), code.co_name, None, tuple(cells[v] for v in code.co_freevars))
+
+
 def is_private_name(name: str) -> bool:
     """``_cache``, ``_helper``: one leading underscore, none trailing (the guard names are ``_x_``).
 
@@ -222,6 +279,7 @@ class _Namespace:
         self.owned: set[object] = {dict, list}
         self.owned_ids: dict[int, object] = {id(dict): dict, id(list): list}
         self.ok_names: set[str] = set()
+        self.getters: dict[str, Callable[[object], object]] = {}
         self.namespace: dict[str, object] = {}
 
     # -- modules ----------------------------------------------------------------------------------
@@ -338,6 +396,19 @@ class _Namespace:
         if isinstance(obj, type):
             return self.owns(obj)
         return cls is FunctionType and obj.__globals__ is self.namespace  # type: ignore[attr-defined]
+
+    def bind_getters(self, *names: str) -> None:
+        """``_codeact_getters_('x', 'y')``: the module's first statement binds the getters of the names it reads."""
+        ns = self.namespace
+        getters = self.getters
+        for name in names:
+            key = attribute_getter_name(name)
+            if key is None:
+                raise ValueError(f"no attribute getter for {name!r}")
+            getter = getters.get(name)
+            if getter is None:
+                getter = getters[name] = _attribute_getter(self.check_value, name)
+            ns[key] = getter  # bound again each time: the namespace holds nothing else under this name
 
     # -- imports ----------------------------------------------------------------------------------
     def guarded_import(
@@ -505,6 +576,7 @@ class _Namespace:
                     "_inplaceitem_": _inplaceitem_,
                     "_apply_": _apply_,
                     "_codeact_import_star_": _codeact_import_star_,
+                    ATTRIBUTE_GETTERS: self.bind_getters,
                 }
             )
         return ns

@@ -7,14 +7,22 @@ out-of-process hostile suite (both backends, policy on and off) lives in test_ho
 from __future__ import annotations
 
 import asyncio
+import builtins
 import marshal
+import math
 import textwrap
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from codeact.sandbox.policy import DEFAULT_IMPORTS, CompileFailure, Policy, compile_code
-from codeact.sandbox.runtime.guards import plain_globals, restricted_globals
+from codeact.sandbox.runtime.guards import (
+    ATTRIBUTE_GETTERS,
+    attribute_getter_name,
+    plain_globals,
+    restricted_globals,
+)
 
 
 def run(
@@ -151,6 +159,31 @@ HOSTILE_RUNTIME = [
                  "of class 'JSONEncoder'", id="metaclass-eq-claims-a-stdlib-class"),
     pytest.param(_CLAIMS.format("json.JSONDecoder") + "json.JSONDecoder()._x", AttributeError,
                  "attribute '_x' is not allowed", id="metaclass-eq-claims-private-names"),
+    # `obj.x` reads through a getter of its own (guards.attribute_getter_name): the value is checked whatever
+    # the object, its class or the name; a module can sit under any public name of any object
+    pytest.param("import functools, dataclasses\nclass Box:\n    pass\nb = Box()\n"
+                 "functools.update_wrapper(b, dataclasses)\nb.sys", AttributeError, "attribute 'sys' is module 'sys'",
+                 id="getter-module-copied-onto-an-owned-object"),
+    pytest.param("import functools, dataclasses\nclass Box:\n    pass\nb = Box()\n"
+                 "functools.update_wrapper(b, dataclasses)\nfor _ in range(3):\n    b.field\nb.sys",
+                 AttributeError, "module 'sys'", id="getter-after-warm-reads"),
+    pytest.param("import dataclasses\nclass P:\n    @property\n    def sys(self):\n        return 1\n"
+                 "P().sys\ndataclasses.sys", AttributeError, "module 'sys'", id="getter-shared-by-property-and-module"),
+    pytest.param("import dataclasses\nclass P:\n    pass\nfor obj in (P(), dataclasses):\n    try:\n        obj.sys\n"
+                 "    except AttributeError as e:\n        last = e\nraise last", AttributeError, "module 'sys'",
+                 id="getter-polymorphic-site"),
+    pytest.param("import dataclasses\ndef fwd(self, name):\n    return getattr(dataclasses, name)\n"
+                 "Fwd = type(int)('Fwd', (), {'__getattr__': fwd})\nFwd().field\nFwd().sys", AttributeError,
+                 "module 'sys'", id="getter-through-dunder-getattr"),
+    pytest.param(_CLAIMS.format("type(math)") + "class Holder:\n    pass\nh = Holder()\nh.m = Mine()\nh.m\n"
+                 "import dataclasses\ndataclasses.sys", AttributeError, "module 'sys'",
+                 id="getter-after-claiming-metaclass"),
+    pytest.param("import dataclasses\ndef g():\n    return dataclasses.sys\ng()", AttributeError, "module 'sys'",
+                 id="getter-in-a-function"),
+    pytest.param("import dataclasses\nclass C:\n    s = dataclasses.sys", AttributeError, "module 'sys'",
+                 id="getter-in-a-class-body"),
+    pytest.param("import dataclasses\n[m.sys for m in [dataclasses]]", AttributeError, "module 'sys'",
+                 id="getter-in-a-comprehension"),
     # a class body looks its guards up in its own namespace first: a metaclass's __prepare__ may not answer them
     pytest.param("import math\ndef ident(o):\n    return o\nclass Evil(dict):\n    def __getitem__(self, k):\n"
                  "        if k == '_write_':\n            return ident\n        raise KeyError(k)\n"
@@ -551,3 +584,41 @@ def test_open_reads_a_file_of_the_working_directory(tmp_path: Any, monkeypatch: 
         "with open('sales.csv', 'rb') as f:\n    raw = f.read()[:6]"
     )
     assert namespace["total"] == 7 and namespace["raw"] == b"region"
+
+
+@pytest.mark.parametrize(
+    "name", ["mro", "gi_frame", "f_globals", "format", "format_map", "open", "compile", "_x", "__class__", "a-b", ""]
+)
+def test_names_without_a_getter_keep_the_full_guard(name: str) -> None:
+    assert attribute_getter_name(name) is None
+    namespace = restricted_globals(allowed_imports=DEFAULT_IMPORTS)
+    with pytest.raises(ValueError, match="no attribute getter"):
+        namespace[ATTRIBUTE_GETTERS](name)  # type: ignore[operator]
+
+
+def test_a_getter_is_bound_again_over_whatever_the_namespace_held() -> None:
+    compiled = compile_code("result = holder.value", policy=Policy())
+    namespace = restricted_globals(allowed_imports=DEFAULT_IMPORTS)
+    namespace["_codeact_attr_value_"] = lambda obj: "forged"
+    namespace["holder"] = SimpleNamespace(value=builtins.open)  # a dangerous builtin under a harmless name
+    with pytest.raises(AttributeError, match="attribute 'value' is not allowed"):
+        exec(marshal.loads(compiled.code), namespace)  # noqa: S102
+
+
+def test_getters_read_like_getattr() -> None:
+    namespace = run(
+        "import math\nclass P:\n    pi = 3\n    def __init__(self):\n        self.x = 1\n"
+        "    @property\n    def y(self):\n        return self.x + 1\n"
+        "def fallback(self, name):\n    return name\nQ = type(int)('Q', (), {'__getattr__': fallback, 'y': 2})\n"
+        "p, q = P(), Q()\nresult = [math.pi, P.pi, p.pi, p.x, p.y, q.y, q.zzz, 'a'.upper(), [1].count(1)]\n"
+        "p.x = 5\nresult.append(p.y)"
+    )
+    assert namespace["result"] == [math.pi, 3, 3, 1, 2, 2, "zzz", "A", 1, 6]
+
+
+def test_getters_are_bound_after_the_docstring_and_future_imports() -> None:
+    code = marshal.loads(
+        compile_code('"""Doc."""\nfrom __future__ import annotations\nx = (1).real', policy=Policy()).code
+    )
+    assert code.co_consts[0] == "Doc."
+    assert code.co_names.index("__future__") < code.co_names.index(ATTRIBUTE_GETTERS)
