@@ -32,9 +32,9 @@ import tempfile
 import time
 from typing import Any
 
-from codeact.sandbox import SubprocessSandbox, _spawn
+from codeact.sandbox import SubprocessSandbox
 from codeact.sandbox.runtime import protocol as p
-from codeact.sandbox.subprocess_sandbox import _WORK, _env, bwrap_command, python_interpreter
+from codeact.sandbox.subprocess_sandbox import python_interpreter
 
 PAIRS = 15
 """Cold starts, each beside a floor start: enough that the medians hold still on a loaded machine."""
@@ -73,35 +73,16 @@ def _spawn_bare() -> float:
 
 
 async def _spawn_floor(sb: SubprocessSandbox) -> float:
-    """Start ``python -I -S -c pass`` the way ``sb`` starts its runtime (``_spawn``), minus the runtime.
+    """Start ``python -I -S -c pass`` the way ``sb`` starts its runtime, minus the runtime.
 
-    The same pieces as the sandbox's own start: its cgroup (created, entered by the ``/bin/sh`` in front,
-    removed), its bubblewrap command line and environment, its interpreter flags, ``_spawn.spawn``.
-    Timed from the cgroup's creation to the interpreter's exit.
+    Through the sandbox's own ``spawn_interpreter`` (which its ``_spawn`` uses): the same cgroup (created,
+    entered by the ``/bin/sh`` in front, removed), bubblewrap command line, environment, interpreter
+    flags and asyncio spawn. Timed from the start of that call to the interpreter's exit.
     """
-    flags, seed_env = sb.interpreter()
     with tempfile.TemporaryDirectory(prefix="codeact-bench-floor-") as bridge_dir:
         started = time.perf_counter()
-        argv = bwrap_command(
-            sb._find_bwrap(),
-            bridge_dir=bridge_dir,
-            limits=sb.limits,
-            command=[python_interpreter()[0], *flags, "-c", "pass"],
-            env_dir=sb.env_dir,
-        )
-        cgroup = sb._new_cgroup()
-        if cgroup is not None:
-            argv = cgroup.command(argv)
+        proc, cgroup = await sb.spawn_interpreter(["-c", "pass"], bridge_dir=bridge_dir)
         try:
-            proc = await _spawn.spawn(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.DEVNULL,
-                env={**_env(_WORK), **seed_env},
-                start_new_session=True,
-                close_fds=True,
-            )
             code = await proc.wait()
             elapsed = time.perf_counter() - started
         finally:

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, TypeVar
 
@@ -423,67 +424,106 @@ class SubprocessSandbox(Sandbox):
             raise IsolationUnavailableError(f"bubblewrap (`bwrap`) is not installed; {_INSTALL_HINT}")
         return found
 
-    async def _spawn(self) -> RuntimeWorker:
-        compile_runtime()
-        limits = self.limits
+    async def spawn_interpreter(
+        self,
+        args: Sequence[str],
+        *,
+        bridge_dir: str,
+        work_dir: str | None = None,
+        stdin: int = asyncio.subprocess.DEVNULL,
+        stderr: int = asyncio.subprocess.DEVNULL,
+    ) -> tuple[asyncio.subprocess.Process, SandboxCgroup | None]:
+        """Start ``python <flags> *args`` exactly the way this sandbox starts its runtime.
+
+        The one place that builds the runtime's command line (interpreter flags, bubblewrap), environment
+        and cgroup: :meth:`_spawn` starts every runtime through it, and the benchmark's floor
+        (``bench/bench_sandbox.py``) starts ``python -I -S -c pass`` through it, so the two cannot drift.
+
+        Args:
+            args: What follows the interpreter and its flags (the runtime's ``main.py`` and its arguments).
+            bridge_dir: The host directory of the bridge socket, bound at ``/opt/codeact/bridge`` under bubblewrap.
+            work_dir: ``process`` isolation: the child's private working directory (also its ``HOME``).
+            stdin: As for :func:`asyncio.create_subprocess_exec`.
+            stderr: As for :func:`asyncio.create_subprocess_exec`.
+
+        Returns:
+            The process and its cgroup (None without one); the caller kills and removes the cgroup.
+
+        Raises:
+            IsolationUnavailableError: bubblewrap is missing or fails its self-test, or the cgroup is
+                required and cannot be created.
+            SandboxError: The process could not be started (``sandbox.start``).
+        """
         executable, _ = python_interpreter()
-        config: dict[str, object] = {"rlimits": limits.rlimits()}
         flags, seed_env = self.interpreter()
-        work_dir: str | None = None
+        command = [executable, *flags, *args]
         if self._mode == "bwrap":
             bwrap = self._find_bwrap()
-            await _check_bwrap(bwrap, limits)
-            channel = await Channel.open(self.bridge)
-            config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
-            config["reap_children"] = True  # its own pid namespace: the runtime kills the round's leftovers
-            command = [executable, *flags, f"{_RUNTIME_MOUNT}/main.py", *self._owner_args()]
+            await _check_bwrap(bwrap, self.limits)
             argv = bwrap_command(
-                bwrap, bridge_dir=str(channel.directory), limits=limits, command=command, env_dir=self.env_dir
+                bwrap, bridge_dir=bridge_dir, limits=self.limits, command=command, env_dir=self.env_dir
             )
             env, cwd = {**_env(_WORK), **seed_env}, None
-            if self.env_dir:
-                config["sys_path"] = [_ENV_MOUNT]
         else:
-            channel = await Channel.open(self.bridge)
-            work_dir = tempfile.mkdtemp(prefix=dir_prefix("work"))
-            os.chmod(work_dir, 0o700)
-            config["socket"] = str(channel.socket_path)
-            argv = [executable, *flags, str(RUNTIME_DIR / "main.py"), *self._owner_args()]
-            env, cwd = {**_env(work_dir), **seed_env}, work_dir
-            if self.env_dir:
-                config["sys_path"] = [self.env_dir]
-        config["token"] = channel.token
-        try:
-            cgroup = self._new_cgroup()
-        except BaseException:
-            await channel.close()
-            if work_dir:
-                shutil.rmtree(work_dir, ignore_errors=True)
-            raise
+            if work_dir is None:
+                raise ValueError("process isolation needs a work_dir")
+            argv, env, cwd = command, {**_env(work_dir), **seed_env}, work_dir
         program = argv[0]
+        cgroup = self._new_cgroup()
         if cgroup is not None:
             argv = cgroup.command(argv)  # no preexec_fn: a vfork, not a fork of this (large) process
         try:
             proc = await _spawn.spawn(
                 *argv,
-                stdin=asyncio.subprocess.PIPE,
+                stdin=stdin,
                 stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
+                stderr=stderr,
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
                 close_fds=True,
             )
-        except BaseException as exc:  # a cancel too: the channel and the work dir must not leak
-            await channel.close()
-            if work_dir:
-                shutil.rmtree(work_dir, ignore_errors=True)
+        except BaseException as exc:  # a cancel too: the cgroup must not leak
             if cgroup is not None:
                 cgroup.remove()
             if isinstance(exc, (OSError, subprocess.SubprocessError)):
                 raise SandboxError(
                     f"cannot start the sandbox runtime ({program}): {exc}", code="sandbox.start"
                 ) from None
+            raise
+        return proc, cgroup
+
+    async def _spawn(self) -> RuntimeWorker:
+        compile_runtime()
+        config: dict[str, object] = {"rlimits": self.limits.rlimits()}
+        work_dir: str | None = None
+        channel = await Channel.open(self.bridge)
+        try:
+            if self._mode == "bwrap":
+                config["socket"] = f"{_BRIDGE_MOUNT}/{channel.socket_path.name}"
+                config["reap_children"] = True  # its own pid namespace: the runtime kills the round's leftovers
+                main = f"{_RUNTIME_MOUNT}/main.py"
+                if self.env_dir:
+                    config["sys_path"] = [_ENV_MOUNT]
+            else:
+                work_dir = tempfile.mkdtemp(prefix=dir_prefix("work"))
+                os.chmod(work_dir, 0o700)
+                config["socket"] = str(channel.socket_path)
+                main = str(RUNTIME_DIR / "main.py")
+                if self.env_dir:
+                    config["sys_path"] = [self.env_dir]
+            config["token"] = channel.token
+            proc, cgroup = await self.spawn_interpreter(
+                [main, *self._owner_args()],
+                bridge_dir=str(channel.directory),
+                work_dir=work_dir,
+                stdin=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except BaseException:  # a cancel too: the channel and the work dir must not leak
+            await channel.close()
+            if work_dir:
+                shutil.rmtree(work_dir, ignore_errors=True)
             raise
         worker = _ProcessWorker(channel=channel, isolation=self.isolation, proc=proc, work_dir=work_dir, cgroup=cgroup)
         try:
