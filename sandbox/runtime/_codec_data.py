@@ -31,8 +31,7 @@ once after encoding and must compare equal (dtypes included), otherwise they are
 
 from __future__ import annotations
 
-import base64
-import re
+import binascii
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
@@ -52,7 +51,8 @@ DATA_MODULES: Final = frozenset({"numpy", "pandas", "sympy"})
 DATA_TAGS: Final = frozenset({"ndarray", "npscalar", "pdscalar", "dataframe", "series", "pdindex", "sympy"})
 
 _REPR_CHARS: Final = 200
-_DTYPE: Final = re.compile(r"^[<>|=]?(?:b1|[iu][1248]|f(?:2|4|8|12|16)|c(?:8|16|24|32)|[mM]8(?:\[\d*\w+\])?|[SU]\d+)$")
+_DTYPE: Final = r"^[<>|=]?(?:b1|[iu][1248]|f(?:2|4|8|12|16)|c(?:8|16|24|32)|[mM]8(?:\[\d*\w+\])?|[SU]\d+)$"
+"""The numpy dtypes carried as bytes (matched by ``_dtype_ok``)."""
 
 
 if TYPE_CHECKING:  # the shapes the data encoders read: annotations only
@@ -126,7 +126,7 @@ def _numpy(encoder: DataEncoder, value: object) -> JsonObject | None:
         return _tag("ndarray", value, _array(encoder, np, np.asarray(value)))  # the array itself, typed
     if isinstance(value, np.generic):
         arr = np.asarray(value)
-        if arr.dtype.kind in "OV" or not _DTYPE.match(arr.dtype.str):
+        if arr.dtype.kind in "OV" or not _dtype_ok(arr.dtype.str):
             raise Unencodable(f"cannot encode a numpy scalar of dtype {arr.dtype}")
         return _tag("npscalar", value, {"dtype": arr.dtype.str, "b64": _b64(arr.tobytes())})
     return None
@@ -136,13 +136,19 @@ def _array(encoder: DataEncoder, np: ModuleType, arr: _Array) -> JsonObject:
     shape: list[JsonValue] = [int(n) for n in arr.shape]
     if arr.dtype.kind == "O":
         return {"dtype": "object", "shape": shape, "items": [encoder.encode(item) for item in arr.ravel(order="C")]}
-    if not _DTYPE.match(arr.dtype.str):
+    if not _dtype_ok(arr.dtype.str):
         raise Unencodable(f"cannot encode a numpy array of dtype {arr.dtype} (structured or void)")
     return {"dtype": arr.dtype.str, "shape": shape, "b64": _b64(np.ascontiguousarray(arr).tobytes())}
 
 
+def _dtype_ok(text: str) -> bool:
+    import re  # here: only numpy values get this far (numpy imports re itself); re caches the pattern
+
+    return re.match(_DTYPE, text) is not None
+
+
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return binascii.b2a_base64(data, newline=False).decode("ascii")  # base64.b64encode
 
 
 def _import(name: str) -> ModuleType:
@@ -178,7 +184,7 @@ def _decode_array(payload: object) -> object:
 
 
 def _dtype(np: ModuleType, text: object) -> _DType:
-    if type(text) is not str or not _DTYPE.match(text):
+    if type(text) is not str or not _dtype_ok(text):
         raise Undecodable(f"unsupported numpy dtype {text!r}")
     dtype: _DType = np.dtype(text)
     return dtype
@@ -188,7 +194,7 @@ def _raw(text: object) -> bytes:
     if type(text) is not str:
         raise Undecodable("expected base64 text")
     try:
-        return base64.b64decode(text, validate=True)
+        return binascii.a2b_base64(text, strict_mode=True)  # base64.b64decode(text, validate=True)
     except ValueError as exc:
         raise Undecodable(f"bad base64 payload: {exc}") from None
 

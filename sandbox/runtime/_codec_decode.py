@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import base64
+import binascii
 import collections
-import enum
-import json
 import sys
 from collections.abc import Callable, Mapping
 
@@ -16,11 +14,10 @@ TYPE_CHECKING = False  # not typing's: the runtime does not import typing to sta
 if TYPE_CHECKING:
     import datetime
     import decimal
+    import enum
     import fractions
     import uuid
     from typing import TypeVar
-
-_json_loads = json.loads
 
 if TYPE_CHECKING:
     _T = TypeVar("_T")
@@ -62,8 +59,10 @@ def loads(text: str | bytes, *, registry: Mapping[str, type] | None = None) -> o
     Raises:
         Undecodable: Not JSON, or not valid codec output.
     """
+    import json  # here: the runtime decodes what protocol.loads parsed, and does not import json to start
+
     hook = _Decoder(registry or {}).hook
-    return _guarded(lambda t: _json_loads(t, object_hook=hook), text)
+    return _guarded(lambda t: json.loads(t, object_hook=hook), text)
 
 
 _MALFORMED = (ValueError, TypeError, KeyError, OverflowError, IndexError, ZeroDivisionError)
@@ -171,7 +170,9 @@ class _Decoder:
     def enum(self, obj: Mapping[str, object]) -> object:
         _name, cls = self.cls(obj)
         member = obj.get("name")
-        if cls is not None and isinstance(cls, enum.EnumMeta) and type(member) is str:
+        # No Enum class exists before its module is imported (a runtime does not import it to start).
+        meta: type[enum.EnumMeta] | None = getattr(sys.modules.get("enum"), "EnumMeta", None)
+        if cls is not None and meta is not None and isinstance(cls, meta) and type(member) is str:
             try:
                 return cls[member]
             except KeyError:
@@ -298,7 +299,7 @@ def _range(obj: Mapping[str, object]) -> range:
 
 def _b64decode(obj: Mapping[str, object]) -> bytes:
     try:
-        return base64.b64decode(_text(obj["v"]), validate=True)
+        return binascii.a2b_base64(_text(obj["v"]), strict_mode=True)  # base64.b64decode(..., validate=True)
     except ValueError as exc:  # binascii.Error is a ValueError
         raise Undecodable(f"bad base64 payload: {exc}") from None
 

@@ -23,8 +23,6 @@ an unknown tag                                         its payload
 
 from __future__ import annotations
 
-import json
-
 from codeact.sandbox.runtime._codec_data import DATA_TAGS
 from codeact.sandbox.runtime._codec_types import TAG, JsonValue
 
@@ -56,9 +54,16 @@ def plain(obj: object) -> Any:  # Any: callers index the result as the JSON they
         for pair in payload:
             if isinstance(pair, list) and len(pair) == 2:
                 key = plain(pair[0])
-                out[key if isinstance(key, str) else json.dumps(key)] = plain(pair[1])
+                out[key if isinstance(key, str) else _json_text(key)] = plain(pair[1])
         return out
     if tag == "timedelta" and isinstance(payload, list) and len(payload) == 3:
         days, seconds, micro = payload
         return days * 86400 + seconds + micro / 1_000_000
     return plain(payload)
+
+
+def _json_text(value: object) -> str:
+    """``json.dumps(value)``: a key that is not a string (rare: the runtime does not import json to start)."""
+    import json
+
+    return json.dumps(value)

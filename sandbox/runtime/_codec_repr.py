@@ -27,9 +27,7 @@ an unknown tag                                         its payload's text
 
 from __future__ import annotations
 
-import base64
 import binascii
-import json
 from collections.abc import Sequence
 
 from codeact.sandbox.runtime._codec_data import DATA_TAGS
@@ -117,6 +115,8 @@ def display_text(obj: object, *, limit: int | None = None) -> str:
     elif has_tags(obj):
         return python_repr(obj, limit=limit)
     else:
+        import json  # here: the runtime does not import json to start
+
         text = json.dumps(obj, ensure_ascii=False, default=str)
     if limit is not None and len(text) > limit:
         return text[: max(limit - 3, 0)] + "..."
@@ -220,7 +220,7 @@ def _scalar(tag: str, payload: object) -> str | None:  # noqa: C901, PLR0911 -- 
         if tag == "float" and payload in ("nan", "inf", "-inf"):
             return str(payload)
         if tag in ("bytes", "bytearray") and isinstance(payload, str):
-            data = base64.b64decode(payload, validate=True)
+            data = binascii.a2b_base64(payload, strict_mode=True)  # base64.b64decode(payload, validate=True)
             return repr(data) if tag == "bytes" else f"bytearray({data!r})"
         if tag in _TIMES and isinstance(payload, str):
             import datetime  # here: a runtime that shows no time value does not import datetime

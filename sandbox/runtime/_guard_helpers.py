@@ -7,23 +7,55 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # C helpers behind str.format parsing (stdlib)
 import os
-import string
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    import string
 
-class _GuardedFormatter(string.Formatter):
-    """``str.format`` whose ``{0.attr}`` / ``{0[key]}`` fields go through the attribute guard."""
+
+class _GuardedFormatter:
+    """``str.format`` whose ``{0.attr}`` / ``{0[key]}`` fields go through the attribute guard.
+
+    A ``string.Formatter`` built on first use: ``string`` imports ``re`` (and compiles a pattern), which
+    a runtime start does not need; only a round formatting with a lookup in a field gets here.
+    """
 
     def __init__(self, getattr_: Callable[[object, str], object]) -> None:
         self._getattr = getattr_
+        self._formatter: string.Formatter | None = None
 
-    def get_field(self, field_name: str, args: Sequence[object], kwargs: Mapping[str, object]) -> tuple[object, str]:
-        first, rest = _string.formatter_field_name_split(field_name)
-        obj = self.get_value(first, args, kwargs)
-        for is_attr, key in rest:
-            obj = self._getattr(obj, key) if is_attr else obj[key]
-        return obj, first
+    def vformat(self, format_string: str, args: Sequence[object], kwargs: Mapping[str, object]) -> str:
+        """``string.Formatter.vformat``, every field looked up through the attribute guard."""
+        if self._formatter is None:
+            self._formatter = _formatter_class()(self._getattr)
+        return self._formatter.vformat(format_string, args, kwargs)
+
+
+_FORMATTER_CLASS: list[Callable[[Callable[[object, str], object]], string.Formatter]] = []  # by _formatter_class
+
+
+def _formatter_class() -> Callable[[Callable[[object, str], object]], string.Formatter]:
+    if _FORMATTER_CLASS:
+        return _FORMATTER_CLASS[0]
+    import string
+
+    class GuardedFormatter(string.Formatter):
+        def __init__(self, getattr_: Callable[[object, str], object]) -> None:
+            self._getattr = getattr_
+
+        def get_field(
+            self, field_name: str, args: Sequence[object], kwargs: Mapping[str, object]
+        ) -> tuple[object, str]:
+            first, rest = _string.formatter_field_name_split(field_name)
+            obj = self.get_value(first, args, kwargs)
+            for is_attr, key in rest:
+                obj = self._getattr(obj, key) if is_attr else obj[key]
+            return obj, first
+
+    _FORMATTER_CLASS.append(GuardedFormatter)
+    return GuardedFormatter
 
 
 def _needs_guarded_format(template: str) -> bool:

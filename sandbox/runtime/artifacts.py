@@ -15,7 +15,7 @@ The host checks every entry again (names, sizes, content) and decides the MIME t
 
 from __future__ import annotations
 
-import base64
+import binascii
 import os
 import sys
 from collections.abc import Mapping
@@ -118,7 +118,9 @@ class Outputs:
                 out.append({"name": name, "size": len(data), "refused": f"over the {file_cap}-byte limit per file"})
                 continue
             total += len(data)
-            out.append({"name": name, "size": len(data), "data": base64.b64encode(data).decode("ascii")})
+            out.append(
+                {"name": name, "size": len(data), "data": binascii.b2a_base64(data, newline=False).decode("ascii")}
+            )
         return out
 
 

@@ -20,7 +20,6 @@ names in ``baseline`` (toolkit proxies, runtime helpers) are skipped without a r
 from __future__ import annotations
 
 import builtins
-import re
 import sys
 import types
 from collections.abc import Collection, Mapping, Sequence
@@ -41,7 +40,7 @@ SOURCE_TAG: Final = "source"
 
 _REPR_CHARS: Final = 80
 _KEPT_REPR_CHARS: Final = 4000  # the repr kept in place of a value the codec cannot carry
-_ADDRESS: Final = re.compile(r" at 0x[0-9A-Fa-f]+")
+_ADDRESS: Final = r" at 0x[0-9A-Fa-f]+"
 _BUILTIN_IDS: Final = frozenset(id(value) for value in vars(builtins).values())
 
 
@@ -305,7 +304,10 @@ def _as_repr(value: object, max_var_bytes: int, room: int) -> tuple[str, int] | 
         text = f"<{type(value).__name__} object>"
     # `<Conn object at 0x7f..>`: the address differs from process to process, and replay compares the
     # variables a round leaves; it tells the model nothing either.
-    text = _ADDRESS.sub("", text)
+    if " at 0x" in text:
+        import re  # here: the runtime does not import re to start; re caches the pattern
+
+        text = re.sub(_ADDRESS, "", text)
     if len(text) > _KEPT_REPR_CHARS:
         text = text[: _KEPT_REPR_CHARS - 3] + "..."
     try:
@@ -430,8 +432,12 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     Returns:
         The definitions (empty when ``source`` does not parse: the compile step reports that).
     """
-    if not _MAY_DEFINE.search(source):
-        return []  # most rounds define nothing: no parse
+    if "def" not in source and "class" not in source:
+        return []  # most rounds define nothing: no parse, and no import of re
+    import re  # here: the runtime does not import re to start; re caches the pattern
+
+    if not re.search(_MAY_DEFINE, source):
+        return []
     key = (source, filename)
     cached = _DEFINITIONS_CACHE.get(key)
     if cached is not None:
@@ -452,7 +458,7 @@ def collect_definitions(source: str, *, filename: str = "") -> list[Definition]:
     return found
 
 
-_MAY_DEFINE: Final = re.compile(r"\b(?:def|class)\b")
+_MAY_DEFINE: Final = r"\b(?:def|class)\b"
 _CACHE_SIZE: Final = 2
 _CACHE_MAX_CHARS: Final = 512 * 1024
 _DEFINITIONS_CACHE: dict[tuple[str, str], tuple[Definition, ...]] = {}

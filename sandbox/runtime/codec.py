@@ -58,10 +58,8 @@ UTC offset, not their zone name. Circular references raise ``Unencodable("circul
 
 from __future__ import annotations
 
-import base64
+import binascii
 import collections
-import enum
-import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -71,6 +69,7 @@ from codeact.sandbox.runtime._codec_decode import decode, loads
 from codeact.sandbox.runtime._codec_plain import plain
 from codeact.sandbox.runtime._codec_repr import display_text, has_tags, python_repr
 from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Record, TooLarge, Undecodable, Unencodable
+from codeact.sandbox.runtime.protocol import compact_json
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
@@ -95,7 +94,7 @@ __all__ = [
 ]
 
 
-_json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_json_dumps = compact_json  # json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _isfinite = math.isfinite
 
 if TYPE_CHECKING:
@@ -312,7 +311,8 @@ class _Encoder:
                 value,
                 lambda: _tagged(value._codeact_kind, self.fields_of_mapping(value), **{"class": value._codeact_class}),
             )
-        if isinstance(value, enum.Enum):
+        enum = sys.modules.get("enum")  # no Enum exists before its module is imported (a runtime does not)
+        if enum is not None and isinstance(value, enum.Enum):
             return _tagged("enum", self.encode(value.value), **{"class": _class_name(value), "name": value.name})
         if isinstance(value, bool):
             return bool(value)
@@ -364,7 +364,7 @@ def _sequence(tag: str) -> Callable[[_Encoder, Iterable[object]], JsonValue]:
 
 
 def _b64(value: bytes | bytearray) -> str:
-    return base64.b64encode(value).decode("ascii")
+    return binascii.b2a_base64(value, newline=False).decode("ascii")  # base64.b64encode
 
 
 _EXACT: dict[type, Callable[[_Encoder, Any], JsonValue]] = {  # each takes its key type

@@ -24,7 +24,7 @@ toolkit's value), C extensions with their own clocks or generators, ``id()``/mem
 
 from __future__ import annotations
 
-import base64
+import binascii
 import os as _os
 import time as _time
 import types
@@ -201,11 +201,11 @@ def _named(module: str, name: str, fn: _F) -> _F:
 
 
 def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return binascii.b2a_base64(data, newline=False).decode("ascii")  # base64.b64encode, without the module
 
 
 def _bytes(text: object) -> bytes:
-    return base64.b64decode(text) if isinstance(text, str) else b""
+    return binascii.a2b_base64(text) if isinstance(text, str) else b""  # base64.b64decode
 
 
 def _time_view(views: Views) -> types.ModuleType:
@@ -375,6 +375,8 @@ def _secrets_view(views: Views) -> types.ModuleType:
         return token_bytes(nbytes).hex()
 
     def token_urlsafe(nbytes: int | None = None) -> str:
+        import base64  # as secrets.token_urlsafe does
+
         return base64.urlsafe_b64encode(token_bytes(nbytes)).rstrip(b"=").decode("ascii")
 
     def randbelow(exclusive_upper_bound: int) -> int:

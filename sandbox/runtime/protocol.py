@@ -20,9 +20,9 @@ object it always was.
 
 from __future__ import annotations
 
-import json
-import json.decoder
-import json.encoder
+# `_json`, not `json`: the C scanner and encoder are all the wire needs, and json's Python modules import
+# re (with enum and functools: ~5 ms of CPU at every runtime start) for the paths these skip.
+import _json
 from collections.abc import Callable, Mapping, Sequence
 
 # Not `from typing import TYPE_CHECKING`: every runtime start imports this module, and typing (~3 ms of a
@@ -209,16 +209,26 @@ if TYPE_CHECKING:  # the wire shapes: annotations only (a TypedDict is a plain d
         size: int
 
 
+def _not_serializable(value: object) -> object:
+    """``json.JSONEncoder.default``: the C encoder calls it for what JSON cannot carry."""
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+def _compact_encoder(markers: dict[int, Any]) -> Callable[[object, int], Sequence[str]]:
+    """``json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)``'s one-shot C encoder.
+
+    The same arguments as ``JSONEncoder.iterencode(_one_shot=True)``; ``markers`` detects cycles.
+    """
+    make: Any = _json.make_encoder
+    return make(markers, _not_serializable, _json.encode_basestring, None, ":", ",", False, False, False)  # type: ignore[no-any-return]
+
+
 def _make_dumps() -> Callable[[Any], str]:
     """Compact, strict (no NaN) JSON text, with the C encoder built once instead of on every call."""
-    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the C accelerator
-        return encoder.encode
-    # Same arguments as JSONEncoder.iterencode(_one_shot=True). The markers dict detects cycles; it
-    # is empty again after a successful call, but the C encoder leaves entries behind when it fails.
+    # The markers dict is empty again after a successful call, but the C encoder leaves entries behind
+    # when it fails.
     markers: dict[int, Any] = {}
-    chunks = make(markers, encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+    chunks = _compact_encoder(markers)
 
     def dumps(value: object) -> str:
         try:
@@ -231,9 +241,31 @@ def _make_dumps() -> Callable[[Any], str]:
 
 
 dumps: Final = _make_dumps()
-"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, faster."""
+"""``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, faster (one thread at a time)."""
 
-_scan_once: Final = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+def compact_json(value: object) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, from any thread.
+
+    Raises:
+        TypeError: A value JSON cannot carry. ValueError: NaN or an infinity, or a circular reference.
+    """
+    return "".join(_compact_encoder({})(value, 0))
+
+
+class _ScanContext:
+    """What ``json.JSONDecoder()`` hands its C scanner (``json.scanner.c_make_scanner``): its defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+_make_scanner: Any = _json.make_scanner  # typeshed wants a JSONDecoder: any object with its attributes will do
+_scan_once: Final[Callable[[str | bytes, int], tuple[object, int]]] = _make_scanner(_ScanContext())
 
 
 def loads(data: bytes | str) -> object:
@@ -246,10 +278,16 @@ def loads(data: bytes | str) -> object:
         text = data.decode("utf-8") if type(data) is bytes else data
         value, end = _scan_once(text, 0)
     except (StopIteration, ValueError, RecursionError, TypeError, AttributeError):
-        return json.loads(data)  # the exact error (or the rare valid frame the fast path does not take)
+        return _json_loads(data)  # the exact error (or the rare valid frame the fast path does not take)
     if end != len(text):
-        return json.loads(data)  # trailing whitespace is fine, trailing data an error: json decides
+        return _json_loads(data)  # trailing whitespace is fine, trailing data an error: json decides
     return value
+
+
+def _json_loads(data: bytes | str) -> object:
+    import json  # only for what the fast path does not take: errors, surrounding whitespace
+
+    return json.loads(data)
 
 
 def encode_frame(message: dict[str, object]) -> bytes:

@@ -16,11 +16,11 @@ from __future__ import annotations
 # `_signal` and `_socket`, not `signal` and `socket`: their enums cost a cold start; the constants suffice
 import _signal  # type: ignore[import-not-found]
 import _socket
+import _thread  # not `threading` (with functools and collections' helpers): one daemon thread needs no more
 import collections.abc
 import os
 import select
 import sys
-import threading
 import types
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Mapping
@@ -188,6 +188,22 @@ class _Call:
         return f"<pending toolkit call #{self.id}>"
 
 
+def _read_buffer() -> memoryview:
+    """Where the bridge's reads land: mapped once, before any code runs, resident only as far as written.
+
+    A fresh ``recv(_RECV)`` buffer per read needs a megabyte of address space at every read, which a
+    round that used it all up (a thread bomb's stacks against RLIMIT_AS) leaves no more: the runtime then
+    died of a ``MemoryError`` waiting for the next request instead of running it.
+    """
+    try:
+        import mmap  # a C module; an anonymous map is not resident until written (a bytearray is, zeroed)
+
+        # MAP_PRIVATE: a process the code forks gets a copy, not a window onto the runtime's reads.
+        return memoryview(mmap.mmap(-1, _RECV, flags=mmap.MAP_PRIVATE))
+    except (ImportError, OSError):  # pragma: no cover - CPython on Linux has mmap
+        return memoryview(bytearray(_RECV))
+
+
 class Bridge:
     """The runtime's end of the bridge connection.
 
@@ -203,6 +219,7 @@ class Bridge:
         self._heads: dict[tuple[str, str], str] = {}
         self._poller: tuple[int, select.poll] | None = None  # (self-pipe fd of the loop, select.poll object)
         self._buf = b""
+        self._recv_buf = _read_buffer()
         self._next_id = 0
         self._pending: dict[int, _Call | asyncio.Future[object]] = {}
         self._requests: deque[JsonObject] = deque()
@@ -279,7 +296,12 @@ class Bridge:
 
     def read_blocking(self) -> None:
         """Block until some bytes arrive and process every complete frame."""
-        self._feed(self.sock.recv(_RECV))
+        self._feed(self._recv(0))
+
+    def _recv(self, flags: int) -> bytes:
+        """``sock.recv(_RECV, flags)``, read into the preallocated buffer."""
+        view = self._recv_buf
+        return bytes(view[: self.sock.recv_into(view, _RECV, flags)])
 
     def next_request(self) -> JsonObject:
         """Block until the host sends a request (``execute``, ``shutdown``)."""
@@ -421,7 +443,7 @@ class Bridge:
 
     def _on_readable(self) -> None:
         try:
-            data = self.sock.recv(_RECV, _socket.MSG_DONTWAIT)
+            data = self._recv(_socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return
         self._feed(data)
@@ -433,7 +455,7 @@ class Bridge:
         self.control = None
 
 
-def watch_host(sock: _socket.socket, on_gone: Callable[[], None] | None = None) -> threading.Thread:
+def watch_host(sock: _socket.socket, on_gone: Callable[[], None] | None = None) -> int:
     """Start a daemon thread that ends the runtime as soon as the host's end of ``sock`` closes.
 
     The thread only polls for a hang-up (``POLLRDHUP``/``POLLHUP``/``POLLERR``), never for data,
@@ -445,7 +467,8 @@ def watch_host(sock: _socket.socket, on_gone: Callable[[], None] | None = None) 
         on_gone: What to do on a hang-up (default :func:`exit_now`).
 
     Returns:
-        The started thread.
+        The started thread's identifier. A ``_thread`` thread, which the interpreter never waits for at
+        exit (a daemon thread).
     """
     fd = sock.fileno()
     action = on_gone or exit_now
@@ -464,9 +487,7 @@ def watch_host(sock: _socket.socket, on_gone: Callable[[], None] | None = None) 
                 break
         action()
 
-    thread = threading.Thread(target=watch, name="codeact-host-watch", daemon=True)
-    thread.start()
-    return thread
+    return _thread.start_new_thread(watch, ())
 
 
 def exit_now(status: int = 70) -> None:

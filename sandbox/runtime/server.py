@@ -12,9 +12,11 @@ from source on every start, and every sandbox start is a new interpreter.
 
 from __future__ import annotations
 
+# Only C modules (and the runtime's own) at start: no `socket`, `signal`, `json`, `base64` or `threading`,
+# whose Python halves import enum, re and functools (~5 ms of CPU at every start); see protocol.py.
+import _signal  # type: ignore[import-not-found]
 import _socket  # not `socket`: its enums (and enum, ~2 ms) are not needed to connect one Unix socket
-import base64
-import json
+import binascii
 import marshal
 import os
 import sys
@@ -22,6 +24,8 @@ import time
 import types
 from collections import deque
 from collections.abc import Mapping
+
+from codeact.sandbox.runtime.protocol import compact_json, loads
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
@@ -344,9 +348,9 @@ class Runtime:
         started = time.perf_counter()
         limits: dict[str, Any] = dict(params.get("limits") or {})
         output_bytes = int(limits.get("output_bytes", 64 * 1024))
-        code = marshal.loads(base64.b64decode(params["code"]))
+        code = marshal.loads(binascii.a2b_base64(params["code"]))  # base64.b64decode, without the module
         prelude_b64 = params.get("prelude")
-        prelude = marshal.loads(base64.b64decode(prelude_b64)) if prelude_b64 else None
+        prelude = marshal.loads(binascii.a2b_base64(prelude_b64)) if prelude_b64 else None
         if not isinstance(code, types.CodeType) or (prelude is not None and not isinstance(prelude, types.CodeType)):
             raise TypeError("code and prelude must be marshalled code objects")
         source = str(params.get("source", ""))
@@ -438,7 +442,7 @@ class Runtime:
             produced = [{"name": "outputs/", "size": 0, "refused": f"could not be collected: {exc}"[:500]}]
         uncaptured.extend(_uncaptured_json(lost))
         self._warm_ns, self._warm_key = g, key
-        self._warm_token = base64.b32encode(os.urandom(10)).decode("ascii")
+        self._warm_token = os.urandom(10).hex()  # opaque to the host
         return {
             "stdout": stdout.getvalue(),
             "stderr": stderr.getvalue(),
@@ -502,7 +506,8 @@ class Runtime:
                 continue
             for key, encoded in one.items():
                 variables[key] = encoded
-                budget -= len(json.dumps(encoded, separators=(",", ":")))
+                # Its UTF-8 size as compact JSON, as the caps count; no import on this short-of-memory path.
+                budget -= len(compact_json(encoded).encode("utf-8", "surrogatepass"))
             lost.extend(missed)
         if failed and error is None:
             names = ", ".join(failed)
@@ -638,7 +643,7 @@ def _put_file(params: Mapping[str, object]) -> PutFileAnswer:
         or name == "outputs"
     ):
         raise ValueError(f"input file name {name!r} is not a plain file name")
-    content = base64.b64decode(data, validate=True)
+    content = binascii.a2b_base64(data, strict_mode=True)  # base64.b64decode(data, validate=True)
     path = os.path.join(os.getcwd(), name)
     if os.path.islink(path):
         os.unlink(path)
@@ -649,11 +654,9 @@ def _put_file(params: Mapping[str, object]) -> PutFileAnswer:
 
 def _reap_children() -> None:
     """SIGKILL every other process of the sandbox's pid namespace and collect them (nothing outlives a round)."""
-    import signal
-
     for _ in range(1000):
         try:
-            os.kill(-1, signal.SIGKILL)  # every process of this pid namespace but pid 1 and this one
+            os.kill(-1, _signal.SIGKILL)  # every process of this pid namespace but pid 1 and this one
         except OSError:
             pass
         try:
@@ -690,15 +693,13 @@ def _die_of_sigxcpu_as_pid_1() -> None:
     bytecodes; a long call in C is still bounded by that time limit. The host reads the exit status as
     the CPU limit (``CpuLimitExceeded``). Under bubblewrap the runtime is pid 2: the default action works.
     """
-    import signal
-
-    if os.getpid() != 1 or not hasattr(signal, "SIGXCPU"):
+    if os.getpid() != 1 or not hasattr(_signal, "SIGXCPU"):
         return
 
     def _exit(signum: int, _frame: Any) -> None:
         os._exit(128 + signum)
 
-    signal.signal(signal.SIGXCPU, _exit)
+    _signal.signal(_signal.SIGXCPU, _exit)
 
 
 def _apply_rlimits(rlimits: dict[str, Any]) -> None:
@@ -737,7 +738,7 @@ def _read_config(argv: list[str]) -> dict[str, Any]:
             raw = handle.read()
     else:
         raw = sys.stdin.readline()
-    config = json.loads(raw)
+    config = loads(raw.strip(" \t\n\r"))  # JSON's whitespace only: loads' fast path takes no other
     if not isinstance(config, dict):
         raise SystemExit("codeact runtime: the configuration must be a JSON object")
     return config

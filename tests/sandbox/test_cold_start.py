@@ -1,6 +1,8 @@
 """A cold start does only what the first result needs; what it skips still works when a round needs it.
 
-Real runtimes and real cgroups. The runtime imports asyncio, dataclasses, random, secrets, uuid, datetime,
+Real runtimes and real cgroups. A start imports no ``re``, ``enum``, ``functools``, ``json``, ``base64``,
+``threading`` or ``signal`` (the runtime uses their C modules).
+The runtime imports asyncio, dataclasses, random, secrets, uuid, datetime,
 decimal and fractions only once a round uses them (an event loop, a dataclass, a recording view, a
 value of theirs: the codec adds their encoders when they can exist); the runtime's modules
 load from bytecode the host wrote (a read-only mount cannot cache it); the child enters its cgroup
@@ -68,6 +70,48 @@ async def test_first_round_imports_none_of_the_deferred_modules_and_later_rounds
         assert defined.variables["u"] == {"$type": "uuid", "v": "00000000-0000-0000-0000-000000000007"}
         assert defined.nondeterminism is not None and "seed" in defined.nondeterminism
         assert set(defined.variables["loaded"]) == set(DEFERRED) - {"secrets"} - TIMES_AND_NUMBERS  # not yet
+
+
+START_FREE = ("re", "enum", "functools", "threading", "json", "base64", "string", "signal", "socket")
+"""Python modules whose import (re's, mostly) a start skipped: the runtime uses their C halves or imports them late."""
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("isolation", ["bwrap", "process"])
+async def test_a_start_imports_neither_re_nor_json_nor_threading_and_rounds_that_need_them_still_work(
+    isolation: str,
+) -> None:
+    async with SubprocessSandbox(bridge=Echo(), policy=OPEN, isolation=isolation) as box:
+        first = await box.execute(
+            "import sys\nloaded = [m for m in " + repr(START_FREE) + " if m in sys.modules]\nn = echo.echo(41) + 1"
+        )
+        assert first.ok, first.error
+        assert first.variables["loaded"] == []
+        assert first.variables["n"] == 42
+
+        later = await box.execute(
+            "import enum, collections\n"
+            "class Color(enum.Enum):\n    RED = 1\n"
+            "c = Color.RED\nb = bytes(range(3))\nd = collections.deque([1])\n"
+            "s = '{0.real}-{1[k]}'.format(2, {'k': 'v'})\n"
+            "o = object()\nkeys = {(1, 2): 'pair'}\nback = echo.echo(b)\n"
+        )
+        assert later.ok, later.error
+        assert later.variables["c"] == {"$type": "enum", "v": 1, "class": "Color", "name": "RED"}
+        assert later.variables["b"] == {"$type": "bytes", "v": "AAEC"}
+        assert later.variables["back"] == later.variables["b"]
+        assert later.variables["d"] == {"$type": "deque", "v": [1]}
+        assert later.variables["s"] == "2-v"
+        assert later.variables["keys"] == {"$type": "dict", "v": [[{"$type": "tuple", "v": [1, 2]}, "pair"]]}
+        assert [u.name for u in later.uncaptured] == ["o"]
+        assert later.variables["o"] == "<object object>"  # the repr kept, its address cut
+
+        restored = await box.execute(
+            "ok = (c.name, b, list(d), keys) == ('RED', bytes(range(3)), [1], {(1, 2): 'pair'})",
+            variables=later.variables,
+        )
+        assert restored.ok, restored.error
+        assert restored.variables["ok"] is True
 
 
 TIMES = {
