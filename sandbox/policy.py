@@ -13,8 +13,9 @@ Three steps, all here:
    checks plus ``async``/``await``, annotated assignments, ``nonlocal``, ``x.attr += 1`` and
    ``d[k] += 1`` (through guards) and a wider set of special methods classes may define. Attribute
    names in ``guards.DENIED_ATTRIBUTES`` are rejected at compile time too. What ordinary model code
-   writes compiles with the same guards: ``match`` statements (class and value patterns keep their
-   dotted names raw but pass the same name checks), ``except*``, ``from m import *`` at module
+   writes compiles with the same guards: ``match`` statements (``_match_rewrite.py``: the dotted names of
+   patterns are read through the guards before the statement, class patterns read attributes only as
+   ``obj.name`` would, captured values are checked before they are bound), ``except*``, ``from m import *`` at module
    level (``_codeact_import_star_``: the module's public names that a ``from m import name`` would
    give), and private names (``_cache``, ``def _helper``, ``self._v``: one leading underscore, no
    trailing one; the guard names all end in ``_``), whose attribute reads the runtime allows only
@@ -38,6 +39,7 @@ from typing import Any, Final, TypeVar
 
 from codeact.sandbox._await_insert import _COMBINATORS, _AwaitInserter
 from codeact.sandbox._last_value import show_last_value
+from codeact.sandbox._match_rewrite import MatchRewriter
 from codeact.sandbox.runtime.guards import (
     ALLOWED_DUNDER_METHODS,
     ALLOWED_UNDERSCORE_ATTRIBUTES,
@@ -339,9 +341,10 @@ def _transformer_class() -> type[Any]:
     def private(name: str) -> bool:
         return is_private_name(name)
 
-    class _SandboxTransformer(RestrictingNodeTransformer):
+    class _SandboxTransformer(MatchRewriter, RestrictingNodeTransformer):  # match statements: _match_rewrite.py
         def __init__(self, internal_names: list[ast.Name], star_imports: set[int]) -> None:
             super().__init__()
+            self.init_match_rewriter(denied_attributes)
             self.problems: list[tuple[int | None, str]] = []
             self._internal = {id(n) for n in internal_names}
             self._star_imports = star_imports
@@ -522,58 +525,6 @@ def _transformer_class() -> type[Any]:
 
         # exception groups: the handlers are checked like `except` handlers
         def visit_TryStar(self, node: ast.AST) -> ast.AST:
-            return self.node_contents_visit(node)
-
-        # match: patterns hold raw dotted names (a pattern cannot be a call), checked by name here
-        def visit_Match(self, node: ast.AST) -> ast.AST:
-            return self.node_contents_visit(node)
-
-        def visit_match_case(self, node: ast.AST) -> ast.AST:
-            return self.node_contents_visit(node)
-
-        def _check_dotted(self, node: ast.expr) -> None:
-            while isinstance(node, ast.Attribute):
-                attr = node.attr
-                if (attr.startswith("_") and not private(attr)) or attr in denied_attributes:
-                    self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')
-                node = node.value
-            if isinstance(node, ast.Name):
-                self.check_name(node, node.id)
-
-        def visit_MatchValue(self, node: ast.MatchValue) -> ast.AST:
-            if isinstance(node.value, ast.Attribute | ast.Name):
-                self._check_dotted(node.value)
-                return node
-            return self.node_contents_visit(node)
-
-        def visit_MatchClass(self, node: ast.MatchClass) -> ast.AST:
-            self._check_dotted(node.cls)
-            for attr in node.kwd_attrs:
-                if attr.startswith("_") or attr in denied_attributes:
-                    self.error(node, f'attribute "{attr}" is not allowed in sandboxed code')
-            node.patterns = [self.visit(p) for p in node.patterns]
-            node.kwd_patterns = [self.visit(p) for p in node.kwd_patterns]
-            return node
-
-        def visit_MatchAs(self, node: ast.MatchAs) -> ast.AST:
-            self.check_name(node, node.name)
-            return self.node_contents_visit(node)
-
-        def visit_MatchStar(self, node: ast.MatchStar) -> ast.AST:
-            self.check_name(node, node.name)
-            return node
-
-        def visit_MatchMapping(self, node: ast.MatchMapping) -> ast.AST:
-            self.check_name(node, node.rest)
-            return self.node_contents_visit(node)
-
-        def visit_MatchSingleton(self, node: ast.AST) -> ast.AST:
-            return node
-
-        def visit_MatchSequence(self, node: ast.AST) -> ast.AST:
-            return self.node_contents_visit(node)
-
-        def visit_MatchOr(self, node: ast.AST) -> ast.AST:
             return self.node_contents_visit(node)
 
         def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:

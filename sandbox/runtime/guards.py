@@ -30,7 +30,7 @@ import builtins
 import operator
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from types import CellType, CodeType, FunctionType, ModuleType
+from types import CellType, CodeType, FunctionType, ModuleType, SimpleNamespace
 
 from codeact.sandbox.runtime._guard_helpers import (
     _ClassFactory,
@@ -41,6 +41,7 @@ from codeact.sandbox.runtime._guard_helpers import (
     _SafeType,
     _WriteProxy,
 )
+from codeact.sandbox.runtime._match_guard import CAPTURED, MATCH_VALUES, PATTERN_CLASS, PatternClasses
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ __all__ = [
     "ALLOWED_DUNDER_METHODS",
     "DENIED_ATTRIBUTES",
     "ATTRIBUTE_GETTERS",
+    "CAPTURED",
+    "MATCH_VALUES",
+    "PATTERN_CLASS",
     "SANDBOX_MODULE_NAME",
     "attribute_getter_name",
     "is_private_name",
@@ -145,6 +149,7 @@ _DISABLED_BUILTINS: Final = (
     "help", "exit", "quit", "copyright", "credits", "license",
 )  # fmt: skip
 _DANGEROUS_VALUES: Final = frozenset(id(getattr(builtins, name)) for name in ("compile", "open"))
+_FORMAT_NAMES: Final = frozenset({"format", "format_map"})
 
 _IN_PLACE: Final[dict[str, Callable[[object, object], object]]] = {
     "+=": operator.iadd,
@@ -299,6 +304,8 @@ class _Namespace:
         )
 
     def check_value(self, obj: object, name: str, value: object) -> object:
+        # What this acts on, and nothing else: a module, a _DANGEROUS_VALUES builtin, the names in
+        # _FORMAT_NAMES. Class patterns (_match_guard.py) call it only for those, so keep the three in step.
         if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
             raise AttributeError(
                 f"attribute {name!r} is module {value.__name__!r}, which is not allowed in sandboxed code "
@@ -306,7 +313,7 @@ class _Namespace:
             )
         if id(value) in _DANGEROUS_VALUES:
             raise _denied_attribute(name)
-        if name in ("format", "format_map"):
+        if name in _FORMAT_NAMES:
             return self.guard_format(value)
         return value
 
@@ -322,6 +329,59 @@ class _Namespace:
             if value.__name__ == "format_map":
                 return lambda mapping: self.str_format_map(template, mapping)
         return value
+
+    def check_captured(self, *values: object) -> bool:
+        """``_codeact_captured_(v1, ...)``: a case's captured values pass the check ``obj.name`` values pass.
+
+        Runs before the case binds the names its pattern captured (sandbox/policy.py binds them to hidden
+        names first), so a refused value never reaches a name the code can read. ``str.format`` is refused
+        here rather than replaced (a capture cannot be swapped for the guarded formatter).
+        """
+        for value in values:
+            cls = type(value)
+            if cls is int or cls is str or cls is float or cls is bool or cls is _NoneType or cls is list:
+                continue
+            if cls is dict or cls is tuple:
+                continue
+            if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
+                raise AttributeError(
+                    f"a match pattern captured module {value.__name__!r}, which is not allowed in sandboxed "
+                    f"code (allowed modules: {self.allowed_text})"
+                )
+            formats = value is _STR_FORMAT or value is _STR_FORMAT_MAP
+            if cls is _BuiltinMethod and not formats:  # "x".format: what the guarded formatter replaces
+                formats = self.guard_format(value) is not value
+            if formats or id(value) in _DANGEROUS_VALUES:
+                raise AttributeError(
+                    f"a match pattern captured {value!r}, which is not allowed in sandboxed code: "
+                    "read it with an attribute in the case body instead"
+                )
+        return True
+
+    def pattern_read(self, obj: object, name: str) -> bool:
+        """A class pattern's read of ``obj.<name>``, decided as the code's ``obj.<name>`` is (_match_guard.py).
+
+        Returns:
+            True when the attribute is there, False when it is missing (the pattern then fails).
+
+        Raises:
+            AttributeError: The name or the value is refused, as ``obj.<name>`` would be.
+        """
+        if not _name_allowed(name) and not (is_private_name(name) and self.private_allowed(obj, name)):
+            raise _denied_attribute(name)
+        value = getattr(obj, name, _MISSING)
+        if value is _MISSING:
+            return False
+        self.pattern_check(obj, name, value)
+        return True
+
+    def pattern_check(self, obj: object, name: str, value: object) -> None:
+        """Raise unless ``value`` (``obj.<name>``) is what the code's ``obj.<name>`` would give it."""
+        if self.check_value(obj, name, value) is not value:  # str.format: the code's read gets a guarded one
+            raise AttributeError(
+                f"a class pattern cannot read {name!r} of a {type(obj).__name__!r} object in sandboxed code: "
+                f"read it in the case body (`obj.{name}`)"
+            )
 
     def str_format(self, template: str, /, *args: object, **kwargs: object) -> str:
         if not isinstance(template, str):
@@ -577,6 +637,14 @@ class _Namespace:
                     "_apply_": _apply_,
                     "_codeact_import_star_": _codeact_import_star_,
                     ATTRIBUTE_GETTERS: self.bind_getters,
+                    PATTERN_CLASS: PatternClasses(
+                        public=lambda name: _name_allowed(name) and name not in _FORMAT_NAMES,
+                        read=self.pattern_read,
+                        check=self.pattern_check,
+                        checked_ids=_DANGEROUS_VALUES,
+                    ).pattern_class,
+                    CAPTURED: self.check_captured,
+                    MATCH_VALUES: SimpleNamespace,
                 }
             )
         return ns

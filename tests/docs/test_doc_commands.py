@@ -101,6 +101,7 @@ NOT_RUN = {
         "sandbox-security.md",
         "from codeact.sandbox import DockerSandbox",
     ): "a fragment (test_gvisor.py)",
+    ("sandbox-security.md", "import dataclasses"): "escapes the policy refuses (tests/sandbox/test_match_guard.py)",
     ("mcp.md", "codeact mcp serve --toolkit examples/devops/toolkit.py:DevOps"): "a server (test_mcp_serve.py)",
     (
         "mcp.md",

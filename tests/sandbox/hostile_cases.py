@@ -513,6 +513,46 @@ CASES: tuple[HostileCase, ...] = (
         ),
     ),
     HostileCase(
+        id="intro-match-class-module-chain",
+        category="introspection",
+        # A class pattern reads attributes natively: left raw, it walked from an allowed module to os.
+        code=(
+            "import dataclasses\nmatch dataclasses:\n"
+            "    case object(sys=object(modules={'os': object(environ=env)})):\n"
+            "        print('ESCAPED', env['$SECRET_NAME'])\n    case _:\n        raise RuntimeError('no match')"
+        ),
+    ),
+    HostileCase(
+        id="intro-match-metaclass-instancecheck",
+        category="introspection",
+        # A metaclass whose __instancecheck__ says yes makes a module match; __match_args__ names the reads.
+        code=(
+            "M = type(int)('M', (type(int),), {'__instancecheck__': lambda c, o: True})\n"
+            "Any = M('Any', (), {'__match_args__': ('sys',)})\nimport dataclasses\nmatch dataclasses:\n"
+            "    case Any(Any(modules={'os': Any(environ=env)})):\n        print('ESCAPED', env['$SECRET_NAME'])\n"
+            "    case _:\n        raise RuntimeError('no match')"
+        ),
+    ),
+    HostileCase(
+        id="intro-match-value-pattern-eq",
+        category="introspection",
+        # A value pattern's dotted name, read raw, handed to the subject's __eq__.
+        code=(
+            "import dataclasses\ngot = []\nclass Grab:\n    def __eq__(self, other):\n        got.append(other)\n"
+            "        return False\nmatch Grab():\n    case dataclasses.sys:\n        pass\n"
+            "print('ESCAPED', got[0].modules['os'].environ['$SECRET_NAME'])"
+        ),
+    ),
+    HostileCase(
+        id="intro-match-str-format",
+        category="introspection",
+        # A keyword pattern on str reads the raw str.format, which walks dunder attributes.
+        code=(
+            "import uuid\nmatch '{0.__init__.__globals__[os].environ[$SECRET_NAME]}':\n    case str(format=fmt):\n"
+            "        print('ESCAPED', fmt(uuid.UUID))\n    case _:\n        raise RuntimeError('no match')"
+        ),
+    ),
+    HostileCase(
         id="intro-except-star-traceback",
         category="introspection",
         code=(

@@ -1,0 +1,163 @@
+"""The run-time half of the ``match`` policy (sandbox/policy.py rewrites the statement; docs/sandbox-security.md).
+
+Standard library only: runs INSIDE the sandbox.
+
+A class pattern ``case C(a, k=p)`` makes the interpreter read attributes of the subject natively
+(``getattr(subject, name)``), after an ``isinstance(subject, C)`` that ``C``'s metaclass may answer as it
+likes. Left raw, ``case object(sys=object(modules={'os': object(system=f)}))`` on a module read past every
+attribute guard. So the policy replaces the class of a class pattern with sub-patterns by the class
+``pattern_class`` returns: the class itself when the pattern reads nothing (one positional sub-pattern on a
+built-in type that matches its subject itself: ``case int(x)``), and otherwise a stand-in of our own
+(``_PatternMeta``) with a fixed copy of ``C.__match_args__``. The interpreter asks the stand-in's metaclass
+``isinstance(subject, stand_in)``; that answers ``isinstance(subject, C)`` and then reads every attribute
+the pattern will read, exactly as ``subject.name`` in the code would (the same name rule and value check),
+raising when the read is refused. Only then does the interpreter read the same attributes again and match
+them. ``captured`` is the check a case runs on every name its pattern captured before the names are bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+__all__ = ["CAPTURED", "MATCH_VALUES", "PATTERN_CLASS", "PatternClasses"]
+
+PATTERN_CLASS = "_codeact_pattern_class_"
+"""``_codeact_pattern_class_(C, n_positional, keyword_names)``: the class a class pattern matches with."""
+
+CAPTURED = "_codeact_captured_"
+"""``_codeact_captured_(v1, v2, ...)``: checks the values a case captured (True, or raises)."""
+
+MATCH_VALUES = "_codeact_match_values_"
+"""Builds the holder of one ``match`` statement's evaluated dotted names (``types.SimpleNamespace``)."""
+
+_MISSING = object()
+_MATCH_SELF = 1 << 22  # _Py_TPFLAGS_MATCH_SELF: `case int(x)` binds the subject itself (inherited by subclasses)
+_SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+_SELF_MATCHING_IDS = frozenset(id(t) for t in _SELF_MATCHING)
+_TYPE_FLAGS = type.__dict__["__flags__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+_NoneType = type(None)
+_CACHE_CAP = 1024
+
+
+class _PatternMeta(type):
+    """The metaclass of the stand-ins: its ``__instancecheck__`` is where a class pattern's reads are checked."""
+
+    _codeact_target: type
+    _codeact_reads: tuple[tuple[str, bool], ...]  # (name, needs the per-object name decision)
+    _codeact_read: Callable[[object, str], bool]
+    _codeact_check: Callable[[object, str, object], None]
+    _codeact_checked_ids: frozenset[int]
+
+    def __instancecheck__(cls, subject: object) -> bool:
+        if not isinstance(subject, cls._codeact_target):  # the class's own answer, as the interpreter would ask
+            return False
+        for name, decided_per_object in cls._codeact_reads:
+            if decided_per_object:  # a private name: whose attribute it is decides
+                if not cls._codeact_read(subject, name):
+                    return False
+                continue
+            value = getattr(subject, name, _MISSING)
+            if value is _MISSING:  # a missing attribute fails the pattern, as natively
+                return False
+            # values of these exact types pass the value check unchanged (as in guards._getter_template)
+            kind = type(value)
+            if kind is int or kind is str or kind is float or kind is bool or kind is _NoneType or kind is list:
+                continue
+            if kind is dict or kind is tuple:
+                continue
+            if isinstance(value, ModuleType) or id(value) in cls._codeact_checked_ids:  # what the check acts on
+                cls._codeact_check(subject, name, value)
+        return True
+
+
+class PatternClasses:
+    """``pattern_class`` of one sandbox namespace: the stand-ins it made, by class and reads.
+
+    Args:
+        public: ``public(name)``: the code may read ``obj.<name>`` of any object, and the value check acts
+            only on modules and the values in ``checked_ids`` (for other names ``read`` decides everything).
+        read: ``read(obj, name)``: reads ``obj.<name>`` as the code's ``obj.<name>`` would (the name decided
+            for that object, the value checked): True when it is there, False when missing; raises when refused.
+        check: ``check(obj, name, value)``: raises when the code's ``obj.<name>`` would not give ``value``.
+        checked_ids: The ids of the values (besides modules) the value check acts on.
+    """
+
+    __slots__ = ("_cache", "_check", "_checked_ids", "_public", "_read")
+
+    def __init__(
+        self,
+        *,
+        public: Callable[[str], bool],
+        read: Callable[[object, str], bool],
+        check: Callable[[object, str, object], None],
+        checked_ids: frozenset[int],
+    ) -> None:
+        self._checked_ids = checked_ids
+        self._public = public
+        self._read = read
+        self._check = check
+        self._cache: dict[tuple[int, int, tuple[str, ...]], tuple[type, type | None]] = {}
+
+    def pattern_class(self, cls: object, positional: int, keywords: tuple[str, ...]) -> object:
+        """The class to match ``case cls(<positional> sub-patterns, <keywords>=...)`` with.
+
+        Args:
+            cls: The pattern's class (already read through the attribute guards).
+            positional: How many positional sub-patterns the pattern has.
+            keywords: The attribute names of its keyword sub-patterns.
+
+        Returns:
+            ``cls`` itself when the pattern reads no attribute (or ``cls`` is no class: the interpreter
+            raises its own TypeError), else a stand-in that checks the reads first.
+
+        Raises:
+            TypeError: ``cls.__match_args__`` is not a tuple of strings (the interpreter's own message).
+        """
+        cached = self._cache.get((id(cls), positional, keywords))
+        if cached is not None and cached[0] is cls:  # the entry holds cls: its id is not reused meanwhile
+            return cached[1] or cls
+        if not isinstance(cls, type):
+            return cls
+        stand_in = self._stand_in(cls, positional, keywords)
+        if len(self._cache) >= _CACHE_CAP:
+            self._cache.clear()
+        self._cache[(id(cls), positional, keywords)] = (cls, stand_in)
+        return stand_in or cls
+
+    def _stand_in(self, cls: type, positional: int, keywords: tuple[str, ...]) -> type | None:
+        """None when matching with ``cls`` itself reads nothing: no sub-patterns, or ``case int(x)``."""
+        if not positional and not keywords:
+            return None
+        if id(cls) in _SELF_MATCHING_IDS and positional == 1 and not keywords:
+            return None  # binds the subject itself
+        # Read once, as the interpreter would; the stand-in keeps this copy (a class's __match_args__ is
+        # set when it is made: dataclasses, namedtuples).
+        match_args = getattr(cls, "__match_args__", _MISSING)
+        namespace: dict[str, object] = {
+            "_codeact_target": cls,
+            "_codeact_read": self._read,
+            "_codeact_check": self._check,
+            "_codeact_checked_ids": self._checked_ids,
+            "__module__": getattr(cls, "__module__", None),
+        }
+        bases: tuple[type, ...] = ()
+        if match_args is not _MISSING:
+            if type(match_args) is not tuple:
+                raise TypeError(f"{cls.__name__}.__match_args__ must be a tuple (got {type(match_args).__name__})")
+            for name in match_args:
+                if type(name) is not str:
+                    raise TypeError(f"__match_args__ elements must be strings (got {type(name).__name__})")
+            namespace["__match_args__"] = match_args
+            names = match_args[:positional] + keywords
+        elif _TYPE_FLAGS.__get__(cls) & _MATCH_SELF:
+            # no __match_args__, derived from a built-in that matches itself: the first positional
+            # sub-pattern is the subject; the stand-in derives from that built-in to keep the behaviour
+            builtin = next(c for c in _TYPE_MRO.__get__(cls) if id(c) in _SELF_MATCHING_IDS)
+            bases = (int if builtin is bool else builtin,)  # bool cannot be derived from; int has the flag
+            names = keywords
+        else:
+            names = keywords  # positional sub-patterns: the interpreter raises "accepts 0 positional"
+        namespace["_codeact_reads"] = tuple((name, not self._public(name)) for name in names)
+        return _PatternMeta(cls.__name__, bases, namespace)
