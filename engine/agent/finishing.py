@@ -136,7 +136,7 @@ async def final_answer(ctx: RunContext, *, trigger: Trigger) -> FinishStep:
     reply, usage, error = await _ask(ctx, text)
     found, answer = parse_answer(reply, variables=ctx.state.variables)
     if found and isinstance(answer, str) and _echoes_the_question(answer):
-        found, answer = False, None  # "The value itself, not a sentence and not code.": the 1.5B copied the ask
+        found, answer = False, None  # the 1.5B copied the ask's words instead of answering
     return FinishStep(
         step="final_answer",
         trigger=trigger,

@@ -92,10 +92,14 @@ def test_a_no_goes_on_and_the_same_code_again_ends_with_the_final_answer_step(
 
 
 def test_a_final_answer_that_copies_the_question_is_no_answer(tmp_path: Path, openai_server: OpenAIServer) -> None:
-    """The 1.5B answered the final-answer step with the question's own words (cipher-01, 2026-11-29)."""
+    """The 1.5B answered the final-answer step with the question's own words (cipher-01, 2026-11-29).
+
+    It copied the ask's last sentence ("The value itself, not a sentence and not code."), 8 times in 53
+    final-answer steps; the ask is a question since, which it did not copy on those 8 prompts (docs/finishing.md).
+    """
     printing = "```python\nprint(min(len(s) for s in ['ATG', 'ATGCA', 'GC']))\n```"
     finishing = "```python\nawait system.finish(answer=2)\n```"
-    echoed = "The value itself, not a sentence and not code."
+    echoed = "What is the final answer to the task?"
     result, records = _run(tmp_path, openai_server, printing, printing, echoed, finishing)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "2"  # the model's own finish, not the copied words

@@ -94,7 +94,7 @@ def test_the_same_code_after_a_round_that_ran_is_not_run_again_and_the_model_is_
     assert (step["step"], step["trigger"], step["answer"]) == ("final_answer", "repeat", "D-1001")
     assert result.stdout.strip() == "D-1001"
     final = _posts(openai_server)[2]
-    assert "Reply with the final answer to the task alone" in final
+    assert "What is the final answer to the task? Reply with the answer alone" in final
     assert "Deploy 2.4.0 of checkout-api" in final and "D-1001" in final  # the task and what the code printed
 
 
