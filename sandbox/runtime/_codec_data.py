@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import binascii
 import sys
-from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 
 from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Undecodable, Unencodable
@@ -41,6 +40,7 @@ from codeact.sandbox.runtime._codec_types import TAG, JsonObject, JsonValue, Und
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
     import ast
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any, Final, Protocol
 
 __all__ = ["DATA_DECODERS", "DATA_MODULES", "DATA_TAGS", "encode_data"]

@@ -28,13 +28,13 @@ an unknown tag                                         its payload's text
 from __future__ import annotations
 
 import binascii
-from collections.abc import Sequence
 
 from codeact.sandbox.runtime._codec_data import DATA_TAGS
 from codeact.sandbox.runtime._codec_types import TAG
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 __all__ = ["display_text", "has_tags", "python_repr"]

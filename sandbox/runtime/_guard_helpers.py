@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # C helpers behind str.format parsing (stdlib)
 import os
-from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
     import string
+    from collections.abc import Callable, Mapping, Sequence
 
 
 class _GuardedFormatter:

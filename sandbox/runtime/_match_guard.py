@@ -17,8 +17,11 @@ them. ``captured`` is the check a case runs on every name its pattern captured b
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
+
+TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["CAPTURED", "MATCH_VALUES", "PATTERN_CLASS", "PatternClasses"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import binascii
 import os
 import sys
-from collections.abc import Mapping
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Final
 
 __all__ = ["OUTPUTS_DIR", "Outputs", "keep_files", "outputs", "prepare", "save_open_figures"]

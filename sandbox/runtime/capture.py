@@ -22,7 +22,6 @@ from __future__ import annotations
 import builtins
 import sys
 import types
-from collections.abc import Collection, Mapping, Sequence
 
 from codeact.sandbox.runtime import codec
 from codeact.sandbox.runtime._codec_types import JsonObject, JsonValue
@@ -31,6 +30,7 @@ from codeact.sandbox.runtime.guards import SANDBOX_MODULE_NAME
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
     import ast
+    from collections.abc import Collection, Mapping, Sequence
     from typing import Final
 
 __all__ = ["SOURCE_TAG", "Definition", "capture", "collect_definitions", "definition_sources", "split_restorable"]

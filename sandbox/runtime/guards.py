@@ -26,10 +26,9 @@ and every ``for`` loop through ``_getiter_``. The functions here are the run-tim
 
 from __future__ import annotations
 
+import _operator  # not `operator`, which re-exports these very functions from it
 import builtins
-import operator
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from types import CellType, CodeType, FunctionType, ModuleType, SimpleNamespace
 
 from codeact.sandbox.runtime._guard_helpers import (
@@ -45,6 +44,7 @@ from codeact.sandbox.runtime._match_guard import CAPTURED, MATCH_VALUES, PATTERN
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
     from typing import Any, Final, TypeVar
 
 __all__ = [
@@ -152,19 +152,19 @@ _DANGEROUS_VALUES: Final = frozenset(id(getattr(builtins, name)) for name in ("c
 _FORMAT_NAMES: Final = frozenset({"format", "format_map"})
 
 _IN_PLACE: Final[dict[str, Callable[[object, object], object]]] = {
-    "+=": operator.iadd,
-    "-=": operator.isub,
-    "*=": operator.imul,
-    "/=": operator.itruediv,
-    "//=": operator.ifloordiv,
-    "%=": operator.imod,
-    "**=": operator.ipow,
-    "<<=": operator.ilshift,
-    ">>=": operator.irshift,
-    "|=": operator.ior,
-    "^=": operator.ixor,
-    "&=": operator.iand,
-    "@=": operator.imatmul,
+    "+=": _operator.iadd,
+    "-=": _operator.isub,
+    "*=": _operator.imul,
+    "/=": _operator.itruediv,
+    "//=": _operator.ifloordiv,
+    "%=": _operator.imod,
+    "**=": _operator.ipow,
+    "<<=": _operator.ilshift,
+    ">>=": _operator.irshift,
+    "|=": _operator.ior,
+    "^=": _operator.ixor,
+    "&=": _operator.iand,
+    "@=": _operator.imatmul,
 }
 
 if TYPE_CHECKING:
@@ -627,7 +627,7 @@ class _Namespace:
                     "__metaclass__": _ClassFactory(owned, self.owned_ids),
                     "_getattr_": _getattr_,
                     "_write_": _write_,
-                    "_getitem_": operator.getitem,
+                    "_getitem_": _operator.getitem,
                     "_getiter_": _getiter_,
                     "_iter_unpack_sequence_": _iter_unpack_sequence_,
                     "_unpack_sequence_": _unpack_sequence_,

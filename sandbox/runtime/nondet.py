@@ -28,10 +28,10 @@ import binascii
 import os as _os
 import time as _time
 import types
-from collections.abc import Callable, Sequence
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, Final, TypeAlias, TypeVar
 
 __all__ = ["MAX_READS", "VIEWED", "Tape", "Views"]

@@ -23,12 +23,12 @@ from __future__ import annotations
 # `_json`, not `json`: the C scanner and encoder are all the wire needs, and json's Python modules import
 # re (with enum and functools: ~5 ms of CPU at every runtime start) for the paths these skip.
 import _json
-from collections.abc import Callable, Mapping, Sequence
 
 # Not `from typing import TYPE_CHECKING`: every runtime start imports this module, and typing (~3 ms of a
 # ~50 ms cold start) is only for the type checker, which reads this constant the same way.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"

@@ -72,7 +72,9 @@ async def test_first_round_imports_none_of_the_deferred_modules_and_later_rounds
         assert set(defined.variables["loaded"]) == set(DEFERRED) - {"secrets"} - TIMES_AND_NUMBERS  # not yet
 
 
-START_FREE = ("re", "enum", "functools", "threading", "json", "base64", "string", "signal", "socket")
+START_FREE = (
+    "re", "enum", "functools", "threading", "json", "base64", "string", "signal", "socket", "collections", "operator",
+)  # fmt: skip
 """Python modules whose import (re's, mostly) a start skipped: the runtime uses their C halves or imports them late."""
 
 
@@ -83,10 +85,12 @@ async def test_a_start_imports_neither_re_nor_json_nor_threading_and_rounds_that
 ) -> None:
     async with SubprocessSandbox(bridge=Echo(), policy=OPEN, isolation=isolation) as box:
         first = await box.execute(
-            "import sys\nloaded = [m for m in " + repr(START_FREE) + " if m in sys.modules]\nn = echo.echo(41) + 1"
+            "import gc, sys\nloaded = [m for m in " + repr(START_FREE) + " if m in sys.modules]\n"
+            "n = echo.echo(41) + 1\ncollecting = gc.isenabled()"
         )
         assert first.ok, first.error
         assert first.variables["loaded"] == []
+        assert first.variables["collecting"] is True  # off while the runtime started, on before the code runs
         assert first.variables["n"] == 42
 
         later = await box.execute(
