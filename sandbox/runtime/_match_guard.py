@@ -13,6 +13,9 @@ built-in type that matches its subject itself: ``case int(x)``), and otherwise a
 the pattern will read, exactly as ``subject.name`` in the code would (the same name rule and value check),
 raising when the read is refused. Only then does the interpreter read the same attributes again and match
 them. ``captured`` is the check a case runs on every name its pattern captured before the names are bound.
+
+guards.py names the namespace entries (``PATTERN_CLASS``, ``CAPTURED``, ``MATCH_VALUES``) and imports this
+module when a namespace runs its first class pattern: most rounds have none.
 """
 
 from __future__ import annotations
@@ -23,16 +26,7 @@ TYPE_CHECKING = False  # not typing's: the runtime does not import typing to sta
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["CAPTURED", "MATCH_VALUES", "PATTERN_CLASS", "PatternClasses"]
-
-PATTERN_CLASS = "_codeact_pattern_class_"
-"""``_codeact_pattern_class_(C, n_positional, keyword_names)``: the class a class pattern matches with."""
-
-CAPTURED = "_codeact_captured_"
-"""``_codeact_captured_(v1, v2, ...)``: checks the values a case captured (True, or raises)."""
-
-MATCH_VALUES = "_codeact_match_values_"
-"""Builds the holder of one ``match`` statement's evaluated dotted names (``types.SimpleNamespace``)."""
+__all__ = ["PatternClasses"]
 
 _MISSING = object()
 _MATCH_SELF = 1 << 22  # _Py_TPFLAGS_MATCH_SELF: `case int(x)` binds the subject itself (inherited by subclasses)

@@ -59,7 +59,6 @@ UTC offset, not their zone name. Circular references raise ``Unencodable("circul
 from __future__ import annotations
 
 import binascii
-import math
 import sys
 
 from codeact.sandbox.runtime._codec_data import encode_data
@@ -97,7 +96,6 @@ __all__ = [
 
 
 _json_dumps = compact_json  # json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_isfinite = math.isfinite
 
 if TYPE_CHECKING:
     _J = TypeVar("_J")
@@ -205,7 +203,7 @@ def _is_plain(value: object) -> bool:
             if kind is str or kind is int or kind is bool or item is None:
                 continue
             if kind is float:
-                if _isfinite(item):
+                if item - item == 0.0:  # math.isfinite (inf - inf and nan - nan are nan), without importing math
                     continue
                 return False
             if not _is_plain(item):
@@ -217,7 +215,7 @@ def _is_plain(value: object) -> bool:
             if kind is str or kind is int or kind is bool or item is None:
                 continue
             if kind is float:
-                if _isfinite(item):
+                if item - item == 0.0:  # math.isfinite (inf - inf and nan - nan are nan), without importing math
                     continue
                 return False
             if not _is_plain(item):
@@ -239,9 +237,9 @@ def _tagged(tag: str, payload: JsonValue, **extra: JsonValue) -> JsonObject:
 
 
 def _float(value: float) -> JsonValue:
-    if math.isfinite(value):
+    if value - value == 0.0:  # finite: math.isfinite without importing math (~0.15 ms of a cold start)
         return value
-    return _tagged("float", "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
+    return _tagged("float", "nan" if value != value else ("inf" if value > 0 else "-inf"))
 
 
 def _class_name(value: object) -> str:

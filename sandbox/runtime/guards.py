@@ -40,12 +40,13 @@ from codeact.sandbox.runtime._guard_helpers import (
     _SafeType,
     _WriteProxy,
 )
-from codeact.sandbox.runtime._match_guard import CAPTURED, MATCH_VALUES, PATTERN_CLASS, PatternClasses
 
 TYPE_CHECKING = False  # not typing's: the runtime does not import typing to start (see protocol.py)
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
     from typing import Any, Final, TypeVar
+
+    from codeact.sandbox.runtime._match_guard import PatternClasses
 
 __all__ = [
     "ALLOWED_UNDERSCORE_ATTRIBUTES",
@@ -61,6 +62,15 @@ __all__ = [
     "plain_globals",
     "restricted_globals",
 ]
+
+PATTERN_CLASS: Final = "_codeact_pattern_class_"
+"""``_codeact_pattern_class_(C, n_positional, keyword_names)``: the class a class pattern matches with."""
+
+CAPTURED: Final = "_codeact_captured_"
+"""``_codeact_captured_(v1, v2, ...)``: checks the values a case captured (True, or raises)."""
+
+MATCH_VALUES: Final = "_codeact_match_values_"
+"""Builds the holder of one ``match`` statement's evaluated dotted names (``types.SimpleNamespace``)."""
 
 SANDBOX_MODULE_NAME: Final = "__main__"
 """``__name__`` of the sandbox namespace (so ``if __name__ == "__main__":`` blocks run)."""
@@ -243,6 +253,11 @@ def _name_allowed(name: str) -> bool:
     return name not in DENIED_ATTRIBUTES
 
 
+def _pattern_public(name: str) -> bool:
+    """A name whose value class patterns check only for modules and ``_DANGEROUS_VALUES`` (_match_guard.py)."""
+    return _name_allowed(name) and name not in _FORMAT_NAMES
+
+
 def _denied_attribute(name: object) -> AttributeError:
     return AttributeError(f"attribute {name!r} is not allowed in sandboxed code")
 
@@ -286,6 +301,7 @@ class _Namespace:
         self.ok_names: set[str] = set()
         self.getters: dict[str, Callable[[object], object]] = {}
         self.namespace: dict[str, object] = {}
+        self.pattern_classes: PatternClasses | None = None  # made by the first class pattern (pattern_class)
 
     # -- modules ----------------------------------------------------------------------------------
     def module_allowed(self, name: str) -> bool:
@@ -357,6 +373,23 @@ class _Namespace:
                     "read it with an attribute in the case body instead"
                 )
         return True
+
+    def pattern_class(self, cls: object, positional: int, keywords: tuple[str, ...]) -> object:
+        """``_codeact_pattern_class_``: the class a class pattern matches with (``PatternClasses.pattern_class``).
+
+        The match guard is imported by the first class pattern a namespace runs, not by every start (most
+        rounds have none). It cannot be replaced before that: restricted code reaches no module outside its
+        allow-list (``codeact`` is never on it), and ``sys.modules`` only through ``sys`` itself, which hands
+        it every module anyway.
+        """
+        classes = self.pattern_classes
+        if classes is None:
+            from codeact.sandbox.runtime._match_guard import PatternClasses
+
+            classes = self.pattern_classes = PatternClasses(
+                public=_pattern_public, read=self.pattern_read, check=self.pattern_check, checked_ids=_DANGEROUS_VALUES
+            )
+        return classes.pattern_class(cls, positional, keywords)
 
     def pattern_read(self, obj: object, name: str) -> bool:
         """A class pattern's read of ``obj.<name>``, decided as the code's ``obj.<name>`` is (_match_guard.py).
@@ -637,12 +670,7 @@ class _Namespace:
                     "_apply_": _apply_,
                     "_codeact_import_star_": _codeact_import_star_,
                     ATTRIBUTE_GETTERS: self.bind_getters,
-                    PATTERN_CLASS: PatternClasses(
-                        public=lambda name: _name_allowed(name) and name not in _FORMAT_NAMES,
-                        read=self.pattern_read,
-                        check=self.pattern_check,
-                        checked_ids=_DANGEROUS_VALUES,
-                    ).pattern_class,
+                    PATTERN_CLASS: self.pattern_class,
                     CAPTURED: self.check_captured,
                     MATCH_VALUES: SimpleNamespace,
                 }

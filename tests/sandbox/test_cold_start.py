@@ -74,6 +74,7 @@ async def test_first_round_imports_none_of_the_deferred_modules_and_later_rounds
 
 START_FREE = (
     "re", "enum", "functools", "threading", "json", "base64", "string", "signal", "socket", "collections", "operator",
+    "math",
 )  # fmt: skip
 """Python modules whose import (re's, mostly) a start skipped: the runtime uses their C halves or imports them late."""
 
@@ -200,6 +201,43 @@ def test_the_codec_imports_datetime_decimal_and_fractions_only_for_their_values(
         "datetime.date(2026, 1, 2)",
         "datetime.timedelta(seconds=1)",
     ]
+
+
+@pytest.mark.asyncio
+async def test_the_match_guard_is_imported_by_the_first_class_pattern_and_guards_it() -> None:
+    async with SubprocessSandbox(bridge=Echo(), policy=Policy()) as box:  # restricted: the match guard's namespace
+        first = await box.execute("n = echo.echo(1) + 1")
+        assert first.ok, first.error
+        refused = await box.execute(
+            "import dataclasses\nmatch dataclasses:\n    case object(sys=object(modules=m)):\n        r = m"
+        )
+        assert refused.error is not None and refused.error.type == "AttributeError", refused.error
+        assert "attribute 'sys' is module 'sys'" in refused.error.message
+        matched = await box.execute("match 2.5:\n    case float(real=r) if r > 2:\n        ok = r")
+        assert matched.ok, matched.error
+        assert matched.variables["ok"] == 2.5
+
+
+def test_a_fresh_namespace_imports_no_match_guard() -> None:
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _FRESH_GUARDS, str(RUNTIME_DIR)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
+_FRESH_GUARDS = """
+import sys, types
+top = types.ModuleType("codeact"); top.__path__ = []
+sandbox = types.ModuleType("codeact.sandbox"); sandbox.__path__ = []
+runtime = types.ModuleType("codeact.sandbox.runtime"); runtime.__path__ = [sys.argv[1]]
+sys.modules.update({"codeact": top, "codeact.sandbox": sandbox, "codeact.sandbox.runtime": runtime})
+from codeact.sandbox.runtime import guards
+ns = guards.restricted_globals(allowed_imports=["math"])
+print("codeact.sandbox.runtime._match_guard" in sys.modules)
+ns[guards.PATTERN_CLASS](int, 0, ("real",))  # what `case int(real=r)` calls first
+print("codeact.sandbox.runtime._match_guard" in sys.modules)
+"""
 
 
 @pytest.mark.asyncio
