@@ -99,8 +99,8 @@ class RunInfo:
             "status": self.status,
             "pending": list(self.pending),
             # unix seconds to the millisecond: the time format of the stream's envelopes and the JSON logs
-            "started_at": round(self.started_at, 3),
-            "finished_at": round(self.finished_at, 3) if self.finished_at is not None else None,
+            "started_at": int(self.started_at * 1000) / 1000,  # truncated like `at`, never after it
+            "finished_at": int(self.finished_at * 1000) / 1000 if self.finished_at is not None else None,
             "events": self.events,
             "error": self.error,
             "continued_by": self.continued_by,
@@ -244,7 +244,7 @@ def _failed(run_id: str, sequence: int, code: str, message: str, *, retryable: b
             "data": ErrorInfo(code=code, message=message, details={"retryable": retryable}).to_dict(),
             "sequence": sequence,
             "timestamp": int(now),  # protocol v1's whole seconds, and `at` to the millisecond (every envelope)
-            "at": round(now, 3),
+            "at": int(now * 1000) / 1000,
         }
     )
 

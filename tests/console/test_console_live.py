@@ -123,7 +123,7 @@ def test_a_pending_approval_is_given_from_the_page_and_the_run_goes_on_live(
     form.get_by_role("button", name="Allow").click()
     page.locator("#round-3").wait_for()
     # The status comes as its own event after the round's: wait for it, the page is not reloaded.
-    page.wait_for_function("document.getElementById('session-status').textContent === 'completed'")
+    page.locator("#session-status:text-is('completed')").wait_for()  # no wait_for_function: CSP refuses eval
     assert page.evaluate("window.__same_page === true")  # the rounds came over SSE, no reload
     second = page.locator("#round-2")
     assert second.locator("code.op").inner_text() == "slow.ping"
@@ -265,7 +265,7 @@ def test_a_question_is_answered_from_the_page_and_the_new_run_is_followed_live(
     screenshot(page, "question.png")
     form.get_by_role("button", name="Send answer").click()
     page.locator("#round-2").wait_for()
-    page.wait_for_function("document.getElementById('session-status').textContent === 'completed'")
+    page.locator("#session-status:text-is('completed')").wait_for()  # no wait_for_function: CSP refuses eval
     assert "counting aisle B" in page.locator("#round-2 .stdout").inner_text()
     assert page.locator("form.question-answer").count() == 0
     with served.client() as client:

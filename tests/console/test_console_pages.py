@@ -282,7 +282,7 @@ def test_a_session_run_elsewhere_is_followed_live_from_the_store(
         p.locator("#round-3").wait_for()
         assert "truck: ready" in p.locator("#round-2 .stdout").inner_text()
         # The status comes as its own event after the round's.
-        p.wait_for_function("document.getElementById('session-status').textContent === 'completed'")
+        p.locator("#session-status:text-is('completed')").wait_for()  # no wait_for_function: CSP refuses eval
         assert p.evaluate("window.__same_page === true")
     finally:
         gate.set()

@@ -159,3 +159,12 @@ def test_mapper_numbers_results_filters_work_and_maps_codes() -> None:
     assert said.data["message"]["provider_specific_fields"] == {"purpose": "message"}
     assert said.data["message"]["resp_message_id"] == "r1-m1" and (said.timestamp, said.at) == (1, 1.5)
     assert console.failed("gone", code="").data["code"] == "runner.error"
+
+
+@pytest.mark.parametrize("instant", [1795950912.9996, 1795950912.9991, 1795950912.0004, 1795950912.5])
+def test_at_and_timestamp_name_the_same_second(instant: float) -> None:
+    """``at`` is ``timestamp``'s instant to the millisecond: rounding 912.9996 up to 913.0 broke it (CI)."""
+    result = RunnerResult.make("r", "run.started", {}, sequence=1, timestamp=instant)
+    assert result.at is not None
+    assert int(result.at) == result.timestamp == 1795950912
+    assert 0 <= instant - result.at < 0.001

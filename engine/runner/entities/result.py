@@ -286,7 +286,7 @@ class RunnerResult(BaseModel):
             usage=TokenUsage.model_validate(usage) if isinstance(usage, dict) else usage,
             sequence=sequence,
             timestamp=int(now),
-            at=round(now, 3),
+            at=int(now * 1000) / 1000,  # truncated, as `timestamp` is: rounding up could pass the next second
             parent_id=parent_id,
         )
 
