@@ -121,3 +121,14 @@ async def test_host_waits_cannot_hold_a_round_past_the_hosts_wall_cap() -> None:
     assert result.status == "deadline_exceeded"
     assert result.error is not None and "the host's 3 s cap on a round's wall-clock time" in result.error.message
     assert result.duration_s < 10
+
+
+def test_a_concurrent_flood_past_the_record_cap_ends_at_the_host_budget(tmp_path: Path) -> None:
+    """Calls past the record's cap are folded as they end, out of order when gathered (issue 38's call log):
+    a gathered flood still ends at the host's call budget, and the host holds no more than the budget."""
+    (tmp_path / "flood_kit.py").write_text(FLOOD_TOOLKIT)
+    code = tmp_path / "flood.py"
+    code.write_text("import asyncio\nawait asyncio.gather(*(kit.echo(text=str(i)) for i in range(60000)))\n")
+    rc, out, err = cli("exec", str(code), "--toolkit", f"{tmp_path / 'flood_kit.py'}:Kit", "--timeout", "10")
+    assert rc == 1, out + err
+    assert "BudgetExceeded: the round passed its budget of 20000 toolkit calls" in out + err
