@@ -155,7 +155,9 @@ class CallLog:
         if generation != self._generation:  # it outlived a drain: it counts in the round that drains it next
             place = self._entered
             self._entered += 1
-        limit = (self._caps or RecordCaps.from_env()).calls
+            if self._caps is None:  # the drained round's caps are gone: this call opens the next round's
+                self._caps = RecordCaps.from_env()
+        limit = self._caps.calls if self._caps is not None else RecordCaps.from_env().calls
         if (place if self._ordered else len(self._calls)) < limit:
             self._calls.append((call, outcome))  # a CallRecord at drain time: keeps the per-call cost down
         elif not self._ordered:
