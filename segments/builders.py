@@ -347,10 +347,12 @@ class CmdPromptBuilder(BasePromptBuilder):
                 told.append(segment.render())
         told.extend(said)
         header = "\n".join(line for line in frame.prefix.split("\n") if line.startswith("#"))
+        asked = [s.content.strip() for s in history if s.kind == SegmentKind.USER] if self.config.restate_task else []
         cue = prompts.render(
             "turns_cue.j2",
             header=header,
             ran=any(s.kind == SegmentKind.CODE for s in history),
+            task=asked[-1] if asked else "",
             toolkits=self._toolkit_names,
         ).strip("\n")
         messages.append({"role": "user", "content": "\n".join([*told, cue])})

@@ -133,6 +133,9 @@ class PromptConfig(BaseModel):
         next_goal: The code prompt invites the reply to state the next round's goal (``NextGoal:``),
             which the next frame's header shows (``# Goal:``); the agent sets it in the inline
             thought mode, where the code reply is the round's only reply.
+        restate_task: The ``turns`` layout's last user message says the latest request again just above
+            what to reply (``The task: ...``): a small model that read one output checks it against the
+            task instead of finishing with it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -153,6 +156,7 @@ class PromptConfig(BaseModel):
     max_repr: int = Field(default=80, ge=10, le=400)
     next_goal: bool = False
     layout: Layout = "frame"
+    restate_task: bool = False
 
     @field_validator("sections")
     @classmethod

@@ -155,6 +155,7 @@ def prompt_config_for(spec: AgentSpec) -> PromptConfig:
         fim_tokens=fim_tokens,
         # inline thought: the code reply is the round's only reply, so it states the next goal too
         next_goal=codeact.thought == "inline",
+        restate_task=codeact.restate_task if codeact.restate_task is not None else codeact.thought != "inline",
         **_prompt_block(spec),
     )
 

@@ -606,6 +606,7 @@ class AgentFactory:
             budgets=budgets,
             answer_variable=_answer_variable(block.answer_variable, defaults.answer_variable),
             final_answer=block.final_answer if block.final_answer is not None else defaults.final_answer,
+            restate_task=block.restate_task,
         )
 
 

@@ -282,6 +282,7 @@ class CodeActBlock(_Block):
     budgets: BudgetsBlock | None = None  # toolkit calls and bridge bytes per round / per run, under the host's caps
     answer_variable: Annotated[str | None, BeforeValidator(_yaml_off)] = None  # the finishing protocol
     final_answer: bool | None = None
+    restate_task: bool | None = None  # the turns layout says the task again above what to reply (None: auto)
 
 
 class WorkflowBlock(_Block):

@@ -306,6 +306,10 @@ class CodeActSettings:
         final_answer: Whether a reply repeating the last successful round's code, a stuck run and a run
             at ``maxTurns`` end with the final-answer step (the model asked once, plainly, for the answer
             from what it has seen) instead of running the code again or ending with no answer.
+        restate_task: Whether the ``turns`` layout's last user message says the task again just above
+            what to reply (``The task: ...``), so a small model reads "if the output above answers the
+            task" next to the task; None: on unless ``thought`` is ``inline`` (whose replies state their
+            own next goal). See docs/eval.md for what it measured.
     """
 
     thought: ThoughtMode = ThoughtMode.SEPARATE
@@ -320,6 +324,7 @@ class CodeActSettings:
     budgets: Any | None = None
     answer_variable: str | None = "answer"
     final_answer: bool = True
+    restate_task: bool | None = None
 
 
 KNOWLEDGE_KINDS: Final = ("domain", "constraint")

@@ -24,7 +24,7 @@ version: codeact.agent/v1
 extend: codeact-base
 id: turns
 model: {{provider: openai-compatible, model: openai/test-model}}
-workflow: {{maxTurns: 4, codeact: {{thought: 'off', layout: {layout}}}}}
+workflow: {{maxTurns: 4, codeact: {{thought: '{thought}', layout: {layout}{extra}}}}}
 """
 ROUND_1 = """```python
 gc = round(21 / 33, 4)
@@ -37,7 +37,7 @@ def test_each_round_is_a_chat_turn_and_the_last_message_says_what_to_reply(
     tmp_path: Path, openai_server: OpenAIServer
 ) -> None:
     path = tmp_path / "agent.yaml"
-    path.write_text(BLUEPRINT.format(layout="turns"))
+    path.write_text(BLUEPRINT.format(layout="turns", thought="off", extra=""))
     openai_server.push(ROUND_1, ROUND_2)
     result = CliRunner().invoke(
         app,
@@ -59,11 +59,39 @@ def test_each_round_is_a_chat_turn_and_the_last_message_says_what_to_reply(
     assert last.startswith("Evaluation: Output:\n0.6364\n")
     assert "#   gc: float = 0.6364" in last  # the variables header, as comments
     assert "If the output above answers the task, reply with `await system.finish(answer=...)`" in last
+    # the task again just above what to reply: a small model that read one output checks it against the task
+    assert "\nThe task: What is 21/33 to 4 decimals?\nIf the output above answers the task" in last
+
+
+@pytest.mark.parametrize(
+    ("thought", "extra", "restated"),
+    [
+        pytest.param("inline", "", False, id="inline-thought-states-its-own-goal"),
+        pytest.param("off", ", restateTask: false", False, id="switched-off"),
+        pytest.param("inline", ", restateTask: true", True, id="switched-on-with-inline-thought"),
+    ],
+)
+def test_the_task_is_said_again_unless_the_reply_states_its_own_goal_or_the_blueprint_says_no(
+    tmp_path: Path, openai_server: OpenAIServer, thought: str, extra: str, restated: bool
+) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(BLUEPRINT.format(layout="turns", thought=thought, extra=extra))
+    openai_server.push(*(f"Thought: step {n}.\n{reply}" for n, reply in enumerate((ROUND_1, ROUND_2))))
+    result = CliRunner().invoke(
+        app,
+        ["run", str(path), "--input", "What is 21/33 to 4 decimals?", "--store", f"sqlite:///{tmp_path / 's.db'}",
+         "--base-url", openai_server.base_url, "--isolation", "process"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "0.6364\n"
+    last = [r.body["messages"] for r in openai_server.requests if r.method == "POST"][1][-1]["content"]
+    assert last.startswith("Evaluation: Output:\n0.6364\n")
+    assert ("The task: What is 21/33" in last) is restated
 
 
 def test_the_frame_layout_stays_the_default(tmp_path: Path, openai_server: OpenAIServer) -> None:
     path = tmp_path / "agent.yaml"
-    path.write_text(BLUEPRINT.format(layout="frame").replace(", layout: frame", ""))
+    path.write_text(BLUEPRINT.format(layout="frame", thought="off", extra="").replace(", layout: frame", ""))
     openai_server.push(ROUND_1, ROUND_2)
     result = CliRunner().invoke(
         app,
@@ -78,7 +106,7 @@ def test_the_frame_layout_stays_the_default(tmp_path: Path, openai_server: OpenA
 
 def test_an_unknown_layout_is_refused_by_name(tmp_path: Path) -> None:
     path = tmp_path / "agent.yaml"
-    path.write_text(BLUEPRINT.format(layout="chat"))
+    path.write_text(BLUEPRINT.format(layout="chat", thought="off", extra=""))
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 1
     assert "workflow.codeact.layout must be one of: frame, turns (got 'chat')." in result.stdout + result.stderr

@@ -71,6 +71,7 @@ CASES = [
         {
             "header": "# Variables from earlier rounds (defined; reuse, do not redefine):\n#   n: int = 3",
             "ran": True,
+            "task": "How many vowels are in 'banana'?",
             "toolkits": ["system", "demo"],
         },
         id="turns_cue-after-a-round",
