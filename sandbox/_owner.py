@@ -1,8 +1,9 @@
 """Who owns a sandbox resource: the ``<pid>.<start time>`` tag of the host process that made it.
 
 A leaf of the ``sandbox`` package (it imports nothing of it): the backends and the bridge channel name
-their directories and runtimes with these tags, and :mod:`codeact.sandbox.leftovers` reads them back to find
-what a crashed host left behind.
+their directories and runtimes with these tags (so does a queue worker its folder of unpacked blueprints,
+``codeact.engine.queue``), and :mod:`codeact.sandbox.leftovers` reads them back to find what a crashed host
+left behind.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 from typing import Final
 
 __all__ = [
+    "BLUEPRINTS_DIR_PREFIX",
     "BRIDGE_DIR_PREFIX",
     "WORK_DIR_PREFIX",
     "dir_prefix",
@@ -20,6 +22,7 @@ __all__ = [
     "tag_alive",
 ]
 
+BLUEPRINTS_DIR_PREFIX: Final = "codeact-blueprints-"
 BRIDGE_DIR_PREFIX: Final = "codeact-bridge-"
 WORK_DIR_PREFIX: Final = "codeact-work-"
 
@@ -52,7 +55,7 @@ def session_of(handler: object) -> str | None:
 
 
 def dir_prefix(kind: str) -> str:
-    """The ``mkdtemp`` prefix of a resource directory of this host (``kind``: ``bridge`` or ``work``)."""
+    """The ``mkdtemp`` prefix of a resource directory of this host (``kind``: ``bridge``, ``work``, ``blueprints``)."""
     return f"codeact-{kind}-{host_tag()}-"
 
 

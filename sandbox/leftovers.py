@@ -5,6 +5,9 @@ kernel start time makes a recycled pid harmless):
 
 * bridge socket directories: ``<tmp>/codeact-bridge-<pid>.<start>-XXXX``;
 * ``process``-isolation work directories: ``<tmp>/codeact-work-<pid>.<start>-XXXX``;
+* a queue worker's unpacked blueprint folders: ``<tmp>/codeact-blueprints-<pid>.<start>-XXXX``
+  (``codeact.engine.queue``; the next worker on the machine removes those of dead workers too,
+  through :func:`remove_dead_dirs`, when it makes its own);
 * subprocess runtimes (and their bubblewrap): ``--host <pid>.<start> --session <id>`` on their
   command line;
 * Docker containers: labels (``codeact.sandbox.docker_sandbox``), collected by :func:`remove_leftovers`
@@ -22,11 +25,13 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 from codeact.sandbox._owner import (
+    BLUEPRINTS_DIR_PREFIX,
     BRIDGE_DIR_PREFIX,
     WORK_DIR_PREFIX,
     dir_prefix,
@@ -36,17 +41,29 @@ from codeact.sandbox._owner import (
 )
 
 __all__ = [
+    "BLUEPRINTS_DIR_PREFIX",
     "BRIDGE_DIR_PREFIX",
     "WORK_DIR_PREFIX",
+    "DirKind",
     "Leftover",
     "dir_prefix",
     "host_tag",
+    "remove_dead_dirs",
     "remove_leftovers",
     "session_of",
     "tag_alive",
 ]
 
 _UNTAGGED_AGE_S: Final = 3600.0  # a directory without an owner tag (older versions) is stale after this
+# A worker of an older version may run for days with its untagged blueprints folder: only --all removes one.
+_UNTAGGED_KEPT: Final = frozenset({"blueprints_dir"})
+
+DirKind = Literal["socket_dir", "work_dir", "blueprints_dir"]
+_DIR_KINDS: Final[Mapping[str, DirKind]] = {
+    BRIDGE_DIR_PREFIX: "socket_dir",
+    WORK_DIR_PREFIX: "work_dir",
+    BLUEPRINTS_DIR_PREFIX: "blueprints_dir",
+}
 _RUNTIME_SCRIPT: Final = "runtime/main.py"
 
 
@@ -55,8 +72,8 @@ class Leftover:
     """One resource that :func:`remove_leftovers` removed.
 
     Attributes:
-        kind: ``container``, ``runtime`` (a subprocess runtime or its bubblewrap), ``socket_dir``
-            or ``work_dir``.
+        kind: ``container``, ``runtime`` (a subprocess runtime or its bubblewrap), ``socket_dir``,
+            ``work_dir`` or ``blueprints_dir`` (a queue worker's unpacked blueprint folders).
         id: The container's short id, the process id, or the directory path.
         session: The session it served ("" when unknown).
         host_pid: The host process that made it ("" when unknown).
@@ -64,7 +81,7 @@ class Leftover:
         name: The container's name ("" for other kinds).
     """
 
-    kind: Literal["container", "runtime", "socket_dir", "work_dir"]
+    kind: Literal["container", "runtime"] | DirKind
     id: str
     name: str = ""
     session: str
@@ -87,7 +104,7 @@ def remove_leftovers(
         (None when they were, or ``docker`` is False).
     """
     removed = _kill_runtimes(include_live)
-    removed += _remove_dirs(Path(temp_dir or tempfile.gettempdir()), include_live)
+    removed += _remove_dirs(Path(temp_dir or tempfile.gettempdir()), include_live, kinds=_DIR_KINDS)
     docker_error: str | None = None
     if docker:
         from codeact.sandbox.errors import SandboxError
@@ -106,6 +123,24 @@ def remove_leftovers(
         except ImportError as exc:  # the docker SDK is not installed: nothing can have been started
             docker_error = f"the docker SDK is not installed ({exc})"
     return removed, docker_error
+
+
+def remove_dead_dirs(kind: DirKind, *, temp_dir: str | Path | None = None) -> list[Leftover]:
+    """Remove the ``kind`` directories whose host process is gone: what a host runs as it makes its own.
+
+    Cheap: one listing of the temp dir, and a ``/proc`` look-up per directory of that kind. Only
+    directories named with an owner tag whose process is dead are removed, never a running host's;
+    one without a tag (an older version's) is left to ``codeact sandbox gc``.
+
+    Args:
+        kind: ``socket_dir``, ``work_dir`` or ``blueprints_dir``.
+        temp_dir: Where the directories live (default: the system temp dir).
+
+    Returns:
+        What was removed.
+    """
+    prefixes = {prefix: k for prefix, k in _DIR_KINDS.items() if k == kind}
+    return _remove_dirs(Path(temp_dir or tempfile.gettempdir()), False, kinds=prefixes, untagged=False)
 
 
 def _runtime_processes() -> list[tuple[int, str, str]]:
@@ -146,40 +181,46 @@ def _kill_runtimes(include_live: bool) -> list[Leftover]:
     return removed
 
 
-def _remove_dirs(tmp: Path, include_live: bool) -> list[Leftover]:
+def _remove_dirs(
+    tmp: Path, include_live: bool, *, kinds: Mapping[str, DirKind], untagged: bool = True
+) -> list[Leftover]:
+    """Remove the directories of ``kinds`` (prefix -> kind) in ``tmp`` whose owner is dead (or all: ``include_live``).
+
+    A directory without an owner tag is removed when ``untagged`` allows it: with ``include_live``,
+    or once it is ``_UNTAGGED_AGE_S`` old unless its kind is in ``_UNTAGGED_KEPT``.
+    """
     removed: list[Leftover] = []
     now = time.time()
     try:
-        entries = list(tmp.iterdir())
+        names = os.listdir(tmp)
     except OSError:
         return removed
-    for path in entries:
-        name = path.name
-        if name.startswith(BRIDGE_DIR_PREFIX):
-            kind: Literal["socket_dir", "work_dir"] = "socket_dir"
-            rest = name[len(BRIDGE_DIR_PREFIX) :]
-        elif name.startswith(WORK_DIR_PREFIX):
-            kind, rest = "work_dir", name[len(WORK_DIR_PREFIX) :]
-        else:
+    for name in names:
+        found = next(((prefix, k) for prefix, k in kinds.items() if name.startswith(prefix)), None)
+        if found is None:
             continue
+        path, kind, rest = tmp / name, found[1], name[len(found[0]) :]
         with contextlib.suppress(OSError):
             if path.is_symlink() or not path.is_dir() or (path.stat().st_uid != os.geteuid() and os.geteuid() != 0):
                 continue
         tag, sep, _ = rest.rpartition("-")
         owner = tag if sep and "." in tag else ""
-        if not include_live:
-            if owner:
-                if tag_alive(owner):
-                    continue
-            else:
-                try:
-                    if now - path.stat().st_mtime < _UNTAGGED_AGE_S:
-                        continue
-                except OSError:
-                    continue
+        if owner:
+            if not include_live and tag_alive(owner):
+                continue
+        elif not untagged or (not include_live and (kind in _UNTAGGED_KEPT or _recent(path, now))):
+            continue
         shutil.rmtree(path, ignore_errors=True)
         if not path.exists():
             removed.append(
                 Leftover(kind=kind, id=str(path), session="", host_pid=owner.partition(".")[0], status="stale")
             )
     return removed
+
+
+def _recent(path: Path, now: float) -> bool:
+    """Whether an untagged directory may still be in use: younger than ``_UNTAGGED_AGE_S`` (or unreadable)."""
+    try:
+        return now - path.stat().st_mtime < _UNTAGGED_AGE_S
+    except OSError:
+        return True

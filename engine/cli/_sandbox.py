@@ -1,9 +1,10 @@
 """``codeact sandbox ...``: maintenance of the sandbox backends.
 
-``gc`` removes what crashed hosts left (containers, runtimes, directories); ``build`` / ``list`` /
-``prune`` manage the cached environments a blueprint's ``sandbox.packages`` / ``sandbox.preset``
-declare (``codeact.sandbox.env``); ``image build`` / ``image status`` the Docker backend's base image,
-built from the recipe the package ships (``codeact.sandbox.image``).
+``gc`` removes what crashed hosts left (containers, runtimes, directories, a killed queue worker's
+unpacked blueprints); ``build`` / ``list`` / ``prune`` manage the cached environments a blueprint's
+``sandbox.packages`` / ``sandbox.preset`` declare (``codeact.sandbox.env``); ``image build`` /
+``image status`` the Docker backend's base image, built from the recipe the package ships
+(``codeact.sandbox.image``).
 
 Exit status of ``build`` and ``image build``: 0 built (or already cached), 2 usage or blueprint error,
 3 the build failed. ``image status``: 0 built, 1 not built, 3 Docker failed. ``list`` and ``prune``: 0.
@@ -33,10 +34,12 @@ def gc(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was removed as one JSON array.")] = False,
 ) -> None:
-    """Remove what crashed hosts left behind: containers, runtimes, bridge socket and work directories.
+    """Remove what crashed hosts left behind: containers, runtimes, socket, work and blueprints directories.
 
+    The blueprints directories are those of queue workers that were killed (unpacked blueprint folders).
     Each resource names its host process (container labels, the runtime's command line, the
-    directory name); those whose host is no longer alive are removed, with their session.
+    directory name); those whose host is no longer alive are removed, with their session. A blueprints
+    folder without an owner in its name (made by an older version) goes only with --all.
     Exit 0 when the collection ran (also when nothing was removed), 3 when Docker failed.
     """
     from codeact.sandbox.leftovers import remove_leftovers
@@ -70,7 +73,12 @@ def gc(
         raise typer.Exit(3)
 
 
-_KINDS = {"runtime": "runtime process", "socket_dir": "bridge socket directory", "work_dir": "work directory"}
+_KINDS = {
+    "runtime": "runtime process",
+    "socket_dir": "bridge socket directory",
+    "work_dir": "work directory",
+    "blueprints_dir": "unpacked blueprints directory",
+}
 
 
 @_sandbox_app.command("build")
