@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import hashlib
 import json
+import os
 import threading
 import time
 import uuid
@@ -121,28 +122,52 @@ class WorkerConfig:
             return self._leases
 
 
-_BUNDLES: list[Path] = []  # this process's folder of unpacked blueprint folders (made on first use)
+_BUNDLES: dict[int, Path] = {}  # pid -> that process's folder of unpacked blueprint folders (made on first use)
 
 
 def _unpacked(bundle: Mapping[str, Any]) -> Path:
     """The blueprint path of a packed blueprint folder, unpacked once per content in this process.
 
     The folders live as long as the worker process (an agent built from one is cached and may be
-    used again); they are removed when it exits.
+    used again), inside one folder named after the process, ``<tmp>/codeact-blueprints-<pid>.<start>-XXXX``
+    (the owner tag of ``codeact.sandbox.leftovers``). A normal exit removes it (atexit). A process that
+    ends without running atexit handlers (SIGKILL, ``os._exit``) leaves it behind: the next process that
+    makes its folder here removes those whose owner is dead, as ``codeact sandbox gc`` does (kind
+    ``blueprints_dir``). A folder whose owner still runs is never removed, so a live worker keeps its own.
     """
     from codeact.engine.blueprint import unpack_blueprint
     from codeact.engine.blueprint.bundle import bundle_digest
 
-    if not _BUNDLES:
+    target = _bundles_folder() / bundle_digest(bundle)[:32]
+    return unpack_blueprint(bundle, target)
+
+
+def _bundles_folder() -> Path:
+    """This process's folder of unpacked blueprints, made on first use (after removing those of dead workers).
+
+    Keyed by pid: a forked child makes its own, named after itself, instead of using its parent's
+    (whose owner may die while the child still uses it).
+    """
+    pid = os.getpid()
+    folder = _BUNDLES.get(pid)
+    if folder is None:
         import atexit
-        import shutil
         import tempfile
 
-        folder = Path(tempfile.mkdtemp(prefix="codeact-blueprints-"))
-        atexit.register(shutil.rmtree, folder, True)
-        _BUNDLES.append(folder)
-    target = _BUNDLES[0] / bundle_digest(bundle)[:32]
-    return unpack_blueprint(bundle, target)
+        from codeact.sandbox.leftovers import dir_prefix, remove_dead_dirs
+
+        remove_dead_dirs("blueprints_dir")
+        folder = _BUNDLES[pid] = Path(tempfile.mkdtemp(prefix=dir_prefix("blueprints")))
+        atexit.register(_remove_own, folder, pid)
+    return folder
+
+
+def _remove_own(folder: Path, pid: int) -> None:
+    """The atexit removal of ``pid``'s folder; a forked child inherits the handler, not the folder."""
+    if os.getpid() == pid:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _agent_key(request: Mapping[str, Any], store: str | None) -> str:
