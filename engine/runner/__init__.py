@@ -15,6 +15,8 @@ See docs/runner.md.
 from __future__ import annotations
 
 from codeact.engine.runner._input import compose_input
+from codeact.engine.runner._manifest import declared_permissions
+from codeact.engine.runner._runtime import runtime_notes, runtime_toolkits
 from codeact.engine.runner.attachments import Attachments
 from codeact.engine.runner.blueprint_runner import BlueprintRunner, FlowRunner, conversation_of, session_id_for
 from codeact.engine.runner.entities import (
@@ -54,6 +56,9 @@ __all__ = [
     "compose_input",
     "continuation_context",
     "conversation_of",
+    "declared_permissions",
     "runner_code",
+    "runtime_notes",
+    "runtime_toolkits",
     "session_id_for",
 ]

@@ -21,15 +21,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
-import zoneinfo
 
-from codeact.engine.errors import CodeactError
 from codeact.engine.runner.attachments import NamedAttachment, named_attachments
 from codeact.engine.runner.entities import ContentElement, InputAttachment, RunnerContext
 from codeact.engine.runner.interactions import answer_text
 
-__all__ = ["compose_input", "content_parts", "runtime_notes"]
+__all__ = ["compose_input", "content_parts"]
 
 
 def _image_data_url(value: str) -> str:
@@ -113,44 +110,3 @@ def compose_input(
         answer_to=submission.interaction_id if submission is not None else None,
     )
     return rendered.strip(), attachments, parts
-
-
-_LOCALE = re.compile(r"[A-Za-z]{2,8}(?:[_-][A-Za-z0-9]{1,8}){0,4}")
-_MAX_ZONE_CHARS = 64
-
-
-def runtime_notes(context: RunnerContext) -> dict[str, str]:
-    """The user's language and clock from the run context, for the model: ``locale`` and ``timezone``.
-
-    Each is there only when the host gave it (``runtime.locale``, ``runtime.timezone``); the runner shows
-    them to the model as the run's Context segment, and ``system.get_current_time()`` answers in the time
-    zone. Both are checked, as anything a host sends into a prompt is.
-
-    Raises:
-        CodeactError: ``context.invalid`` for a locale that is not a language tag (``fr_FR``, ``zh-Hans``)
-            or a time zone that is not an IANA name (``Europe/Paris``).
-    """
-    notes: dict[str, str] = {}
-    locale = context.runtime.locale
-    if locale is not None:
-        if not _LOCALE.fullmatch(locale):
-            raise CodeactError(
-                f"runtime.locale {locale[:80]!r} is not a language tag: send one like 'fr_FR', 'en-US' or 'zh_Hans', "
-                "or leave it out",
-                code="context.invalid",
-            )
-        notes["locale"] = locale
-    zone = context.runtime.timezone
-    if zone is not None:
-        try:
-            if len(zone) > _MAX_ZONE_CHARS:
-                raise ValueError(zone)
-            zoneinfo.ZoneInfo(zone)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise CodeactError(
-                f"runtime.timezone {zone[:80]!r} is not an IANA time zone: send a name like 'Europe/Paris' or "
-                "'Asia/Shanghai', or leave it out",
-                code="context.invalid",
-            ) from None
-        notes["timezone"] = zone
-    return notes

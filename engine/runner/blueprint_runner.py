@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codeact.engine.errors import CodeactError
-from codeact.engine.runner._input import compose_input, runtime_notes
+from codeact.engine.runner._input import compose_input
 from codeact.engine.runner._manifest import manifest_for
+from codeact.engine.runner._runtime import runtime_notes, runtime_toolkits
 from codeact.engine.runner.attachments import AttachmentReader, Attachments
 from codeact.engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
 from codeact.engine.runner.flow_runner import FlowEvents, flow_manifest
 from codeact.engine.runner.interactions import Interactions, approval_request, decision_from
 from codeact.engine.runner.mapper import ResultMapper, streams_results
-from codeact.engine.runner.platform_actions import PLATFORM_TOOLKIT, PlatformActions
 from codeact.engine.runner.proxy import (
     HOST_TOOLKIT,
     KNOWLEDGE_TOOLKIT,
@@ -34,7 +34,6 @@ from codeact.engine.runner.proxy import (
 from codeact.engine.telemetry import attached
 from codeact.sandbox.aio import wait_for
 from codeact.toolkits import ApprovalDecision, ApprovalRequest, ToolkitRegistry
-from codeact.toolkits.builtin.system import SystemToolkit
 
 if TYPE_CHECKING:
     from codeact.engine.agent import Agent, RunConfig
@@ -299,14 +298,8 @@ class BlueprintRunner:
         registry = ToolkitRegistry(bound for bound in base.registry)
         registry.register(attachments, replace=True)
         extra = ["attachments"]
-        zone = context.runtime.timezone
-        system = registry.get("system")
-        if zone is not None and (system is None or isinstance(system.target, SystemToolkit)):
-            registry.register(SystemToolkit(timezone=zone), replace=True)  # get_current_time() in the user's zone
-        actions = self.manifest.permissions.platform_api
-        if actions:  # the platform actions the manifest declares: platform_api.request_action(...)
-            registry.register(PlatformActions(actions), replace=True)
-            extra.append(PLATFORM_TOOLKIT)
+        # The user's time zone and the platform actions the manifest declares (a queued run gets the same)
+        extra += runtime_toolkits(registry, context, platform_actions=self.manifest.permissions.platform_api)
         model: ModelClient = base.model
         if proxy is not None:
             host_model = _host_model(context)
