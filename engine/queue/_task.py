@@ -280,30 +280,45 @@ def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> str:
         time.sleep(0.05)
 
 
-def _with_attachments(agent: Agent, request: Mapping[str, Any]) -> Agent:
-    """The run's agent: ``agent`` itself, or (when the run context carries attachments) a copy with them.
+def _for_context(agent: Agent, request: Mapping[str, Any]) -> tuple[Agent, dict[str, str]]:
+    """The run's agent and its runtime notes, from the run context the request carries (else ``agent``, none).
 
-    ``codeact serve --queue`` sends the run context; its attachments are served to the code by the
-    ``attachments`` toolkit of this run only (as ``BlueprintRunner`` does; inline content only).
+    ``codeact serve --queue`` sends the run context; the worker gives the run what ``BlueprintRunner`` gives
+    a direct one (``codeact.engine.runner.runtime_toolkits``): the context's inline attachments as the
+    ``attachments`` toolkit, ``system.get_current_time()`` in ``runtime.timezone``, and ``platform_api`` for
+    the actions the blueprint declares (``extensions.runner.permissions``, the runner manifest's
+    ``permissions.platform_api``, computed here from the same blueprint); the notes (``runtime.locale``,
+    ``runtime.timezone``) are the run's Context segment.
+
+    Raises:
+        CodeactError: ``context.invalid``, a malformed locale or time zone (``runtime_notes``).
+        ValueError: the request's context is not a run context (a request written by hand).
     """
     raw = request.get("context")
-    attachments = ((raw.get("input") or {}).get("attachments") if isinstance(raw, Mapping) else None) or []
-    if not attachments:
-        return agent
-    from codeact.engine.runner import RunnerContext
+    if not isinstance(raw, Mapping):
+        return agent, {}
+    from codeact.engine.runner import RunnerContext, declared_permissions, runtime_notes, runtime_toolkits
     from codeact.engine.runner.attachments import Attachments, named_attachments
+    from codeact.engine.runner.entities import RunnerPermissions
     from codeact.toolkits import ToolkitRegistry
 
     context = RunnerContext.model_validate(raw)
+    notes = runtime_notes(context)
     registry = ToolkitRegistry(bound for bound in agent.registry)
-    registry.register(Attachments(named_attachments(context.input.attachments)), replace=True)
-    return agent.derive(registry=registry, grants=["attachments"])
+    granted: list[str] = []
+    if context.input.attachments:
+        registry.register(Attachments(named_attachments(context.input.attachments)), replace=True)
+        granted.append("attachments")
+    actions = declared_permissions(agent.spec.blueprint, RunnerPermissions()).platform_api
+    granted += runtime_toolkits(registry, context, platform_actions=actions)
+    return agent.derive(registry=registry, grants=granted), notes
 
 
-def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
+def _run_options(request: Mapping[str, Any], notes: Mapping[str, str]) -> dict[str, Any]:
     """``Agent.run``'s ``config`` (the request's tags and metadata) and ``context`` (the caller's).
 
-    A continuation (an answer, an approval) keeps the request, so it carries the same labels.
+    A continuation (an answer, an approval) keeps the request, so it carries the same labels. The
+    ``context`` is the submitter's (``submit(context=...)``) and the run context's ``notes`` (locale, time zone).
 
     Raises:
         CodeactError: ``config.invalid`` or ``context.invalid``.
@@ -318,6 +333,8 @@ def _run_options(request: Mapping[str, Any]) -> dict[str, Any]:
     if context is not None:
         context_text(context)
         options["context"] = context
+    if notes:
+        options["context"] = {**(context or {}), **notes}
     return options
 
 
@@ -436,9 +453,18 @@ class _Run:
         timeout = request.get("timeout_s") or self.config.run_timeout_s
         deadline = time.monotonic() + float(timeout) if timeout else None
         session_id = self.session_id or None
-        agent = _with_attachments(agent, request)
+        from codeact.engine.errors import CodeactError
+
         try:
-            options = _run_options(request)
+            agent, notes = _for_context(agent, request)
+        except CodeactError as invalid:  # a malformed locale or time zone: refused as a direct run refuses it
+            self._fail("runner.invalid_context", f"[{invalid.code}] {invalid.message}")
+            return "failed"
+        except Exception as refused:  # a context written by hand (the server validated its own): the run fails
+            self._fail("queue.invalid_request", f"the run's context was refused: {refused}")
+            return "failed"
+        try:
+            options = _run_options(request, notes)
         except Exception as refused:  # a request written by hand (submit validates): the run fails, the worker goes on
             self._fail(getattr(refused, "code", "queue.invalid_request"), f"the run's request was refused: {refused}")
             return "failed"
