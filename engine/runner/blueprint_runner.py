@@ -377,9 +377,10 @@ def _approver(interactions: Interactions, deadline: float | None) -> Approver:
 class FlowRunner(BlueprintRunner):
     """A flow blueprint as a runner (built by :meth:`BlueprintRunner.from_blueprint`).
 
-    A flow's steps run with their blueprints' own grants: a run of a flow gets no ``attachments``,
-    ``host`` or ``knowledge`` toolkit, and its approvals are not interactions (grant the steps'
-    toolkits ``approval: auto``).
+    A flow's steps run with their blueprints' own grants and take no caller context (by design,
+    docs/runner.md): a run of a flow gets no ``attachments``, ``host``, ``knowledge`` or ``platform_api``
+    toolkit (whatever the manifest's ``permissions`` list), its steps are not told the context's locale or
+    time zone, and its approvals are not interactions (grant the steps' toolkits ``approval: auto``).
 
     Args:
         flow: The flow built from the blueprint (closed by :meth:`aclose`).
