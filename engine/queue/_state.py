@@ -178,6 +178,17 @@ class RunState:
                 out.append((str(entry_id), json.loads(fields["e"])))
         return out
 
+    def history(self, run_id: str) -> list[dict[str, object]]:
+        """Every event the run's stream holds now, in order (read page by page: :meth:`read` gives 500 at most)."""
+        out: list[dict[str, object]] = []
+        after = "0-0"
+        while True:
+            page = self.read(run_id, after)
+            out.extend(event for _entry, event in page)
+            if not page:
+                return out
+            after = page[-1][0]
+
     def follow(
         self, run_id: str, after: str = "0-0", *, until_stop: bool = True
     ) -> Iterator[tuple[str, dict[str, object]]]:

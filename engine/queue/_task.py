@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -280,38 +280,57 @@ def _take_lease(state: RunState, run_id: str, owner: str, attempt: int) -> str:
         time.sleep(0.05)
 
 
-def _for_context(agent: Agent, request: Mapping[str, Any]) -> tuple[Agent, dict[str, str]]:
+def _for_context(
+    agent: Agent, request: Mapping[str, Any], *, earlier: Callable[[], Iterable[Mapping[str, Any]]] = tuple
+) -> tuple[Agent, dict[str, str]]:
     """The run's agent and its runtime notes, from the run context the request carries (else ``agent``, none).
 
-    ``codeact serve --queue`` sends the run context; the worker gives the run what ``BlueprintRunner`` gives
-    a direct one (``codeact.engine.runner.runtime_toolkits``): the context's inline attachments as the
-    ``attachments`` toolkit, ``system.get_current_time()`` in ``runtime.timezone``, and ``platform_api`` for
-    the actions the blueprint declares (``extensions.runner.permissions``, the runner manifest's
-    ``permissions.platform_api``, computed here from the same blueprint); the notes (``runtime.locale``,
-    ``runtime.timezone``) are the run's Context segment.
+    ``codeact serve --queue`` sends the run context; the worker builds the run as ``BlueprintRunner`` builds
+    a direct one (``codeact.engine.runner``): the binding's ``config`` over the blueprint's variables
+    (``configured_spec``), the ``attachments`` toolkit of the input's attachments and URL contents (always,
+    as ``compose_input`` lists them in the queued input), ``system.get_current_time()`` in
+    ``runtime.timezone``, and ``platform_api`` for the actions the blueprint declares
+    (``extensions.runner.permissions``, the runner manifest's ``permissions.platform_api``, computed here
+    from the same blueprint) whose cap counts the requests the run's ``earlier`` events (its stream: an
+    attempt before an approval, a lost worker's) hold; the notes (``runtime.locale``, ``runtime.timezone``)
+    are the run's Context segment.
 
     Raises:
-        CodeactError: ``context.invalid``, a malformed locale or time zone (``runtime_notes``).
+        CodeactError: ``context.invalid``, a malformed locale or time zone (``runtime_notes``); a variable
+            the instructions cannot render (``configured_spec``).
         ValueError: the request's context is not a run context (a request written by hand).
     """
     raw = request.get("context")
     if not isinstance(raw, Mapping):
         return agent, {}
-    from codeact.engine.runner import RunnerContext, declared_permissions, runtime_notes, runtime_toolkits
-    from codeact.engine.runner.attachments import Attachments, named_attachments
+    from codeact.engine.runner import (
+        Attachments,
+        RunnerContext,
+        compose_input,
+        configured_spec,
+        declared_permissions,
+        runtime_notes,
+        runtime_toolkits,
+    )
     from codeact.engine.runner.entities import RunnerPermissions
+    from codeact.engine.runner.platform_actions import actions_requested
     from codeact.toolkits import ToolkitRegistry
 
     context = RunnerContext.model_validate(raw)
     notes = runtime_notes(context)
+    spec = configured_spec(agent.spec, context)
+    _text, attachments, _parts = compose_input(context)  # the server refused parts; URL contents are attachments
     registry = ToolkitRegistry(bound for bound in agent.registry)
-    granted: list[str] = []
-    if context.input.attachments:
-        registry.register(Attachments(named_attachments(context.input.attachments)), replace=True)
-        granted.append("attachments")
     actions = declared_permissions(agent.spec.blueprint, RunnerPermissions()).platform_api
-    granted += runtime_toolkits(registry, context, platform_actions=actions)
-    return agent.derive(registry=registry, grants=granted), notes
+    requested = actions_requested(earlier()) if actions else 0
+    granted = runtime_toolkits(
+        registry,
+        context,
+        attachments=Attachments(attachments),
+        platform_actions=actions,
+        actions_requested=requested,
+    )
+    return agent.derive(spec=spec, registry=registry, grants=granted), notes
 
 
 def _run_options(request: Mapping[str, Any], notes: Mapping[str, str]) -> dict[str, Any]:
@@ -456,7 +475,7 @@ class _Run:
         from codeact.engine.errors import CodeactError
 
         try:
-            agent, notes = _for_context(agent, request)
+            agent, notes = _for_context(agent, request, earlier=lambda: self.state.history(self.run_id))
         except CodeactError as invalid:  # a malformed locale or time zone: refused as a direct run refuses it
             self._fail("runner.invalid_context", f"[{invalid.code}] {invalid.message}")
             return "failed"

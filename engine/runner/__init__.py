@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from codeact.engine.runner._input import compose_input
 from codeact.engine.runner._manifest import declared_permissions
-from codeact.engine.runner._runtime import runtime_notes, runtime_toolkits
+from codeact.engine.runner._runtime import configured_spec, runtime_notes, runtime_toolkits
 from codeact.engine.runner.attachments import Attachments
 from codeact.engine.runner.blueprint_runner import BlueprintRunner, FlowRunner, conversation_of, session_id_for
 from codeact.engine.runner.entities import (
@@ -54,6 +54,7 @@ __all__ = [
     "RunnerManifest",
     "RunnerResult",
     "compose_input",
+    "configured_spec",
     "continuation_context",
     "conversation_of",
     "declared_permissions",

@@ -9,14 +9,13 @@ import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codeact.engine.errors import CodeactError
 from codeact.engine.runner._input import compose_input
 from codeact.engine.runner._manifest import manifest_for
-from codeact.engine.runner._runtime import runtime_notes, runtime_toolkits
+from codeact.engine.runner._runtime import configured_spec, runtime_notes, runtime_toolkits
 from codeact.engine.runner.attachments import AttachmentReader, Attachments
 from codeact.engine.runner.entities import RunnerContext, RunnerManifest, RunnerResult
 from codeact.engine.runner.flow_runner import FlowEvents, flow_manifest
@@ -296,10 +295,10 @@ class BlueprintRunner:
 
         base = self.agent
         registry = ToolkitRegistry(bound for bound in base.registry)
-        registry.register(attachments, replace=True)
-        extra = ["attachments"]
-        # The user's time zone and the platform actions the manifest declares (a queued run gets the same)
-        extra += runtime_toolkits(registry, context, platform_actions=self.manifest.permissions.platform_api)
+        # The attachments, the user's time zone and the platform actions the manifest declares (a queued
+        # run gets the same). An approval waits in place: the run's platform_api counts the whole run.
+        actions = self.manifest.permissions.platform_api
+        extra = runtime_toolkits(registry, context, attachments=attachments, platform_actions=actions)
         model: ModelClient = base.model
         if proxy is not None:
             host_model = _host_model(context)
@@ -312,21 +311,8 @@ class BlueprintRunner:
             if bases:
                 registry.register(HostKnowledge(proxy, bases), replace=True)
                 extra.append(KNOWLEDGE_TOOLKIT)
-        spec = base.spec
-        overrides = {
-            k: v for k, v in context.config.items() if k in spec.variables and isinstance(v, str | int | float | bool)
-        }
-        if overrides:
-            # The binding's config overrides the blueprint's variables (protocol v1): the instructions
-            # are rendered again with it, so the prompt's text and its language line agree.
-            from codeact.engine.blueprint import render_instructions
-
-            variables = {**spec.variables, **overrides}
-            spec = replace(
-                spec,
-                variables=variables,
-                instructions=render_instructions(spec.blueprint, spec.host, variables=variables),
-            )
+        # The binding's config overrides the blueprint's variables (protocol v1; a queued run's too)
+        spec = configured_spec(base.spec, context)
         actor = context.actor.actor_id if context.actor is not None else None
         return base.derive(
             spec=spec,

@@ -11,7 +11,10 @@ The call is checked on the host side of the bridge, where the code cannot reach:
 2. ``target`` and ``payload`` are JSON objects (string keys; strings, numbers, booleans, None, lists and
    objects, at most 8 levels deep), at most 16 KiB together as compact JSON;
 3. the run has requested fewer than :data:`MAX_ACTIONS_PER_RUN` (20) actions so far (a loop of requests
-   must not flood the user's chat; the round's call budget is for cheap calls);
+   must not flood the user's chat; the round's call budget is for cheap calls). The count is the whole
+   run's: a direct run's approval waits in place (the same toolkit goes on counting), and a queued run
+   continued after an approval, or taken over from a lost worker, starts from the requests its stream
+   already holds (:func:`actions_requested`); a new run (the next message, a question's answer) starts at 0;
 
 then it returns ``{"requested": True, "action", "target", "payload"}`` to the code, and the run's
 ``tool.call.completed`` is followed by the protocol's ``action.requested`` result with ``{action, target,
@@ -24,21 +27,29 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
 
 from codeact.engine.runner.entities import ActionRequestedPayload
 from codeact.toolkits import DynamicToolkit, OperationSpec, ToolkitContext
 
-__all__ = ["MAX_ACTIONS_PER_RUN", "MAX_REQUEST_BYTES", "PLATFORM_TOOLKIT", "PlatformActions", "requested_action"]
+__all__ = [
+    "MAX_ACTIONS_PER_RUN",
+    "MAX_REQUEST_BYTES",
+    "PLATFORM_TOOLKIT",
+    "PlatformActions",
+    "actions_requested",
+    "requested_action",
+]
 
 PLATFORM_TOOLKIT: Final = "platform_api"
 """The toolkit's name in the sandbox (the manifest's permission kind; ``platform`` is a standard module)."""
 MAX_REQUEST_BYTES: Final = 16 * 1024
+"""The largest ``target`` and ``payload`` of one request, together, as compact JSON."""
 # Each request is a platform action the host may perform (a message edited, a reaction added): the round's
 # call budget (20,000 calls) is for cheap calls, not for that many actions on a user's chat.
 MAX_ACTIONS_PER_RUN: Final = 20
-"""The largest ``target`` and ``payload`` of one request, together, as compact JSON."""
+"""The most platform actions one run may request (all its attempts together)."""
 
 _OPERATION: Final = "request_action"
 _MAX_DEPTH: Final = 8
@@ -88,16 +99,17 @@ class PlatformActions(DynamicToolkit):
 
     Args:
         actions: The declared actions (``permissions.platform_api``); at least one.
+        requested: The actions the run requested before this toolkit was built (an earlier attempt of it).
     """
 
     name = PLATFORM_TOOLKIT
     description = "Ask the platform this agent runs on to act (edit a message, react, ...)"
 
-    def __init__(self, actions: Sequence[str]) -> None:
+    def __init__(self, actions: Sequence[str], *, requested: int = 0) -> None:
         if not actions:
             raise ValueError("a platform_api toolkit needs at least one declared action")
         self.actions = tuple(dict.fromkeys(actions))
-        self.requested = 0  # one toolkit per run (the runner builds it for each): the run's count
+        self.requested = max(0, requested)  # one toolkit per run attempt (the runner builds it): the run's count
         listed = ", ".join(repr(a) for a in self.actions)
         self._spec = OperationSpec.from_json_schema(
             _OPERATION,
@@ -164,3 +176,21 @@ def requested_action(toolkit: str, operation: str, result: object) -> ActionRequ
         )
     except ValueError:
         return None
+
+
+def actions_requested(events: Iterable[Mapping[str, Any]]) -> int:
+    """How many platform actions a run's engine events (as JSON: a queued run's stream) show requested.
+
+    Counted as the result mapper counts ``action.requested`` results: each ``platform_api.request_action``
+    call that completed without error (:func:`requested_action`).
+    """
+    from codeact.sandbox.runtime.codec import plain
+
+    count = 0
+    for event in events:
+        if event.get("type") != "tool.call.completed" or event.get("error") is not None:
+            continue
+        toolkit, operation = event.get("toolkit"), event.get("operation")
+        if toolkit == PLATFORM_TOOLKIT and operation == _OPERATION:
+            count += requested_action(toolkit, operation, plain(event.get("result"))) is not None
+    return count

@@ -1,10 +1,15 @@
-"""A queued run behaves as a direct one: the run context's locale and time zone, and ``platform_api``.
+"""A queued run behaves as a direct one: what its run context gives it, and how it pauses for an approval.
 
-Two `codeact serve` processes serve the same blueprint (it declares ``platform_api: [message.edit]``):
-one runs in the server, one hands its runs to a real ``codeact worker`` through a real Redis
-(``--queue``). The local OpenAI-compatible test server is every run's model. The same context goes
-to both; the prompt the model received, ``system.get_current_time()``'s default zone and the
-``action.requested`` results must be the same, and a malformed time zone fails both the same way.
+Two `codeact serve` processes serve the same blueprint (it declares ``platform_api: [message.edit]`` and
+grants ``slow`` with ``approval: ask``): one runs in the server, one hands its runs to a real ``codeact
+worker`` through a real Redis (``--queue``). The local OpenAI-compatible test server is every run's model.
+The same context goes to both; what must be the same:
+
+- the prompt's locale and time zone, ``system.get_current_time()``'s default zone, the ``action.requested``
+  results, and the refusal of a malformed time zone;
+- the binding's ``config`` over the blueprint's variables, in the rendered instructions;
+- the ``attachments`` toolkit (always there; a URL content listed as an attachment);
+- the cap of 20 platform actions, counted over the whole run across an approval;
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +27,13 @@ from typing import Any
 import pytest
 
 from tests.engine.openai_server import OpenAIServer, serve
-from tests.service.helpers import SSE, Served, context, start_server, stop_server, stream_run
+from tests.service.helpers import SSE, Served, context, read_sse, start_server, stop_server, stream_run, wait_until
 from tests.service.run_api import code
 
 REPO = Path(__file__).resolve().parents[2]
 CODEACT = str(Path(sys.executable).parent / "codeact")
 RUNNER = "parity-agent"
+SLOW = "tests.engine.slow_toolkit:Slow"  # slow.ping() needs an approval (approval: ask)
 BLUEPRINT = f"""\
 version: codeact.agent/v1
 extend: codeact-base
@@ -36,6 +42,8 @@ description: Edits a message and tells the time.
 workflow: {{maxTurns: 3, codeact: {{thought: 'off'}}}}
 toolkits:
   - ref: system
+  - ref: slow
+    approval: ask
 extensions:
   runner:
     permissions:
@@ -65,6 +73,7 @@ def paths(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     env = {k: v for k, v in os.environ.items() if k not in ("CODEACT_STORE", "CODEACT_MODEL", "CODEACT_PROFILE")}
     env.update({"CODEACT_HOME": str(tmp / "home"), "OPENAI_API_KEY": "sk-test", "PYTHONPATH": str(REPO)})
     argv = [CODEACT, "worker", "--queue", url, "--store", url, "--concurrency", "1", "--name", "parity-worker"]
+    argv += ["--toolkit", SLOW]
     with serve() as model, (tmp / "worker.log").open("wb") as log:
         worker = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         client = redis.Redis.from_url(url)
@@ -73,7 +82,7 @@ def paths(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             assert worker.poll() is None, (tmp / "worker.log").read_text()
             assert time.monotonic() < deadline, "the worker did not start"
             time.sleep(0.05)
-        common = ("--model", "openai/test-model", "--base-url", model.base_url)
+        common = ("--model", "openai/test-model", "--base-url", model.base_url, "--toolkit", SLOW)
         (tmp / "direct").mkdir()
         (tmp / "queued").mkdir()
         direct = start_server(tmp / "direct", [blueprint], *common, env={"PYTHONPATH": str(REPO)})
@@ -103,16 +112,24 @@ class Seen:
     prompt: str
 
 
-def run(served: Served, model: OpenAIServer, runtime: dict[str, Any], reply: str | None) -> tuple[list[SSE], str]:
+def run(
+    served: Served, model: OpenAIServer, runtime: dict[str, Any], reply: str | None, **fields: Any
+) -> tuple[list[SSE], str]:
+    """Run a context (its ``runtime`` and other top-level ``fields``) to its end; its results and the prompts sent."""
     if reply is not None:
         model.push(reply)
     asked = len(model.requests)
     ctx = context("Edit my last message and tell me the time.")
     ctx["runtime"] = runtime
+    ctx.update(fields)
     with served.client() as client:
         events = stream_run(client, RUNNER, ctx)
-    prompt = "\n".join(str(m.get("content")) for request in model.requests[asked:] for m in request.body["messages"])
-    return events, prompt
+    return events, prompts(model, asked)
+
+
+def prompts(model: OpenAIServer, asked: int) -> str:
+    """The messages of every model request after the first ``asked``, as one text."""
+    return "\n".join(str(m.get("content")) for request in model.requests[asked:] for m in request.body["messages"])
 
 
 def seen(events: list[SSE], prompt: str) -> Seen:
@@ -155,3 +172,98 @@ def test_a_malformed_time_zone_fails_a_queued_run_as_a_direct_one(paths: Paths) 
         "retryable": False,
     }
     assert queued == direct == [refused]
+
+
+def test_the_binding_config_overrides_the_blueprints_variables_on_both_paths(paths: Paths) -> None:
+    # codeact-base's instructions say "You are {{ agent_name }}, {{ role }}."; the binding's config sets the role
+    config = {"role": "a pirate who edits messages", "unknown": "ignored"}
+    reply = code("system.finish('Arr.')", "Arr.")
+    direct = seen(*run(paths.direct, paths.model, {}, reply, config=config))
+    queued = seen(*run(paths.queued, paths.model, {}, reply, config=config))
+    for path in (direct, queued):
+        assert "You are a CodeAct agent, a pirate who edits messages." in path.prompt
+        assert "a careful assistant that checks its results" not in path.prompt  # the blueprint's value
+    assert queued.answer == direct.answer == "Arr."
+
+
+LIST = "system.finish(repr(attachments.list()))"
+
+
+def test_a_queued_run_gets_the_attachments_toolkit_as_a_direct_run(paths: Paths) -> None:
+    # No attachment at all, then a file held by a URL (listed, not fetched): the same toolkit, the same list
+    linked = {"text": "Sum the report.", "contents": [{"type": "file_url", "file_url": "https://example.com/q3.csv"}]}
+    for fields in ({}, {"input": linked}):
+        direct = seen(*run(paths.direct, paths.model, {}, code(LIST, "Listing."), **fields))
+        queued = seen(*run(paths.queued, paths.model, {}, code(LIST, "Listing."), **fields))
+        for path in (direct, queued):
+            assert "class attachments:" in path.prompt  # the toolkit, as the model sees it
+        assert queued.answer == direct.answer
+    assert "'name': 'q3.csv'" in direct.answer and "'readable': False" in direct.answer
+
+
+def is_interaction(event: SSE) -> bool:
+    """An interaction request (an approval, a question), not a platform action the code requested."""
+    return event.event == "action.requested" and event.data["data"]["action"] == "interaction.requested"
+
+
+def is_platform_action(event: SSE) -> bool:
+    return event.event == "action.requested" and event.data["data"]["action"] != "interaction.requested"
+
+
+def waiting(served: Served, ctx: dict[str, Any], enough: Callable[[list[SSE]], bool]) -> tuple[list[SSE], list[Any]]:
+    """Start ``ctx``, read its results until ``enough``, wait until it waits; those results and its pending list."""
+    run_id = ctx["run_id"]
+    body = {"runner_id": RUNNER, "context": ctx}
+    with served.client() as client:
+        with client.stream("POST", "/v1/runs", json=body, headers={"Accept": "text/event-stream"}) as stream:
+            first: list[SSE] = []
+            for event in read_sse(stream):
+                first.append(event)
+                if enough(first):
+                    break
+        wait_until(lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "waiting", what="the approval")
+        return first, client.get(f"/v1/runs/{run_id}").json()["pending"]
+
+
+def approve(served: Served, run_id: str, interaction_id: str) -> list[SSE]:
+    """Approve the run's pending call; the run's whole result stream, to its end."""
+    with served.client() as client:
+        answer = {"interaction_id": interaction_id, "action_id": "approve", "values": {}}
+        answered = client.post(f"/v1/runs/{run_id}/interactions", json=answer)
+        assert answered.status_code == 200, answered.text
+        with client.stream("GET", f"/v1/runs/{run_id}/events", headers={"Accept": "text/event-stream"}) as stream:
+            return list(read_sse(stream))
+
+
+BEFORE = """\
+for i in range(15):
+    platform_api.request_action(action="message.edit", target={"message_id": str(i)})
+"""
+AFTER = """\
+pong = slow.ping()
+ok = refused = 0
+for i in range(15, 25):
+    try:
+        platform_api.request_action(action="message.edit", target={"message_id": str(i)})
+        ok += 1
+    except Exception:
+        refused += 1
+system.finish(pong + ": " + str(ok) + " requested, " + str(refused) + " refused")"""
+
+
+def test_the_platform_action_cap_counts_the_whole_run_across_an_approval(paths: Paths) -> None:
+    # 15 requests, a call that waits for an approval, 10 more: the run's cap (20) refuses the last 5 on both paths.
+    # A direct run's round waits in place; a queued one pauses and its continuation asks the model again,
+    # which writes the rest of the work (the round that paused is recorded as interrupted, docs/scaling.md).
+    answers, actions = [], []
+    for served, replies in ((paths.direct, [BEFORE + AFTER]), (paths.queued, [BEFORE + AFTER, AFTER])):
+        paths.model.push(*(code(reply, "Editing them all.") for reply in replies))
+        ctx = context("Edit my last 25 messages.")
+        first, pending = waiting(served, ctx, lambda events: any(is_interaction(e) for e in events))
+        assert len(pending) == 1 and pending[0]["kind"] == "confirmation", pending
+        events = approve(served, ctx["run_id"], pending[0]["interaction_id"])
+        assert events[-1].event == "run.completed", events[-1].data
+        answers.append([e.data["data"]["message"]["content"] for e in events if e.event == "message.completed"][-1])
+        actions.append(sum(is_platform_action(e) for e in events))
+    assert answers == ["pong: 5 requested, 5 refused"] * 2
+    assert actions == [20, 20]

@@ -82,3 +82,28 @@ def test_a_workers_agents_share_one_store_whose_pool_is_sized_from_its_concurren
     assert small is not first and small.pool_size == pool_size_for(2)
     sqlite = config.store_for(f"sqlite:///{tmp_path / 's.db'}")
     assert isinstance(sqlite, SQLiteStore)
+
+
+def test_a_runs_history_is_its_whole_stream_and_counts_its_platform_actions(redis_url: str) -> None:
+    import uuid
+
+    from codeact.engine.queue._state import RunState
+    from codeact.engine.runner.platform_actions import actions_requested
+
+    state = RunState(redis_url.rsplit("/", 1)[0] + "/13")
+    run_id = f"run-history-{uuid.uuid4().hex[:8]}"
+    requested = {"requested": True, "action": "message.edit", "target": None, "payload": {"text": "Hi."}}
+    done = {"type": "tool.call.completed", "toolkit": "platform_api", "operation": "request_action", "error": None}
+    try:
+        pinged = {"type": "tool.call.completed", "toolkit": "slow", "operation": "ping", "result": "pong"}
+        for index in range(1203):  # more than one page (a read gives 500 at most)
+            state.append(run_id, {**pinged, "index": index})
+        state.append(run_id, {**done, "result": requested})
+        state.append(run_id, {**done, "result": None, "error": {"code": "tool_error", "message": "refused"}})
+        state.append(run_id, {**done, "result": {"requested": False}})
+        history = state.history(run_id)
+        assert [e.get("index") for e in history[:1203]] == list(range(1203)) and len(history) == 1206
+        assert actions_requested(history) == 1  # the refused and the malformed requests are not counted
+    finally:
+        state.redis.delete(state.key(run_id), state.stream_key(run_id))
+        state.close()
