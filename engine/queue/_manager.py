@@ -223,7 +223,7 @@ class QueueRunManager:
         mapper = self._mapper(run_id, info)
         started = [False]
         out: list[RunnerResult] = []
-        for _entry, event in self.state.read(run_id):
+        for event in self.state.history(run_id):
             out.extend(self._envelopes(mapper, event, started))
         return out, info
 
@@ -280,8 +280,7 @@ class QueueRunManager:
         pending: tuple[dict[str, Any], ...] = ()
         if status == "paused":
             pause = json.loads(info.get("pause") or "{}")
-            asked = [_payload(e.data) for e in envelopes if e.type == "action.requested"]
-            pending = tuple(asked[-1:])
+            pending = _pending(envelopes, pause)
             if pause.get("kind") == "ask_user":
                 status = "completed"  # the run ended with its question; the answer starts the next run
         error: dict[str, Any] | None = None
@@ -436,8 +435,29 @@ def _labels(request: Mapping[str, Any]) -> RunConfig | None:
     return RunConfig(tags=tags, metadata=metadata) if tags or metadata else None
 
 
-def _payload(data: Any) -> dict[str, Any]:
-    """The interaction request an ``action.requested`` envelope carries (as ``RunManager.pending`` lists it)."""
-    raw = data.model_dump(mode="json") if hasattr(data, "model_dump") else data
-    payload = raw.get("payload") if isinstance(raw, Mapping) else None
-    return dict(payload) if isinstance(payload, Mapping) else {}
+def _pending(envelopes: list[RunnerResult], pause: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The interaction a paused run waits on, as ``RunManager`` lists it in ``pending`` (one, or none).
+
+    It is found by what it is, not where it is: an interaction request (``interaction.requested``; a
+    platform action the code requested is an ``action.requested`` too, and one gathered with the call
+    that waits can follow its request), and for an approval the one the pause names (``interaction_id``).
+    """
+    from codeact.engine.runner.entities import INTERACTION_REQUESTED_ACTION
+
+    asked: list[dict[str, Any]] = []
+    for envelope in envelopes:
+        if envelope.type != "action.requested":
+            continue
+        raw = envelope.data.model_dump(mode="json") if hasattr(envelope.data, "model_dump") else envelope.data
+        if not isinstance(raw, Mapping) or raw.get("action") != INTERACTION_REQUESTED_ACTION:
+            continue  # a platform action the code requested
+        payload = raw.get("payload")
+        asked.append(dict(payload) if isinstance(payload, Mapping) else {})
+    if pause.get("kind") == "approval":
+        named = pause.get("interaction_id")
+        waiting = [p for p in asked if p.get("kind") == "confirmation"]
+        if named:
+            waiting = [p for p in waiting if p.get("interaction_id") == named]
+    else:  # ask_user: the question the run ended with
+        waiting = [p for p in asked if p.get("kind") == "form"]
+    return tuple(waiting[-1:])

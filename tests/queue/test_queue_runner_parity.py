@@ -10,6 +10,7 @@ The same context goes to both; what must be the same:
 - the binding's ``config`` over the blueprint's variables, in the rendered instructions;
 - the ``attachments`` toolkit (always there; a URL content listed as an attachment);
 - the cap of 20 platform actions, counted over the whole run across an approval;
+- the pending interaction of a run waiting for an approval: the approval, not a later platform action.
 """
 
 from __future__ import annotations
@@ -267,3 +268,30 @@ def test_the_platform_action_cap_counts_the_whole_run_across_an_approval(paths: 
         actions.append(sum(is_platform_action(e) for e in events))
     assert answers == ["pong: 5 requested, 5 refused"] * 2
     assert actions == [20, 20]
+
+
+GATHERED = """\
+import asyncio
+pong, asked = await asyncio.gather(
+    slow.ping(), platform_api.request_action(action="message.edit", target={"message_id": "m-2"})
+)
+system.finish(pong + " " + asked["action"])"""
+
+
+def test_the_pending_approval_is_the_interaction_not_a_later_platform_action(paths: Paths) -> None:
+    # The approval is asked first; the gathered platform action's request comes after it, while the run waits.
+    answers, shown = [], []
+    for served, replies in ((paths.direct, [GATHERED]), (paths.queued, [GATHERED, GATHERED])):
+        paths.model.push(*(code(reply, "Both at once.") for reply in replies))
+        ctx = context("Ping and edit.")
+        first, pending = waiting(served, ctx, lambda events: sum(e.event == "action.requested" for e in events) == 2)
+        asked = [e for e in first if e.event == "action.requested"]
+        assert is_interaction(asked[0]) and is_platform_action(asked[1])  # the order this test is about
+        interaction = asked[0].data["data"]["payload"]
+        assert pending == [interaction], pending
+        shown.append({k: v for k, v in interaction.items() if k != "interaction_id"})
+        events = approve(served, ctx["run_id"], pending[0]["interaction_id"])
+        assert events[-1].event == "run.completed", events[-1].data
+        answers.append([e.data["data"]["message"]["content"] for e in events if e.event == "message.completed"][-1])
+    assert shown[0] == shown[1] and shown[0]["kind"] == "confirmation"
+    assert answers == ["pong message.edit"] * 2
