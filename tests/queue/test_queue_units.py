@@ -1,4 +1,8 @@
-"""Pure parts of the queue: call digests, the stream -> protocol envelope mapping, the worker CLI's usage errors."""
+"""Parts of the queue below the served paths.
+
+Call digests, the stream -> protocol envelope mapping, the worker CLI's usage errors, and what the service
+reads from a run's stream written in a given order (a real Redis, db 13).
+"""
 
 from __future__ import annotations
 
@@ -107,3 +111,69 @@ def test_a_runs_history_is_its_whole_stream_and_counts_its_platform_actions(redi
     finally:
         state.redis.delete(state.key(run_id), state.stream_key(run_id))
         state.close()
+
+
+async def test_a_paused_runs_pending_interaction_is_its_approval_not_a_later_platform_action(redis_url: str) -> None:
+    # The stream of a queued run that gathered slow.ping() (approval: ask) with platform_api.request_action(...):
+    # the platform action's request came after the approval's, before the worker stopped the paused run. The
+    # entries are written as the client and the worker write them (QueueClient.enqueue, _Run._pump/_finish),
+    # in the shapes a real run's stream held; the order is fixed here, where the served paths can only race for it.
+    import json
+    import uuid
+
+    from codeact.engine.events import ActionRequested, CodeStarted, ToolCallCompleted, ToolCallStarted
+    from codeact.engine.queue import QueueRunManager
+    from codeact.engine.queue._state import PREFIX
+    from codeact.engine.runner.interactions import approval_request
+    from codeact.engine.runner.platform_actions import actions_requested
+
+    manager = QueueRunManager({}, queue=redis_url.rsplit("/", 1)[0] + "/13")
+    state = manager.state
+    run_id, session_id = f"run-pending-{uuid.uuid4().hex[:8]}", f"conv-{uuid.uuid4().hex[:8]}"
+    ping, edit = f"{session_id}:1:0", f"{session_id}:1:1"  # the calls' ids; the approval's is the call's
+    edited = {"action": "message.edit", "target": {"message_id": "m-2"}}
+    engine = EventSequence()
+    events = [
+        engine.emit(RunStarted, session_id=session_id, blueprint_id="parity-agent", model="m", input="Ping and edit."),
+        engine.emit(CodeStarted, round=1, code="pong, asked = await asyncio.gather(slow.ping(), ...)"),
+        engine.emit(ToolCallStarted, call_id=ping, toolkit="slow", operation="ping", arguments={}, round=1),
+        engine.emit(ActionRequested, request_id=ping, toolkit="slow", operation="ping", arguments={}, round=1),
+        engine.emit(
+            ToolCallStarted, call_id=edit, toolkit="platform_api", operation="request_action", arguments=edited, round=1
+        ),
+        engine.emit(
+            ToolCallCompleted,
+            call_id=edit,
+            toolkit="platform_api",
+            operation="request_action",
+            result={"requested": True, **edited, "payload": None},
+            round=1,
+        ),
+    ]
+    pause = {
+        "kind": "approval",
+        "request_id": "a-call-digest",
+        "interaction_id": ping,
+        "toolkit": "slow",
+        "operation": "ping",
+        "arguments": {},
+    }
+    try:
+        request = {"runner_id": "parity-agent", "session_id": session_id, "queue": "codeact"}
+        state.create(run_id, request, event={"type": "run.queued", "run_id": run_id, "queue": "codeact"})
+        state.update(run_id, status="running", worker="w")
+        for event in events:
+            state.append(run_id, event.to_json())
+        paused = {"type": "run.paused", "run_id": run_id, "session_id": session_id, **pause}
+        state.append(run_id, paused, status="paused", pause=json.dumps(pause))
+        assert actions_requested(state.history(run_id)) == 1  # the platform action is in the stream, after the approval
+        info = await manager.get(run_id)
+        assert info is not None and info.status == "waiting"
+        approval = approval_request(ping, toolkit="slow", operation="ping", arguments={}).model_dump(mode="json")
+        assert list(info.pending) == [approval]  # before the fix: [{}], the platform action's (empty) payload
+    finally:
+        state.redis.delete(state.key(run_id), state.stream_key(run_id))
+        state.redis.srem(f"{PREFIX}:active", run_id)
+        state.redis.zrem(f"{PREFIX}:runs", run_id)
+        state.redis.delete(f"{PREFIX}:session:{session_id}:last")
+        await manager.close()
