@@ -14,7 +14,7 @@ Three steps, all here:
    ``d[k] += 1`` (through guards) and a wider set of special methods classes may define. Attribute
    names in ``guards.DENIED_ATTRIBUTES`` are rejected at compile time too. What ordinary model code
    writes compiles with the same guards: ``match`` statements (``_match_rewrite.py``: the dotted names of
-   patterns are read through the guards before the statement, class patterns read attributes only as
+   patterns are read through the guards when their case is tried, class patterns read attributes only as
    ``obj.name`` would, captured values are checked before they are bound), ``except*``, ``from m import *`` at module
    level (``_codeact_import_star_``: the module's public names that a ``from m import name`` would
    give), and private names (``_cache``, ``def _helper``, ``self._v``: one leading underscore, no
