@@ -15,7 +15,8 @@ raising when the read is refused. Only then does the interpreter read the same a
 them. ``captured`` is the check a case runs on every name its pattern captured before the names are bound.
 
 guards.py names the namespace entries (``PATTERN_CLASS``, ``CAPTURED``, ``MATCH_VALUES``) and imports this
-module when a namespace runs its first class pattern: most rounds have none.
+module when a namespace runs its first class pattern (most rounds have none); from then on ``PATTERN_CLASS``
+is ``pattern_class`` itself, called each time a case with a class pattern is tried.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ _SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set
 _SELF_MATCHING_IDS = frozenset(id(t) for t in _SELF_MATCHING)
 _TYPE_FLAGS = type.__dict__["__flags__"]
 _TYPE_MRO = type.__dict__["__mro__"]
-_NoneType = type(None)
 _CACHE_CAP = 1024
 
 
@@ -46,6 +46,7 @@ class _PatternMeta(type):
     _codeact_read: Callable[[object, str], bool]
     _codeact_check: Callable[[object, str, object], None]
     _codeact_checked_ids: frozenset[int]
+    _codeact_checked_kinds: tuple[type, ...]
 
     def __instancecheck__(cls, subject: object) -> bool:
         if not isinstance(subject, cls._codeact_target):  # the class's own answer, as the interpreter would ask
@@ -58,13 +59,15 @@ class _PatternMeta(type):
             value = getattr(subject, name, _MISSING)
             if value is _MISSING:  # a missing attribute fails the pattern, as natively
                 return False
-            # values of these exact types pass the value check unchanged (as in guards._getter_template)
+            # What the check acts on: a module (or a proxy of one: isinstance, not type) or a value in
+            # checked_ids; all are instances of checked_kinds: one isinstance() that other values fail at once.
+            # An exact int or str is neither (their __class__ is object's), and the commonest field value.
             kind = type(value)
-            if kind is int or kind is str or kind is float or kind is bool or kind is _NoneType or kind is list:
+            if kind is int or kind is str:
                 continue
-            if kind is dict or kind is tuple:
-                continue
-            if isinstance(value, ModuleType) or id(value) in cls._codeact_checked_ids:  # what the check acts on
+            if isinstance(value, cls._codeact_checked_kinds) and (
+                isinstance(value, ModuleType) or id(value) in cls._codeact_checked_ids
+            ):
                 cls._codeact_check(subject, name, value)
         return True
 
@@ -79,9 +82,10 @@ class PatternClasses:
             for that object, the value checked): True when it is there, False when missing; raises when refused.
         check: ``check(obj, name, value)``: raises when the code's ``obj.<name>`` would not give ``value``.
         checked_ids: The ids of the values (besides modules) the value check acts on.
+        checked_kinds: Types every value the check acts on is an instance of (``ModuleType`` among them).
     """
 
-    __slots__ = ("_cache", "_check", "_checked_ids", "_public", "_read")
+    __slots__ = ("_cache", "_check", "_checked_ids", "_checked_kinds", "_public", "_read")
 
     def __init__(
         self,
@@ -90,12 +94,17 @@ class PatternClasses:
         read: Callable[[object, str], bool],
         check: Callable[[object, str, object], None],
         checked_ids: frozenset[int],
+        checked_kinds: tuple[type, ...],
     ) -> None:
+        if ModuleType not in checked_kinds:
+            raise ValueError("checked_kinds must hold ModuleType: the check acts on every module")
         self._checked_ids = checked_ids
+        self._checked_kinds = checked_kinds
         self._public = public
         self._read = read
         self._check = check
-        self._cache: dict[tuple[int, int, tuple[str, ...]], tuple[type, type | None]] = {}
+        # id(cls) -> (cls, {positional or (positional, keywords): the class to match with})
+        self._cache: dict[int, tuple[type, dict[object, type]]] = {}
 
     def pattern_class(self, cls: object, positional: int, keywords: tuple[str, ...]) -> object:
         """The class to match ``case cls(<positional> sub-patterns, <keywords>=...)`` with.
@@ -112,16 +121,26 @@ class PatternClasses:
         Raises:
             TypeError: ``cls.__match_args__`` is not a tuple of strings (the interpreter's own message).
         """
-        cached = self._cache.get((id(cls), positional, keywords))
-        if cached is not None and cached[0] is cls:  # the entry holds cls: its id is not reused meanwhile
-            return cached[1] or cls
+        # Called each time a case with a class pattern is tried: the cache is keyed by the class's id (an int:
+        # no hash or == of a metaclass is asked) and then by the pattern's shape (an int for the usual shape)
+        entry = self._cache.get(id(cls))
+        if entry is not None and entry[0] is cls:  # the entry holds cls: its id is not reused meanwhile
+            found = entry[1].get((positional, keywords) if keywords else positional)
+            if found is not None:
+                return found
         if not isinstance(cls, type):
             return cls
-        stand_in = self._stand_in(cls, positional, keywords)
-        if len(self._cache) >= _CACHE_CAP:
-            self._cache.clear()
-        self._cache[(id(cls), positional, keywords)] = (cls, stand_in)
-        return stand_in or cls
+        return self._add(cls, positional, keywords)
+
+    def _add(self, cls: type, positional: int, keywords: tuple[str, ...]) -> type:
+        matched_with = self._stand_in(cls, positional, keywords) or cls
+        entry = self._cache.get(id(cls))
+        if entry is None or entry[0] is not cls:
+            if len(self._cache) >= _CACHE_CAP:
+                self._cache.clear()
+            entry = self._cache[id(cls)] = (cls, {})
+        entry[1][(positional, keywords) if keywords else positional] = matched_with
+        return matched_with
 
     def _stand_in(self, cls: type, positional: int, keywords: tuple[str, ...]) -> type | None:
         """None when matching with ``cls`` itself reads nothing: no sub-patterns, or ``case int(x)``."""
@@ -137,6 +156,7 @@ class PatternClasses:
             "_codeact_read": self._read,
             "_codeact_check": self._check,
             "_codeact_checked_ids": self._checked_ids,
+            "_codeact_checked_kinds": self._checked_kinds,
             "__module__": getattr(cls, "__module__", None),
         }
         bases: tuple[type, ...] = ()

@@ -182,7 +182,12 @@ if TYPE_CHECKING:
 _MISSING: Final = object()
 _STR_FORMAT: Final = str.format
 _STR_FORMAT_MAP: Final = str.format_map
-_BuiltinMethod = type("".format)
+_BuiltinMethod = type("".format)  # also the type of builtin functions: open, compile
+# Every value check_value acts on (by value: the format names aside) is an instance of one of these: a
+# module or a proxy of one, a builtin function (_DANGEROUS_VALUES); check_captured also acts on the raw
+# formatters: "x".format (a builtin method) and str.format (a method descriptor).
+_CHECKED_KINDS: Final = (ModuleType, _BuiltinMethod)
+_CAPTURE_CHECKED_KINDS: Final = (*_CHECKED_KINDS, type(_STR_FORMAT))
 
 
 ATTRIBUTE_GETTERS: Final = "_codeact_getters_"
@@ -321,7 +326,8 @@ class _Namespace:
 
     def check_value(self, obj: object, name: str, value: object) -> object:
         # What this acts on, and nothing else: a module, a _DANGEROUS_VALUES builtin, the names in
-        # _FORMAT_NAMES. Class patterns (_match_guard.py) call it only for those, so keep the three in step.
+        # _FORMAT_NAMES. Class patterns (_match_guard.py) call it only for those (and only for values of
+        # _CHECKED_KINDS), so keep the four in step.
         if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
             raise AttributeError(
                 f"attribute {name!r} is module {value.__name__!r}, which is not allowed in sandboxed code "
@@ -355,9 +361,7 @@ class _Namespace:
         """
         for value in values:
             cls = type(value)
-            if cls is int or cls is str or cls is float or cls is bool or cls is _NoneType or cls is list:
-                continue
-            if cls is dict or cls is tuple:
+            if cls is int or cls is str or not isinstance(value, _CAPTURE_CHECKED_KINDS):  # as in _match_guard.py
                 continue
             if isinstance(value, ModuleType) and not self.module_allowed(value.__name__):
                 raise AttributeError(
@@ -380,15 +384,23 @@ class _Namespace:
         The match guard is imported by the first class pattern a namespace runs, not by every start (most
         rounds have none). It cannot be replaced before that: restricted code reaches no module outside its
         allow-list (``codeact`` is never on it), and ``sys.modules`` only through ``sys`` itself, which hands
-        it every module anyway.
+        it every module anyway. That first call then binds the namespace entry to the match guard's own
+        ``pattern_class``, which every later class pattern calls directly.
         """
         classes = self.pattern_classes
         if classes is None:
             from codeact.sandbox.runtime._match_guard import PatternClasses
 
             classes = self.pattern_classes = PatternClasses(
-                public=_pattern_public, read=self.pattern_read, check=self.pattern_check, checked_ids=_DANGEROUS_VALUES
+                public=_pattern_public,
+                read=self.pattern_read,
+                check=self.pattern_check,
+                checked_ids=_DANGEROUS_VALUES,
+                checked_kinds=_CHECKED_KINDS,
             )
+        # From now on the code calls the match guard's own method: one Python call per class pattern tried,
+        # not two (the entry is a hidden name: only the runtime binds it).
+        self.namespace[PATTERN_CLASS] = classes.pattern_class
         return classes.pattern_class(cls, positional, keywords)
 
     def pattern_read(self, obj: object, name: str) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import weakref
 from typing import Any
 
 import pytest
@@ -201,6 +202,46 @@ def test_a_captured_builtin_open_or_format_is_refused() -> None:
     assert len(namespace["errors"]) == 4
     assert all(e.startswith("a match pattern captured <") for e in namespace["errors"])
     assert namespace["formatted"] == "1"
+
+
+def test_a_warm_class_pattern_checks_every_kind_of_value_it_acts_on() -> None:
+    # After its first class pattern the namespace calls the match guard directly and the stand-in is cached;
+    # the check passes the usual values at once and still acts on a module, a proxy of one (isinstance sees
+    # it through __class__), open and compile, read by the stand-in or captured after a changing read.
+    code = """
+    from dataclasses import dataclass
+
+    @dataclass
+    class P:
+        x: object
+
+    errors = []
+    for value in [1, 'a', None, 2.5, [1], (1,), {}, P(1), print, len] + hosts:
+        try:
+            match P(value):
+                case P(v):
+                    pass
+        except AttributeError as exc:
+            errors.append(str(exc).split(',')[0])
+    for flip in flips:
+        try:
+            match flip:
+                case object(value=v):
+                    pass
+        except AttributeError as exc:
+            errors.append(str(exc).split(',')[0])
+    """
+    hosts = [os, weakref.proxy(os), open, compile]
+    namespace = run(code, extra={"hosts": hosts, "flips": [_Flip(os), _Flip(weakref.proxy(os))]})
+    assert namespace["errors"] == [
+        "attribute 'x' is module 'os'",
+        "attribute 'x' is module 'os'",
+        "attribute 'x' is not allowed in sandboxed code",
+        "attribute 'x' is not allowed in sandboxed code",
+        "a match pattern captured module 'os'",
+        "a match pattern captured module 'os'",
+    ]
+    assert namespace["v"] is len  # the last value that passed: no refused one was bound
 
 
 def test_captures_outside_class_patterns_bind_directly() -> None:
