@@ -10,12 +10,18 @@ the ratios meaningful on a shared, loaded machine.
   ``full_write_guard`` (for comparison; the issue quotes ~5.6x).
 * ``plain_loop_ratio``: a 1,000,000-iteration arithmetic loop, restricted vs plain. Target <= 1.5.
 * ``codec_ms``: capture (encode) + restore (decode) of 100 variables totalling ~1 MiB.
+* ``match_tree_ratio``: a tree evaluator matching dataclasses (``case Add(l, r): ... case Mul(l, r): ...
+  case Num(v): ...``, recursive, 8,191 nodes), restricted vs plain; ``match_first_case_ratio``: a match whose
+  subject is the class of its first of three class-pattern cases; ``match_builtin_ratio``: a match on strings,
+  lists and dicts (literals, sequences, mappings, ``str()``). These are the median of the ratios of 15
+  alternating pairs (the functions defined once, each call timed alone): see docs/scaling.md, "match".
 """
 
 from __future__ import annotations
 
 import datetime
 import marshal
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +39,88 @@ PLAIN_LOOP = """
 total = 0
 for i in range(1000000):
     total += i * 2
+"""
+
+
+MATCH_TREE = """
+from dataclasses import dataclass
+
+@dataclass
+class Num:
+    v: int
+
+@dataclass
+class Add:
+    l: object
+    r: object
+
+@dataclass
+class Mul:
+    l: object
+    r: object
+
+def build(depth, i=0):
+    if depth == 0:
+        return Num(i % 7)
+    return (Add if depth % 2 else Mul)(build(depth - 1, i), build(depth - 1, i + 1))
+
+def ev(node):
+    match node:
+        case Add(l, r):
+            return ev(l) + ev(r)
+        case Mul(l, r):
+            return ev(l) * ev(r) % 1000003
+        case Num(v):
+            return v
+
+tree = build(12)
+
+def run():
+    return sum(ev(tree) for _ in range(5))
+"""
+
+MATCH_FIRST_CASE = MATCH_TREE.replace(
+    "\ndef run():\n    return sum(ev(tree) for _ in range(5))\n",
+    """
+def first(node):
+    match node:
+        case Num(v):
+            return v
+        case Add(l, r):
+            return 0
+        case Mul(l, r):
+            return 1
+
+leaves = [Num(i) for i in range(4096)]
+
+def run():
+    return sum(first(leaf) for _ in range(5) for leaf in leaves)
+""",
+)
+
+MATCH_BUILTIN = """
+def handle(command):
+    match command:
+        case "quit" | "exit":
+            return 0
+        case ["go", direction]:
+            return len(direction)
+        case ["drop", *objects] if objects:
+            return len(objects)
+        case {"op": "add", "args": [a, b]}:
+            return a + b
+        case {"op": op, **rest}:
+            return len(rest)
+        case str() as text:
+            return len(text)
+        case _:
+            return -1
+
+items = [c.split() for c in ("go north", "drop a b c", "quit", "look")]
+items += ["exit", "hello", {"op": "add", "args": [1, 2]}, {"op": "x", "k": 1}, 5]
+
+def run():
+    return sum(handle(item) for _ in range(6000) for item in items)
 """
 
 
@@ -59,6 +147,24 @@ def _ratio(source: str, runs: int) -> dict[str, float]:
             _best(1, lambda: exec(restricted, restricted_globals(allowed_imports=DEFAULT_IMPORTS))),  # noqa: S102
         )
     return {"plain_ms": plain_s * 1e3, "restricted_ms": restricted_s * 1e3, "ratio": restricted_s / plain_s}
+
+
+def _match_ratio(source: str, pairs: int) -> float:
+    """Median of the ratios restricted/plain of ``run()`` (defined by ``source``), in alternating pairs."""
+    from codeact.sandbox.policy import DEFAULT_IMPORTS, Policy, compile_code
+    from codeact.sandbox.runtime.guards import restricted_globals
+
+    plain: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(source, "<code>", "exec"), plain)  # noqa: S102 - the bench's own source
+    restricted = restricted_globals(allowed_imports=DEFAULT_IMPORTS)
+    exec(marshal.loads(compile_code(source, policy=Policy()).code), restricted)  # noqa: S102
+    if plain["run"]() != restricted["run"]():  # a broken rewrite would make the figure meaningless
+        raise RuntimeError("the restricted match gave another result than plain CPython")
+    ratios = []
+    for _ in range(pairs):
+        plain_s = _best(1, plain["run"])
+        ratios.append(_best(1, restricted["run"]) / plain_s)
+    return statistics.median(ratios)
 
 
 def _stock_ratio(runs: int) -> dict[str, float]:
@@ -151,6 +257,9 @@ def run() -> dict[str, Any]:
         "targets": {"attribute_loop_ratio": 3.0, "plain_loop_ratio": 1.5},
     }
     figures.update({k: round(v, 2) if isinstance(v, float) else v for k, v in _codec(runs=5).items()})
+    figures["match_tree_ratio"] = round(_match_ratio(MATCH_TREE, pairs=15), 2)
+    figures["match_first_case_ratio"] = round(_match_ratio(MATCH_FIRST_CASE, pairs=15), 2)
+    figures["match_builtin_ratio"] = round(_match_ratio(MATCH_BUILTIN, pairs=15), 2)
     return figures
 
 
