@@ -158,7 +158,8 @@ class MatchRewriter:
                     parts[-1][1].append(case)
         finally:
             self._match_holder, self._match_steps = outer
-        if len(parts) == 1 and not parts[0][0]:
+        if len(parts) == 1 and not parts[0][0]:  # nothing to evaluate: the statement as it was
+            node.cases = parts[0][1]
             return node
         return _split(node, number, parts)
 
