@@ -133,6 +133,8 @@ class CallOutcome:
         duration_s: Seconds from the call's start to the moment it became this outcome.
         cancelled: The round ended while the call ran (``unwrap`` raises ``CancelledError``).
         unstarted: The call journal could not record its start: it never ran, and its end is not written.
+        from_record: The call id of the interrupted round's call whose recorded result this is: the call was
+            answered from that record, not run (the engine's ``FromRecord``); "" when it ran.
     """
 
     duration_s: float
@@ -140,6 +142,7 @@ class CallOutcome:
     error: _p.RpcError | None = None
     cancelled: bool = False
     unstarted: bool = False
+    from_record: str = ""
 
     @property
     def failure(self) -> dict[str, object] | None:

@@ -78,8 +78,12 @@ class RunState:
     recorded: int = 0
     output_repaired: bool = False  # the model was already told once that its answer did not match
     # Recovery (engine/agent/recovery.py): the interrupted round this run resumes (its first round's calls
-    # keep that round's ids), and what the round in progress is running, for an interrupted round's record.
+    # keep that round's ids) and its recorded calls (those it completed answer the same calls again:
+    # engine.calls.FromRecord), the calls answered so not yet told to the model, and what the round in
+    # progress is running, for an interrupted round's record.
     resumes_round: int = 0
+    resumed_calls: tuple[JsonObject, ...] = ()
+    from_record: list[dict[str, object]] = field(default_factory=list)
     round_started: float = 0.0
     current_code: str | None = None
     current_reply: str = ""

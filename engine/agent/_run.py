@@ -45,7 +45,7 @@ from codeact.engine.agent.react import ReactLoop
 from codeact.engine.agent.recovery import CallJournal, fold_pending, mark_opened_interrupted
 from codeact.engine.agent.runs import SESSION_LINK
 from codeact.engine.agent.support import ModelAccessAdapter
-from codeact.engine.calls import call_bridge
+from codeact.engine.calls import Resumed, call_bridge
 from codeact.engine.errors import CodeactError, ErrorInfo
 from codeact.engine.events import Event, MessageCompleted, RunCompleted, RunFailed, RunStarted
 from codeact.engine.replay import sandbox_note, session_hash_seed
@@ -312,6 +312,7 @@ async def _open_session(ctx: RunContext, wiring: Wiring, link: Mapping[str, obje
         last = await store.round(session_id, meta.rounds) if meta.rounds else None
         if last is not None and last.status == "interrupted":
             ctx.state.resumes_round = last.index  # the first round's calls keep the interrupted round's ids
+            ctx.state.resumed_calls = tuple(last.calls)  # and those it completed are answered from its record
         extra = {**labelled(meta.extra, ctx.deps.labels), "trace_id": _run_trace_id(ctx)}
         await store.update_session(session_id, status="active", extra=extra)
     _emit_started(ctx, resumed=meta is not None)
@@ -446,9 +447,23 @@ def _bridge(ctx: RunContext, wiring: Wiring) -> tuple[ToolkitBridge, ToolkitBrid
         trace=functools.partial(operator.attrgetter("deps.trace"), ctx),
         # each call's start and end are durable before it goes on (engine.calls)
         journal=functools.partial(operator.attrgetter("recorder.writer"), ctx),
-        resumes=(ctx.state.resumes_round, ctx.state.first_round) if ctx.state.resumes_round else None,
+        resumes=_resumed(ctx),
     )
     return bridge, bridge
+
+
+def _resumed(ctx: RunContext) -> Resumed | None:
+    """The interrupted round the run resumes, for its call pipeline (None: it resumes none)."""
+    state = ctx.state
+    if not state.resumes_round:
+        return None
+
+    def answered(record: Mapping[str, object]) -> None:
+        state.from_record.append({"round": state.resumes_round, **record})
+
+    return Resumed(
+        interrupted=state.resumes_round, first_round=state.first_round, calls=state.resumed_calls, answered=answered
+    )
 
 
 def _run_trace_id(ctx: RunContext) -> str:

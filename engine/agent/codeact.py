@@ -28,6 +28,7 @@ from codeact.engine.agent.artifacts import emit_artifacts, with_artifacts
 from codeact.engine.agent.context import Outcome, RunContext, prompt_hash, usage_of
 from codeact.engine.agent.finishing import FinishStep, Trigger, confirm_answer, final_answer
 from codeact.engine.agent.output import review
+from codeact.engine.agent.recovery import from_record_notes
 from codeact.engine.agent.support import describe_variables
 from codeact.engine.errors import ErrorInfo
 from codeact.engine.events import CodeCompleted, CodeStarted, RoundStarted, SegmentCreated, StateUpdated, reply_excerpt
@@ -373,6 +374,7 @@ class CodeActLoop:
                 *([prompts.render("repeat_ran.j2").rstrip("\n")] if code.repeated else []),
                 *self._error_again(error),
                 *unreached_note(error, self._failed),
+                *self._from_record(),
             ),
         )
         if error is not None:
@@ -448,6 +450,11 @@ class CodeActLoop:
         if step.found:
             return Outcome(status="completed", reason="final_answer", answer=step.answer), step
         return stuck, step
+
+    def _from_record(self) -> list[str]:
+        """The round's calls answered from the interrupted round's record (engine.calls.FromRecord), for the model."""
+        answered, self.ctx.state.from_record = self.ctx.state.from_record, []
+        return from_record_notes(answered) if answered else []
 
     def _error_again(self, error: dict[str, object] | None) -> list[str]:
         """The notes for an error: how to call an operation whose call was refused, and the same error again.

@@ -51,6 +51,7 @@ __all__ = [
     "JournalGroups",
     "Recorder",
     "fold_pending",
+    "from_record_notes",
     "interrupted_evaluation",
     "interrupted_record",
     "journal_groups",
@@ -195,6 +196,21 @@ def interrupted_evaluation(
         calls=[_call_shown(c) for c in calls],
         in_flight=[_call_shown(c) for c in in_flight],
     )
+
+
+def from_record_notes(answered: Sequence[Mapping[str, object]]) -> list[str]:
+    """Evaluation notes naming the calls answered from an interrupted round's record (``prompts/from_record.j2``).
+
+    Args:
+        answered: The records that answered calls of the resuming round, each with its ``round``.
+    """
+    rounds: dict[object, list[Mapping[str, Any]]] = {}
+    for call in answered:
+        rounds.setdefault(call.get("round"), []).append(call)
+    return [
+        prompts.render("from_record.j2", round=index, calls=[_call_shown(c) for c in calls]).strip()
+        for index, calls in rounds.items()
+    ]
 
 
 def interrupted_record(

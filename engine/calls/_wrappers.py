@@ -3,19 +3,23 @@
 Each is one small stage; :func:`codeact.engine.calls.call_bridge` composes them once, in this order
 (outermost first), around the bridge's core::
 
-    CallIds -> CallEvents -> CallSpan -> CallLog -> JournalStages.behind -> ApprovalGate -> JournalStages.ahead
-        -> Interceptors -> (the bridge's budgets and core)
+    CallIds -> CallEvents -> CallSpan -> CallLog -> JournalStages.behind -> FromRecord -> ApprovalGate
+        -> JournalStages.ahead -> Interceptors -> (the bridge's budgets and core)
 
 so ``tool.call.started`` precedes the span, the span covers the approval, the journal and the operation,
-a call refused by its grant is recorded (never journaled as started), and the journal's start is durable
-before an interceptor or the operation runs.
+a call refused by its grant is recorded (never journaled as started), the journal's start is durable
+before an interceptor or the operation runs, and a call answered from an interrupted round's record
+(:class:`FromRecord`, only in a run that resumes one) is recorded and journaled but never asked about again
+nor run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+import json
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -35,6 +39,7 @@ __all__ = [
     "JournalStages",
     "CallJournalSink",
     "CallSpan",
+    "FromRecord",
     "Interceptors",
     "ToolCall",
     "ToolInterceptor",
@@ -100,6 +105,7 @@ class CallEvents:
             error=failure,
             duration_s=outcome.duration_s,
             round=call.round,
+            from_record=outcome.from_record,
         )
         return outcome
 
@@ -226,6 +232,69 @@ class JournalStages:
         except asyncio.CancelledError:
             return dataclasses.replace(outcome, cancelled=True)
         return outcome
+
+
+class FromRecord:
+    """Answers a call that an interrupted round already completed from that round's record: it is not done again.
+
+    A run that resumes an interrupted round (its host died; a queued run paused for an approval and is
+    continued) asks the model again, and the model may well write the round's program again. The calls the
+    interrupted round completed with a result took effect; in the resuming round (the run's first), a call
+    with the same toolkit, operation and arguments as one of them gets that call's recorded result without
+    running (and without an approval: it was approved when it ran), as a direct run whose round waited in
+    place would have had it once. Each recorded call answers once, in the order they completed (a loop
+    that made the same call three times is answered three times, a fourth time runs). Anything else runs:
+    a different call, a call that failed (nothing is known to have taken effect, and a retry is what the
+    model asks for), a call in flight when the round stopped (outcome unknown: its call id is its
+    idempotency key), a record the journal capped (its arguments or result are not kept whole), and every
+    call of a later round.
+
+    Args:
+        completed: The interrupted round's calls as recorded (``CallRecord.to_json()``); only those with a
+            result and kept whole answer.
+        round_index: The resuming round (the run's first): only its calls are answered.
+        answered: Told each call answered this way, with the record that answered it (the model is told).
+    """
+
+    def __init__(
+        self,
+        completed: Sequence[Mapping[str, object]],
+        *,
+        round_index: int,
+        answered: Callable[[Mapping[str, object]], None] | None = None,
+    ) -> None:
+        self._round = round_index
+        self._answered = answered
+        self._records: dict[str, deque[Mapping[str, object]]] = {}
+        for record in completed:
+            if _answers(record):
+                key = _call_key(record.get("toolkit"), record.get("operation"), record.get("arguments"))
+                self._records.setdefault(key, deque()).append(record)
+
+    async def __call__(self, call: Call, call_next: CallNext, /) -> CallOutcome:
+        """The recorded result of the same call, or the call itself."""
+        if call.round == self._round and self._records:
+            records = self._records.get(_call_key(call.toolkit, call.operation, call.arguments))
+            if records:
+                record = records.popleft()
+                if self._answered is not None:
+                    self._answered(record)
+                answered = call.done(record.get("result"))
+                return dataclasses.replace(answered, from_record=str(record.get("call_id") or "?"))
+        return await call_next(call)
+
+
+def _answers(record: Mapping[str, object]) -> bool:
+    """A recorded call that completed with a result kept whole (not a control signal such as ``finish``)."""
+    if record.get("error") is not None or record.get("in_flight") or record.get("capped") is not None:
+        return False
+    result = record.get("result")
+    return not (isinstance(result, dict) and "$control" in result)
+
+
+def _call_key(toolkit: object, operation: object, arguments: object) -> str:
+    """The same call: toolkit, operation and (codec-encoded) arguments, whatever their keys' order."""
+    return json.dumps([toolkit, operation, arguments], sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True, kw_only=True)

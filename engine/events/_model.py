@@ -194,6 +194,9 @@ class ToolCallCompleted(Event):
         error: ``{"code", "message"}`` when the call failed, else None.
         duration_s: Wall time of the call.
         round: The round, if any.
+        from_record: The call id of the interrupted round's call whose recorded result this is: a run resuming
+            that round made the same call again, and it was answered from the record, not done again
+            (docs/store.md, "Recovery"); "" when the call ran.
     """
 
     type: ClassVar[str] = "tool.call.completed"
@@ -205,6 +208,7 @@ class ToolCallCompleted(Event):
     error: dict[str, Any] | None = None
     duration_s: float = 0.0
     round: int | None = None
+    from_record: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,8 +5,10 @@ session's store recorded. A round cut short (the worker died, a cancel, a pause 
 recorded as ``interrupted`` with the calls that completed (the pending list, folded by the next run
 holding the session lock; ``engine/agent/recovery.py``), and the model is told what ran. So a
 redelivered or continued run never re-executes a round: the model decides what to do next knowing
-what already happened. The call a pause waited on had not run; the decision given for it is stored
-for the session and used once, for the same toolkit, operation and arguments.
+what already happened. A model that writes the interrupted round's program again does not do its
+completed calls again: the continuation's first round answers the same calls from the interrupted
+round's record (``engine.calls.FromRecord``). The call a pause waited on had not run; the decision given
+for it is stored for the session and used once, for the same toolkit, operation and arguments.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ engine event             result(s)
 ``tool.call.completed``  ``tool.call.completed`` (result as plain JSON; a non-dict one is
                          ``{"value": result}``, as the payload's ``result`` is an object); for
                          ``platform_api.request_action``, then ``action.requested`` with the
-                         request's ``{action, target, payload}`` (``platform_actions.py``)
+                         request's ``{action, target, payload}`` (``platform_actions.py``), unless
+                         it was answered from an interrupted round's record (``from_record``)
 ``state.updated``        ``state.updated`` (conversation ``codeact.variables``: the names changed)
 ``artifact.created``     ``artifact.created``
 ``action.requested``     ``action.requested`` (``interaction.requested``, a confirmation); with
@@ -338,8 +339,11 @@ class ResultMapper:
             parent = self._code_reply.get(event.round)
             done = self._tool_completed(event)
             out = [self.result("tool.call.completed", done, timestamp=ts, parent_id=parent)]
-            asked = requested_action(event.toolkit, event.operation, done.result) if done.error is None else None
-            if asked is not None:  # the code asked the host for a platform action (checked by the toolkit)
+            # the code asked the host for a platform action (checked by the toolkit); one answered from an
+            # interrupted round's record was asked for when that round made it
+            new = done.error is None and not event.from_record
+            asked = requested_action(event.toolkit, event.operation, done.result) if new else None
+            if asked is not None:
                 out.append(self.result("action.requested", asked, timestamp=ts, parent_id=parent))
             return out
         if isinstance(event, StateUpdated):

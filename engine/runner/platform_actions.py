@@ -18,7 +18,10 @@ The call is checked on the host side of the bridge, where the code cannot reach:
 
 then it returns ``{"requested": True, "action", "target", "payload"}`` to the code, and the run's
 ``tool.call.completed`` is followed by the protocol's ``action.requested`` result with ``{action, target,
-payload}`` (:func:`requested_action`, used by the result mapper). Nothing else goes into it: no context, no
+payload}`` (:func:`requested_action`, used by the result mapper). A queued run's continuation that makes
+the same request as the round that paused (before the pause) is answered from that round's record
+(``engine.calls.FromRecord``): its ``tool.call.completed`` carries ``from_record``, and it is neither
+reported nor counted again. Nothing else goes into it: no context, no
 credential, nothing of the host's. Protocol v1 defines only how a runner asks: whether the host performs
 the action is its own decision (its platform's capabilities, the binding's policy, an approval).
 """
@@ -182,14 +185,15 @@ def actions_requested(events: Iterable[Mapping[str, Any]]) -> int:
     """How many platform actions a run's engine events (as JSON: a queued run's stream) show requested.
 
     Counted as the result mapper counts ``action.requested`` results: each ``platform_api.request_action``
-    call that completed without error (:func:`requested_action`).
+    call that completed without error (:func:`requested_action`) and was not answered from an interrupted
+    round's record (``from_record``: the round that made it counted it).
     """
     from codeact.sandbox.runtime.codec import plain
 
     count = 0
     for event in events:
-        if event.get("type") != "tool.call.completed" or event.get("error") is not None:
-            continue
+        if event.get("type") != "tool.call.completed" or event.get("error") is not None or event.get("from_record"):
+            continue  # a call answered from an interrupted round's record was counted when that round made it
         toolkit, operation = event.get("toolkit"), event.get("operation")
         if toolkit == PLATFORM_TOOLKIT and operation == _OPERATION:
             count += requested_action(toolkit, operation, plain(event.get("result"))) is not None

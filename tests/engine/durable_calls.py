@@ -161,9 +161,13 @@ def trial(
     delay: float = 0.0,
     sandbox: tuple[str, ...] = (),
     rerun: bool = False,
+    idempotent: bool | None = None,
     session: str = "D",
 ) -> Trial:
     """Run round 1, kill the host (``kill``: the toolkit does; ``at``: seconds after the first call), resume.
+
+    ``rerun``: the resumed model runs round 1's program again (else it follows the prompt); ``idempotent``:
+    the ledger deduplicates on the call id when resumed (default: when ``rerun``).
 
     Raises:
         AssertionError: the first run ended on its own, or was not killed.
@@ -198,7 +202,8 @@ def trial(
         raise AssertionError(f"the first run was not killed ({run.returncode}):\n{out}\n{err}")
     before = _lines(ledger)
     server.responder = rerun_the_program if rerun else follow_the_prompt
-    resume_env = _env(directory, LEDGER_IDEMPOTENT="1" if rerun else "0")
+    dedupe = rerun if idempotent is None else idempotent
+    resume_env = _env(directory, LEDGER_IDEMPOTENT="1" if dedupe else "0")
     resumed = subprocess.run(
         run_args(directory, server, store, session, "continue", *sandbox),
         env=resume_env,

@@ -100,6 +100,20 @@ def test_a_resumed_round_gives_its_calls_the_ids_they_had(tmp_path: Path, openai
     assert result.resume_rc == 0, result.resume_err
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_resumed_round_running_the_program_again_does_not_redo_what_completed(
+    kind: str, tmp_path: Path, openai_server: OpenAIServer, request: pytest.FixtureRequest
+) -> None:
+    # Killed as i2 starts; the resumed model runs round 1's program again, and the ledger does NOT deduplicate:
+    # i0 and i1 completed, so their calls are answered from round 1's record (engine.calls.FromRecord), not
+    # made again; i2 (in flight: its effect was not made) and the rest run.
+    store = _store(kind, tmp_path, request)
+    result = trial(tmp_path, openai_server, store, kill="before:i2", rerun=True, idempotent=False)
+    assert result.resume_rc == 0, result.resume_err
+    assert result.before == (("i0", "D:1:0"), ("i1", "D:1:1"))
+    assert result.after == tuple((item, f"D:1:{n}") for n, item in enumerate(ITEMS))  # each item once
+
+
 @pytest.mark.integration
 @pytest.mark.docker
 def test_a_kill_during_a_call_in_the_docker_sandbox(tmp_path: Path, openai_server: OpenAIServer) -> None:

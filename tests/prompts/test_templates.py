@@ -240,6 +240,25 @@ CASES = [
         id="interrupted_round-in_flight",
     ),
     pytest.param(
+        "from_record.j2",
+        {
+            "round": 1,
+            "calls": [{"toolkit": "ledger", "operation": "add", "arguments": 'name="plum"', "outcome": '"added plum"'}],
+        },
+        id="from_record",
+    ),
+    pytest.param(
+        "from_record.j2",
+        {
+            "round": 2,
+            "calls": [
+                {"toolkit": "ledger", "operation": "add", "arguments": 'name="plum"', "outcome": '"added plum"'},
+                {"toolkit": "devops", "operation": "deploy_app", "arguments": 'version="2.4.0"', "outcome": "{...}"},
+            ],
+        },
+        id="from_record-two",
+    ),
+    pytest.param(
         "queue_continue.j2",
         {"toolkit": "ledger", "operation": "add", "verdict": "approved", "reason": "fine"},
         id="queue_continue",

@@ -1,4 +1,7 @@
-"""A host toolkit for the queue tests: a ledger whose entries live in a file (``$QUEUE_LEDGER``)."""
+"""A host toolkit for the queue tests: a ledger whose entries live in a file (``$QUEUE_LEDGER``).
+
+``publish`` always needs an approval (its operation asks), whatever the blueprint's grant says.
+"""
 
 from __future__ import annotations
 
@@ -25,3 +28,10 @@ class Ledger:
         with self.path.open("a", encoding="utf-8") as file:
             file.write(f"added {name}\n")
         return f"added {name}"
+
+    @operation(approval="ask")
+    async def publish(self) -> str:
+        """Publish the ledger (each call needs an approval)."""
+        with self.path.open("a", encoding="utf-8") as file:
+            file.write("published\n")
+        return "published"

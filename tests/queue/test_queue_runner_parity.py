@@ -283,7 +283,10 @@ def test_a_run_waiting_for_an_approval_lists_it_as_its_pending_interaction_on_bo
     # completes the run with the same answer. A platform action requested after the approval (gathered with
     # the call) races the worker's stop of the paused run, so that stream, the one where the last request is
     # not the pending one, is written and read in test_queue_units.py instead.
-    answers, shown = [], []
+    # The platform action is requested once on both paths: a direct run's round waits in place; a queued
+    # one pauses, and its continuation's model writes the same program again, whose request of the same
+    # action is answered from the interrupted round's record (engine.calls.FromRecord), not made again.
+    answers, shown, requested = [], [], []
     for served, replies in ((paths.direct, [SEQUENCED]), (paths.queued, [SEQUENCED, SEQUENCED])):
         paths.model.push(*(code(reply, "One after the other.") for reply in replies))
         ctx = context("Edit and ping.")
@@ -296,5 +299,7 @@ def test_a_run_waiting_for_an_approval_lists_it_as_its_pending_interaction_on_bo
         events = approve(served, ctx["run_id"], pending[0]["interaction_id"])
         assert events[-1].event == "run.completed", events[-1].data
         answers.append([e.data["data"]["message"]["content"] for e in events if e.event == "message.completed"][-1])
+        requested.append([e.data["data"]["target"] for e in events if is_platform_action(e)])
     assert shown[0] == shown[1] and shown[0]["kind"] == "confirmation"
     assert answers == ["pong message.edit"] * 2
+    assert requested == [[{"message_id": "m-2"}]] * 2

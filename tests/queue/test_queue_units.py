@@ -105,9 +105,11 @@ def test_a_runs_history_is_its_whole_stream_and_counts_its_platform_actions(redi
         state.append(run_id, {**done, "result": requested})
         state.append(run_id, {**done, "result": None, "error": {"code": "tool_error", "message": "refused"}})
         state.append(run_id, {**done, "result": {"requested": False}})
+        state.append(run_id, {**done, "result": requested, "from_record": "S:1:0"})  # the continuation's same call
         history = state.history(run_id)
-        assert [e.get("index") for e in history[:1203]] == list(range(1203)) and len(history) == 1206
-        assert actions_requested(history) == 1  # the refused and the malformed requests are not counted
+        assert [e.get("index") for e in history[:1203]] == list(range(1203)) and len(history) == 1207
+        # the refused and the malformed requests are not counted, nor the request answered from the record
+        assert actions_requested(history) == 1
     finally:
         state.redis.delete(state.key(run_id), state.stream_key(run_id))
         state.close()

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from codeact.engine.queue import QueueClient, RunHandle, submit
+from codeact.segments import SegmentKind
 from tests.service.helpers import sandbox_processes
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -72,6 +73,18 @@ class Cluster:
             store = open_store(self.url)
             try:
                 return list(await store.rounds(session_id))
+            finally:
+                await store.close()
+
+        return asyncio.run(read())
+
+    def segments(self, session_id: str) -> list[dict[str, Any]]:
+        from codeact.engine.store import open_store
+
+        async def read() -> list[dict[str, Any]]:
+            store = open_store(self.url)
+            try:
+                return [dict(s) for s in await store.segments(session_id)]
             finally:
                 await store.close()
 
@@ -204,6 +217,51 @@ def test_a_run_paused_for_approval_on_a_is_approved_and_finishes_on_b(cluster: C
     assert ledger.read_text().count("added apple") == 1
     rounds = cluster.rounds(done.session_id)
     assert [(r.index, r.status) for r in rounds] == [(1, "interrupted"), (2, "ok")]
+
+
+ONCE = """\
+version: codeact.agent/v1
+extend: codeact-base
+id: queue-once
+toolkits:
+  - ref: system
+  - ref: ledger
+workflow: {maxTurns: 4, codeact: {thought: 'off'}}
+"""
+
+
+def test_a_call_made_before_the_approval_in_its_round_is_done_once_through_the_queue(cluster: Cluster) -> None:
+    # ledger.add runs (the grant does not ask), then ledger.publish waits for an approval: the run pauses and
+    # its round is recorded as interrupted. The continuation asks the model again, which writes the program
+    # again with one more call: the same add is answered from the record (not done again), the other one runs.
+    ledger = Path(cluster.env["QUEUE_LEDGER"])
+    blueprint = cluster.tmp / "once.yaml"
+    blueprint.write_text(ONCE)
+    first = "r = ledger.add(name='plum')\np = ledger.publish()\nsystem.finish(r + ' / ' + p)"
+    again = first.replace("ledger.add(name='plum')", "ledger.add(name='plum') + ', ' + ledger.add(name='fig')")
+    replies = [f"Adding, then publishing.\n```python\n{code}\n```" for code in (first, again)]
+    model = cluster.script("once", replies)
+    handle = submit(blueprint, "add a plum and publish", queue=cluster.url, model=model, queue_name="qa")
+    paused = handle.result(timeout=60)
+    assert paused.status == "paused" and paused.pause is not None and paused.pause["operation"] == "publish"
+    assert ledger.read_text().count("added plum") == 1
+    handle.interact({"approve": True, "reason": "fine"}, queue="qa")  # worker A: its model goes on with the script
+    done = handle.result(timeout=60)
+    assert done.status == "completed" and done.answer == "added plum, added fig / published", done
+    text = ledger.read_text()
+    assert (text.count("added plum"), text.count("added fig"), text.count("published")) == (1, 1, 1)
+    rounds = cluster.rounds(done.session_id)
+    assert [(r.index, r.status) for r in rounds] == [(1, "interrupted"), (2, "ok")]
+    calls = [(c["operation"], c["arguments"], c["result"]) for c in rounds[1].calls if c["toolkit"] == "ledger"]
+    assert calls == [
+        ("add", {"name": "plum"}, "added plum"),  # as the code got it (from round 1's record)
+        ("add", {"name": "fig"}, "added fig"),
+        ("publish", {}, "published"),
+    ]
+    segments = cluster.segments(done.session_id)
+    [told] = [s["content"] for s in segments if s["kind"] == SegmentKind.EVALUATION and s["round_index"] == 2]
+    note = "Note: this call had already run in round 1 before it was interrupted, so it got its recorded result "
+    assert note + 'and was not done again: ledger.add(name="plum") -> "added plum".' in told, told
 
 
 def test_cancel_of_a_queued_run(cluster: Cluster) -> None:

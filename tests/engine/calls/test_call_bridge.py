@@ -9,7 +9,7 @@ from types import FrameType
 
 import pytest
 
-from codeact.engine.calls import call_bridge
+from codeact.engine.calls import Resumed, call_bridge
 from codeact.engine.events import ActionRequested, Event, ToolCallCompleted, ToolCallStarted
 from codeact.sandbox.runtime.protocol import RpcError
 from codeact.toolkits import (
@@ -130,6 +130,87 @@ def test_a_denied_grant_is_refused_before_the_call_and_recorded() -> None:
     [record] = bridge.drain_calls()
     assert record.error is not None and record.error["message"] == error.message
     assert events[-1][0] is ToolCallCompleted and events[-1][1]["error"] == record.error
+
+
+@toolkit(name="tally", description="Counts what it did")
+class Tally:
+    def __init__(self) -> None:
+        self.done: list[str] = []
+
+    @operation
+    async def mark(self, text: str) -> str:
+        """Mark the text (a side effect)."""
+        self.done.append(text)
+        return f"marked {text}"
+
+    @operation(approval="ask")
+    async def ship(self, text: str) -> str:
+        """Ship it (the user approves)."""
+        self.done.append(f"ship {text}")
+        return f"shipped {text}"
+
+
+def _recorded(operation: str, text: str, **outcome: object) -> dict[str, object]:
+    return {"toolkit": "tally", "operation": operation, "arguments": {"text": text}, "result": None, **outcome}
+
+
+def test_a_resumed_round_gets_the_completed_calls_of_the_interrupted_one_from_its_record() -> None:
+    # Round 2 was interrupted; round 3 resumes it. Its calls identical to a call round 2 completed with a result
+    # are answered from the record, each record once; anything else runs (another call, one that failed, one
+    # whose record was capped, one in flight), as does every call of a later round.
+    tally, events, asked, answered = Tally(), [], [], []
+    calls = [
+        _recorded("mark", "a", result="marked a"),
+        _recorded("mark", "a", result="marked a"),  # the same call made twice: answers twice
+        _recorded("ship", "b", result="shipped b"),  # approved when it ran: not asked again
+        _recorded("mark", "failed", error={"code": -32000, "name": "tool_error", "message": "down"}),
+        _recorded("mark", "big", result="[...]", capped={"reason": "result_bytes"}),
+        _recorded("mark", "unknown", error={"code": -32603}, in_flight=True),
+    ]
+    current = [3]
+
+    def emit(event_type: type[Event], /, **fields: object) -> Event:
+        events.append((event_type, fields))
+        return None  # type: ignore[return-value]
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(allow=True)
+
+    bridge = call_bridge(
+        [tally],
+        grants=None,
+        context=ToolkitContext(session_id="S"),
+        budgets=DEFAULT_BUDGETS,
+        emit=emit,
+        round_ref=lambda: current[0],
+        policies={},
+        approver=approver,
+        resumes=Resumed(interrupted=2, first_round=3, calls=calls, answered=answered.append),
+    )
+
+    async def call(op: str, text: str) -> object:
+        return await bridge.handle("call", {"toolkit": "tally", "operation": op, "arguments": {"text": text}})
+
+    async def run() -> list[object]:
+        results = [await call("mark", "a") for _ in range(3)]
+        results += [await call(op, text) for op, text in (("ship", "b"), ("mark", "failed"), ("mark", "big"))]
+        results += [await call("mark", "unknown"), await call("mark", "new")]
+        current[0] = 4  # a later round: it runs, even the same call
+        results.append(await call("ship", "b"))
+        return results
+
+    results = asyncio.run(run())
+    ran = ["marked failed", "marked big", "marked unknown", "marked new"]
+    assert results == ["marked a"] * 3 + ["shipped b", *ran, "shipped b"]
+    assert tally.done == ["a", "failed", "big", "unknown", "new", "ship b"]  # the third "a" ran, the first two not
+    assert [(r["operation"], r["arguments"]) for r in answered] == [("mark", {"text": "a"})] * 2 + [
+        ("ship", {"text": "b"})
+    ]
+    assert [a.arguments for a in asked] == [{"text": "b"}]  # round 4's ship, not round 3's
+    records = bridge.drain_calls()  # the answered calls are recorded as the code got them, with their ids
+    assert [(r.call_id, r.result) for r in records[:2]] == [("S:2:0", "marked a"), ("S:2:1", "marked a")]
+    assert sum(kind is ToolCallCompleted for kind, _ in events) == 9
 
 
 def test_a_call_never_enters_engine_agent() -> None:
