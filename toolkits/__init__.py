@@ -31,6 +31,7 @@ from codeact.toolkits.errors import (
     ToolkitNotFoundError,
 )
 from codeact.toolkits.pipeline import (
+    AWAITING_APPROVAL,
     Approval,
     ApprovalGate,
     Asker,
@@ -53,6 +54,7 @@ __all__ = [
     "ApprovalRequest",
     "Approver",
     "Asker",
+    "AWAITING_APPROVAL",
     "BoundToolkit",
     "BudgetMeter",
     "Call",

@@ -32,6 +32,7 @@ from codeact.toolkits.errors import DuplicateToolkitError, ToolkitError
 from codeact.toolkits.pipeline import (
     Approval,
     ApprovalGate,
+    ApprovalWaitCancelled,
     Asker,
     Call,
     CallNext,
@@ -537,8 +538,8 @@ class ToolkitBridge:
             return call.done(await self._call(call))
         except _p.RpcError as err:
             return call.failed(err)
-        except asyncio.CancelledError:
-            return call.cancelled()
+        except asyncio.CancelledError as exc:
+            return call.cancelled(awaiting_approval=isinstance(exc, ApprovalWaitCancelled))
 
     def _replayed(
         self, toolkit: str, operation: str, arguments: dict[str, object], *raw: object

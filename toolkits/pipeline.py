@@ -35,7 +35,9 @@ from codeact.toolkits.records import ApprovalDecision, ApprovalRequest, Approver
 __all__ = [
     "Approval",
     "ApprovalGate",
+    "ApprovalWaitCancelled",
     "Asker",
+    "AWAITING_APPROVAL",
     "Call",
     "CallNext",
     "CallOutcome",
@@ -66,6 +68,9 @@ class Approval(enum.StrEnum):
             return cls.DENY
         return cls.ASK
 
+
+AWAITING_APPROVAL = {"awaiting": "approval"}
+"""The ``data`` of a cancelled call's error when the round stopped while it waited for an approval: it did not run."""
 
 _RUN_WORDS = frozenset({"always", "safe", "auto", "run"})
 _DENY_WORDS = frozenset({"deny", "never"})
@@ -117,9 +122,13 @@ class Call:
         """The call failed with ``error`` (what the code sees)."""
         return CallOutcome(error=error, duration_s=time.perf_counter() - self.t0)
 
-    def cancelled(self) -> CallOutcome:
-        """The call was cancelled (the round ended)."""
-        error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
+    def cancelled(self, *, awaiting_approval: bool = False) -> CallOutcome:
+        """The call was cancelled (the round ended); ``awaiting_approval``: while it waited for an approval."""
+        if awaiting_approval:  # it never ran: the record says so (an interrupted round lists it as not performed)
+            message = "the call did not run: the round ended while it waited for the user's approval"
+            error = _p.RpcError(_p.CANCELLED, message, dict(AWAITING_APPROVAL))
+        else:
+            error = _p.RpcError(_p.CANCELLED, "the call was cancelled: the round ended")
         return CallOutcome(error=error, duration_s=time.perf_counter() - self.t0, cancelled=True)
 
 
@@ -203,6 +212,13 @@ def asker_of(approver: Approver) -> Asker:
     return ask
 
 
+class ApprovalWaitCancelled(asyncio.CancelledError):
+    """The round stopped while a call waited for its operation's approval (:meth:`ApprovalGate.check_operation`).
+
+    Still a cancellation; the bridge's core makes it the outcome ``Call.cancelled(awaiting_approval=True)``.
+    """
+
+
 class ApprovalGate:
     """The one approval gate of a session: decides, per call, whether it runs, is asked about, or is refused.
 
@@ -249,6 +265,8 @@ class ApprovalGate:
         else:
             try:
                 decision = await self._ask(self._request(call, ""), request_id=call.call_id, round_index=call.round)
+            except asyncio.CancelledError:  # the round stopped (a queued run pauses so): the call did not run
+                return call.cancelled(awaiting_approval=True)
             except Exception as exc:  # a failing approver denies; it never crashes the round
                 message = f"{label} was not approved: the approver failed ({type(exc).__name__})"
                 return call.failed(_p.RpcError(_p.APPROVAL_DENIED, message))
@@ -276,6 +294,8 @@ class ApprovalGate:
             decision = await asyncio.ensure_future(
                 self._ask(request, request_id=f"approval-{call.sequence}", round_index=call.round)
             )
+        except asyncio.CancelledError:  # the round stopped while it waited: the core records that it did not run
+            raise ApprovalWaitCancelled from None
         except Exception as exc:
             raise _p.RpcError(
                 _p.APPROVAL_DENIED, f"{label}() was not approved: the approver failed ({type(exc).__name__})"

@@ -10,9 +10,10 @@ round's code before it runs, each toolkit call's start before the operation runs
 flight go together in the next write (group commit: ``Store.add_pending_many``), so gathered calls share
 writes. A write that fails fails the call with ``store.unavailable`` (never a silent drop). An
 interrupted round is then recorded as a ``RoundRecord`` with status ``interrupted``, built from the
-journal, with an Evaluation segment (``interrupted_round.j2``) that tells the model on resume, in three
-groups, which calls completed (with results), which were in flight (started, outcome unknown: check
-before repeating, by call id) and that nothing else had started:
+journal, with an Evaluation segment (``interrupted_round.j2``) that tells the model on resume which calls
+completed (with results), which were in flight (started, outcome unknown: check before repeating, by call
+id), which did not run (they waited for the user's approval, as a queued run's call does when the run
+pauses for it: make them again) and that nothing else had started:
 
 * in-process (``Recorder.record_interrupted``) at Ctrl-C or a cancel, from the journal (the run's
   memory only when the store cannot be read);
@@ -39,6 +40,7 @@ from codeact.sandbox.aio import wait_for
 from codeact.sandbox.runtime import protocol as _p
 from codeact.sandbox.runtime.codec import has_tags, python_repr
 from codeact.segments import Segment, SegmentKind, exec_chain
+from codeact.toolkits import AWAITING_APPROVAL
 
 if TYPE_CHECKING:
     from codeact.engine.agent._parts import RunDeps, RunState
@@ -67,6 +69,8 @@ _OUTCOME_UNKNOWN = {
     "name": "outcome_unknown",
     "message": "the call was in flight when the round stopped: it may or may not have run",
 }
+_WAITED = "it was waiting for the user's approval when the round stopped"
+_UNSTARTED = "the round stopped before it started"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,21 +82,24 @@ class JournalGroups:
         completed: The calls that completed, as stored (``CallRecord.to_json()``), in order of completion.
         in_flight: The calls started whose outcome is unknown (no completion, or cancelled while running),
             as call dicts with ``"in_flight": True`` and an ``outcome_unknown`` error.
+        not_performed: The calls the round's end cancelled before they ran (one waiting for the user's
+            approval: a queued run pauses so), as stored with ``"not_performed": True``; they may be made again.
     """
 
     code: Mapping[str, object] | None
     completed: tuple[dict[str, object], ...]
     in_flight: tuple[dict[str, object], ...]
+    not_performed: tuple[dict[str, object], ...] = ()
 
     @property
     def calls(self) -> tuple[dict[str, Any], ...]:
-        """Every call of the round for its record: the completed ones, then those in flight."""
-        return (*self.completed, *self.in_flight)
+        """Every call of the round for its record: the completed ones, those in flight, those not performed."""
+        return (*self.completed, *self.in_flight, *self.not_performed)
 
     @property
     def empty(self) -> bool:
         """True when the round had not even got its code recorded."""
-        return self.code is None and not self.completed and not self.in_flight
+        return self.code is None and not self.calls
 
 
 def _cancelled(call: Mapping[str, object]) -> bool:
@@ -100,17 +107,26 @@ def _cancelled(call: Mapping[str, object]) -> bool:
     return isinstance(error, Mapping) and error.get("code") == _p.CANCELLED
 
 
+def _waited(call: Mapping[str, object]) -> bool:
+    """Cancelled while it waited for an approval (``Call.cancelled(awaiting_approval=True)``): it did not run."""
+    error = call.get("error")
+    return isinstance(error, Mapping) and error.get("data") == AWAITING_APPROVAL
+
+
 def journal_groups(entries: Sequence[Mapping[str, object]], round_index: int) -> JournalGroups:
     """Group the journal's entries of round ``round_index``: its code, the calls completed and those in flight.
 
     A call that started and never completed, or that was cancelled while it ran (the round was stopped
-    under it), is in flight: it may have taken effect.
+    under it), is in flight: it may have taken effect. A call cancelled while it waited for an approval
+    (at its grant's stage, before its start is journaled, or at its operation's, after it) did not run,
+    nor did a cancelled one whose start was never journaled: not performed.
     """
     current = [e for e in entries if e.get("round") == round_index]
     code = next((e for e in current if e.get("kind") == "code"), None)
     starts = {str(e.get("call_id")): e for e in current if e.get("kind") == "start"}
     completed: list[dict[str, object]] = []
     in_flight: list[dict[str, Any]] = []
+    not_performed: list[dict[str, object]] = []
     done: set[str] = set()
     for e in current:
         call = e.get("call")
@@ -118,7 +134,9 @@ def journal_groups(entries: Sequence[Mapping[str, object]], round_index: int) ->
             continue
         call_id = str(call.get("call_id") or "")
         done.add(call_id)
-        if _cancelled(call) and call_id in starts:
+        if _cancelled(call) and (_waited(call) or call_id not in starts):
+            not_performed.append({**dict(call), "not_performed": True})
+        elif _cancelled(call):
             in_flight.append({**dict(call), "error": dict(_OUTCOME_UNKNOWN), "in_flight": True})
         else:
             completed.append(dict(call))
@@ -141,7 +159,9 @@ def journal_groups(entries: Sequence[Mapping[str, object]], round_index: int) ->
             }
         )
     in_flight.sort(key=lambda c: int(c.get("sequence") or 0))
-    return JournalGroups(code=code, completed=tuple(completed), in_flight=tuple(in_flight))
+    return JournalGroups(
+        code=code, completed=tuple(completed), in_flight=tuple(in_flight), not_performed=tuple(not_performed)
+    )
 
 
 def _outcome(call: Mapping[str, Any]) -> str:
@@ -180,6 +200,7 @@ def interrupted_evaluation(
     *,
     reason: str,
     in_flight: Sequence[Mapping[str, object]] = (),
+    not_performed: Sequence[Mapping[str, object]] = (),
 ) -> str:
     """The text the model reads about an interrupted round (``prompts/interrupted_round.j2``).
 
@@ -188,6 +209,7 @@ def interrupted_evaluation(
         calls: The calls that completed (with their results or errors).
         reason: Why the round stopped.
         in_flight: The calls that had started and whose outcome is unknown.
+        not_performed: The calls cancelled before they ran (:attr:`JournalGroups.not_performed`).
     """
     return prompts.render(
         "interrupted_round.j2",
@@ -195,6 +217,7 @@ def interrupted_evaluation(
         reason=reason,
         calls=[_call_shown(c) for c in calls],
         in_flight=[_call_shown(c) for c in in_flight],
+        not_performed=[{**_call_shown(c), "why": _WAITED if _waited(c) else _UNSTARTED} for c in not_performed],
     )
 
 
@@ -315,7 +338,13 @@ class Recorder:
             groups = await self._journal_groups()
             calls = list(groups.calls)
             if state.round > state.recorded and (state.current_code is not None or calls):
-                text = interrupted_evaluation(state.round, groups.completed, reason=reason, in_flight=groups.in_flight)
+                text = interrupted_evaluation(
+                    state.round,
+                    groups.completed,
+                    reason=reason,
+                    in_flight=groups.in_flight,
+                    not_performed=groups.not_performed,
+                )
                 evaluation = state.history.add(
                     SegmentKind.EVALUATION,
                     text,
@@ -358,7 +387,10 @@ class Recorder:
             await self.writer.flush()
             with contextlib.suppress(CodeactError):
                 return journal_groups(await self._deps().store.pending(self._deps().session_id), self._state.round)
-        return JournalGroups(code=None, completed=tuple(remembered), in_flight=())
+        waited = tuple({**c, "not_performed": True} for c in remembered if _waited(c))
+        return JournalGroups(
+            code=None, completed=tuple(c for c in remembered if not _waited(c)), in_flight=(), not_performed=waited
+        )
 
     def drain_calls(self) -> tuple[JsonObject, ...]:
         """The round's toolkit calls as stored (``CallRecord.to_json()``), from the run's bridge log (engine.calls)."""
@@ -406,7 +438,9 @@ async def fold_pending(store: Store, session_id: str, *, fence: str, reason: str
     if isinstance(middle, str):
         code_segment = Segment(kind=SegmentKind.CODE, content=middle, round_index=index, **chain)
         segments.append(code_segment.model_dump(mode="json"))
-    text = interrupted_evaluation(index, groups.completed, reason=reason, in_flight=groups.in_flight)
+    text = interrupted_evaluation(
+        index, groups.completed, reason=reason, in_flight=groups.in_flight, not_performed=groups.not_performed
+    )
     evaluation = Segment(
         kind=SegmentKind.EVALUATION, content=text, round_index=index, tags=("error", INTERRUPTED_TAG), **chain
     )

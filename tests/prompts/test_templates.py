@@ -211,12 +211,13 @@ CASES = [
                 {"toolkit": "inventory", "operation": "add_item", "arguments": 'name="apple"', "outcome": '"ok"'}
             ],
             "in_flight": [],
+            "not_performed": [],
         },
         id="interrupted_round",
     ),
     pytest.param(
         "interrupted_round.j2",
-        {"round": 2, "reason": "its run's process vm:42 died", "calls": [], "in_flight": []},
+        {"round": 2, "reason": "its run's process vm:42 died", "calls": [], "in_flight": [], "not_performed": []},
         id="interrupted_round-none",
     ),
     pytest.param(
@@ -236,8 +237,27 @@ CASES = [
             "in_flight": [
                 {"toolkit": "shop", "operation": "ship", "arguments": 'order="o-1"', "outcome": "", "call_id": "S:1:1"}
             ],
+            "not_performed": [],
         },
         id="interrupted_round-in_flight",
+    ),
+    pytest.param(
+        "interrupted_round.j2",
+        {
+            "round": 1,
+            "reason": "Ctrl-C or a cancel stopped the run",
+            "calls": [{"toolkit": "ledger", "operation": "add", "arguments": 'name="plum"', "outcome": '"added plum"'}],
+            "in_flight": [],
+            "not_performed": [
+                {
+                    "toolkit": "ledger",
+                    "operation": "publish",
+                    "arguments": "",
+                    "why": "it was waiting for the user's approval when the round stopped",
+                }
+            ],
+        },
+        id="interrupted_round-not_performed",
     ),
     pytest.param(
         "from_record.j2",

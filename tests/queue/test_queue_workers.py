@@ -24,6 +24,7 @@ import pytest
 
 from codeact.engine.queue import QueueClient, RunHandle, submit
 from codeact.segments import SegmentKind
+from tests.engine.openai_server import serve
 from tests.service.helpers import sandbox_processes
 
 CODEACT = str(Path(sys.executable).parent / "codeact")
@@ -121,6 +122,7 @@ def cluster(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "CODEACT_HOME": str(tmp / "home"),
             "QUEUE_LEDGER": str(tmp / "ledger.txt"),
             "CODEACT_QUEUE_VISIBILITY_TIMEOUT": "30",
+            "OPENAI_API_KEY": "sk-test",  # a run whose model is the local OpenAI-compatible test server
         }
     )
     workers = {
@@ -217,6 +219,10 @@ def test_a_run_paused_for_approval_on_a_is_approved_and_finishes_on_b(cluster: C
     assert ledger.read_text().count("added apple") == 1
     rounds = cluster.rounds(done.session_id)
     assert [(r.index, r.status) for r in rounds] == [(1, "interrupted"), (2, "ok")]
+    # The call the pause waited on (its grant asks) did not run: the interrupted round says so.
+    [told] = [s["content"] for s in cluster.segments(done.session_id) if "interrupted" in s["tags"]]
+    waited = '- ledger.add(name="apple"): it was waiting for the user\'s approval when the round stopped\n'
+    assert "Not performed: these calls did not run, so they had no effect:\n" + waited in told, told
 
 
 ONCE = """\
@@ -234,19 +240,32 @@ def test_a_call_made_before_the_approval_in_its_round_is_done_once_through_the_q
     # ledger.add runs (the grant does not ask), then ledger.publish waits for an approval: the run pauses and
     # its round is recorded as interrupted. The continuation asks the model again, which writes the program
     # again with one more call: the same add is answered from the record (not done again), the other one runs.
+    # The model is the local OpenAI-compatible server: the continuation's prompt is what it received.
     ledger = Path(cluster.env["QUEUE_LEDGER"])
     blueprint = cluster.tmp / "once.yaml"
     blueprint.write_text(ONCE)
     first = "r = ledger.add(name='plum')\np = ledger.publish()\nsystem.finish(r + ' / ' + p)"
     again = first.replace("ledger.add(name='plum')", "ledger.add(name='plum') + ', ' + ledger.add(name='fig')")
     replies = [f"Adding, then publishing.\n```python\n{code}\n```" for code in (first, again)]
-    model = cluster.script("once", replies)
-    handle = submit(blueprint, "add a plum and publish", queue=cluster.url, model=model, queue_name="qa")
-    paused = handle.result(timeout=60)
-    assert paused.status == "paused" and paused.pause is not None and paused.pause["operation"] == "publish"
-    assert ledger.read_text().count("added plum") == 1
-    handle.interact({"approve": True, "reason": "fine"}, queue="qa")  # worker A: its model goes on with the script
-    done = handle.result(timeout=60)
+    with serve(replies) as model:
+        options: dict[str, Any] = {"model": "openai/test-model", "base_url": model.base_url, "queue_name": "qa"}
+        handle = submit(blueprint, "add a plum and publish", queue=cluster.url, **options)
+        paused = handle.result(timeout=60)
+        assert paused.status == "paused" and paused.pause is not None and paused.pause["operation"] == "publish"
+        assert ledger.read_text().count("added plum") == 1
+        handle.interact({"approve": True, "reason": "fine"}, queue="qa")
+        done = handle.result(timeout=60)
+    assert len(model.requests) == 2
+    # The continuation's prompt: publish waited for the approval and did not run (not completed, not in flight).
+    prompt = "\n".join(str(m["content"]) for m in model.requests[1].body["messages"])
+    interrupted = prompt[prompt.index("Round 1 was interrupted") :]
+    interrupted = interrupted[: interrupted.index("Not started:")]
+    assert interrupted.count("ledger.publish") == 1, interrupted
+    assert (
+        "Not performed: these calls did not run, so they had no effect:\n"
+        "- ledger.publish(): it was waiting for the user's approval when the round stopped\n"
+        "Make them again if they are still needed.\n"
+    ) in interrupted, interrupted
     assert done.status == "completed" and done.answer == "added plum, added fig / published", done
     text = ledger.read_text()
     assert (text.count("added plum"), text.count("added fig"), text.count("published")) == (1, 1, 1)

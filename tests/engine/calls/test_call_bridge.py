@@ -6,6 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -211,6 +212,70 @@ def test_a_resumed_round_gets_the_completed_calls_of_the_interrupted_one_from_it
     records = bridge.drain_calls()  # the answered calls are recorded as the code got them, with their ids
     assert [(r.call_id, r.result) for r in records[:2]] == [("S:2:0", "marked a"), ("S:2:1", "marked a")]
     assert sum(kind is ToolCallCompleted for kind, _ in events) == 9
+
+
+@pytest.mark.parametrize("stage", [pytest.param("grant", id="grant"), pytest.param("operation", id="operation")])
+def test_a_call_cancelled_while_it_waits_for_its_approval_is_journaled_as_not_performed(
+    tmp_path: Path, stage: str
+) -> None:
+    # A queued run pauses at an approval by stopping the round under the waiting call. Whichever stage asks
+    # (the grant's, before the call's start is journaled; the operation's, after it), the journal says the call
+    # did not run, so the interrupted round lists it as not performed, not as completed or in flight.
+    from codeact.engine.agent.recovery import interrupted_evaluation, journal_groups
+    from codeact.engine.calls import CallJournal
+    from codeact.engine.store import open_store
+
+    asking = asyncio.Event()
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        if request.arguments == {"text": "first"}:
+            return ApprovalDecision(allow=True)
+        asking.set()
+        await asyncio.Event().wait()  # the host waits for the user (a queued run pauses here)
+        raise AssertionError("unreachable")
+
+    async def go() -> tuple[object, Any]:
+        store = open_store(str(tmp_path / "store.db"))
+        journal = CallJournal(store, "S")
+        bridge = call_bridge(
+            [Kit()],
+            grants=None,
+            context=ToolkitContext(session_id="S"),
+            budgets=DEFAULT_BUDGETS,
+            emit=lambda *_, **__: None,  # type: ignore[arg-type,return-value]
+            round_ref=lambda: 3,
+            policies={"kit": "ask"} if stage == "grant" else {},
+            approver=approver,
+            journal=lambda: journal,
+        )
+        first = await bridge.handle("call", {"toolkit": "kit", "operation": "echo", "arguments": {"text": "first"}})
+        waiting = {"toolkit": "kit", "operation": "echo" if stage == "grant" else "risky", "arguments": {"text": "x"}}
+        task = asyncio.create_task(bridge.handle("call", waiting))
+        await asyncio.wait_for(asking.wait(), 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await journal.flush()
+        groups = journal_groups(await store.pending("S"), 3)
+        await journal.aclose()
+        await store.close()
+        return first, groups
+
+    first, groups = asyncio.run(go())
+    operation = "echo" if stage == "grant" else "risky"
+    assert first == "first"
+    assert [(c["operation"], c["result"]) for c in groups.completed] == [("echo", "first")]
+    assert groups.in_flight == ()
+    assert [(c["operation"], c["arguments"], c["call_id"]) for c in groups.not_performed] == [
+        (operation, {"text": "x"}, "S:3:1")
+    ]
+    text = interrupted_evaluation(
+        3, groups.completed, reason="r", in_flight=groups.in_flight, not_performed=groups.not_performed
+    )
+    assert (
+        f'Not performed: these calls did not run, so they had no effect:\n- kit.{operation}(text="x"): it was '
+        "waiting for the user's approval when the round stopped\nMake them again if they are still needed.\n"
+    ) in text
 
 
 def test_a_call_never_enters_engine_agent() -> None:
