@@ -179,11 +179,27 @@ class RunState:
         return out
 
     def history(self, run_id: str) -> list[dict[str, object]]:
-        """Every event the run's stream holds now, in order (read page by page: :meth:`read` gives 500 at most)."""
+        """Every event the run's stream holds now, in order (read page by page: :meth:`read` gives 500 at most).
+
+        Raises:
+            StoreError: ``store.unavailable``: Redis did not answer (a worker does not take that for a bad run).
+        """
+        import redis
+
         out: list[dict[str, object]] = []
         after = "0-0"
         while True:
-            page = self.read(run_id, after)
+            try:
+                page = self.read(run_id, after)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                from codeact.engine.errors import StoreError
+                from codeact.engine.store.redis_store import redact_url
+
+                raise StoreError(
+                    f"the queue's Redis at {redact_url(self.url)} is unreachable: {exc}; run {run_id!r}'s events "
+                    "could not be read; check that the server is running and that --queue points to it",
+                    code="store.unavailable",
+                ) from exc
             out.extend(event for _entry, event in page)
             if not page:
                 return out

@@ -298,6 +298,7 @@ def _for_context(
     are the run's Context segment.
 
     Raises:
+        StoreError: ``store.unavailable``, the run's stream could not be read (the queue's Redis is out).
         CodeactError: ``context.invalid``, a malformed locale or time zone (``runtime_notes``); a variable
             the instructions cannot render (``configured_spec``).
         ValueError: the request's context is not a run context (a request written by hand).
@@ -479,6 +480,11 @@ class _Run:
         try:
             agent, notes = _for_context(agent, request, earlier=lambda: self.state.history(self.run_id))
         except CodeactError as invalid:  # a malformed locale or time zone: refused as a direct run refuses it
+            if invalid.code == "store.unavailable":
+                # The queue's Redis is out, not the request: this attempt stops as on any other Redis error here
+                # (it could not even write a failure); the run stays `running`, its lease goes, and the reaper
+                # enqueues it again once Redis answers.
+                raise
             self._fail("runner.invalid_context", f"[{invalid.code}] {invalid.message}")
             return "failed"
         except Exception as refused:  # a context written by hand (the server validated its own): the run fails

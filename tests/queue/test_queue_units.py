@@ -179,3 +179,66 @@ async def test_a_paused_runs_pending_interaction_is_its_approval_not_a_later_pla
         state.redis.zrem(f"{PREFIX}:runs", run_id)
         state.redis.delete(f"{PREFIX}:session:{session_id}:last")
         await manager.close()
+
+
+COUNTING = """\
+version: codeact.agent/v1
+extend: codeact-base
+id: counting-agent
+toolkits:
+  - ref: system
+extensions:
+  runner:
+    permissions:
+      platform_api: [message.edit]
+"""
+
+
+def test_a_redis_outage_while_the_worker_counts_the_runs_platform_actions_is_not_a_refused_context(
+    tmp_path: Path,
+) -> None:
+    # The worker reads the run's stream to count the platform actions already requested. With the queue's
+    # Redis stopped, that read is a store outage, not an invalid request: the attempt stops with
+    # store.unavailable (as on any other Redis error of a worker) and writes no failure; the run stays
+    # `running`, so once Redis is back the reaper enqueues it again.
+    import asyncio
+    import uuid
+
+    import pytest
+
+    from codeact.engine.agent import Agent, BuildOptions, assemble
+    from codeact.engine.blueprint import load_text
+    from codeact.engine.errors import StoreError
+    from codeact.engine.queue._state import RunState
+    from codeact.engine.queue._task import WorkerConfig, _Run
+    from codeact.engine.store import open_store
+    from tests.redis_server import PrivateRedis, running
+    from tests.service.helpers import context
+
+    server = PrivateRedis(tmp_path)
+    lifetime = running(server)
+    next(lifetime)
+    state = RunState(server.url)
+    run_id = f"run-outage-{uuid.uuid4().hex[:8]}"
+    request = {"input": "go", "context": context("go", run_id=run_id)}
+    state.create(run_id, request, event={"type": "run.queued", "run_id": run_id})
+    state.update(run_id, status="running")
+    options = BuildOptions(model="openai/test", base_url="http://127.0.0.1:9/v1", store=open_store(str(tmp_path / "s")))
+    agent = assemble(Agent, load_text(COUNTING), toolkits=(), options=options)
+    try:
+        server.kill()
+        with pytest.raises(StoreError) as down:
+            asyncio.run(_Run(state, WorkerConfig(name="w"), run_id, "1|w")._drive(agent, request))
+        assert down.value.code == "store.unavailable"
+        assert down.value.message.startswith(f"the queue's Redis at redis://127.0.0.1:{server.port}/0 is unreachable: ")
+        assert down.value.message.endswith(
+            f"; run {run_id!r}'s events could not be read; check that the server is running and that --queue "
+            "points to it"
+        )
+        server.start()  # the same port and data: nothing was written for the run, which is still running
+        assert [e["type"] for e in state.history(run_id)] == ["run.queued"]
+        assert state.get(run_id)["status"] == "running"
+    finally:
+        state.close()
+        asyncio.run(agent.aclose())
+        next(lifetime, None)
