@@ -48,13 +48,13 @@ from codeact.toolkits.stubs import openai_tools, render_stubs
 from codeact.toolkits.tasks import TaskBoard
 
 __all__ = [
+    "AWAITING_APPROVAL",
     "Approval",
     "ApprovalDecision",
     "ApprovalGate",
     "ApprovalRequest",
     "Approver",
     "Asker",
-    "AWAITING_APPROVAL",
     "BoundToolkit",
     "BudgetMeter",
     "Call",
