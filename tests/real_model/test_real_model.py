@@ -124,14 +124,15 @@ def test_devops_example_deploys_and_reports_the_deploy_id(model: str, tmp_path: 
     _assert_rounds_healthy(records, max_turns=8)
 
 
-# One task per multitool domain that the 1.5B solves at temperature 0 with this engine. The trade and
-# browser domains have none: on every trade task kind (profit, FX, best day, shares for a budget) it
-# answers with the first price it reads (trade-01..04), and on the shop it invents links and calls
-# (browser-01, -02, -05). The eval runs them all (docs/eval.md); the tier checks what the engine must
-# get right with a real model on the tasks it can do.
+# One task per multitool domain that the 1.5B solves at temperature 0 with this engine. trade-01 is one
+# it used to lose: it answered with the first price it read (-43.56 for a profit of 227.35) until the
+# turns layout said the task again above what to reply (workflow.codeact.restateTask; docs/eval.md).
+# The eval runs them all (docs/eval.md); the tier checks what the engine must get right with a real
+# model on the tasks it can do.
 TASKS = [
     pytest.param("cipher-03", id="cipher"),
     pytest.param("dna-01", id="dna"),
+    pytest.param("trade-01", id="trade"),
     pytest.param("travel-02", id="travel"),
 ]
 
