@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import inspect
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from codeact.segments import PromptConfig, SegmentBuilder, SegmentHistory, format_evaluation
-from codeact.toolkits import ToolkitRegistry
+from codeact.toolkits import ToolkitContext, ToolkitRegistry
 from codeact.toolkits.builtin.system import SystemToolkit
 from codeact.toolkits.stubs import openai_tools, render_stubs
 
@@ -119,7 +120,10 @@ class _Awaitable:
 
 
 async def _call(toolkit: Any, op: str, args: dict[str, Any]) -> Any:
-    value = getattr(toolkit, op)(**args)
+    method = getattr(toolkit, op)
+    # an operation that takes the call's ToolkitContext (deploy_app: its call id makes it idempotent) gets one
+    wants = [n for n, a in inspect.get_annotations(method, eval_str=True).items() if a is ToolkitContext]
+    value = method(**args, **{name: ToolkitContext(session_id="bench") for name in wants})
     return await value if asyncio.iscoroutine(value) else value
 
 

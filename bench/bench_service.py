@@ -61,6 +61,10 @@ toolkits:
   - ref: bench_ping
     approval: ask
 workflow: {{maxTurns: 3, codeact: {{thought: 'off'}}}}
+extensions:
+  runner:
+    permissions:
+      storage: [binding]
 """
 _ASK = "Now the ping, which needs approval.\n```python\npong = await bench_ping.ping()\n```\n"
 _FINISH = "Approved; finishing.\n```python\nsystem.finish('done: ' + pong)\n```\n"
