@@ -299,3 +299,40 @@ def test_a_call_never_enters_engine_agent() -> None:
     agent = Path(__file__).resolve().parents[3] / "engine" / "agent"
     assert not [f for f in entered if Path(f).resolve().is_relative_to(agent)]
     assert any(Path(f).name == "_wrappers.py" for f in entered)
+
+
+def test_a_flood_in_a_resumed_round_is_answered_from_the_record_once_per_record_then_ends_at_the_round_budget() -> None:
+    # Hostile: calls answered from an interrupted round's record run nothing and are not charged to the round's
+    # budget. Code that repeats a recorded call in a loop must not turn that into unbounded free calls: each
+    # record answers once, every further call runs and is charged, and the round budget stops the flood.
+    from codeact.toolkits import CallBudgets
+
+    tally, answered = Tally(), []
+    calls = [_recorded("mark", "a", result="marked a") for _ in range(5)]
+    bridge = call_bridge(
+        [tally],
+        grants=None,
+        context=ToolkitContext(session_id="S"),
+        budgets=CallBudgets(round_calls=20),
+        emit=lambda event_type, /, **fields: None,  # type: ignore[arg-type,return-value]
+        round_ref=lambda: 3,
+        policies={},
+        approver=None,
+        resumes=Resumed(interrupted=2, first_round=3, calls=calls, answered=answered.append),
+    )
+
+    async def flood() -> list[object]:
+        results: list[object] = []
+        for _ in range(10_000):
+            result = await bridge.handle("call", {"toolkit": "tally", "operation": "mark", "arguments": {"text": "a"}})
+            results.append(result)
+            if isinstance(result, dict) and "$control" in result:
+                break
+        return results
+
+    results = asyncio.run(flood())
+    assert len(answered) == 5  # each record once
+    assert len(tally.done) == 20  # then the round's budget: 20 calls ran
+    assert results[:25] == ["marked a"] * 25
+    last = results[-1]
+    assert len(results) == 26 and isinstance(last, dict) and last["$control"]["kind"] == "budget_exceeded", last
