@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from codeact.engine.cli import app
@@ -33,18 +34,24 @@ print(gc)
 ROUND_2 = "```python\nawait system.finish(answer=gc)\n```"
 
 
-def test_each_round_is_a_chat_turn_and_the_last_message_says_what_to_reply(
-    tmp_path: Path, openai_server: OpenAIServer
-) -> None:
-    path = tmp_path / "agent.yaml"
-    path.write_text(BLUEPRINT.format(layout="turns", thought="off", extra=""))
-    openai_server.push(ROUND_1, ROUND_2)
+def _run(path: Path, tmp_path: Path, openai_server: OpenAIServer) -> Result:
+    """``codeact run`` of ``path`` on the question against the test server; it must succeed."""
     result = CliRunner().invoke(
         app,
         ["run", str(path), "--input", "What is 21/33 to 4 decimals?", "--store", f"sqlite:///{tmp_path / 's.db'}",
          "--base-url", openai_server.base_url, "--isolation", "process"],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
+    return result
+
+
+def test_each_round_is_a_chat_turn_and_the_last_message_says_what_to_reply(
+    tmp_path: Path, openai_server: OpenAIServer
+) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(BLUEPRINT.format(layout="turns", thought="off", extra=""))
+    openai_server.push(ROUND_1, ROUND_2)
+    result = _run(path, tmp_path, openai_server)
     assert result.stdout == "0.6364\n"
     first, second = ([m for m in r.body["messages"]] for r in openai_server.requests if r.method == "POST")
     assert [m["role"] for m in first] == ["system", "user"]
@@ -77,12 +84,7 @@ def test_the_task_is_said_again_unless_the_reply_states_its_own_goal_or_the_blue
     path = tmp_path / "agent.yaml"
     path.write_text(BLUEPRINT.format(layout="turns", thought=thought, extra=extra))
     openai_server.push(*(f"Thought: step {n}.\n{reply}" for n, reply in enumerate((ROUND_1, ROUND_2))))
-    result = CliRunner().invoke(
-        app,
-        ["run", str(path), "--input", "What is 21/33 to 4 decimals?", "--store", f"sqlite:///{tmp_path / 's.db'}",
-         "--base-url", openai_server.base_url, "--isolation", "process"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
+    result = _run(path, tmp_path, openai_server)
     assert result.stdout == "0.6364\n"
     last = [r.body["messages"] for r in openai_server.requests if r.method == "POST"][1][-1]["content"]
     assert last.startswith("Evaluation: Output:\n0.6364\n")
@@ -93,12 +95,7 @@ def test_the_frame_layout_stays_the_default(tmp_path: Path, openai_server: OpenA
     path = tmp_path / "agent.yaml"
     path.write_text(BLUEPRINT.format(layout="frame", thought="off", extra="").replace(", layout: frame", ""))
     openai_server.push(ROUND_1, ROUND_2)
-    result = CliRunner().invoke(
-        app,
-        ["run", str(path), "--input", "What is 21/33 to 4 decimals?", "--store", f"sqlite:///{tmp_path / 's.db'}",
-         "--base-url", openai_server.base_url, "--isolation", "process"],
-    )  # fmt: skip
-    assert result.exit_code == 0, result.stderr
+    _run(path, tmp_path, openai_server)
     second = [r.body["messages"] for r in openai_server.requests if r.method == "POST"][1]
     assert [m["role"] for m in second] == ["system", "user"]
     assert "your code replaces the line `# <your code for this round>`" in json.dumps(second)
